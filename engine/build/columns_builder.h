@@ -1,0 +1,31 @@
+// From generated points to Eytzinger columns: the part of a build shared by
+// flavour rings and raw-point rings.
+#ifndef CHASH_ENGINE_BUILD_COLUMNS_BUILDER_H_
+#define CHASH_ENGINE_BUILD_COLUMNS_BUILDER_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "chash/status.h"
+#include "layout/columns.h"
+
+namespace chash::internal {
+
+// A point as one sortable u64: hash in the top 32 bits, so that ascending
+// order is ring order; then the node's tie-break rank, so that among equal
+// hashes the winner sorts first; then the node id. An unstable sort of these
+// keys is therefore deterministic.
+inline uint64_t PointSortKey(uint32_t hash, uint32_t rank, uint32_t node) noexcept {
+  return (uint64_t{hash} << 32) | (uint64_t{rank} << 16) | node;
+}
+inline uint32_t SortKeyHash(uint64_t key) noexcept { return static_cast<uint32_t>(key >> 32); }
+inline uint16_t SortKeyNode(uint64_t key) noexcept { return static_cast<uint16_t>(key); }
+
+// Sorts `keys` in place, keeps the first key of each run of equal hashes and
+// lays the survivors out in `columns`. `keys` is clobbered. kOutOfMemory if
+// the columns cannot be allocated.
+Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns);
+
+}  // namespace chash::internal
+
+#endif  // CHASH_ENGINE_BUILD_COLUMNS_BUILDER_H_

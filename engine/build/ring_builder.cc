@@ -1,0 +1,234 @@
+// RingBuilder and BuildRingFromPoints: validation, point generation, and the
+// hand-off to the shared column builder.
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <new>
+#include <numeric>
+
+#include "build/columns_builder.h"
+#include "chash/ring.h"
+#include "hash/crc32_internal.h"
+#include "ring_state.h"
+
+namespace chash {
+namespace {
+
+using internal::RingState;
+
+std::string NodeLabel(size_t id, std::string_view text) {
+  std::string label = "node " + std::to_string(id);
+  if (!text.empty()) {
+    label += " '";
+    label += text;
+    label += "'";
+  }
+  return label;
+}
+
+Status ValidateOptions(const RingOptions& options) {
+  if (options.point_multiple == 0) {
+    return Status(StatusCode::kBadMultiple, "point multiple must be at least 1");
+  }
+  if (options.flavor != Flavor::kPingoraV2 && options.point_multiple != kDefaultPointMultiple) {
+    return Status(StatusCode::kBadMultiple,
+                  std::string(FlavorName(options.flavor)) +
+                      " uses 160 points per weight unit; only pingora-v2 takes a "
+                      "point multiple (got " +
+                      std::to_string(options.point_multiple) + ")");
+  }
+  if (options.max_points == 0 || options.max_points > kHardMaxPoints) {
+    return Status(StatusCode::kBadArgument,
+                  "max_points must be 1.." + std::to_string(kHardMaxPoints));
+  }
+  return Status();
+}
+
+// Counts the distinct nodes in the node column (slots 1..n).
+uint32_t CountNodesWithPoints(const internal::Columns& columns) {
+  std::vector<bool> seen(kMaxNodes, false);
+  uint32_t count = 0;
+  for (uint32_t slot = 1; slot <= columns.size; ++slot) {
+    const uint16_t node = columns.node[slot];
+    if (!seen[node]) {
+      seen[node] = true;
+      ++count;
+    }
+  }
+  return count;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Status OutOfMemory(uint64_t points) {
+  return Status(StatusCode::kOutOfMemory,
+                "out of memory: cannot hold " + std::to_string(points) + " ring points");
+}
+
+}  // namespace
+
+TieBreak FlavorTieBreak(Flavor flavor) noexcept {
+  return flavor == Flavor::kPingoraV2 ? TieBreak::kAddressOrder : TieBreak::kConfigOrder;
+}
+
+RingBuilder::RingBuilder(RingOptions options)
+    : options_(options), options_status_(ValidateOptions(options)) {}
+
+Status RingBuilder::Add(std::string_view address, uint32_t weight) {
+  if (!options_status_.ok()) return options_status_;
+  const size_t id = nodes_.size();
+  if (id >= kMaxNodes) {
+    return Status(StatusCode::kTooManyNodes,
+                  NodeLabel(id, address) + ": more than 65,536 nodes (node ids are u16)");
+  }
+  Result<NodeAddress> parsed = ParseNodeAddress(options_.flavor, address);
+  if (!parsed.ok()) {
+    return Status(parsed.status().code(), NodeLabel(id, {}) + ": " + parsed.status().message());
+  }
+  std::string hashed = parsed.value().HashedBytes();
+  if (const auto it = node_by_hashed_bytes_.find(hashed); it != node_by_hashed_bytes_.end()) {
+    return Status(StatusCode::kDuplicateNode,
+                  NodeLabel(id, address) + ": same identity as " +
+                      NodeLabel(it->second, nodes_[it->second].address.written) +
+                      " (both would own the same point chain)");
+  }
+  const uint64_t node_points = uint64_t{weight} * options_.point_multiple;
+  if (node_points > UINT32_MAX) {
+    return Status(StatusCode::kTooManyPoints,
+                  NodeLabel(id, address) + ": weight " + std::to_string(weight) +
+                      " x multiple " + std::to_string(options_.point_multiple) +
+                      " overflows 32 bits");
+  }
+  if (points_generated_ + node_points > options_.max_points) {
+    return Status(StatusCode::kTooManyPoints,
+                  NodeLabel(id, address) + ": ring would have " +
+                      std::to_string(points_generated_ + node_points) +
+                      " points, over the cap of " + std::to_string(options_.max_points));
+  }
+  node_by_hashed_bytes_.emplace(std::move(hashed), static_cast<uint32_t>(id));
+  nodes_.push_back(NodeInfo{std::move(parsed).value(), weight});
+  points_generated_ += node_points;
+  return Status();
+}
+
+Result<Ring> RingBuilder::Build() && {
+  if (!options_status_.ok()) return options_status_;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    auto state = std::make_unique<RingState>();
+    state->flavor = options_.flavor;
+    state->point_multiple = options_.point_multiple;
+    state->tie_break = FlavorTieBreak(options_.flavor);
+    state->points_generated = points_generated_;
+
+    const uint32_t num_nodes = static_cast<uint32_t>(nodes_.size());
+    std::vector<uint32_t> rank(num_nodes);
+    std::iota(rank.begin(), rank.end(), 0u);
+    if (state->tie_break == TieBreak::kAddressOrder) {
+      std::vector<uint32_t> by_address(num_nodes);
+      std::iota(by_address.begin(), by_address.end(), 0u);
+      std::sort(by_address.begin(), by_address.end(), [&](uint32_t a, uint32_t b) {
+        return nodes_[a].address.order < nodes_[b].address.order;
+      });
+      for (uint32_t r = 0; r < num_nodes; ++r) rank[by_address[r]] = r;
+    }
+
+    std::unique_ptr<uint64_t[]> keys(new (std::nothrow) uint64_t[points_generated_ + 1]);
+    if (!keys) return OutOfMemory(points_generated_);
+    uint64_t* out = keys.get();
+    for (uint32_t id = 0; id < num_nodes; ++id) {
+      const std::string bytes = nodes_[id].address.HashedBytes();
+      const uint32_t base = internal::Crc32UpdateRaw(
+          0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      const uint64_t count = uint64_t{nodes_[id].weight} * options_.point_multiple;
+      uint32_t prev = 0;
+      for (uint64_t j = 0; j < count; ++j) {
+        prev = internal::Crc32PointStep(base, prev);
+        *out++ = internal::PointSortKey(prev, rank[id], id);
+      }
+    }
+    if (Status status = internal::BuildColumnsFromKeys(keys.get(), points_generated_,
+                                                       state->columns);
+        !status.ok()) {
+      return status;
+    }
+    keys.reset();
+    state->nodes = std::move(nodes_);
+    state->nodes_with_points = CountNodesWithPoints(state->columns);
+    state->build_seconds = SecondsSince(start);
+    return internal::RingFactory::Make(std::move(state));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(points_generated_);
+  }
+}
+
+Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> points,
+                                 std::span<const uint32_t> tie_rank, uint64_t max_points) {
+  if (num_nodes > kMaxNodes) {
+    return Status(StatusCode::kTooManyNodes, std::to_string(num_nodes) +
+                                                 " nodes: at most 65,536 (node ids are u16)");
+  }
+  if (max_points == 0 || max_points > kHardMaxPoints) {
+    return Status(StatusCode::kBadArgument,
+                  "max_points must be 1.." + std::to_string(kHardMaxPoints));
+  }
+  if (points.size() > max_points) {
+    return Status(StatusCode::kTooManyPoints, std::to_string(points.size()) +
+                                                  " points, over the cap of " +
+                                                  std::to_string(max_points));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    if (!tie_rank.empty()) {
+      if (tie_rank.size() != num_nodes) {
+        return Status(StatusCode::kBadArgument,
+                      "tie_rank has " + std::to_string(tie_rank.size()) + " entries for " +
+                          std::to_string(num_nodes) + " nodes");
+      }
+      std::vector<bool> used(num_nodes, false);
+      for (uint32_t node = 0; node < num_nodes; ++node) {
+        if (tie_rank[node] >= num_nodes || used[tie_rank[node]]) {
+          return Status(StatusCode::kBadArgument,
+                        "tie_rank is not a permutation of 0.." +
+                            std::to_string(num_nodes - 1) + " (node " +
+                            std::to_string(node) + ")");
+        }
+        used[tie_rank[node]] = true;
+      }
+    }
+    auto state = std::make_unique<RingState>();
+    state->raw = true;
+    state->tie_break = tie_rank.empty() ? TieBreak::kConfigOrder : TieBreak::kExplicitRank;
+    state->point_multiple = 0;
+    state->points_generated = points.size();
+    state->nodes.resize(num_nodes);
+
+    std::unique_ptr<uint64_t[]> keys(new (std::nothrow) uint64_t[points.size() + 1]);
+    if (!keys) return OutOfMemory(points.size());
+    for (size_t i = 0; i < points.size(); ++i) {
+      const uint32_t node = points[i].node;
+      if (node >= num_nodes) {
+        return Status(StatusCode::kBadNodeId,
+                      "point " + std::to_string(i) + " names node " + std::to_string(node) +
+                          " of a ring with " + std::to_string(num_nodes) + " nodes");
+      }
+      const uint32_t rank = tie_rank.empty() ? node : tie_rank[node];
+      keys[i] = internal::PointSortKey(points[i].hash, rank, node);
+      ++state->nodes[node].weight;  // a raw node's weight is its point count
+    }
+    if (Status status = internal::BuildColumnsFromKeys(keys.get(), points.size(),
+                                                       state->columns);
+        !status.ok()) {
+      return status;
+    }
+    state->nodes_with_points = CountNodesWithPoints(state->columns);
+    state->build_seconds = SecondsSince(start);
+    return internal::RingFactory::Make(std::move(state));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(points.size());
+  }
+}
+
+}  // namespace chash

@@ -1,0 +1,173 @@
+// Ring methods that are the same on every target: lookups hand whole batches
+// to the dispatched kernels (simd/search.cc); walks use the index arithmetic
+// of layout/eytzinger.h.
+#include <cassert>
+
+#include "chash/crc32.h"
+#include "chash/ring.h"
+#include "layout/eytzinger.h"
+#include "ring_state.h"
+#include "simd/search.h"
+
+namespace chash {
+
+using internal::EytzingerFirst;
+using internal::EytzingerNext;
+
+// ---- PointCursor --------------------------------------------------------------
+
+uint32_t PointCursor::node() const noexcept { return nodes_[slot_]; }
+uint32_t PointCursor::hash() const noexcept { return hashes_[slot_]; }
+
+void PointCursor::Advance() noexcept {
+  if (size_ == 0) return;
+  slot_ = EytzingerNext(slot_, size_);
+  if (slot_ == 0) slot_ = EytzingerFirst(size_);
+}
+
+uint32_t PointCursor::Next() noexcept {
+  if (size_ == 0) return Ring::kNoNode;
+  const uint32_t current = nodes_[slot_];
+  Advance();
+  return current;
+}
+
+// ---- DistinctNodeWalk ---------------------------------------------------------
+
+DistinctNodeWalk::DistinctNodeWalk(PointCursor cursor, uint32_t nodes_with_points,
+                                   uint64_t points) noexcept
+    : cursor_(cursor), remaining_nodes_(nodes_with_points), remaining_points_(points) {}
+
+uint32_t DistinctNodeWalk::Next() noexcept {
+  while (remaining_nodes_ > 0 && remaining_points_ > 0) {
+    const uint32_t node = cursor_.Next();
+    --remaining_points_;
+    uint64_t& word = seen_[node / 64];
+    const uint64_t bit = uint64_t{1} << (node % 64);
+    if ((word & bit) == 0) {
+      word |= bit;
+      --remaining_nodes_;
+      return node;
+    }
+  }
+  return Ring::kNoNode;
+}
+
+// ---- Ring ----------------------------------------------------------------------
+
+Ring::Ring() noexcept = default;
+Ring::Ring(Ring&& other) noexcept { *this = std::move(other); }
+Ring& Ring::operator=(Ring&& other) noexcept {
+  state_ = std::move(other.state_);
+  hashes_ = other.hashes_;
+  nodes_ = other.nodes_;
+  size_ = other.size_;
+  other.hashes_ = nullptr;
+  other.nodes_ = nullptr;
+  other.size_ = 0;
+  return *this;
+}
+Ring::~Ring() = default;
+
+Ring::Ring(std::unique_ptr<internal::RingState> state) noexcept : state_(std::move(state)) {
+  CacheColumns();
+}
+
+void Ring::CacheColumns() noexcept {
+  hashes_ = state_->columns.hash.data();
+  nodes_ = state_->columns.node.data();
+  size_ = state_->columns.size;
+}
+
+uint32_t Ring::FindNodeByHash(uint32_t hash) const noexcept {
+  if (size_ == 0) return kNoNode;
+  return nodes_[internal::DispatchLowerBoundSlot(hashes_, size_, hash)];
+}
+
+uint32_t Ring::FindNode(std::string_view key) const noexcept {
+  return FindNodeByHash(Crc32(key));
+}
+
+void Ring::FindNodesByHash(std::span<const uint32_t> hashes,
+                           std::span<uint32_t> out) const noexcept {
+  assert(out.size() >= hashes.size());
+  if (size_ == 0) {
+    std::fill(out.begin(), out.begin() + static_cast<ptrdiff_t>(hashes.size()), kNoNode);
+    return;
+  }
+  internal::DispatchFindNodesByHash(hashes_, nodes_, size_, hashes.data(), hashes.size(),
+                                    out.data());
+}
+
+void Ring::FindNodes(std::span<const std::string_view> keys,
+                     std::span<uint32_t> out) const noexcept {
+  assert(out.size() >= keys.size());
+  if (size_ == 0) {
+    std::fill(out.begin(), out.begin() + static_cast<ptrdiff_t>(keys.size()), kNoNode);
+    return;
+  }
+  internal::DispatchFindNodes(hashes_, nodes_, size_, keys.data(), keys.size(), out.data());
+}
+
+PointCursor Ring::WalkFromHash(uint32_t hash) const noexcept {
+  if (size_ == 0) return PointCursor();
+  uint32_t slot = internal::DispatchLowerBoundSlot(hashes_, size_, hash);
+  if (slot == 0) slot = EytzingerFirst(size_);  // wrap-around
+  return PointCursor(hashes_, nodes_, size_, slot);
+}
+
+PointCursor Ring::Walk(std::string_view key) const noexcept {
+  return WalkFromHash(Crc32(key));
+}
+
+DistinctNodeWalk Ring::WalkDistinctFromHash(uint32_t hash) const noexcept {
+  return DistinctNodeWalk(WalkFromHash(hash), nodes_with_points(), size_);
+}
+
+DistinctNodeWalk Ring::WalkDistinct(std::string_view key) const noexcept {
+  return WalkDistinctFromHash(Crc32(key));
+}
+
+namespace {
+// The default-constructed (and moved-from) ring has no state: it reads as
+// this empty one.
+const internal::RingState& StateOf(const std::unique_ptr<internal::RingState>& state) {
+  static const internal::RingState kEmpty;
+  return state ? *state : kEmpty;
+}
+}  // namespace
+
+uint32_t Ring::num_nodes() const noexcept {
+  return static_cast<uint32_t>(StateOf(state_).nodes.size());
+}
+uint64_t Ring::points_generated() const noexcept { return StateOf(state_).points_generated; }
+uint32_t Ring::nodes_with_points() const noexcept { return StateOf(state_).nodes_with_points; }
+Flavor Ring::flavor() const noexcept { return StateOf(state_).flavor; }
+uint32_t Ring::point_multiple() const noexcept { return StateOf(state_).point_multiple; }
+TieBreak Ring::tie_break() const noexcept { return StateOf(state_).tie_break; }
+bool Ring::is_raw() const noexcept { return StateOf(state_).raw; }
+double Ring::build_seconds() const noexcept { return StateOf(state_).build_seconds; }
+const NodeInfo& Ring::node(uint32_t id) const noexcept {
+  assert(id < num_nodes());
+  return state_->nodes[id];
+}
+
+MemoryUsage Ring::memory_usage() const noexcept {
+  MemoryUsage usage;
+  if (!state_) return usage;
+  usage.column_bytes = state_->columns.allocated_bytes();
+  uint64_t other = sizeof(*this) + sizeof(internal::RingState) +
+                   state_->nodes.capacity() * sizeof(NodeInfo);
+  for (const NodeInfo& info : state_->nodes) {
+    // Heap blocks of strings beyond the small-string buffer.
+    for (const std::string* text : {&info.address.written, &info.address.host,
+                                    &info.address.port}) {
+      if (text->capacity() > 15) other += text->capacity() + 1;
+    }
+  }
+  usage.other_bytes = other;
+  return usage;
+}
+
+
+}  // namespace chash

@@ -1,0 +1,33 @@
+// Everything a Ring owns. Private to the engine.
+#ifndef CHASH_ENGINE_RING_STATE_H_
+#define CHASH_ENGINE_RING_STATE_H_
+
+#include <memory>
+#include <vector>
+
+#include "chash/ring.h"
+#include "layout/columns.h"
+
+namespace chash::internal {
+
+struct RingState {
+  Columns columns;
+  std::vector<NodeInfo> nodes;  // one per node id
+  uint32_t nodes_with_points = 0;
+  uint64_t points_generated = 0;
+  Flavor flavor = Flavor::kNginx;
+  uint32_t point_multiple = kDefaultPointMultiple;
+  TieBreak tie_break = TieBreak::kConfigOrder;
+  bool raw = false;
+  double build_seconds = 0;
+};
+
+struct RingFactory {
+  static Ring Make(std::unique_ptr<RingState> state) noexcept {
+    return Ring(std::move(state));
+  }
+};
+
+}  // namespace chash::internal
+
+#endif  // CHASH_ENGINE_RING_STATE_H_

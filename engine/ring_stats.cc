@@ -1,0 +1,97 @@
+#include <cmath>
+#include <cstdio>
+
+#include "chash/stats.h"
+
+namespace chash {
+
+std::vector<uint64_t> NodeHashShares(const Ring& ring) {
+  std::vector<uint64_t> shares(ring.num_nodes(), 0);
+  if (ring.empty()) return shares;
+  // A point owns the hashes above its predecessor up to and including its
+  // own; the first point also owns everything above the last point (wrap).
+  PointCursor cursor = ring.Begin();
+  const uint32_t first_hash = cursor.hash();
+  const uint32_t first_node = cursor.node();
+  uint32_t prev_hash = first_hash;
+  for (uint64_t i = 1; i < ring.num_points(); ++i) {
+    cursor.Advance();
+    shares[cursor.node()] += cursor.hash() - prev_hash;
+    prev_hash = cursor.hash();
+  }
+  shares[first_node] += (uint64_t{1} << 32) - prev_hash + first_hash;
+  return shares;
+}
+
+double PredictedCv(uint64_t nodes, double points_per_node) {
+  if (nodes == 0) return 0;
+  const double n = static_cast<double>(nodes);
+  return std::sqrt((n - 1) / (n * points_per_node + 1));
+}
+
+RingStats ComputeRingStats(const Ring& ring) {
+  RingStats stats;
+  stats.nodes = ring.num_nodes();
+  stats.points_generated = ring.points_generated();
+  stats.points = ring.num_points();
+  stats.collisions = ring.collisions();
+  const MemoryUsage memory = ring.memory_usage();
+  stats.column_bytes = memory.column_bytes;
+  stats.other_bytes = memory.other_bytes;
+  stats.bytes_per_point =
+      stats.points == 0 ? 0 : static_cast<double>(stats.column_bytes) / stats.points;
+  stats.build_ms = ring.build_seconds() * 1e3;
+
+  uint64_t weighted_nodes = 0;
+  double total_weight = 0;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    if (ring.node(id).weight > 0) {
+      ++weighted_nodes;
+      total_weight += ring.node(id).weight;
+    }
+  }
+  stats.cv_predicted =
+      weighted_nodes == 0
+          ? 0
+          : PredictedCv(weighted_nodes, static_cast<double>(stats.points_generated) /
+                                            static_cast<double>(weighted_nodes));
+  if (weighted_nodes == 0 || ring.empty()) return stats;
+
+  const std::vector<uint64_t> shares = NodeHashShares(ring);
+  double sum = 0, sum_sq = 0;
+  stats.min_share_ratio = INFINITY;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    const uint32_t weight = ring.node(id).weight;
+    if (weight == 0) continue;
+    const double share = static_cast<double>(shares[id]) / 4294967296.0;
+    const double ratio = share / (weight / total_weight);
+    sum += ratio;
+    sum_sq += ratio * ratio;
+    stats.max_share_ratio = std::max(stats.max_share_ratio, ratio);
+    stats.min_share_ratio = std::min(stats.min_share_ratio, ratio);
+  }
+  const double count = static_cast<double>(weighted_nodes);
+  const double mean = sum / count;
+  const double variance = std::max(0.0, sum_sq / count - mean * mean);
+  stats.cv_measured = std::sqrt(variance) / mean;
+  return stats;
+}
+
+std::string RingStatsJson(const RingStats& s) {
+  char buffer[1024];
+  std::snprintf(buffer, sizeof buffer,
+                "{\"nodes\":%u,\"points_generated\":%llu,\"points\":%llu,"
+                "\"collisions\":%llu,\"column_bytes\":%llu,\"other_bytes\":%llu,"
+                "\"bytes_per_point\":%.6f,\"build_ms\":%.3f,\"cv_predicted\":%.6f,"
+                "\"cv_measured\":%.6f,\"max_share_ratio\":%.6f,\"min_share_ratio\":%.6f}",
+                s.nodes, static_cast<unsigned long long>(s.points_generated),
+                static_cast<unsigned long long>(s.points),
+                static_cast<unsigned long long>(s.collisions),
+                static_cast<unsigned long long>(s.column_bytes),
+                static_cast<unsigned long long>(s.other_bytes), s.bytes_per_point,
+                s.build_ms, s.cv_predicted, s.cv_measured, s.max_share_ratio,
+                s.min_share_ratio);
+  return buffer;
+}
+
+}  // namespace chash

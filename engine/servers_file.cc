@@ -1,0 +1,105 @@
+#include "chash/servers_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace chash {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+std::string Where(std::string_view source, size_t line) {
+  return std::string(source) + ":" + std::to_string(line) + ": ";
+}
+
+}  // namespace
+
+Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
+                                                  std::string_view source_name) {
+  std::vector<ServerEntry> entries;
+  size_t line_number = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (const size_t hash = line.find('#'); hash != std::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    std::vector<std::string_view> fields;
+    size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && IsSpace(line[i])) ++i;
+      const size_t start = i;
+      while (i < line.size() && !IsSpace(line[i])) ++i;
+      if (i > start) fields.push_back(line.substr(start, i - start));
+    }
+    if (fields.empty()) continue;
+    if (fields.size() > 2) {
+      return Status(StatusCode::kBadArgument,
+                    Where(source_name, line_number) + "expected 'ADDR [WEIGHT]', got " +
+                        std::to_string(fields.size()) + " fields");
+    }
+    ServerEntry entry;
+    entry.address.assign(fields[0]);
+    entry.line = line_number;
+    if (fields.size() == 2) {
+      uint64_t weight = 0;
+      bool valid = !fields[1].empty() && fields[1].size() <= 10;
+      for (const char c : fields[1]) {
+        if (c < '0' || c > '9') {
+          valid = false;
+          break;
+        }
+        weight = weight * 10 + static_cast<uint64_t>(c - '0');
+      }
+      if (!valid || weight > UINT32_MAX) {
+        return Status(StatusCode::kBadWeight,
+                      Where(source_name, line_number) + "weight '" + std::string(fields[1]) +
+                          "' is not an integer 0..4294967295");
+      }
+      entry.weight = static_cast<uint32_t>(weight);
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+Result<std::string> ReadFileBytes(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return Status(StatusCode::kIoError, path + ": " + std::strerror(errno));
+  }
+  std::string bytes;
+  char buffer[1 << 16];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) bytes.append(buffer, got);
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  if (failed) return Status(StatusCode::kIoError, path + ": read error");
+  return bytes;
+}
+
+Result<std::vector<ServerEntry>> ReadServersFile(const std::string& path) {
+  Result<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) return bytes.status();
+  return ParseServersText(bytes.value(), path);
+}
+
+Result<Ring> BuildRingFromServers(const std::vector<ServerEntry>& servers,
+                                  const RingOptions& options, std::string_view source_name) {
+  RingBuilder builder(options);
+  for (const ServerEntry& entry : servers) {
+    Status status = builder.Add(entry.address, entry.weight);
+    if (!status.ok()) {
+      return Status(status.code(), Where(source_name, entry.line) + status.message());
+    }
+  }
+  return std::move(builder).Build();
+}
+
+}  // namespace chash

@@ -1,0 +1,30 @@
+#include "chash/status.h"
+
+namespace chash {
+
+std::string_view StatusCodeName(StatusCode code) noexcept {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kBadAddress: return "bad_address";
+    case StatusCode::kDuplicateNode: return "duplicate_node";
+    case StatusCode::kTooManyNodes: return "too_many_nodes";
+    case StatusCode::kTooManyPoints: return "too_many_points";
+    case StatusCode::kBadMultiple: return "bad_multiple";
+    case StatusCode::kBadNodeId: return "bad_node_id";
+    case StatusCode::kBadWeight: return "bad_weight";
+    case StatusCode::kBadArgument: return "bad_argument";
+    case StatusCode::kOutOfMemory: return "out_of_memory";
+    case StatusCode::kIoError: return "io_error";
+  }
+  return "unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  std::string text(StatusCodeName(code_));
+  text += ": ";
+  text += message_;
+  return text;
+}
+
+}  // namespace chash

@@ -1,0 +1,82 @@
+// Node identities and the exact bytes each ring flavour hashes for them.
+//
+// A ring point chain starts from CRC32(HOST_BYTES + "\0" + PORT_BYTES). The
+// three flavours disagree on what HOST and PORT are (compat-spec.md §2):
+//   nginx       the server text as written, split by nginx's scan from the
+//               end: "[::1]:7777" -> "[::1]" and "7777"; "127.0.0.2" ->
+//               "127.0.0.2" and ""; "unix:/p" -> "/p" and "".
+//   pingora-*   the socket address as Rust prints it: IPv6 per RFC 5952
+//               without brackets ("::ffff:1.2.3.4", "2001:db8::abcd"), the
+//               port in decimal.
+// These functions are the single source of those bytes: the engine, the
+// reference ring, the fuzzers and the CLI all call them.
+#ifndef CHASH_ADDRESS_H_
+#define CHASH_ADDRESS_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "chash/status.h"
+
+namespace chash {
+
+enum class Flavor : uint8_t {
+  kNginx,      // nginx `hash $key consistent;` (1.22)
+  kPingoraV1,  // pingora-ketama Continuum::new
+  kPingoraV2,  // pingora-ketama Version::V2 { point_multiple }
+};
+
+// "nginx", "pingora-v1", "pingora-v2".
+std::string_view FlavorName(Flavor flavor) noexcept;
+Result<Flavor> ParseFlavor(std::string_view name);
+
+// Rust `SocketAddr` order, the pingora v2 tie-break: every IPv4 address sorts
+// before every IPv6 one; then the address bytes; then the port.
+struct SocketOrderKey {
+  uint8_t family = 0;              // 4 or 6; 0 for identities without one
+  std::array<uint8_t, 16> bytes{};  // IPv4 in the first 4 bytes
+  uint16_t port = 0;
+
+  friend auto operator<=>(const SocketOrderKey&, const SocketOrderKey&) = default;
+};
+
+// One server as a flavour sees it.
+struct NodeAddress {
+  std::string written;  // the text as given (what the CLI prints back)
+  std::string host;     // HOST_BYTES
+  std::string port;     // PORT_BYTES (empty for nginx servers without a port)
+  SocketOrderKey order;  // set for IP socket addresses, else family 0
+
+  // HOST + '\0' + PORT: the bytes whose CRC32 seeds this node's point chain.
+  std::string HashedBytes() const;
+};
+
+// nginx: accepts what an nginx `server` line accepts for a single address:
+//   unix:PATH             (prefix case-insensitive, PATH non-empty)
+//   IPV4[:PORT]           dotted quad
+//   NAME[:PORT]           letters, digits, '-', '.', '_'
+//   [IPV6][:PORT]         any RFC 4291 text inside the brackets
+// PORT is 1..65535 in decimal (leading zeros allowed, hashed as written).
+// Rejects empty text, whitespace, control bytes, ',' and '#' with kBadAddress.
+Result<NodeAddress> ParseNginxAddress(std::string_view text);
+
+// pingora: accepts what Rust's `SocketAddr::from_str` accepts:
+//   A.B.C.D:PORT   (octets 0..255 without leading zeros)
+//   [IPV6]:PORT    (1-4 hex digits a group, one "::", a trailing dotted quad)
+// PORT is 0..65535. IPv6 scope ids ("%eth0") are refused: pingora hashes the
+// IP without them, so two such nodes would collide.
+Result<NodeAddress> ParsePingoraAddress(std::string_view text);
+
+// Dispatches on the flavour: nginx -> ParseNginxAddress, else pingora.
+Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text);
+
+// RFC 5952 text of a 16-byte IPv6 address exactly as Rust's Display prints it:
+// lower-case hex, the first longest run of >= 2 zero groups as "::",
+// IPv4-mapped addresses as "::ffff:a.b.c.d".
+std::string FormatIpv6(const std::array<uint8_t, 16>& bytes);
+
+}  // namespace chash
+
+#endif  // CHASH_ADDRESS_H_

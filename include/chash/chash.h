@@ -1,0 +1,13 @@
+// Umbrella header: everything an embedder needs.
+#ifndef CHASH_CHASH_H_
+#define CHASH_CHASH_H_
+
+#include "chash/address.h"
+#include "chash/crc32.h"
+#include "chash/dispatch.h"
+#include "chash/ring.h"
+#include "chash/servers_file.h"
+#include "chash/stats.h"
+#include "chash/status.h"
+
+#endif  // CHASH_CHASH_H_

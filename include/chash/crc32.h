@@ -1,0 +1,26 @@
+// CRC-32/IEEE, the checksum of zlib's crc32(), nginx's ngx_crc32_long and
+// Rust's crc32fast: reflected polynomial 0xEDB88320, initial value and final
+// xor 0xFFFFFFFF. It is NOT CRC-32C: x86's SSE4.2 `crc32` does not compute it.
+#ifndef CHASH_CRC32_H_
+#define CHASH_CRC32_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace chash {
+
+// zlib semantics: Crc32Extend(Crc32(a), b) == Crc32(a + b); Crc32Extend(0, x)
+// == Crc32(x). Thread-safe, no allocation, any alignment, len may be 0.
+uint32_t Crc32Extend(uint32_t crc, const void* data, size_t len) noexcept;
+
+inline uint32_t Crc32(const void* data, size_t len) noexcept {
+  return Crc32Extend(0, data, len);
+}
+inline uint32_t Crc32(std::string_view bytes) noexcept {
+  return Crc32Extend(0, bytes.data(), bytes.size());
+}
+
+}  // namespace chash
+
+#endif  // CHASH_CRC32_H_

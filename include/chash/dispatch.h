@@ -1,0 +1,30 @@
+// Which SIMD target the lookups run on, and a hook to force one.
+//
+// chash compiles its kernels for every Highway target of the architecture
+// (x86: SSSE3, SSE4, AVX2, AVX3; ARM: NEON, SVE, SVE2, SVE_256, SVE2_128)
+// and picks the best one the CPU supports at run time. No -march flag needed.
+#ifndef CHASH_DISPATCH_H_
+#define CHASH_DISPATCH_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chash/status.h"
+
+namespace chash {
+
+// Name of the target lookups dispatch to now ("AVX3", "NEON", "SVE2", ...).
+std::string_view ActiveTargetName() noexcept;
+
+// Targets that are both compiled in and supported by this CPU, best first.
+std::vector<std::string> SupportedTargetNames();
+
+// For tests, tools and benchmarks: make every later lookup run on `name`
+// (one of SupportedTargetNames()); "" or "best" restores the default.
+// NOT thread-safe: call it while no lookup is running.
+Status ForceTarget(std::string_view name);
+
+}  // namespace chash
+
+#endif  // CHASH_DISPATCH_H_

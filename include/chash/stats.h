@@ -1,0 +1,46 @@
+// Ring statistics: what a ring costs and how evenly it spreads keys.
+#ifndef CHASH_STATS_H_
+#define CHASH_STATS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chash/ring.h"
+
+namespace chash {
+
+struct RingStats {
+  uint32_t nodes = 0;             // all nodes, drained ones included
+  uint64_t points_generated = 0;  // Σ weight x multiple
+  uint64_t points = 0;            // kept after collisions
+  uint64_t collisions = 0;        // points_generated - points
+  uint64_t column_bytes = 0;      // hash + node columns as allocated
+  uint64_t other_bytes = 0;       // node table and bookkeeping
+  double bytes_per_point = 0;     // column_bytes / points
+  double build_ms = 0;
+  // CV(k) = sqrt((N-1)/(N*k+1)), N = nodes with weight > 0 and
+  // k = points_generated / N (Cloudflare's formula; exact for equal weights).
+  double cv_predicted = 0;
+  // Over the nodes with weight > 0: r = (node's share of the 2^32 hashes) /
+  // (its weight / total weight); cv_measured = stddev(r) / mean(r), exact.
+  double cv_measured = 0;
+  double max_share_ratio = 0;  // max r
+  double min_share_ratio = 0;  // min r
+};
+
+// Exact share of the 2^32 key hashes each node owns (counts sum to 2^32 on a
+// non-empty ring). One ring-order scan: O(points), allocates O(nodes).
+std::vector<uint64_t> NodeHashShares(const Ring& ring);
+
+// O(points) (one scan). Builds nothing.
+RingStats ComputeRingStats(const Ring& ring);
+
+double PredictedCv(uint64_t nodes, double points_per_node);
+
+// One JSON object with the field names above, on one line.
+std::string RingStatsJson(const RingStats& stats);
+
+}  // namespace chash
+
+#endif  // CHASH_STATS_H_

@@ -1,0 +1,89 @@
+// Status and Result<T>: how every fallible chash call reports failure.
+//
+// chash never throws across its API. A call that can fail returns a Status
+// (or a Result<T> holding either a value or a non-OK Status). Messages name
+// the offending input ("node 3 '10.0.0.1:99999': port out of range") so that
+// an operator can fix a configuration without reading code.
+#ifndef CHASH_STATUS_H_
+#define CHASH_STATUS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace chash {
+
+enum class StatusCode : uint8_t {
+  kOk = 0,
+  kBadAddress,       // address text a flavour cannot hash (syntax, port, family)
+  kDuplicateNode,    // two nodes hash the same bytes: identical point chains
+  kTooManyNodes,     // more than kMaxNodes (65,536): node ids are u16
+  kTooManyPoints,    // weight x multiple, or the ring total, over the cap
+  kBadMultiple,      // point multiple 0, or != 160 for a fixed-160 flavour
+  kBadNodeId,        // a raw point names a node id >= the node count
+  kBadWeight,        // weight text that is not a number in range
+  kBadArgument,      // any other malformed argument (options, files)
+  kOutOfMemory,      // an allocation failed; nothing was built
+  kIoError,          // a file could not be read
+};
+
+// Stable, human-readable name of a code ("too_many_nodes").
+std::string_view StatusCodeName(StatusCode code) noexcept;
+
+class Status {
+ public:
+  Status() noexcept = default;  // OK
+  Status(StatusCode code, std::string message)
+      : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() noexcept { return Status(); }
+
+  bool ok() const noexcept { return code_ == StatusCode::kOk; }
+  StatusCode code() const noexcept { return code_; }
+  const std::string& message() const noexcept { return message_; }
+
+  // "too_many_nodes: 65,537 nodes; node ids are u16 (at most 65,536)".
+  std::string ToString() const;
+
+  friend bool operator==(const Status& a, const Status& b) noexcept {
+    return a.code_ == b.code_ && a.message_ == b.message_;
+  }
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+// Either a T or a non-OK Status. `value()` on an error is a bug: it is checked
+// in debug builds only, the same stance as Highway's HWY_DASSERT.
+template <typename T>
+class Result {
+ public:
+  Result(T value) : state_(std::move(value)) {}                // NOLINT
+  Result(Status status) : state_(std::move(status)) {}         // NOLINT
+
+  bool ok() const noexcept { return std::holds_alternative<T>(state_); }
+  const Status& status() const noexcept {
+    static const Status kOkStatus;
+    return ok() ? kOkStatus : std::get<Status>(state_);
+  }
+  T& value() & noexcept { return *std::get_if<T>(&state_); }
+  const T& value() const& noexcept { return *std::get_if<T>(&state_); }
+  T&& value() && noexcept { return std::move(*std::get_if<T>(&state_)); }
+
+  // simdjson's `.get()` idiom: moves the value out on success.
+  Status Get(T& out) && {
+    if (!ok()) return std::get<Status>(state_);
+    out = std::move(*std::get_if<T>(&state_));
+    return Status();
+  }
+
+ private:
+  std::variant<T, Status> state_;
+};
+
+}  // namespace chash
+
+#endif  // CHASH_STATUS_H_

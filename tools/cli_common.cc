@@ -1,0 +1,124 @@
+#include "cli_common.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+
+namespace chash::cli {
+
+int Fail(std::string_view command, std::string_view message) {
+  std::fprintf(stderr, "chash %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
+               static_cast<int>(message.size()), message.data());
+  return kExitUsage;
+}
+
+Result<Options> Options::Parse(const std::vector<std::string_view>& args,
+                               const std::set<std::string_view>& valued,
+                               const std::set<std::string_view>& flags) {
+  Options options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg.substr(0, 2) != "--") {
+      return Status(StatusCode::kBadArgument, "unexpected argument '" + std::string(arg) + "'");
+    }
+    std::string_view name = arg.substr(2);
+    std::optional<std::string_view> inline_value;
+    if (const size_t eq = name.find('='); eq != std::string_view::npos) {
+      inline_value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const std::string key(name);
+    if (options.values_.count(key)) {
+      return Status(StatusCode::kBadArgument, "--" + key + " given twice");
+    }
+    if (valued.count(name)) {
+      if (inline_value) {
+        options.values_[key] = std::string(*inline_value);
+      } else if (i + 1 < args.size()) {
+        options.values_[key] = std::string(args[++i]);
+      } else {
+        return Status(StatusCode::kBadArgument, "--" + key + " needs a value");
+      }
+    } else if (flags.count(name) && !inline_value) {
+      options.values_[key] = "";
+    } else {
+      return Status(StatusCode::kBadArgument, "unknown option '" + std::string(arg) + "'");
+    }
+  }
+  return options;
+}
+
+std::optional<std::string> Options::Get(std::string_view name) const {
+  const auto it = values_.find(std::string(name));
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<uint64_t> Options::GetUint(std::string_view name, uint64_t fallback, uint64_t min,
+                                  uint64_t max) const {
+  const std::optional<std::string> text = Get(name);
+  if (!text) return fallback;
+  uint64_t value = 0;
+  bool valid = !text->empty() && text->size() <= 19;
+  for (const char c : *text) {
+    if (c < '0' || c > '9') valid = false;
+    if (valid) value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (!valid || value < min || value > max) {
+    return Status(StatusCode::kBadArgument, "--" + std::string(name) + " must be an integer " +
+                                                std::to_string(min) + ".." +
+                                                std::to_string(max) + ", got '" + *text + "'");
+  }
+  return value;
+}
+
+Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
+                                    std::string_view multiple_option) {
+  RingOptions ring_options;
+  if (const auto mode = options.Get(mode_option)) {
+    Result<Flavor> flavor = ParseFlavor(*mode);
+    if (!flavor.ok()) return flavor.status();
+    ring_options.flavor = flavor.value();
+  }
+  if (options.Has(multiple_option)) {
+    if (ring_options.flavor != Flavor::kPingoraV2) {
+      return Status(StatusCode::kBadMultiple, "--" + std::string(multiple_option) +
+                                                  " is only for --" + std::string(mode_option) +
+                                                  " pingora-v2 (" +
+                                                  std::string(FlavorName(ring_options.flavor)) +
+                                                  " uses 160 points per weight unit)");
+    }
+    Result<uint64_t> multiple = options.GetUint(multiple_option, 0, 1, UINT32_MAX);
+    if (!multiple.ok()) return multiple.status();
+    ring_options.point_multiple = static_cast<uint32_t>(multiple.value());
+  }
+  return ring_options;
+}
+
+Result<Ring> LoadRingFromOptions(const Options& options) {
+  const std::optional<std::string> servers_path = options.Get("servers");
+  if (!servers_path) return Status(StatusCode::kBadArgument, "--servers FILE is required");
+  Result<RingOptions> ring_options = RingOptionsFrom(options, "mode", "multiple");
+  if (!ring_options.ok()) return ring_options.status();
+  Result<std::vector<ServerEntry>> servers = ReadServersFile(*servers_path);
+  if (!servers.ok()) return servers.status();
+  return BuildRingFromServers(servers.value(), ring_options.value(), *servers_path);
+}
+
+uint64_t PeakRssBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::string WithCommas(uint64_t value) {
+  std::string digits = std::to_string(value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace chash::cli

@@ -1,0 +1,55 @@
+// Shared plumbing of the `chash` subcommands: option parsing, ring loading,
+// error reporting (stderr, exit status 2).
+#ifndef CHASH_TOOLS_CLI_COMMON_H_
+#define CHASH_TOOLS_CLI_COMMON_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chash/chash.h"
+
+namespace chash::cli {
+
+inline constexpr int kExitUsage = 2;
+
+// Prints "chash COMMAND: MESSAGE" to stderr and returns kExitUsage.
+int Fail(std::string_view command, std::string_view message);
+
+// "--name value" options and "--flag" switches, each at most once.
+class Options {
+ public:
+  // Parses args; `valued` and `flags` list the accepted names (without "--").
+  static Result<Options> Parse(const std::vector<std::string_view>& args,
+                               const std::set<std::string_view>& valued,
+                               const std::set<std::string_view>& flags);
+
+  bool Has(std::string_view name) const { return values_.count(std::string(name)) > 0; }
+  std::optional<std::string> Get(std::string_view name) const;
+  // An unsigned integer option in [min, max]; `fallback` if absent.
+  Result<uint64_t> GetUint(std::string_view name, uint64_t fallback, uint64_t min,
+                           uint64_t max) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+// --servers FILE [--mode M] [--multiple K]: loads and builds the ring.
+// Errors name the file and line.
+Result<Ring> LoadRingFromOptions(const Options& options);
+Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
+                                    std::string_view multiple_option);
+
+// Peak resident set size of this process, in bytes (getrusage).
+uint64_t PeakRssBytes();
+
+// "204,800,000".
+std::string WithCommas(uint64_t value);
+
+}  // namespace chash::cli
+
+#endif  // CHASH_TOOLS_CLI_COMMON_H_

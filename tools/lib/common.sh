@@ -1,0 +1,50 @@
+# Shared helpers of the tools/ scripts. Source it; do not run it.
+#
+# chash_ensure_packages PKG...  installs the Debian packages that are missing
+#   (apt-get, through sudo when not root); prints nothing when none is.
+# chash_configure DIR [CMAKE ARGS...]  configures DIR with Ninja if needed.
+
+CHASH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+chash_log() { printf '%s\n' "$*" >&2; }
+
+chash_ensure_packages() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+      chash_log "missing Debian packages: ${missing[*]} (run as root or install sudo)"
+      return 1
+    fi
+    sudo=(sudo)
+  fi
+  chash_log "installing missing Debian packages: ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null ||
+    { chash_log "apt-get update failed"; return 1; }
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null ||
+    { chash_log "apt-get install ${missing[*]} failed"; return 1; }
+}
+
+# What every build of chash needs (Debian 12 package names).
+CHASH_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libhwy-dev libmimalloc-dev
+  libgtest-dev libbenchmark-dev zlib1g-dev)
+
+chash_configure() {
+  local dir="$1"
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$CHASH_ROOT" -B "$dir" -G Ninja "$@" >/dev/null ||
+      { chash_log "cmake configure of $dir failed"; return 1; }
+  else
+    cmake "$dir" "$@" >/dev/null || return 1
+  fi
+}
+
+chash_jobs() { nproc 2>/dev/null || echo 2; }

@@ -1,0 +1,36 @@
+#include "test_util.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace chash::testing {
+
+std::vector<std::string> ReadLines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+void ForEachTarget(const std::function<void(const std::string& target)>& body) {
+  const std::vector<std::string> targets = SupportedTargetNames();
+  ASSERT_FALSE(targets.empty());
+  for (const std::string& target : targets) {
+    ASSERT_TRUE(ForceTarget(target).ok()) << target;
+    ASSERT_EQ(ActiveTargetName(), target) << "forced target did not run";
+    SCOPED_TRACE("target " + target);
+    body(target);
+  }
+  ASSERT_TRUE(ForceTarget("").ok());
+}
+
+Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& options) {
+  Result<Ring> ring = BuildRingFromServers(servers, options, "test");
+  EXPECT_TRUE(ring.ok()) << ring.status().ToString();
+  if (!ring.ok()) return Ring();
+  return std::move(ring).value();
+}
+
+}  // namespace chash::testing

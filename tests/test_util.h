@@ -1,0 +1,32 @@
+// Helpers shared by the test binaries.
+#ifndef CHASH_TESTS_TEST_UTIL_H_
+#define CHASH_TESTS_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "chash/chash.h"
+
+namespace chash::testing {
+
+inline std::string DataPath(const std::string& relative) {
+  return std::string(CHASH_TEST_DATA_DIR) + "/" + relative;
+}
+
+// The file's lines without '\n' (a last line without '\n' included).
+std::vector<std::string> ReadLines(const std::string& path);
+
+// Runs `body` once on every SIMD target this machine supports, each forced
+// in turn (ForceTarget), and restores the default afterwards. Failures are
+// reported with the target's name.
+void ForEachTarget(const std::function<void(const std::string& target)>& body);
+
+// Builds a ring from "ADDR WEIGHT" lines; fails the test on error.
+Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& options);
+
+}  // namespace chash::testing
+
+#endif  // CHASH_TESTS_TEST_UTIL_H_

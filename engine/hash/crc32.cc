@@ -24,6 +24,19 @@ uint32_t Crc32UpdateRaw(uint32_t state, const uint8_t* data, size_t len) noexcep
   return state;
 }
 
+namespace {
+uint32_t SliceBy8Extend(uint32_t crc, const uint8_t* data, size_t len) noexcept {
+  return ~Crc32UpdateRaw(~crc, data, len);
+}
+constexpr Crc32Implementation kImplementations[] = {
+    {"slice-by-8", SliceBy8Extend, true},
+};
+}  // namespace
+
+std::span<const Crc32Implementation> Crc32Implementations() noexcept {
+  return kImplementations;
+}
+
 }  // namespace internal
 
 uint32_t Crc32Extend(uint32_t crc, const void* data, size_t len) noexcept {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 
 namespace chash::internal {
 
@@ -34,6 +35,16 @@ inline constexpr std::array<std::array<uint32_t, 256>, 8> kCrc32Tables = [] {
 // Continues a raw CRC state (initial state 0xFFFFFFFF, no final xor) over
 // `len` bytes. Portable slice-by-8.
 uint32_t Crc32UpdateRaw(uint32_t state, const uint8_t* data, size_t len) noexcept;
+
+// Every CRC-32 implementation compiled in, for tests, fuzzers and
+// benchmarks that must check each one (Crc32Extend uses the best supported).
+// `extend` has zlib semantics: extend(crc32(a), b, len(b)) == crc32(a + b).
+struct Crc32Implementation {
+  const char* name;
+  uint32_t (*extend)(uint32_t crc, const uint8_t* data, size_t len) noexcept;
+  bool supported;  // this CPU can run it
+};
+std::span<const Crc32Implementation> Crc32Implementations() noexcept;
 
 // One ketama point step: the raw state after HOST "\0" PORT, continued over
 // the previous point hash as 4 little-endian bytes, finalized. Equal to

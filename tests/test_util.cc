@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -24,6 +26,17 @@ void ForEachTarget(const std::function<void(const std::string& target)>& body) {
     body(target);
   }
   ASSERT_TRUE(ForceTarget("").ok());
+}
+
+double TestScale() {
+  const char* text = std::getenv("CHASH_TEST_SCALE");
+  if (text == nullptr || *text == '\0') return 1.0;
+  const double scale = std::strtod(text, nullptr);
+  return std::clamp(scale > 0 ? scale : 1.0, 0.01, 100.0);
+}
+
+size_t Scaled(size_t count, size_t minimum) {
+  return std::max(minimum, static_cast<size_t>(static_cast<double>(count) * TestScale() + 0.5));
 }
 
 Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& options) {

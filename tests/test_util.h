@@ -24,6 +24,14 @@ std::vector<std::string> ReadLines(const std::string& path);
 // reported with the target's name.
 void ForEachTarget(const std::function<void(const std::string& target)>& body);
 
+// Multiplier for the amount of random work in a test (rings, keys): the
+// CHASH_TEST_SCALE environment variable, default 1, clamped to [0.01, 100].
+// Slow environments (qemu, sanitizers) lower it; no case is skipped, only
+// fewer random instances are drawn.
+double TestScale();
+// max(minimum, round(count * TestScale())).
+size_t Scaled(size_t count, size_t minimum = 1);
+
 // Builds a ring from "ADDR WEIGHT" lines; fails the test on error.
 Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& options);
 

@@ -78,7 +78,9 @@ TEST(PingoraAddress, RefusesWhatRustRefuses) {
         "10.0.0.1:80 "}) {
     Result<NodeAddress> address = ParsePingoraAddress(text);
     EXPECT_FALSE(address.ok()) << "accepted '" << text << "'";
-    if (!address.ok()) EXPECT_EQ(address.status().code(), StatusCode::kBadAddress) << text;
+    if (!address.ok()) {
+      EXPECT_EQ(address.status().code(), StatusCode::kBadAddress) << text;
+    }
   }
 }
 

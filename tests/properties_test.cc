@@ -66,7 +66,9 @@ TEST(Properties, RemovingANodeMovesOnlyItsKeys) {
     for (const uint32_t h : BoundariesOfBoth(before, after)) {
       const std::string& old_node = before.node(before.FindNodeByHash(h)).address.written;
       const std::string& new_node = after.node(after.FindNodeByHash(h)).address.written;
-      if (old_node != new_node) ASSERT_EQ(old_node, removed) << "hash " << h;
+      if (old_node != new_node) {
+        ASSERT_EQ(old_node, removed) << "hash " << h;
+      }
     }
   }
 }
@@ -83,7 +85,9 @@ TEST(Properties, AWalkReturnsToItsStartAfterAllPoints) {
     for (uint64_t i = 0; i < ring.num_points(); ++i) {
       EXPECT_TRUE(hashes_seen.insert(walk.hash()).second) << "a point visited twice";
       walk.Advance();
-      if (i + 1 < ring.num_points()) EXPECT_FALSE(walk == start) << "back too early";
+      if (i + 1 < ring.num_points()) {
+        EXPECT_FALSE(walk == start) << "back too early";
+      }
     }
     EXPECT_TRUE(walk == start);
     EXPECT_EQ(hashes_seen.size(), ring.num_points());

@@ -1,7 +1,9 @@
 // Every golden answer produced by the real nginx 1.22.1 and pingora-ketama
 // 0.8.0 (tests/data/PROVENANCE.md), key by key: through the library on every
 // SIMD target, single and batch, and through `chash route`.
+#include <cctype>
 #include <cstdio>
+#include <ostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -108,6 +110,16 @@ struct PingoraSet {
   size_t answer_column_from_end;  // edge files: key,crc32hex,addr
 };
 
+// Short names for ctest: the answers file without its extension.
+void PrintTo(const PingoraSet& set, std::ostream* os) { *os << set.answers; }
+std::string AnswersName(const std::string& file) {
+  std::string name = file.substr(0, file.rfind('.'));
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
 class PingoraGolden : public ::testing::TestWithParam<PingoraSet> {};
 
 TEST_P(PingoraGolden, EveryKeyAgreesWithPingora) {
@@ -146,7 +158,8 @@ INSTANTIATE_TEST_SUITE_P(
         PingoraSet{"servers_50.txt", "edge_keys_v1_50srv.txt", "golden_edge_v1_50srv.csv",
                    Flavor::kPingoraV1, 160, 1},
         PingoraSet{"servers_50.txt", "edge_keys_v2m16_50srv.txt",
-                   "golden_edge_v2m16_50srv.csv", Flavor::kPingoraV2, 16, 1}));
+                   "golden_edge_v2m16_50srv.csv", Flavor::kPingoraV2, 16, 1}),
+    [](const auto& info) { return AnswersName(info.param.answers); });
 
 // The exact text pingora hashes for each server, and its first three points.
 TEST(PingoraGolden, HashStringsAndFirstPoints) {
@@ -214,6 +227,8 @@ struct IterSet {
   bool distinct;
 };
 
+void PrintTo(const IterSet& set, std::ostream* os) { *os << set.answers; }
+
 class PingoraIter : public ::testing::TestWithParam<IterSet> {};
 
 TEST_P(PingoraIter, WalkMatchesNodeIter) {
@@ -259,7 +274,8 @@ INSTANTIATE_TEST_SUITE_P(
         IterSet{"servers_ipv6_3.txt", "golden_iter10_v1_ipv6_3srv.csv", Flavor::kPingoraV1,
                 160, false},
         IterSet{"servers_5.txt", "golden_iterdistinct_v1_5srv.csv", Flavor::kPingoraV1, 160,
-                true}));
+                true}),
+    [](const auto& info) { return AnswersName(info.param.answers); });
 
 // ---- Through the CLI -------------------------------------------------------
 

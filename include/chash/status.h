@@ -7,6 +7,7 @@
 #ifndef CHASH_STATUS_H_
 #define CHASH_STATUS_H_
 
+#include <cassert>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -69,9 +70,18 @@ class Result {
     static const Status kOkStatus;
     return ok() ? kOkStatus : std::get<Status>(state_);
   }
-  T& value() & noexcept { return *std::get_if<T>(&state_); }
-  const T& value() const& noexcept { return *std::get_if<T>(&state_); }
-  T&& value() && noexcept { return std::move(*std::get_if<T>(&state_)); }
+  T& value() & noexcept {
+    assert(ok());
+    return *std::get_if<T>(&state_);
+  }
+  const T& value() const& noexcept {
+    assert(ok());
+    return *std::get_if<T>(&state_);
+  }
+  T&& value() && noexcept {
+    assert(ok());
+    return std::move(*std::get_if<T>(&state_));
+  }
 
   // simdjson's `.get()` idiom: moves the value out on success.
   Status Get(T& out) && {

@@ -23,17 +23,21 @@ std::vector<uint32_t> BoundariesOfBoth(const Ring& a, const Ring& b) {
   return hashes;
 }
 
+// A random ring of the round's flavour (rounds cycle through the three).
+testing::RingSpec RoundSpec(std::mt19937_64& rng, size_t round, uint32_t min_nodes) {
+  const Flavor flavor = static_cast<Flavor>(round % 3);
+  const uint32_t multiple = flavor == Flavor::kPingoraV2 ? 1 + rng() % 40 : 160;
+  return testing::RandomRingSpec(rng, flavor, multiple, min_nodes + rng() % 30, 10);
+}
+
 TEST(Properties, AddingANodeMovesKeysOnlyToThatNode) {
   std::mt19937_64 rng(5);
   for (size_t round = 0; round < testing::Scaled(60, 6); ++round) {
-    const Flavor flavor = static_cast<Flavor>(round % 3);
-    const uint32_t multiple = flavor == Flavor::kPingoraV2 ? 1 + rng() % 40 : 160;
-    testing::RingSpec spec =
-        testing::RandomRingSpec(rng, flavor, multiple, 2 + rng() % 30, 10);
+    testing::RingSpec spec = RoundSpec(rng, round, 2);
     const Ring before = testing::BuildEngine(spec);
     // The new node goes anywhere in the configuration order.
     const size_t position = rng() % (spec.servers.size() + 1);
-    const std::string added = testing::RandomAddress(rng, flavor, 60000 + round);
+    const std::string added = testing::RandomAddress(rng, spec.flavor, 60000 + round);
     spec.servers.insert(spec.servers.begin() + position, {added, 1 + uint32_t(rng() % 10)});
     const Ring after = testing::BuildEngine(spec);
     size_t moved = 0;
@@ -54,10 +58,7 @@ TEST(Properties, AddingANodeMovesKeysOnlyToThatNode) {
 TEST(Properties, RemovingANodeMovesOnlyItsKeys) {
   std::mt19937_64 rng(6);
   for (size_t round = 0; round < testing::Scaled(60, 6); ++round) {
-    const Flavor flavor = static_cast<Flavor>(round % 3);
-    const uint32_t multiple = flavor == Flavor::kPingoraV2 ? 1 + rng() % 40 : 160;
-    testing::RingSpec spec =
-        testing::RandomRingSpec(rng, flavor, multiple, 3 + rng() % 30, 10);
+    testing::RingSpec spec = RoundSpec(rng, round, 3);
     const Ring before = testing::BuildEngine(spec);
     const size_t removed_index = rng() % spec.servers.size();
     const std::string removed = spec.servers[removed_index].address;

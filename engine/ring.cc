@@ -142,6 +142,14 @@ uint32_t Ring::num_nodes() const noexcept {
 }
 uint64_t Ring::points_generated() const noexcept { return StateOf(state_).points_generated; }
 uint32_t Ring::nodes_with_points() const noexcept { return StateOf(state_).nodes_with_points; }
+bool Ring::owns_points(uint32_t id) const noexcept {
+  const std::vector<uint64_t>& bits = StateOf(state_).owns_points;
+  return id / 64 < bits.size() && ((bits[id / 64] >> (id % 64)) & 1) != 0;
+}
+CollisionLosers Ring::collision_losers() const noexcept {
+  const internal::CollisionTable& losers = StateOf(state_).losers;
+  return {std::span<const uint32_t>(losers.hash), std::span<const uint16_t>(losers.node)};
+}
 Flavor Ring::flavor() const noexcept { return StateOf(state_).flavor; }
 uint32_t Ring::point_multiple() const noexcept { return StateOf(state_).point_multiple; }
 TieBreak Ring::tie_break() const noexcept { return StateOf(state_).tie_break; }
@@ -156,8 +164,10 @@ MemoryUsage Ring::memory_usage() const noexcept {
   MemoryUsage usage;
   if (!state_) return usage;
   usage.column_bytes = state_->columns.allocated_bytes();
+  usage.collision_table_bytes = state_->losers.allocated_bytes();
   uint64_t other = sizeof(*this) + sizeof(internal::RingState) +
-                   state_->nodes.capacity() * sizeof(NodeInfo);
+                   state_->nodes.capacity() * sizeof(NodeInfo) +
+                   state_->owns_points.capacity() * sizeof(uint64_t);
   for (const NodeInfo& info : state_->nodes) {
     // Heap blocks of strings beyond the small-string buffer.
     for (const std::string* text : {&info.address.written, &info.address.host,

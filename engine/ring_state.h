@@ -6,14 +6,17 @@
 #include <vector>
 
 #include "chash/ring.h"
+#include "collision_table.h"
 #include "layout/columns.h"
 
 namespace chash::internal {
 
 struct RingState {
   Columns columns;
+  CollisionTable losers;        // the points collisions dropped (exact masking)
   std::vector<NodeInfo> nodes;  // one per node id
   uint32_t nodes_with_points = 0;
+  std::vector<uint64_t> owns_points;  // bit per node id: owns a kept point
   uint64_t points_generated = 0;
   Flavor flavor = Flavor::kNginx;
   uint32_t point_multiple = kDefaultPointMultiple;

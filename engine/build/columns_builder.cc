@@ -24,22 +24,43 @@ bool SortKeys(uint64_t* keys, size_t count) noexcept {
 }
 
 // Compacts `keys` to the first key of each equal-hash run; returns the count.
-size_t DropCollisions(uint64_t* keys, size_t count) noexcept {
+// The others go to `losers` (if given) in key order, minus exact repeats of
+// the previous key: a node whose chain repeats a hash contends only once.
+// Throws std::bad_alloc if `losers` cannot grow.
+size_t DropCollisions(uint64_t* keys, size_t count, CollisionTable* losers) {
   if (count == 0) return 0;
   size_t kept = 1;
+  uint64_t previous = keys[0];
   for (size_t i = 1; i < count; ++i) {
-    if (SortKeyHash(keys[i]) != SortKeyHash(keys[kept - 1])) keys[kept++] = keys[i];
+    const uint64_t key = keys[i];
+    if (SortKeyHash(key) != SortKeyHash(keys[kept - 1])) {
+      keys[kept++] = key;
+    } else if (losers != nullptr && key != previous) {
+      losers->hash.push_back(SortKeyHash(key));
+      losers->node.push_back(SortKeyNode(key));
+    }
+    previous = key;
   }
   return kept;
 }
 
 }  // namespace
 
-Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns) {
+Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
+                            CollisionTable* losers) {
   if (!SortKeys(keys, count)) {
     return Status(StatusCode::kOutOfMemory, "out of memory while sorting ring points");
   }
-  const size_t kept = DropCollisions(keys, count);
+  size_t kept = 0;
+  try {
+    kept = DropCollisions(keys, count, losers);
+    if (losers != nullptr) {
+      losers->hash.shrink_to_fit();
+      losers->node.shrink_to_fit();
+    }
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory recording collided points");
+  }
   columns.size = static_cast<uint32_t>(kept);
   if (kept == 0) {
     columns.hash.Allocate(0);

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "chash/status.h"
+#include "collision_table.h"
 #include "layout/columns.h"
 
 namespace chash::internal {
@@ -24,7 +25,11 @@ inline uint16_t SortKeyNode(uint64_t key) noexcept { return static_cast<uint16_t
 // Sorts `keys` in place, keeps the first key of each run of equal hashes and
 // lays the survivors out in `columns`. `keys` is clobbered. kOutOfMemory if
 // the columns cannot be allocated.
-Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns);
+// If `losers` is given, it receives the dropped keys in sorted order (so in
+// tie-break order within a hash), each distinct key once: the exact-masking
+// side table (collision_table.h).
+Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
+                            CollisionTable* losers = nullptr);
 
 }  // namespace chash::internal
 

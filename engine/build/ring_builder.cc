@@ -44,18 +44,23 @@ Status ValidateOptions(const RingOptions& options) {
   return Status();
 }
 
-// Counts the distinct nodes in the node column (slots 1..n).
-uint32_t CountNodesWithPoints(const internal::Columns& columns) {
-  std::vector<bool> seen(kMaxNodes, false);
+// Counts the distinct nodes in the node column (slots 1..n) and records them
+// in state.owns_points (one bit per node id).
+void CountNodesWithPoints(RingState& state) {
+  const internal::Columns& columns = state.columns;
+  std::vector<uint64_t>& seen = state.owns_points;
+  seen.assign((state.nodes.size() + 63) / 64, 0);
   uint32_t count = 0;
   for (uint32_t slot = 1; slot <= columns.size; ++slot) {
     const uint16_t node = columns.node[slot];
-    if (!seen[node]) {
-      seen[node] = true;
+    uint64_t& word = seen[node / 64];
+    const uint64_t bit = uint64_t{1} << (node % 64);
+    if ((word & bit) == 0) {
+      word |= bit;
       ++count;
     }
   }
-  return count;
+  state.nodes_with_points = count;
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -150,13 +155,13 @@ Result<Ring> RingBuilder::Build() && {
       }
     }
     if (Status status = internal::BuildColumnsFromKeys(keys.get(), points_generated_,
-                                                       state->columns);
+                                                       state->columns, &state->losers);
         !status.ok()) {
       return status;
     }
     keys.reset();
     state->nodes = std::move(nodes_);
-    state->nodes_with_points = CountNodesWithPoints(state->columns);
+    CountNodesWithPoints(*state);
     state->build_seconds = SecondsSince(start);
     return internal::RingFactory::Make(std::move(state));
   } catch (const std::bad_alloc&) {
@@ -219,11 +224,11 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
       ++state->nodes[node].weight;  // a raw node's weight is its point count
     }
     if (Status status = internal::BuildColumnsFromKeys(keys.get(), points.size(),
-                                                       state->columns);
+                                                       state->columns, &state->losers);
         !status.ok()) {
       return status;
     }
-    state->nodes_with_points = CountNodesWithPoints(state->columns);
+    CountNodesWithPoints(*state);
     state->build_seconds = SecondsSince(start);
     return internal::RingFactory::Make(std::move(state));
   } catch (const std::bad_alloc&) {

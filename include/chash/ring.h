@@ -74,6 +74,19 @@ struct NodeInfo {
 struct MemoryUsage {
   uint64_t column_bytes = 0;  // the hash and node columns, as allocated
   uint64_t other_bytes = 0;   // everything else: node table, names, bookkeeping
+  // The points collisions dropped, kept for exact masked lookups
+  // (Ring::collision_losers): 6 bytes a loser, outside the columns.
+  uint64_t collision_table_bytes = 0;
+};
+
+// The points that collisions dropped from the columns. At a hash several
+// nodes' points share, the columns keep the best-ranked one (the tie-break);
+// the other contenders are listed here in tie-break order, each distinct
+// (hash, node) once. A ring of a subset of the nodes keeps, at that hash, the
+// first available contender: this is what makes masked lookups exact.
+struct CollisionLosers {
+  std::span<const uint32_t> hashes;  // ascending; one hash's losers adjacent
+  std::span<const uint16_t> nodes;   // parallel; best-ranked loser first
 };
 
 class Ring;
@@ -181,6 +194,11 @@ class Ring {
   // Points dropped because another point had the same hash.
   uint64_t collisions() const noexcept { return points_generated() - num_points(); }
   uint32_t nodes_with_points() const noexcept;
+  // Whether node `id` owns at least one kept point (false past num_nodes()).
+  bool owns_points(uint32_t id) const noexcept;
+  // The points collisions dropped, in ring order then tie-break order. Empty
+  // when there were no collisions. No allocation; valid while the ring lives.
+  CollisionLosers collision_losers() const noexcept;
 
   Flavor flavor() const noexcept;
   uint32_t point_multiple() const noexcept;

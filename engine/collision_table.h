@@ -1,0 +1,33 @@
+// The points that collisions dropped, kept beside the columns so that a
+// lookup under a node mask can answer exactly as the ring of the available
+// nodes would (include/chash/failover.h).
+//
+//   struct CollisionTable {    // c = losers: points dropped by the dedup
+//     uint32_t hash[c];        // ascending; the losers of one hash adjacent
+//     uint16_t node[c];        // parallel; at one hash in tie-break order
+//   };                         // (the best-ranked loser first)
+//
+// At a hash where several points coincide the columns keep the best-ranked
+// one; the others are listed here, each distinct (hash, node) once (a node
+// whose own chain repeats a hash adds nothing). 6 bytes a loser; not part of
+// the 6-byte columns, and counted on its own line (MemoryUsage).
+#ifndef CHASH_ENGINE_COLLISION_TABLE_H_
+#define CHASH_ENGINE_COLLISION_TABLE_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace chash::internal {
+
+struct CollisionTable {
+  std::vector<uint32_t> hash;
+  std::vector<uint16_t> node;
+
+  uint64_t allocated_bytes() const noexcept {
+    return hash.capacity() * sizeof(uint32_t) + node.capacity() * sizeof(uint16_t);
+  }
+};
+
+}  // namespace chash::internal
+
+#endif  // CHASH_ENGINE_COLLISION_TABLE_H_

@@ -5,6 +5,7 @@
 #include "chash/address.h"
 #include "chash/crc32.h"
 #include "chash/dispatch.h"
+#include "chash/failover.h"
 #include "chash/ring.h"
 #include "chash/servers_file.h"
 #include "chash/stats.h"

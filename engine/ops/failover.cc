@@ -1,0 +1,261 @@
+// NodeMask, masked lookups, AvailabilityMask (seqlocked double buffer) and
+// bounded-load lookups. See include/chash/failover.h.
+#include "chash/failover.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <string>
+
+#include "chash/crc32.h"
+#include "ops/masked_walk.h"
+
+namespace chash {
+namespace {
+
+uint32_t WordsFor(uint32_t num_nodes) { return (num_nodes + 63) / 64; }
+
+constexpr auto kAlways = [](uint32_t) { return true; };
+
+}  // namespace
+
+// ---- NodeMask ---------------------------------------------------------------------
+
+NodeMask::NodeMask(uint32_t num_nodes, bool available)
+    : words_(WordsFor(std::min(num_nodes, kMaxNodes)), available ? ~uint64_t{0} : 0),
+      size_(std::min(num_nodes, kMaxNodes)),
+      available_(available ? size_ : 0) {
+  if (available && size_ % 64 != 0) words_.back() = (uint64_t{1} << (size_ % 64)) - 1;
+}
+
+bool NodeMask::Set(uint32_t node, bool available) noexcept {
+  if (node >= size_) return false;
+  const uint64_t bit = uint64_t{1} << (node % 64);
+  uint64_t& word = words_[node / 64];
+  if (((word & bit) != 0) == available) return true;
+  word ^= bit;
+  available ? ++available_ : --available_;
+  return true;
+}
+
+// ---- Masked lookups -------------------------------------------------------------
+
+uint32_t FindAvailableNodeByHash(const Ring& ring, const NodeMask& mask, uint32_t hash) noexcept {
+  if (mask.count_available() == 0) return Ring::kNoNode;
+  return internal::WalkAvailable(
+      ring, hash, [&](uint32_t node) { return mask.available(node); }, kAlways);
+}
+
+uint32_t FindAvailableNode(const Ring& ring, const NodeMask& mask, std::string_view key) noexcept {
+  return FindAvailableNodeByHash(ring, mask, Crc32(key));
+}
+
+void FindAvailableNodesByHash(const Ring& ring, const NodeMask& mask,
+                              std::span<const uint32_t> hashes, std::span<uint32_t> out) noexcept {
+  assert(out.size() >= hashes.size());
+  ring.FindNodesByHash(hashes, out);
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    if (!mask.available(out[i])) out[i] = FindAvailableNodeByHash(ring, mask, hashes[i]);
+  }
+}
+
+void FindAvailableNodes(const Ring& ring, const NodeMask& mask,
+                        std::span<const std::string_view> keys, std::span<uint32_t> out) noexcept {
+  assert(out.size() >= keys.size());
+  ring.FindNodes(keys, out);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!mask.available(out[i])) out[i] = FindAvailableNode(ring, mask, keys[i]);
+  }
+}
+
+// ---- AvailabilityMask ---------------------------------------------------------------
+//
+// Seqlock protocol (H. Boehm, "Can seqlocks get along with programming
+// language memory models?", MSPC 2012), over two buffers:
+//   Publish: b = the inactive buffer; sequence[b] = odd; release fence;
+//            words[b] = new bits (relaxed stores); sequence[b] = even
+//            (release); active = b (release).
+//   Reader:  b = active (acquire); s = sequence[b] (acquire), retry if odd;
+//            read words[b] (relaxed loads) and compute; acquire fence;
+//            accept iff sequence[b] still == s.
+// Every shared word is an atomic, so there is no data race; a reader whose
+// buffer was rewritten during its lookup sees the sequence change and redoes
+// the lookup against the buffer now active.
+
+AvailabilityMask::AvailabilityMask(uint32_t num_nodes)
+    : size_(std::min(num_nodes, kMaxNodes)), num_words_(WordsFor(size_)) {
+  const NodeMask all(size_, true);
+  for (Buffer& buffer : buffers_) {
+    buffer.available.store(all.count_available(), std::memory_order_relaxed);
+    buffer.words = std::make_unique<std::atomic<uint64_t>[]>(num_words_);
+    for (uint32_t i = 0; i < num_words_; ++i) {
+      buffer.words[i].store(all.words()[i], std::memory_order_relaxed);
+    }
+  }
+}
+
+Status AvailabilityMask::Publish(const NodeMask& mask) {
+  if (mask.size() != size_) {
+    return Status(StatusCode::kBadArgument,
+                  "mask covers " + std::to_string(mask.size()) + " nodes; this AvailabilityMask " +
+                      "covers " + std::to_string(size_));
+  }
+  const std::lock_guard<std::mutex> lock(publish_mutex_);
+  const uint32_t target = 1 - active_.load(std::memory_order_relaxed);
+  Buffer& buffer = buffers_[target];
+  const uint64_t sequence = buffer.sequence.load(std::memory_order_relaxed);
+  buffer.sequence.store(sequence + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (uint32_t i = 0; i < num_words_; ++i) {
+    buffer.words[i].store(mask.words()[i], std::memory_order_relaxed);
+  }
+  buffer.available.store(mask.count_available(), std::memory_order_relaxed);
+  buffer.version.store(next_version_++, std::memory_order_relaxed);
+  buffer.sequence.store(sequence + 2, std::memory_order_release);
+  active_.store(target, std::memory_order_release);
+  return Status();
+}
+
+template <typename Lookup>
+uint32_t AvailabilityMask::ReadConsistent(const Lookup& lookup) const noexcept {
+  while (true) {
+    const Buffer& buffer = buffers_[active_.load(std::memory_order_acquire)];
+    const uint64_t sequence = buffer.sequence.load(std::memory_order_acquire);
+    if (sequence & 1) continue;  // being rewritten: `active_` has moved on
+    const std::atomic<uint64_t>* words = buffer.words.get();
+    const uint32_t size = size_;
+    const uint32_t answer = lookup(
+        [words, size](uint32_t node) {
+          return node < size &&
+                 ((words[node / 64].load(std::memory_order_relaxed) >> (node % 64)) & 1) != 0;
+        },
+        buffer);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (buffer.sequence.load(std::memory_order_relaxed) == sequence) return answer;
+  }
+}
+
+NodeMask AvailabilityMask::Snapshot(uint64_t* version) const {
+  NodeMask copy(size_, false);
+  uint64_t seen_version = 0;
+  ReadConsistent([&](const auto& is_up, const Buffer& buffer) {
+    for (uint32_t node = 0; node < size_; ++node) copy.Set(node, is_up(node));
+    seen_version = buffer.version.load(std::memory_order_relaxed);
+    return uint32_t{0};
+  });
+  if (version != nullptr) *version = seen_version;
+  return copy;
+}
+
+uint64_t AvailabilityMask::version() const noexcept {
+  uint64_t seen_version = 0;
+  ReadConsistent([&](const auto&, const Buffer& buffer) {
+    seen_version = buffer.version.load(std::memory_order_relaxed);
+    return uint32_t{0};
+  });
+  return seen_version;
+}
+
+uint32_t AvailabilityMask::FindNodeByHash(const Ring& ring, uint32_t hash) const noexcept {
+  return ReadConsistent([&](const auto& is_up, const Buffer& buffer) {
+    if (buffer.available.load(std::memory_order_relaxed) == 0) return Ring::kNoNode;
+    return internal::WalkAvailable(ring, hash, is_up, kAlways);
+  });
+}
+
+uint32_t AvailabilityMask::FindNode(const Ring& ring, std::string_view key) const noexcept {
+  return FindNodeByHash(ring, Crc32(key));
+}
+
+void AvailabilityMask::FindNodes(const Ring& ring, std::span<const std::string_view> keys,
+                                 std::span<uint32_t> out) const noexcept {
+  assert(out.size() >= keys.size());
+  ring.FindNodes(keys, out);  // the unmasked answers, then each key under one mask
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const uint32_t plain = out[i];
+    out[i] = ReadConsistent([&](const auto& is_up, const Buffer& buffer) {
+      if (is_up(plain)) return plain;
+      if (buffer.available.load(std::memory_order_relaxed) == 0) return Ring::kNoNode;
+      return internal::WalkAvailable(ring, Crc32(keys[i]), is_up, kAlways);
+    });
+  }
+}
+
+// ---- Bounded loads --------------------------------------------------------------------
+
+uint64_t BoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance_factor) noexcept {
+  // c in parts per million, so that decimal factors (1.1, 1.25) are exact:
+  // 1.1 as a double is 1.10000000000000008882, and ceil(c * m / n) of it
+  // would add one whenever 1.1 * m / n is an integer.
+  if (nodes == 0 || !std::isfinite(balance_factor) || !(balance_factor > 1.0)) return 0;
+  if (balance_factor > 1e9) return UINT64_MAX;
+  const auto c_ppm = static_cast<unsigned __int128>(std::llround(balance_factor * 1e6));
+  const unsigned __int128 balls = static_cast<unsigned __int128>(total_load) + 1;
+  const unsigned __int128 bins = static_cast<unsigned __int128>(nodes) * 1000000u;
+  const unsigned __int128 capacity = (c_ppm * balls + bins - 1) / bins;
+  return capacity > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(capacity);
+}
+
+namespace {
+
+template <typename Load>
+uint32_t UnderCapacity(const Ring& ring, uint32_t hash, std::span<const Load> loads,
+                       uint64_t capacity, const NodeMask* mask) noexcept {
+  const auto accept = [&](uint32_t node) {
+    return node < loads.size() && uint64_t{loads[node]} < capacity;
+  };
+  if (mask == nullptr) {
+    return internal::WalkAvailable(ring, hash, kAlways, accept);
+  }
+  return internal::WalkAvailable(
+      ring, hash, [mask](uint32_t node) { return mask->available(node); }, accept);
+}
+
+template <typename Load>
+Result<uint32_t> BoundedLoad(const Ring& ring, uint32_t hash, std::span<const Load> loads,
+                             double balance_factor, const NodeMask* mask) {
+  if (!std::isfinite(balance_factor) || !(balance_factor > 1.0)) {
+    return Status(StatusCode::kBadArgument,
+                  "balance factor must be a finite number > 1, got " +
+                      std::to_string(balance_factor));
+  }
+  if (loads.size() < ring.num_nodes()) {
+    return Status(StatusCode::kBadArgument,
+                  std::to_string(loads.size()) + " loads for a ring of " +
+                      std::to_string(ring.num_nodes()) + " nodes");
+  }
+  uint64_t total = 0;
+  uint32_t nodes = 0;
+  for (uint32_t node = 0; node < ring.num_nodes(); ++node) {
+    if (!ring.owns_points(node) || (mask != nullptr && !mask->available(node))) continue;
+    ++nodes;
+    total = uint64_t{loads[node]} > UINT64_MAX - total ? UINT64_MAX : total + loads[node];
+  }
+  if (nodes == 0) return Ring::kNoNode;
+  return UnderCapacity(ring, hash, loads, BoundedLoadCapacity(total, nodes, balance_factor),
+                       mask);
+}
+
+}  // namespace
+
+uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const uint64_t> loads,
+                               uint64_t capacity, const NodeMask* mask) noexcept {
+  return UnderCapacity(ring, hash, loads, capacity, mask);
+}
+uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const uint32_t> loads,
+                               uint64_t capacity, const NodeMask* mask) noexcept {
+  return UnderCapacity(ring, hash, loads, capacity, mask);
+}
+
+Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
+                                     std::span<const uint64_t> loads, double balance_factor,
+                                     const NodeMask* mask) {
+  return BoundedLoad(ring, hash, loads, balance_factor, mask);
+}
+Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
+                                     std::span<const uint32_t> loads, double balance_factor,
+                                     const NodeMask* mask) {
+  return BoundedLoad(ring, hash, loads, balance_factor, mask);
+}
+
+}  // namespace chash

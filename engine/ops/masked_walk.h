@@ -1,0 +1,70 @@
+// The masked walk shared by masked, atomically-masked and bounded-load
+// lookups (include/chash/failover.h explains the exactness rule).
+//
+// Written against the public Ring / PointCursor API only, so it does not
+// depend on the column layout (which the search kernels may change).
+#ifndef CHASH_ENGINE_OPS_MASKED_WALK_H_
+#define CHASH_ENGINE_OPS_MASKED_WALK_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "chash/ring.h"
+
+namespace chash::internal {
+
+// Walks the points of the subset ring (the available nodes' own ring) from
+// the point a lookup of `hash` lands on, in ring order, and returns the node
+// of the first one that `accept` takes; Ring::kNoNode after one full turn.
+//
+// At each of the full ring's hashes, the subset ring's point (if any) belongs
+// to the column's winner when it is available, else to the first available
+// loser of that hash, the losers being in tie-break order. The loser index is
+// positioned by one binary search the first time a winner is unavailable and
+// then advances in step with the cursor (it restarts at 0 when the cursor
+// wraps), so a walk of k points costs O(k + losers passed + log losers).
+//
+// is_up(node) -> bool: the mask. accept(node) -> bool: stop here?
+template <typename IsUp, typename Accept>
+uint32_t WalkAvailable(const Ring& ring, uint32_t hash, const IsUp& is_up,
+                       const Accept& accept) noexcept {
+  if (ring.empty()) return Ring::kNoNode;
+  PointCursor cursor = ring.WalkFromHash(hash);
+  const CollisionLosers losers = ring.collision_losers();
+  const uint32_t* loser_hash = losers.hashes.data();
+  const uint16_t* loser_node = losers.nodes.data();
+  const size_t num_losers = losers.hashes.size();
+  constexpr size_t kUnpositioned = ~size_t{0};
+  size_t at = kUnpositioned;  // first loser with hash >= the cursor's
+  uint32_t previous_hash = cursor.hash();
+  const uint64_t points = ring.num_points();
+  for (uint64_t step = 0; step < points; ++step, cursor.Advance()) {
+    const uint32_t point_hash = cursor.hash();
+    if (point_hash < previous_hash) at = 0;  // wrapped to the smallest hash
+    previous_hash = point_hash;
+    uint32_t node = cursor.node();
+    if (!is_up(node)) {
+      node = Ring::kNoNode;
+      if (num_losers == 0) continue;
+      if (at == kUnpositioned) {
+        at = static_cast<size_t>(
+            std::lower_bound(loser_hash, loser_hash + num_losers, point_hash) - loser_hash);
+      }
+      while (at < num_losers && loser_hash[at] < point_hash) ++at;
+      for (size_t i = at; i < num_losers && loser_hash[i] == point_hash; ++i) {
+        if (is_up(loser_node[i])) {
+          node = loser_node[i];
+          break;
+        }
+      }
+      if (node == Ring::kNoNode) continue;
+    }
+    if (accept(node)) return node;
+  }
+  return Ring::kNoNode;
+}
+
+}  // namespace chash::internal
+
+#endif  // CHASH_ENGINE_OPS_MASKED_WALK_H_

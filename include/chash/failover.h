@@ -1,0 +1,190 @@
+// Failover without rebuilds: lookups that skip unavailable nodes, and
+// bounded-load lookups, on an unchanged ring.
+//
+//   chash::NodeMask up(ring.num_nodes());            // every node available
+//   up.Set(3, false);                                 // node 3 is down
+//   uint32_t node = chash::FindAvailableNode(ring, up, "/some/url");
+//
+//   chash::AvailabilityMask health(ring.num_nodes()); // one per ring, shared
+//   health.Publish(up);                               // the health checker
+//   uint32_t node = health.FindNode(ring, "/some/url");  // any worker thread
+//
+// Exactness. A masked lookup answers, for every key, exactly what the ring
+// built from the available nodes alone would answer (the same servers file
+// with the other lines removed, or the same raw points with the same tie
+// ranks). Point chains do not depend on the other nodes and removing nodes
+// keeps the relative tie-break order, so that subset ring holds exactly the
+// full ring's hashes at which some available node has a point, and at each
+// the best-ranked available contender. The walk therefore goes point by
+// point in ring order from the key's point and, at each hash, takes the
+// column's winner if it is available, else the first available loser of the
+// collision table (Ring::collision_losers, kept in tie-break order), else
+// moves on. This is also the rule for subset rings: one ring plus a mask per
+// subset instead of one ring per subset.
+//
+// Cost. No available node: O(1), kNoNode. If the key's own point is
+// available: one lookup plus one bit test.
+// Otherwise each further point costs one step of the ring-order cursor plus
+// a bit test; the collision table is searched once (O(log collisions)) and
+// then followed in step. Bound: at most num_points() points and
+// collision_losers() entries, i.e. one turn of the ring; kNoNode after that.
+// With a fraction a of the points available the expected walk is about 1/a
+// points. No allocation.
+#ifndef CHASH_FAILOVER_H_
+#define CHASH_FAILOVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "chash/ring.h"
+#include "chash/status.h"
+
+namespace chash {
+
+// One bit a node id: set = available. A plain value; share a fixed one
+// between threads freely, or publish changing ones through AvailabilityMask.
+// Node ids at or past size() count as unavailable (a mask made for a smaller
+// fleet never routes to nodes it does not know).
+class NodeMask {
+ public:
+  NodeMask() = default;  // covers no node
+  // `num_nodes` ids (clamped to kMaxNodes), all available or all not.
+  explicit NodeMask(uint32_t num_nodes, bool available = true);
+
+  uint32_t size() const noexcept { return size_; }
+  bool available(uint32_t node) const noexcept {
+    return node < size_ && ((words_[node / 64] >> (node % 64)) & 1) != 0;
+  }
+  // Sets one node; false (and no change) if node >= size().
+  bool Set(uint32_t node, bool available) noexcept;
+  // O(1): kept up to date by Set. A lookup under a mask with no available
+  // node answers kNoNode at once instead of walking a whole turn.
+  uint32_t count_available() const noexcept { return available_; }
+
+  // The bits, 64 ids a word, bit (id % 64) of word (id / 64); bits past
+  // size() are zero.
+  std::span<const uint64_t> words() const noexcept { return words_; }
+
+  friend bool operator==(const NodeMask& a, const NodeMask& b) noexcept {
+    return a.size_ == b.size_ && a.words_ == b.words_;
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+  uint32_t size_ = 0;
+  uint32_t available_ = 0;
+};
+
+// ---- Masked lookups: thread-safe, noexcept, no allocation -------------------
+
+// The node the ring of the available nodes would answer for this key hash;
+// Ring::kNoNode when no available node owns a point (or the ring is empty).
+uint32_t FindAvailableNodeByHash(const Ring& ring, const NodeMask& mask, uint32_t hash) noexcept;
+// The same for a key (CRC32 of its bytes, as Ring::FindNode).
+uint32_t FindAvailableNode(const Ring& ring, const NodeMask& mask, std::string_view key) noexcept;
+// Batch forms: the plain batch lookup, then a walk only for the keys whose
+// node is unavailable. Precondition out.size() >= input size.
+void FindAvailableNodesByHash(const Ring& ring, const NodeMask& mask,
+                              std::span<const uint32_t> hashes, std::span<uint32_t> out) noexcept;
+void FindAvailableNodes(const Ring& ring, const NodeMask& mask,
+                        std::span<const std::string_view> keys, std::span<uint32_t> out) noexcept;
+
+// ---- A mask replaced atomically while lookups run -----------------------------
+
+// A NodeMask that one thread replaces while others look keys up through it.
+// Readers take no lock and never see a torn mask: each lookup answers for
+// exactly one published mask. Design: two buffers under seqlocks; Publish
+// writes the buffer readers are not directed to, then redirects them. A
+// reader never waits; it redoes its lookup only if two Publish calls
+// complete while it runs, so its cost is unchanged unless masks change about
+// as often as a lookup takes (~0.1-1 us). A writer publishing in a tight
+// loop could starve readers: coalesce health changes, as health checkers do.
+// Publish calls serialize on a mutex and cost O(size / 64).
+// Reader cost over a NodeMask lookup: two loads of the sequence and a fence
+// (free on x86, a dmb on ARM). Not copyable or movable.
+class AvailabilityMask {
+ public:
+  // `num_nodes` ids (clamped to kMaxNodes), every one available; version 0.
+  explicit AvailabilityMask(uint32_t num_nodes);
+  AvailabilityMask(const AvailabilityMask&) = delete;
+  AvailabilityMask& operator=(const AvailabilityMask&) = delete;
+
+  uint32_t size() const noexcept { return size_; }
+
+  // Replaces the mask; kBadArgument unless mask.size() == size(). Each
+  // successful call increments version().
+  Status Publish(const NodeMask& mask);
+  // The current mask and its version, consistent with each other.
+  NodeMask Snapshot(uint64_t* version = nullptr) const;
+  uint64_t version() const noexcept;
+
+  // FindAvailableNode* through the current mask. The batch form answers
+  // each key under one published mask (a batch may straddle a Publish).
+  uint32_t FindNodeByHash(const Ring& ring, uint32_t hash) const noexcept;
+  uint32_t FindNode(const Ring& ring, std::string_view key) const noexcept;
+  void FindNodes(const Ring& ring, std::span<const std::string_view> keys,
+                 std::span<uint32_t> out) const noexcept;
+
+ private:
+  struct Buffer {
+    std::atomic<uint64_t> sequence{0};  // odd while Publish writes the words
+    std::atomic<uint64_t> version{0};
+    std::atomic<uint32_t> available{0};  // count_available() of the mask
+    std::unique_ptr<std::atomic<uint64_t>[]> words;
+  };
+  template <typename Lookup>
+  uint32_t ReadConsistent(const Lookup& lookup) const noexcept;
+
+  uint32_t size_ = 0;
+  uint32_t num_words_ = 0;
+  Buffer buffers_[2];
+  std::atomic<uint32_t> active_{0};
+  std::mutex publish_mutex_;
+  uint64_t next_version_ = 1;  // guarded by publish_mutex_
+};
+
+// ---- Bounded loads (Mirrokni, Thorup, Zadimoghaddam, SODA 2018) ---------------
+//
+// "Consistent Hashing with Bounded Loads": with m balls (the new one
+// included) over n bins and a balance factor c > 1, every bin's capacity is
+// ceil(c * m / n); a key goes to the first node of its walk whose load is
+// below capacity, so no node ever holds more than capacity. Envoy's
+// hash_balance_factor and HAProxy's hash-balance-factor are this rule.
+
+// ceil(c * (total_load + 1) / nodes), saturated to UINT64_MAX; 0 if nodes is
+// 0 or c is not a finite number > 1. c is rounded to parts per million and
+// the rest is integer arithmetic, so c = 1.1 means exactly 11/10.
+uint64_t BoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance_factor) noexcept;
+
+// The first node, in the order of the (masked) walk from `hash`, whose load is
+// below `capacity`; kNoNode if none is within one turn of the ring. Nodes at
+// or past loads.size() are skipped. mask == nullptr: every node available.
+// Hot-path form for callers that keep the total load themselves. Cost: as a
+// masked lookup, walking past every node at capacity.
+uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const uint64_t> loads,
+                               uint64_t capacity, const NodeMask* mask = nullptr) noexcept;
+uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const uint32_t> loads,
+                               uint64_t capacity, const NodeMask* mask = nullptr) noexcept;
+
+// The bounded-load lookup in one call: n = the available nodes that own a
+// kept point (every one of them is reachable from any key), total = their
+// loads, capacity = BoundedLoadCapacity(total, n, c). Because the loads sum
+// to less than n * capacity, some such node is below capacity and the walk
+// finds it. Errors (kBadArgument): c not a finite number > 1, loads.size() <
+// ring.num_nodes(). Ring::kNoNode if no available node owns a point.
+// Cost: O(num_nodes) to sum the loads, then the walk.
+Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
+                                     std::span<const uint64_t> loads, double balance_factor,
+                                     const NodeMask* mask = nullptr);
+Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
+                                     std::span<const uint32_t> loads, double balance_factor,
+                                     const NodeMask* mask = nullptr);
+
+}  // namespace chash
+
+#endif  // CHASH_FAILOVER_H_

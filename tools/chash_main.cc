@@ -16,7 +16,10 @@ commands:
          Route keys (one a line, from FILE or stdin) and print "KEY,ADDR",
          ADDR exactly as written in the servers file.
   stats  --servers FILE [--mode M] [--multiple K] [--json]
-         Points, collisions, memory, build time, CV predicted and measured.
+         Points, collisions, memory, build time, CV predicted and measured,
+         and the ring's identity: fingerprint (flavour, multiple, tie-break,
+         canonical nodes and weights; equal on every machine), points
+         digest (the points as built) and backends (the server snapshot).
   demo   [--nodes N] [--weight W] [--multiple K]
          The Cloudflare scenario on a built-in fleet (2048 x 625): the v1
          ring (160 per weight) beside the v2 ring (multiple 16).

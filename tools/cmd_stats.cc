@@ -12,8 +12,17 @@ int RunStats(const Args& args) {
   Result<Ring> ring = LoadRingFromOptions(options.value());
   if (!ring.ok()) return Fail("stats", ring.status().message());
   const RingStats stats = ComputeRingStats(ring.value());
+  // Identity (include/chash/identity.h): the configuration, the points as
+  // held (one more O(points) pass), and the backend snapshot.
+  const std::string fingerprint = RingFingerprint(ring.value()).Hex();
+  const std::string points_digest = PointsDigest(ring.value()).Hex();
+  const std::string backends = BackendFingerprint(ring.value()).Hex();
   if (options.value().Has("json")) {
-    std::printf("%s\n", RingStatsJson(stats).c_str());
+    std::string json = RingStatsJson(stats);
+    json.pop_back();  // '}'
+    json += ",\"fingerprint\":\"" + fingerprint + "\",\"points_digest\":\"" + points_digest +
+            "\",\"backend_fingerprint\":\"" + backends + "\"}";
+    std::printf("%s\n", json.c_str());
     return 0;
   }
   std::printf("mode              %s", std::string(FlavorName(ring.value().flavor())).c_str());
@@ -35,6 +44,9 @@ int RunStats(const Args& args) {
   std::printf("CV measured       %.4f%%\n", stats.cv_measured * 100);
   std::printf("share ratio       max %.4f  min %.4f\n", stats.max_share_ratio,
               stats.min_share_ratio);
+  std::printf("fingerprint       %s\n", fingerprint.c_str());
+  std::printf("points digest     %s\n", points_digest.c_str());
+  std::printf("backends          %s\n", backends.c_str());
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "chash/crc32.h"
 #include "chash/dispatch.h"
 #include "chash/failover.h"
+#include "chash/identity.h"
 #include "chash/ring.h"
 #include "chash/servers_file.h"
 #include "chash/stats.h"

@@ -1,0 +1,199 @@
+// Ring fingerprints: canonical serializations and their SHA-256. The byte
+// layouts are specified in include/chash/identity.h; change them only with
+// a new version number.
+#include "chash/identity.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "ops/sha256.h"
+
+namespace chash {
+namespace {
+
+constexpr uint16_t kFormatVersion = 1;
+constexpr uint8_t kHashFunctionKetamaCrc32 = 1;
+constexpr uint8_t kFlavorRaw = 3;
+
+void AppendU16(std::string& out, uint16_t value) {
+  out.push_back(static_cast<char>(value & 0xFF));
+  out.push_back(static_cast<char>(value >> 8));
+}
+
+void AppendU32(std::string& out, uint32_t value) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+
+uint8_t FlavorCode(const Ring& ring) {
+  if (ring.is_raw()) return kFlavorRaw;
+  switch (ring.flavor()) {
+    case Flavor::kNginx: return 0;
+    case Flavor::kPingoraV1: return 1;
+    case Flavor::kPingoraV2: return 2;
+  }
+  return 0xFF;
+}
+
+uint8_t TieBreakCode(TieBreak tie_break) {
+  switch (tie_break) {
+    case TieBreak::kConfigOrder: return 0;
+    case TieBreak::kAddressOrder: return 1;
+    case TieBreak::kExplicitRank: return 2;
+  }
+  return 0xFF;
+}
+
+// The nodes of weight > 0 in tie-break order (flavour rings only).
+std::vector<uint32_t> CanonicalNodes(const Ring& ring) {
+  std::vector<uint32_t> nodes;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    if (ring.node(id).weight > 0) nodes.push_back(id);
+  }
+  if (ring.tie_break() == TieBreak::kAddressOrder) {
+    std::stable_sort(nodes.begin(), nodes.end(), [&](uint32_t a, uint32_t b) {
+      return ring.node(a).address.order < ring.node(b).address.order;
+    });
+  }
+  return nodes;
+}
+
+// For each node id, its number in the points serializations: the position in
+// the canonical list (flavour rings) or the id itself (raw rings).
+std::vector<uint32_t> CanonicalNumbers(const Ring& ring) {
+  std::vector<uint32_t> numbers(ring.num_nodes());
+  if (ring.is_raw()) {
+    std::iota(numbers.begin(), numbers.end(), 0u);
+    return numbers;
+  }
+  const std::vector<uint32_t> order = CanonicalNodes(ring);
+  for (uint32_t position = 0; position < order.size(); ++position) {
+    numbers[order[position]] = position;
+  }
+  return numbers;
+}
+
+// Calls sink(u32) for: the kept point count, each kept point's hash and
+// number in ring order, the loser count, each loser's hash and number.
+template <typename Sink>
+void SerializePoints(const Ring& ring, const std::vector<uint32_t>& numbers, Sink&& sink) {
+  sink(static_cast<uint32_t>(ring.num_points()));
+  PointCursor cursor = ring.Begin();
+  for (uint64_t i = 0; i < ring.num_points(); ++i, cursor.Advance()) {
+    sink(cursor.hash());
+    sink(numbers[cursor.node()]);
+  }
+  const CollisionLosers losers = ring.collision_losers();
+  sink(static_cast<uint32_t>(losers.hashes.size()));
+  for (size_t i = 0; i < losers.hashes.size(); ++i) {
+    sink(losers.hashes[i]);
+    sink(numbers[losers.nodes[i]]);
+  }
+}
+
+Fingerprint FromDigest(const std::array<uint8_t, 32>& digest) {
+  Fingerprint fingerprint;
+  fingerprint.bytes = digest;
+  return fingerprint;
+}
+
+}  // namespace
+
+std::string Fingerprint::Hex() const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(64);
+  for (const uint8_t byte : bytes) {
+    hex.push_back(kDigits[byte >> 4]);
+    hex.push_back(kDigits[byte & 0xF]);
+  }
+  return hex;
+}
+
+Fingerprint Sha256(std::string_view bytes) noexcept {
+  internal::Sha256Hasher hasher;
+  hasher.Update(bytes.data(), bytes.size());
+  return FromDigest(hasher.Finish());
+}
+
+std::string RingIdentityBytes(const Ring& ring) {
+  std::string out = "chash-ring";
+  AppendU16(out, kFormatVersion);
+  out.push_back(static_cast<char>(kHashFunctionKetamaCrc32));
+  out.push_back(static_cast<char>(FlavorCode(ring)));
+  out.push_back(static_cast<char>(TieBreakCode(ring.tie_break())));
+  AppendU32(out, ring.is_raw() ? 0 : ring.point_multiple());
+  if (ring.is_raw()) {
+    AppendU32(out, 0);
+    SerializePoints(ring, CanonicalNumbers(ring), [&](uint32_t v) { AppendU32(out, v); });
+    return out;
+  }
+  const std::vector<uint32_t> nodes = CanonicalNodes(ring);
+  AppendU32(out, static_cast<uint32_t>(nodes.size()));
+  for (const uint32_t id : nodes) {
+    const std::string bytes = ring.node(id).address.HashedBytes();
+    AppendU32(out, ring.node(id).weight);
+    AppendU32(out, static_cast<uint32_t>(bytes.size()));
+    out += bytes;
+  }
+  return out;
+}
+
+Fingerprint RingFingerprint(const Ring& ring) { return Sha256(RingIdentityBytes(ring)); }
+
+std::string PointsDigestBytes(const Ring& ring) {
+  std::string out = "chash-points";
+  AppendU16(out, kFormatVersion);
+  SerializePoints(ring, CanonicalNumbers(ring), [&](uint32_t v) { AppendU32(out, v); });
+  return out;
+}
+
+Fingerprint PointsDigest(const Ring& ring) {
+  // Streamed: the serialization is 8 bytes a point.
+  internal::Sha256Hasher hasher;
+  hasher.Update("chash-points", 12);
+  hasher.UpdateU16(kFormatVersion);
+  SerializePoints(ring, CanonicalNumbers(ring), [&](uint32_t v) { hasher.UpdateU32(v); });
+  return FromDigest(hasher.Finish());
+}
+
+std::string BackendIdentity(const NodeInfo& node, uint32_t id) {
+  const NodeAddress& address = node.address;
+  if (address.written.empty()) {
+    std::string text = "#";  // (not "#" + ...: GCC 12 false -Wrestrict)
+    text += std::to_string(id);
+    return text;
+  }
+  auto socket_text = [](const NodeAddress& parsed) {
+    return parsed.order.family == 6 ? "[" + parsed.host + "]:" + parsed.port
+                                    : parsed.host + ":" + parsed.port;
+  };
+  if (address.order.family != 0) return socket_text(address);
+  // nginx keeps the text; an IP:PORT text still names a socket address.
+  Result<NodeAddress> socket = ParsePingoraAddress(address.written);
+  if (socket.ok()) return socket_text(socket.value());
+  return address.written;
+}
+
+std::string BackendIdentityBytes(const Ring& ring) {
+  std::vector<std::pair<std::string, uint32_t>> backends;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    const NodeInfo& node = ring.node(id);
+    if (node.weight > 0) backends.emplace_back(BackendIdentity(node, id), node.weight);
+  }
+  std::sort(backends.begin(), backends.end());
+  std::string out = "chash-backends";
+  AppendU16(out, kFormatVersion);
+  AppendU32(out, static_cast<uint32_t>(backends.size()));
+  for (const auto& [identity, weight] : backends) {
+    AppendU32(out, static_cast<uint32_t>(identity.size()));
+    out += identity;
+    AppendU32(out, weight);
+  }
+  return out;
+}
+
+Fingerprint BackendFingerprint(const Ring& ring) { return Sha256(BackendIdentityBytes(ring)); }
+
+}  // namespace chash

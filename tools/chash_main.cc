@@ -20,6 +20,17 @@ commands:
          and the ring's identity: fingerprint (flavour, multiple, tie-break,
          canonical nodes and weights; equal on every machine), points
          digest (the points as built) and backends (the server snapshot).
+  diff   --servers OLD [--new-servers NEW] [--mode M] [--multiple K]
+         [--new-mode M2] [--new-multiple K2] [--rollout F] [--json]
+         The exact share of the 2^32 key hashes whose server changes from
+         the OLD ring to the NEW one (merging their points, no sampling),
+         per server (moved out, moved in), and expected at a rollout F
+         (0..1 or 0%..100% of keys on the new ring). NEW defaults to OLD,
+         M2 to M, K2 to K when both are pingora-v2. JSON: moved_fraction,
+         moved_hashes, key_space, rollout, moved_fraction_at_rollout,
+         old/new {servers, mode, multiple, points, fingerprint}, nodes
+         [{backend, address, in_old, in_new, old_share, new_share,
+         moved_out, moved_in}] (shares are fractions of the key space).
   demo   [--nodes N] [--weight W] [--multiple K]
          The Cloudflare scenario on a built-in fleet (2048 x 625): the v1
          ring (160 per weight) beside the v2 ring (multiple 16).
@@ -57,6 +68,7 @@ int main(int argc, char** argv) {
   if (command == "route") return chash::cli::RunRoute(args);
   if (command == "stats") return chash::cli::RunStats(args);
   if (command == "demo") return chash::cli::RunDemo(args);
+  if (command == "diff") return chash::cli::RunDiff(args);
   std::fprintf(stderr, "chash: unknown command '%.*s' (see chash --help)\n",
                static_cast<int>(command.size()), command.data());
   return chash::cli::kExitUsage;

@@ -2,7 +2,9 @@
 
 #include <sys/resource.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace chash::cli {
 
@@ -103,6 +105,76 @@ Result<Ring> LoadRingFromOptions(const Options& options) {
   Result<std::vector<ServerEntry>> servers = ReadServersFile(*servers_path);
   if (!servers.ok()) return servers.status();
   return BuildRingFromServers(servers.value(), ring_options.value(), *servers_path);
+}
+
+Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options) {
+  const std::optional<std::string> path =
+      options.Has("new-servers") ? options.Get("new-servers") : options.Get("servers");
+  if (!path) return Status(StatusCode::kBadArgument, "--servers FILE is required");
+  RingOptions ring_options = old_options;
+  if (const auto mode = options.Get("new-mode")) {
+    Result<Flavor> flavor = ParseFlavor(*mode);
+    if (!flavor.ok()) return flavor.status();
+    ring_options.flavor = flavor.value();
+  }
+  if (ring_options.flavor != Flavor::kPingoraV2 || old_options.flavor != Flavor::kPingoraV2) {
+    ring_options.point_multiple = kDefaultPointMultiple;
+  }
+  if (options.Has("new-multiple")) {
+    if (ring_options.flavor != Flavor::kPingoraV2) {
+      return Status(StatusCode::kBadMultiple,
+                    "--new-multiple is only for a pingora-v2 new ring (" +
+                        std::string(FlavorName(ring_options.flavor)) +
+                        " uses 160 points per weight unit)");
+    }
+    Result<uint64_t> multiple = options.GetUint("new-multiple", 0, 1, UINT32_MAX);
+    if (!multiple.ok()) return multiple.status();
+    ring_options.point_multiple = static_cast<uint32_t>(multiple.value());
+  }
+  Result<std::vector<ServerEntry>> servers = ReadServersFile(*path);
+  if (!servers.ok()) return servers.status();
+  return BuildRingFromServers(servers.value(), ring_options, *path);
+}
+
+Result<double> ParseFraction(std::string_view option, std::string_view text) {
+  std::string number(text);
+  double scale = 1;
+  if (!number.empty() && number.back() == '%') {
+    number.pop_back();
+    scale = 100;
+  }
+  char* end = nullptr;
+  const double value = number.empty() ? NAN : std::strtod(number.c_str(), &end) / scale;
+  if (number.empty() || end != number.c_str() + number.size() || !(value >= 0 && value <= 1)) {
+    return Status(StatusCode::kBadArgument, "--" + std::string(option) +
+                                                " must be a fraction 0..1 or a percentage "
+                                                "0%..100%, got '" + std::string(text) + "'");
+  }
+  return value;
+}
+
+std::string JsonString(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string JsonNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", value);
+  return text;
 }
 
 uint64_t PeakRssBytes() {

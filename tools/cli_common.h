@@ -44,6 +44,20 @@ Result<Ring> LoadRingFromOptions(const Options& options);
 Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
                                     std::string_view multiple_option);
 
+// The second ring of `chash diff` and of a migrating `chash route`:
+// --new-servers FILE (default: --servers), --new-mode M (default: --mode),
+// --new-multiple K (default: --multiple when both rings are pingora-v2,
+// else 160). `old_options` is the first ring's.
+Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options);
+
+// "0.25", "25%" or "25.5%" -> 0.25, 0.255; kBadArgument outside 0..1.
+Result<double> ParseFraction(std::string_view option, std::string_view text);
+
+// `text` as a JSON string literal, quotes included.
+std::string JsonString(std::string_view text);
+// A JSON number with 10 significant digits ("%.10g").
+std::string JsonNumber(double value);
+
 // Peak resident set size of this process, in bytes (getrusage).
 uint64_t PeakRssBytes();
 

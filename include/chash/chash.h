@@ -4,6 +4,7 @@
 
 #include "chash/address.h"
 #include "chash/crc32.h"
+#include "chash/diff.h"
 #include "chash/dispatch.h"
 #include "chash/failover.h"
 #include "chash/identity.h"

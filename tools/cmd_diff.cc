@@ -1,0 +1,102 @@
+// chash diff: the exact share of the key space that changes backend between
+// two rings (include/chash/diff.h), overall, per backend and at a rollout.
+#include <cstdio>
+
+#include "cli_common.h"
+#include "commands.h"
+
+namespace chash::cli {
+namespace {
+
+std::string Percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6f%%", 100 * fraction);
+  return text;
+}
+
+double Share(uint64_t hashes) { return static_cast<double>(hashes) / kKeySpace; }
+
+std::string RingJson(const Ring& ring, const std::string& path) {
+  return "{\"servers\":" + JsonString(path) + ",\"mode\":" + JsonString(FlavorName(ring.flavor())) +
+         ",\"multiple\":" + std::to_string(ring.point_multiple()) +
+         ",\"points\":" + std::to_string(ring.num_points()) +
+         ",\"fingerprint\":" + JsonString(RingFingerprint(ring).Hex()) + "}";
+}
+
+void PrintRing(const char* label, const Ring& ring, const std::string& path) {
+  std::printf("%s  %s: %s, %u points per weight unit, %s points, fingerprint %s\n", label,
+              path.c_str(), std::string(FlavorName(ring.flavor())).c_str(),
+              ring.point_multiple(), WithCommas(ring.num_points()).c_str(),
+              RingFingerprint(ring).Short().c_str());
+}
+
+}  // namespace
+
+int RunDiff(const Args& args) {
+  Result<Options> parsed = Options::Parse(
+      args,
+      {"servers", "mode", "multiple", "new-servers", "new-mode", "new-multiple", "rollout"},
+      {"json"});
+  if (!parsed.ok()) return Fail("diff", parsed.status().message());
+  const Options& options = parsed.value();
+  Result<RingOptions> old_options = RingOptionsFrom(options, "mode", "multiple");
+  if (!old_options.ok()) return Fail("diff", old_options.status().message());
+  Result<Ring> old_ring = LoadRingFromOptions(options);
+  if (!old_ring.ok()) return Fail("diff", old_ring.status().message());
+  Result<Ring> new_ring = LoadNewRingFromOptions(options, old_options.value());
+  if (!new_ring.ok()) return Fail("diff", new_ring.status().message());
+  double rollout = 1;
+  if (const auto text = options.Get("rollout")) {
+    Result<double> fraction = ParseFraction("rollout", *text);
+    if (!fraction.ok()) return Fail("diff", fraction.status().message());
+    rollout = fraction.value();
+  }
+  const std::string old_path = *options.Get("servers");
+  const std::string new_path = options.Get("new-servers").value_or(old_path);
+
+  const RingDiff diff = DiffRings(old_ring.value(), new_ring.value());
+  if (options.Has("json")) {
+    std::string json = "{\"moved_fraction\":" + JsonNumber(diff.moved_fraction()) +
+                       ",\"moved_hashes\":" + std::to_string(diff.moved_hashes) +
+                       ",\"key_space\":" + std::to_string(kKeySpace) +
+                       ",\"rollout\":" + JsonNumber(rollout) +
+                       ",\"moved_fraction_at_rollout\":" +
+                       JsonNumber(diff.moved_fraction_at(rollout)) +
+                       ",\"old\":" + RingJson(old_ring.value(), old_path) +
+                       ",\"new\":" + RingJson(new_ring.value(), new_path) + ",\"nodes\":[";
+    for (size_t i = 0; i < diff.nodes.size(); ++i) {
+      const NodeDiff& node = diff.nodes[i];
+      char numbers[256];
+      std::snprintf(numbers, sizeof numbers,
+                    ",\"old_share\":%.9f,\"new_share\":%.9f,\"moved_out\":%.9f,"
+                    "\"moved_in\":%.9f}",
+                    Share(node.old_hashes), Share(node.new_hashes), Share(node.moved_out),
+                    Share(node.moved_in));
+      json += (i ? ",{" : "{") + std::string("\"backend\":") + JsonString(node.backend) +
+              ",\"address\":" + JsonString(node.address) +
+              ",\"in_old\":" + (node.old_node != Ring::kNoNode ? "true" : "false") +
+              ",\"in_new\":" + (node.new_node != Ring::kNoNode ? "true" : "false") + numbers;
+    }
+    std::printf("%s]}\n", json.c_str());
+    return 0;
+  }
+  PrintRing("old ring", old_ring.value(), old_path);
+  PrintRing("new ring", new_ring.value(), new_path);
+  std::printf("moved     %s of the key space (%s of %s key hashes), exact\n",
+              Percent(diff.moved_fraction()).c_str(), WithCommas(diff.moved_hashes).c_str(),
+              WithCommas(kKeySpace).c_str());
+  if (options.Has("rollout")) {
+    std::printf("rollout   at %s of keys on the new ring: %s of keys expected to move\n",
+                Percent(rollout).c_str(), Percent(diff.moved_fraction_at(rollout)).c_str());
+  }
+  std::printf("\n%-28s %12s %12s %12s %12s\n", "backend", "old share", "new share",
+              "moved out", "moved in");
+  for (const NodeDiff& node : diff.nodes) {
+    std::printf("%-28s %12s %12s %12s %12s\n", node.address.c_str(),
+                Percent(Share(node.old_hashes)).c_str(), Percent(Share(node.new_hashes)).c_str(),
+                Percent(Share(node.moved_out)).c_str(), Percent(Share(node.moved_in)).c_str());
+  }
+  return 0;
+}
+
+}  // namespace chash::cli

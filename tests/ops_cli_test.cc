@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -96,6 +97,131 @@ TEST(DiffCli, SameRingMovesNothingAndErrorsNameTheFile) {
   run = RunCli("diff --servers " + servers + " --rollout 1.5");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("--rollout"), std::string::npos);
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    lines.push_back(text.substr(start, nl - start));
+  }
+  return lines;
+}
+
+std::string ServersText(const std::vector<ServerEntry>& servers) {
+  std::string text;
+  for (const ServerEntry& s : servers) text += s.address + " " + std::to_string(s.weight) + "\n";
+  return text;
+}
+
+// route --down FILE answers exactly as route over the servers file without
+// those lines; --subset FILE as route over only those lines.
+TEST(RouteCli, DownAndSubsetEqualTheSmallerServersFile) {
+  const std::vector<ServerEntry> servers = LoadServers("nginx/a.servers");
+  const std::string keys = DataPath("nginx/a.keys");
+  const std::string down =
+      WriteTemp("down.txt", "# maintenance\n" + servers[2].address + "\n" + servers[6].address +
+                                "   # disk\n");
+  std::vector<ServerEntry> remaining, subset;
+  for (size_t i = 0; i < servers.size(); ++i) {
+    if (i != 2 && i != 6) remaining.push_back(servers[i]);
+    if (i == 0 || i == 4 || i == 7) subset.push_back(servers[i]);
+  }
+  const std::string remaining_path = WriteTemp("remaining.servers", ServersText(remaining));
+  const std::string subset_list =
+      WriteTemp("subset.txt", servers[7].address + "\n" + servers[0].address + "\n" +
+                                  servers[4].address + "\n");
+  const std::string subset_path = WriteTemp("subset.servers", ServersText(subset));
+  const std::string full = DataPath("nginx/a.servers");
+
+  const CliRun masked = RunCli("route --servers " + full + " --keys " + keys + " --down " + down);
+  const CliRun rebuilt = RunCli("route --servers " + remaining_path + " --keys " + keys);
+  ASSERT_EQ(masked.status, 0) << masked.err;
+  ASSERT_EQ(rebuilt.status, 0) << rebuilt.err;
+  EXPECT_EQ(Lines(masked.out).size(), 5000u);
+  EXPECT_EQ(masked.out, rebuilt.out);
+  const CliRun plain = RunCli("route --servers " + full + " --keys " + keys);
+  EXPECT_NE(masked.out, plain.out);  // some keys did fail over
+
+  const CliRun sub = RunCli("route --servers " + full + " --keys " + keys + " --subset " +
+                            subset_list);
+  const CliRun sub_rebuilt = RunCli("route --servers " + subset_path + " --keys " + keys);
+  ASSERT_EQ(sub.status, 0) << sub.err;
+  EXPECT_EQ(sub.out, sub_rebuilt.out);
+  // Both: the subset minus the down servers (none of them here): unchanged.
+  const CliRun both = RunCli("route --servers " + full + " --keys " + keys + " --subset " +
+                             subset_list + " --down " + down);
+  EXPECT_EQ(both.out, sub_rebuilt.out);
+}
+
+TEST(RouteCli, DownErrors) {
+  const std::string full = DataPath("nginx/b.servers");  // 127.0.0.1:7777, :7778
+  const std::string all_down = WriteTemp("all_down.txt", "127.0.0.1:7777\n127.0.0.1:7778\n");
+  CliRun run = RunCli("route --servers " + full + " --down " + all_down, "/x\n");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("no server is available"), std::string::npos) << run.err;
+  const std::string unknown = WriteTemp("unknown.txt", "127.0.0.1:7777\n\n127.0.0.1:9\n");
+  run = RunCli("route --servers " + full + " --down " + unknown, "/x\n");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find(unknown + ":3: '127.0.0.1:9' is not a server of"), std::string::npos)
+      << run.err;
+  run = RunCli("route --servers " + full + " --down /nonexistent/down.txt", "/x\n");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("/nonexistent/down.txt"), std::string::npos);
+}
+
+// route --rollout: each line's ADDR is the answer of the ring named in its
+// third field, the split follows the rollout, and the controls work.
+TEST(RouteCli, Migration) {
+  const std::string servers = DataPath("pingora/servers_50.txt");
+  const std::string keys = DataPath("pingora/keys_10000.txt");
+  const std::string rings = " --mode pingora-v1 --new-mode pingora-v2 --new-multiple 16";
+  const CliRun old_run = RunCli("route --servers " + servers + " --mode pingora-v1 --keys " + keys);
+  const CliRun new_run = RunCli("route --servers " + servers +
+                                " --mode pingora-v2 --multiple 16 --keys " + keys);
+  const CliRun mixed =
+      RunCli("route --servers " + servers + rings + " --rollout 30% --keys " + keys);
+  ASSERT_EQ(mixed.status, 0) << mixed.err;
+  const std::vector<std::string> old_lines = Lines(old_run.out), new_lines = Lines(new_run.out),
+                                 lines = Lines(mixed.out);
+  ASSERT_EQ(lines.size(), 10000u);
+  ASSERT_EQ(old_lines.size(), lines.size());
+  size_t on_new = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t comma = lines[i].rfind(',');
+    const std::string side = lines[i].substr(comma + 1);
+    const std::string line = lines[i].substr(0, comma);
+    ASSERT_TRUE(side == "old" || side == "new") << lines[i];
+    on_new += side == "new";
+    EXPECT_EQ(line, side == "new" ? new_lines[i] : old_lines[i]);
+  }
+  EXPECT_NEAR(on_new / 10000.0, 0.3, 5 * std::sqrt(0.21 / 10000));
+  // Raising the rollout keeps every key already on the new ring there.
+  const CliRun more = RunCli("route --servers " + servers + rings + " --rollout 0.6 --keys " + keys);
+  const std::vector<std::string> more_lines = Lines(more.out);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].ends_with(",new")) {
+      EXPECT_TRUE(more_lines[i].ends_with(",new")) << i;
+    }
+  }
+  const CliRun out_of_scope = RunCli("route --servers " + servers + rings +
+                                     " --rollout 100% --scope out --keys " + keys);
+  EXPECT_EQ(out_of_scope.out.find(",new\n"), std::string::npos);
+  // Another snapshot is refused unless allowed.
+  const std::string other = DataPath("pingora/servers_5.txt");
+  CliRun run = RunCli("route --servers " + servers + rings + " --new-servers " + other +
+                          " --rollout 10%",
+                      "/x\n");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("different backend snapshots"), std::string::npos) << run.err;
+  run = RunCli("route --servers " + servers + rings + " --new-servers " + other +
+                   " --rollout 10% --allow-mismatch",
+               "/x\n");
+  EXPECT_EQ(run.status, 0) << run.err;
+  run = RunCli("route --servers " + servers + " --mode pingora-v1 --new-mode pingora-v2",
+               "/x\n");
+  EXPECT_EQ(run.status, 2);
+  EXPECT_NE(run.err.find("needs --rollout"), std::string::npos);
 }
 
 }  // namespace

@@ -13,8 +13,20 @@ usage: chash COMMAND [OPTIONS]
 
 commands:
   route  --servers FILE [--mode M] [--multiple K] [--keys FILE]
+         [--down FILE] [--subset FILE]
+         [--rollout F [--new-servers NEW] [--new-mode M2] [--new-multiple K2]
+          [--scope in|out] [--seed N] [--allow-mismatch]]
          Route keys (one a line, from FILE or stdin) and print "KEY,ADDR",
          ADDR exactly as written in the servers file.
+         --down FILE: servers that are down (one ADDR a line, as written in
+         the servers file); each key goes where the ring of the other
+         servers would send it, without building that ring.
+         --subset FILE: route as the ring of only these servers would.
+         --rollout F: a dual-ring migration: F (0..1 or 0%..100%) of the keys,
+         picked by a stable hash of the key, go through the NEW ring (as in
+         diff); prints "KEY,ADDR,old|new". --scope out sends every key to
+         the old ring. Both rings must come from one backend snapshot
+         (same servers and weights) unless --allow-mismatch.
   stats  --servers FILE [--mode M] [--multiple K] [--json]
          Points, collisions, memory, build time, CV predicted and measured,
          and the ring's identity: fingerprint (flavour, multiple, tie-break,

@@ -5,6 +5,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <unordered_map>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -33,27 +36,158 @@ class OutputBuffer {
 };
 
 // Routes a batch of keys and appends their output lines.
-void RouteBatch(const Ring& ring, const std::vector<std::string_view>& keys,
-                std::vector<uint32_t>& nodes, OutputBuffer& out) {
-  nodes.resize(keys.size());
-  ring.FindNodes(keys, nodes);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    out.Append(keys[i]);
-    out.Append(',');
-    out.Append(ring.node(nodes[i]).address.written);
-    out.Append('\n');
+using Router = std::function<void(const std::vector<std::string_view>& keys, OutputBuffer& out)>;
+
+void AppendLine(OutputBuffer& out, std::string_view key, const std::string& address) {
+  out.Append(key);
+  out.Append(',');
+  out.Append(address);
+  out.Append('\n');
+}
+
+// Node ids by address as written in the servers file.
+std::unordered_map<std::string, uint32_t> IdsByAddress(const Ring& ring) {
+  std::unordered_map<std::string, uint32_t> ids;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    ids.emplace(ring.node(id).address.written, id);
   }
+  return ids;
+}
+
+// The addresses of a --down / --subset file, one a line as written in the
+// servers file ('#' comments, blank lines and a weight column allowed).
+Result<std::vector<uint32_t>> ReadAddressList(const std::string& path, const Ring& ring,
+                                              const std::string& servers_path) {
+  Result<std::vector<ServerEntry>> entries = ReadServersFile(path);
+  if (!entries.ok()) return entries.status();
+  const std::unordered_map<std::string, uint32_t> ids = IdsByAddress(ring);
+  std::vector<uint32_t> listed;
+  for (const ServerEntry& entry : entries.value()) {
+    const auto it = ids.find(entry.address);
+    if (it == ids.end()) {
+      return Status(StatusCode::kBadArgument,
+                    path + ":" + std::to_string(entry.line) + ": '" + entry.address +
+                        "' is not a server of " + servers_path + " (write it as there)");
+    }
+    listed.push_back(it->second);
+  }
+  return listed;
+}
+
+// The availability mask of --down and --subset (both may be given).
+Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring) {
+  const std::string servers_path = *options.Get("servers");
+  NodeMask mask(ring.num_nodes(), !options.Has("subset"));
+  if (const auto path = options.Get("subset")) {
+    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path);
+    if (!ids.ok()) return ids.status();
+    for (const uint32_t id : ids.value()) mask.Set(id, true);
+  }
+  if (const auto path = options.Get("down")) {
+    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path);
+    if (!ids.ok()) return ids.status();
+    for (const uint32_t id : ids.value()) mask.Set(id, false);
+  }
+  bool any_with_points = false;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    any_with_points |= mask.available(id) && ring.owns_points(id);
+  }
+  if (!any_with_points) {
+    return Status(StatusCode::kBadArgument,
+                  "no server is available: every server with points is down or outside the "
+                  "subset");
+  }
+  return mask;
 }
 
 }  // namespace
 
 int RunRoute(const Args& args) {
-  Result<Options> options = Options::Parse(args, {"servers", "mode", "multiple", "keys"}, {});
+  Result<Options> options = Options::Parse(
+      args,
+      {"servers", "mode", "multiple", "keys", "down", "subset", "new-servers", "new-mode",
+       "new-multiple", "rollout", "scope", "seed"},
+      {"allow-mismatch"});
   if (!options.ok()) return Fail("route", options.status().message());
-  Result<Ring> ring = LoadRingFromOptions(options.value());
+  const Options& opts = options.value();
+  Result<Ring> ring = LoadRingFromOptions(opts);
   if (!ring.ok()) return Fail("route", ring.status().message());
   if (ring.value().empty()) {
     return Fail("route", "the ring has no points (no servers, or every weight is 0)");
+  }
+  const bool masked = opts.Has("down") || opts.Has("subset");
+  const bool migrating = opts.Has("rollout");
+  for (const char* name : {"new-servers", "new-mode", "new-multiple", "scope", "seed",
+                           "allow-mismatch"}) {
+    if (opts.Has(name) && !migrating) {
+      return Fail("route", std::string("--") + name + " needs --rollout (a migration)");
+    }
+  }
+  if (masked && migrating) {
+    return Fail("route", "--down/--subset and --rollout cannot be combined");
+  }
+
+  // Plain: the batch kernel. Masked: the batch kernel, then a walk for the
+  // keys whose server is unavailable. Migrating: each key through the ring
+  // its migration hash picks, printed as KEY,ADDR,old|new.
+  std::vector<uint32_t> nodes;
+  std::vector<RingSide> sides;
+  Router router = [&](const std::vector<std::string_view>& keys, OutputBuffer& out) {
+    nodes.resize(keys.size());
+    ring.value().FindNodes(keys, nodes);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      AppendLine(out, keys[i], ring.value().node(nodes[i]).address.written);
+    }
+  };
+  NodeMask mask;
+  if (masked) {
+    Result<NodeMask> built = MaskFromOptions(opts, ring.value());
+    if (!built.ok()) return Fail("route", built.status().message());
+    mask = std::move(built).value();
+    router = [&](const std::vector<std::string_view>& keys, OutputBuffer& out) {
+      nodes.resize(keys.size());
+      FindAvailableNodes(ring.value(), mask, keys, nodes);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        AppendLine(out, keys[i], ring.value().node(nodes[i]).address.written);
+      }
+    };
+  }
+  std::unique_ptr<RingMigration> migration;
+  if (migrating) {
+    Result<RingOptions> old_options = RingOptionsFrom(opts, "mode", "multiple");
+    if (!old_options.ok()) return Fail("route", old_options.status().message());
+    Result<Ring> new_ring = LoadNewRingFromOptions(opts, old_options.value());
+    if (!new_ring.ok()) return Fail("route", new_ring.status().message());
+    Result<double> rollout = ParseFraction("rollout", *opts.Get("rollout"));
+    if (!rollout.ok()) return Fail("route", rollout.status().message());
+    const std::string scope = opts.Get("scope").value_or("in");
+    if (scope != "in" && scope != "out") {
+      return Fail("route", "--scope must be 'in' or 'out', got '" + scope + "'");
+    }
+    Result<uint64_t> seed = opts.GetUint("seed", 0, 0, UINT64_MAX / 2);
+    if (!seed.ok()) return Fail("route", seed.status().message());
+    Result<std::unique_ptr<RingMigration>> created = RingMigration::Create(
+        std::make_shared<const Ring>(std::move(ring).value()),
+        std::make_shared<const Ring>(std::move(new_ring).value()),
+        {.seed = seed.value(), .allow_backend_mismatch = opts.Has("allow-mismatch")});
+    if (!created.ok()) {
+      return Fail("route", created.status().message() + " (--allow-mismatch to accept)");
+    }
+    migration = std::move(created).value();
+    (void)migration->SetRollout(rollout.value());
+    migration->SetInScope(scope == "in");
+    router = [&](const std::vector<std::string_view>& keys, OutputBuffer& out) {
+      nodes.resize(keys.size());
+      sides.resize(keys.size());
+      migration->FindNodes(keys, nodes, sides);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        out.Append(keys[i]);
+        out.Append(',');
+        out.Append(migration->ring(sides[i]).node(nodes[i]).address.written);
+        out.Append(sides[i] == RingSide::kNew ? std::string_view(",new\n")
+                                              : std::string_view(",old\n"));
+      }
+    };
   }
 
   int fd = STDIN_FILENO;
@@ -68,7 +202,6 @@ int RunRoute(const Args& args) {
   // read, and keys of a batch point into `buffer` until the batch is routed.
   std::string buffer;
   std::vector<std::string_view> keys;
-  std::vector<uint32_t> nodes;
   OutputBuffer out;
   size_t consumed = 0;  // bytes of `buffer` already routed
   bool eof = false;
@@ -94,7 +227,7 @@ int RunRoute(const Args& args) {
       keys.emplace_back(buffer.data() + line_start, newline - line_start);
       line_start = newline + 1;
       if (keys.size() == kBatch) {
-        RouteBatch(ring.value(), keys, nodes, out);
+        router(keys, out);
         keys.clear();
       }
     }
@@ -102,7 +235,7 @@ int RunRoute(const Args& args) {
       keys.emplace_back(buffer.data() + line_start, buffer.size() - line_start);
       line_start = buffer.size();
     }
-    RouteBatch(ring.value(), keys, nodes, out);
+    router(keys, out);
     keys.clear();
     consumed = line_start;
   }

@@ -8,6 +8,7 @@
 #include "chash/dispatch.h"
 #include "chash/failover.h"
 #include "chash/identity.h"
+#include "chash/migration.h"
 #include "chash/ring.h"
 #include "chash/servers_file.h"
 #include "chash/stats.h"

@@ -224,5 +224,48 @@ TEST(RouteCli, Migration) {
   EXPECT_NE(run.err.find("needs --rollout"), std::string::npos);
 }
 
+TEST(PlanCli, JsonAgreesWithTheLibrary) {
+  const std::string servers = DataPath("pingora/servers_50.txt");
+  const CliRun run = RunCli("plan --servers " + servers +
+                            " --mode pingora-v1 --cv-target 3% --rings 24 --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  Result<Plan> plan = PlanPointMultiples(LoadServers("pingora/servers_50.txt"),
+                                         {.flavor = Flavor::kPingoraV1},
+                                         {.cv_target = 0.03, .rings = 24});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(plan.value().recommended.has_value());
+  EXPECT_EQ(JsonField(run.out, "recommended_multiple"),
+            std::to_string(*plan.value().recommended));
+  EXPECT_EQ(JsonField(run.out, "rings"), "24");
+  EXPECT_EQ(JsonField(run.out, "cv_target"), "0.03");
+  const CliRun text = RunCli("plan --servers " + servers + " --mode pingora-v1 --cv-target 3%");
+  EXPECT_NE(text.out.find("recommended: --mode pingora-v2 --multiple " +
+                          std::to_string(*plan.value().recommended) + ","),
+            std::string::npos)
+      << text.out;
+  const CliRun bad = RunCli("plan --servers " + servers + " --mode pingora-v1 --cv-target 0");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--cv-target"), std::string::npos);
+}
+
+TEST(StatsCli, PrintsTheFingerprints) {
+  const CliRun run = RunCli("stats --servers " + DataPath("nginx/a.servers"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  // tests/data/identity/expected_fingerprints.py
+  EXPECT_NE(run.out.find("fingerprint       "
+                         "7e7742929309bdce1a3ea066e95231c52fde9cbb109bbe78fe3513e5fff6dff2"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("points digest     "
+                         "888d99672476751518b76d32570f81e83422833dc310982180a0ccc93b654eec"),
+            std::string::npos);
+  EXPECT_NE(run.out.find("collision table   24 bytes"), std::string::npos);
+  const CliRun json = RunCli("stats --servers " + DataPath("nginx/a.servers") + " --json");
+  EXPECT_EQ(JsonField(json.out, "fingerprint"),
+            "7e7742929309bdce1a3ea066e95231c52fde9cbb109bbe78fe3513e5fff6dff2");
+  EXPECT_EQ(JsonField(json.out, "collision_table_bytes"), "24");
+  EXPECT_EQ(JsonField(json.out, "bytes_per_point"), "6.000167");
+}
+
 }  // namespace
 }  // namespace chash

@@ -43,6 +43,19 @@ commands:
          old/new {servers, mode, multiple, points, fingerprint}, nodes
          [{backend, address, in_old, in_new, old_share, new_share,
          moved_out, moved_in}] (shares are fractions of the key space).
+  plan   --servers FILE [--mode M] [--multiple K] [--cv-target X] [--rings R]
+         [--multiples K1,K2,...] [--max-points N] [--json]
+         For each point multiple K (pingora-v2 rings; default 1,2,4,...,1024,
+         100 and 160 included), built for real: CV predicted and measured,
+         collisions, bytes a ring, for R rings and for 1 ring + R masks, and
+         the share of keys that move from the current ring (--mode/
+         --multiple). Recommends the smallest K whose measured CV <= X
+         (default 2%). Candidates over N generated points (default 2^25)
+         are skipped. JSON: servers, nodes, cv_target, rings, mask_bytes,
+         current {...}, candidates [{mode, multiple, points_generated,
+         skipped, points, collisions, cv_predicted, cv_measured,
+         max_share_ratio, bytes_per_ring, bytes_for_rings,
+         bytes_one_ring_with_masks, moved_fraction}], recommended_multiple.
   demo   [--nodes N] [--weight W] [--multiple K]
          The Cloudflare scenario on a built-in fleet (2048 x 625): the v1
          ring (160 per weight) beside the v2 ring (multiple 16).
@@ -81,6 +94,7 @@ int main(int argc, char** argv) {
   if (command == "stats") return chash::cli::RunStats(args);
   if (command == "demo") return chash::cli::RunDemo(args);
   if (command == "diff") return chash::cli::RunDiff(args);
+  if (command == "plan") return chash::cli::RunPlan(args);
   std::fprintf(stderr, "chash: unknown command '%.*s' (see chash --help)\n",
                static_cast<int>(command.size()), command.data());
   return chash::cli::kExitUsage;

@@ -14,6 +14,7 @@ int RunRoute(const Args& args);
 int RunStats(const Args& args);
 int RunDemo(const Args& args);
 int RunDiff(const Args& args);
+int RunPlan(const Args& args);
 
 }  // namespace chash::cli
 

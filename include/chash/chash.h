@@ -9,6 +9,7 @@
 #include "chash/failover.h"
 #include "chash/identity.h"
 #include "chash/migration.h"
+#include "chash/plan.h"
 #include "chash/ring.h"
 #include "chash/servers_file.h"
 #include "chash/stats.h"

@@ -1,0 +1,72 @@
+// PlanPointMultiples (include/chash/plan.h).
+#include "chash/plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "chash/diff.h"
+
+namespace chash {
+namespace {
+
+uint64_t PointBytes(const Ring& ring) {
+  const MemoryUsage memory = ring.memory_usage();
+  return memory.column_bytes + memory.collision_table_bytes;
+}
+
+}  // namespace
+
+std::vector<uint32_t> DefaultPlanMultiples() {
+  return {1, 2, 4, 8, 16, 32, 64, 100, 128, 160, 256, 512, 1024};
+}
+
+Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers,
+                                const RingOptions& current, const PlanOptions& options,
+                                std::string_view source_name) {
+  if (!(options.cv_target > 0 && options.cv_target <= 1)) {
+    return Status(StatusCode::kBadArgument, "the CV target must be in (0, 1]");
+  }
+  if (options.rings == 0) return Status(StatusCode::kBadArgument, "rings must be at least 1");
+  std::vector<uint32_t> multiples =
+      options.multiples.empty() ? DefaultPlanMultiples() : options.multiples;
+  std::sort(multiples.begin(), multiples.end());
+  multiples.erase(std::unique(multiples.begin(), multiples.end()), multiples.end());
+  if (!multiples.empty() && multiples.front() == 0) {
+    return Status(StatusCode::kBadArgument, "point multiples must be at least 1");
+  }
+
+  Result<Ring> current_ring = BuildRingFromServers(servers, current, source_name);
+  if (!current_ring.ok()) return current_ring.status();
+  Plan plan;
+  plan.current = ComputeRingStats(current_ring.value());
+  plan.current_bytes = PointBytes(current_ring.value());
+  plan.rings = options.rings;
+  plan.cv_target = options.cv_target;
+  plan.mask_bytes = (uint64_t{current_ring.value().num_nodes()} + 63) / 64 * 8;
+
+  uint64_t total_weight = 0;
+  for (const ServerEntry& server : servers) total_weight += server.weight;
+  for (const uint32_t multiple : multiples) {
+    PlanRow row;
+    row.multiple = multiple;
+    row.points_generated = total_weight * multiple;
+    if (row.points_generated > options.max_points) {
+      row.skipped = true;
+      plan.rows.push_back(row);
+      continue;
+    }
+    Result<Ring> candidate = BuildRingFromServers(
+        servers, {.flavor = Flavor::kPingoraV2, .point_multiple = multiple}, source_name);
+    if (!candidate.ok()) return candidate.status();
+    row.stats = ComputeRingStats(candidate.value());
+    row.bytes_per_ring = PointBytes(candidate.value());
+    row.moved_fraction = DiffRings(current_ring.value(), candidate.value()).moved_fraction();
+    if (!plan.recommended && row.stats.cv_measured <= options.cv_target) {
+      plan.recommended = multiple;
+    }
+    plan.rows.push_back(row);
+  }
+  return plan;
+}
+
+}  // namespace chash

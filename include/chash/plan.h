@@ -1,0 +1,70 @@
+// Point-count planning: the seeds' analysis (how many points per weight
+// unit buy how much balance, at what memory and collision cost, and how
+// many keys a change moves) run on the user's own fleet.
+//
+//   chash::Result<chash::Plan> plan = chash::PlanPointMultiples(
+//       servers, {.flavor = chash::Flavor::kNginx}, {.cv_target = 0.02, .rings = 12});
+//
+// Each candidate is a pingora-v2 ring (the flavour whose multiple is free)
+// of the same servers, built for real: CV measured is exact (the shares of
+// the 2^32 key hashes), collisions are the real ones, and the keys that move
+// from the current ring come from DiffRings.
+#ifndef CHASH_PLAN_H_
+#define CHASH_PLAN_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "chash/ring.h"
+#include "chash/servers_file.h"
+#include "chash/stats.h"
+
+namespace chash {
+
+struct PlanOptions {
+  // Point multiples to try, ascending; empty = DefaultPlanMultiples().
+  std::vector<uint32_t> multiples = {};
+  double cv_target = 0.02;  // the CV (of load share / weight share) to meet
+  uint32_t rings = 1;       // how many rings of this fleet a process keeps
+  // Candidates generating more points are skipped (their build would take
+  // about 14 bytes a point at peak).
+  uint64_t max_points = uint64_t{1} << 25;
+};
+
+// 1, 2, 4, 8, 16, 32, 64, 100, 128, 160, 256, 512, 1024.
+std::vector<uint32_t> DefaultPlanMultiples();
+
+struct PlanRow {
+  uint32_t multiple = 0;
+  uint64_t points_generated = 0;
+  bool skipped = false;  // over max_points: not built, no figures below
+  RingStats stats;       // CV predicted/measured, collisions, bytes
+  // The points' memory: columns + collision table (what R rings multiply).
+  uint64_t bytes_per_ring = 0;
+  double moved_fraction = 0;  // of the key space, from the current ring
+};
+
+struct Plan {
+  RingStats current;              // the ring the servers use now
+  uint64_t current_bytes = 0;     // its columns + collision table
+  uint32_t rings = 1;
+  // One availability mask (failover.h), for "1 ring + R masks" instead of R
+  // subset rings: ceil(nodes / 64) x 8 bytes.
+  uint64_t mask_bytes = 0;
+  double cv_target = 0;
+  std::vector<PlanRow> rows;
+  // The smallest multiple whose measured CV is within the target.
+  std::optional<uint32_t> recommended;
+};
+
+// Builds the current ring and one candidate at a time (so peak memory is two
+// rings). Errors: those of building the rings (prefixed "SOURCE:LINE: "),
+// kBadArgument for a target not in (0, 1], rings 0, or a multiple 0.
+Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers,
+                                const RingOptions& current, const PlanOptions& options,
+                                std::string_view source_name = "servers");
+
+}  // namespace chash
+
+#endif  // CHASH_PLAN_H_

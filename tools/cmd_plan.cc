@@ -1,0 +1,171 @@
+// chash plan: for a range of point multiples, what balance each buys and
+// what it costs, on the user's own servers (include/chash/plan.h).
+#include <cstdio>
+#include <cstdlib>
+
+#include "cli_common.h"
+#include "commands.h"
+
+namespace chash::cli {
+namespace {
+
+std::string Percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4f%%", 100 * fraction);
+  return text;
+}
+
+Result<std::vector<uint32_t>> ParseMultiples(const std::string& text) {
+  std::vector<uint32_t> multiples;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(item.c_str(), &end, 10);
+    if (item.empty() || end != item.c_str() + item.size() || value == 0 || value > UINT32_MAX) {
+      return Status(StatusCode::kBadArgument,
+                    "--multiples must be a comma-separated list of integers >= 1, got '" +
+                        text + "'");
+    }
+    multiples.push_back(static_cast<uint32_t>(value));
+    start = comma + 1;
+  }
+  return multiples;
+}
+
+}  // namespace
+
+int RunPlan(const Args& args) {
+  Result<Options> parsed = Options::Parse(
+      args, {"servers", "mode", "multiple", "cv-target", "rings", "multiples", "max-points"},
+      {"json"});
+  if (!parsed.ok()) return Fail("plan", parsed.status().message());
+  const Options& options = parsed.value();
+  const std::optional<std::string> path = options.Get("servers");
+  if (!path) return Fail("plan", "--servers FILE is required");
+  Result<RingOptions> current = RingOptionsFrom(options, "mode", "multiple");
+  if (!current.ok()) return Fail("plan", current.status().message());
+  PlanOptions plan_options;
+  if (const auto text = options.Get("cv-target")) {
+    Result<double> target = ParseFraction("cv-target", *text);
+    if (!target.ok() || target.value() == 0) {
+      return Fail("plan", "--cv-target must be a fraction in (0, 1] or a percentage, got '" +
+                              *text + "'");
+    }
+    plan_options.cv_target = target.value();
+  }
+  Result<uint64_t> rings = options.GetUint("rings", 1, 1, 1u << 20);
+  if (!rings.ok()) return Fail("plan", rings.status().message());
+  plan_options.rings = static_cast<uint32_t>(rings.value());
+  Result<uint64_t> max_points =
+      options.GetUint("max-points", plan_options.max_points, 1, kHardMaxPoints);
+  if (!max_points.ok()) return Fail("plan", max_points.status().message());
+  plan_options.max_points = max_points.value();
+  if (const auto text = options.Get("multiples")) {
+    Result<std::vector<uint32_t>> multiples = ParseMultiples(*text);
+    if (!multiples.ok()) return Fail("plan", multiples.status().message());
+    plan_options.multiples = multiples.value();
+  }
+  Result<std::vector<ServerEntry>> servers = ReadServersFile(*path);
+  if (!servers.ok()) return Fail("plan", servers.status().message());
+  Result<Plan> result =
+      PlanPointMultiples(servers.value(), current.value(), plan_options, *path);
+  if (!result.ok()) return Fail("plan", result.status().message());
+  const Plan& plan = result.value();
+  const uint64_t r = plan.rings;
+  const std::string current_name = std::string(FlavorName(current.value().flavor));
+
+  if (options.Has("json")) {
+    std::string json = "{\"servers\":" + JsonString(*path) +
+                       ",\"nodes\":" + std::to_string(plan.current.nodes) +
+                       ",\"cv_target\":" + JsonNumber(plan.cv_target) +
+                       ",\"rings\":" + std::to_string(r) +
+                       ",\"mask_bytes\":" + std::to_string(plan.mask_bytes) +
+                       ",\"current\":{\"mode\":" + JsonString(current_name) +
+                       ",\"multiple\":" + std::to_string(current.value().point_multiple) +
+                       ",\"points\":" + std::to_string(plan.current.points) +
+                       ",\"collisions\":" + std::to_string(plan.current.collisions) +
+                       ",\"bytes_per_ring\":" + std::to_string(plan.current_bytes) +
+                       ",\"cv_predicted\":" + JsonNumber(plan.current.cv_predicted) +
+                       ",\"cv_measured\":" + JsonNumber(plan.current.cv_measured) +
+                       "},\"candidates\":[";
+    for (size_t i = 0; i < plan.rows.size(); ++i) {
+      const PlanRow& row = plan.rows[i];
+      json += (i ? ",{" : "{") + std::string("\"mode\":\"pingora-v2\",\"multiple\":") +
+              std::to_string(row.multiple) +
+              ",\"points_generated\":" + std::to_string(row.points_generated) +
+              ",\"skipped\":" + (row.skipped ? "true" : "false");
+      if (!row.skipped) {
+        json += ",\"points\":" + std::to_string(row.stats.points) +
+                ",\"collisions\":" + std::to_string(row.stats.collisions) +
+                ",\"cv_predicted\":" + JsonNumber(row.stats.cv_predicted) +
+                ",\"cv_measured\":" + JsonNumber(row.stats.cv_measured) +
+                ",\"max_share_ratio\":" + JsonNumber(row.stats.max_share_ratio) +
+                ",\"bytes_per_ring\":" + std::to_string(row.bytes_per_ring) +
+                ",\"bytes_for_rings\":" + std::to_string(row.bytes_per_ring * r) +
+                ",\"bytes_one_ring_with_masks\":" +
+                std::to_string(row.bytes_per_ring + r * plan.mask_bytes) +
+                ",\"moved_fraction\":" + JsonNumber(row.moved_fraction);
+      }
+      json += "}";
+    }
+    json += "],\"recommended_multiple\":" +
+            (plan.recommended ? std::to_string(*plan.recommended) : std::string("null")) + "}";
+    std::printf("%s\n", json.c_str());
+    return 0;
+  }
+
+  std::printf("servers   %s: %s nodes\n", path->c_str(), WithCommas(plan.current.nodes).c_str());
+  std::printf("current   %s, %u points per weight unit: %s points, %s collisions, %s bytes, "
+              "CV predicted %s, measured %s\n",
+              current_name.c_str(), current.value().point_multiple,
+              WithCommas(plan.current.points).c_str(), WithCommas(plan.current.collisions).c_str(),
+              WithCommas(plan.current_bytes).c_str(), Percent(plan.current.cv_predicted).c_str(),
+              Percent(plan.current.cv_measured).c_str());
+  std::printf("target    CV <= %s; %s ring%s of this fleet (or 1 ring + %s masks of %s bytes)\n",
+              Percent(plan.cv_target).c_str(), WithCommas(r).c_str(), r == 1 ? "" : "s",
+              WithCommas(r).c_str(), WithCommas(plan.mask_bytes).c_str());
+  std::printf("candidates: pingora-v2 rings (address-order ties), K points per weight unit\n\n");
+  char rings_column[32];
+  std::snprintf(rings_column, sizeof rings_column, "x%llu rings",
+                static_cast<unsigned long long>(r));
+  std::printf("%8s %12s %10s %12s %12s %13s %15s %15s %10s\n", "K", "points", "collisions",
+              "CV predicted", "CV measured", "bytes/ring", rings_column, "1 ring+masks", "moved");
+  for (const PlanRow& row : plan.rows) {
+    if (row.skipped) {
+      std::printf("%8u %12s  skipped: over --max-points %s\n", row.multiple,
+                  WithCommas(row.points_generated).c_str(),
+                  WithCommas(plan_options.max_points).c_str());
+      continue;
+    }
+    std::printf("%8u %12s %10s %12s %12s %13s %15s %15s %10s%s\n", row.multiple,
+                WithCommas(row.stats.points).c_str(), WithCommas(row.stats.collisions).c_str(),
+                Percent(row.stats.cv_predicted).c_str(), Percent(row.stats.cv_measured).c_str(),
+                WithCommas(row.bytes_per_ring).c_str(),
+                WithCommas(row.bytes_per_ring * r).c_str(),
+                WithCommas(row.bytes_per_ring + r * plan.mask_bytes).c_str(),
+                Percent(row.moved_fraction).c_str(),
+                plan.recommended == row.multiple ? "  <-" : "");
+  }
+  if (plan.recommended) {
+    for (const PlanRow& row : plan.rows) {
+      if (row.multiple != *plan.recommended) continue;
+      std::printf("\nrecommended: --mode pingora-v2 --multiple %u, the smallest multiple whose "
+                  "measured CV (%s) is within %s:\n  %s bytes a ring (%s for %s rings), and %s "
+                  "of the keys move from the current ring: migrate gradually (chash route "
+                  "--rollout)\n",
+                  row.multiple, Percent(row.stats.cv_measured).c_str(),
+                  Percent(plan.cv_target).c_str(), WithCommas(row.bytes_per_ring).c_str(),
+                  WithCommas(row.bytes_per_ring * r).c_str(), WithCommas(r).c_str(),
+                  Percent(row.moved_fraction).c_str());
+    }
+  } else {
+    std::printf("\nno multiple tried meets CV <= %s: try larger ones (--multiples, "
+                "--max-points) or accept a larger target\n",
+                Percent(plan.cv_target).c_str());
+  }
+  return 0;
+}
+
+}  // namespace chash::cli

@@ -36,8 +36,8 @@ constexpr uint32_t kSubsetRings = 16;  // R, for the memory comparison
 
 struct Fleet {
   std::vector<ServerEntry> servers;
-  std::shared_ptr<const Ring> ring;      // pingora-v2, multiple 16
-  std::shared_ptr<const Ring> v1_ring;   // pingora-v1 (160): the migration's old ring
+  std::shared_ptr<const Ring> ring;     // pingora-v2, multiple 16
+  std::shared_ptr<const Ring> v1_ring;  // pingora-v1 (160): the migration's old ring
   std::vector<std::string> key_storage;
   std::vector<std::string_view> keys;
 };
@@ -229,8 +229,8 @@ void BM_SubsetMemory(benchmark::State& state) {
   const double ring_bytes = static_cast<double>(full.column_bytes + full.collision_table_bytes);
   double subset_bytes = 0, mask_bytes = 0;
   for (uint32_t r = 0; r < kSubsetRings; ++r) {
-    const NodeMask mask = RandomMask(fleet.ring->num_nodes(),
-                                     static_cast<double>(state.range(1)) / 100, 100 + r);
+    const NodeMask mask =
+        RandomMask(fleet.ring->num_nodes(), static_cast<double>(state.range(1)) / 100, 100 + r);
     const MemoryUsage own = SubsetRing(fleet, mask).memory_usage();
     subset_bytes += static_cast<double>(own.column_bytes + own.collision_table_bytes);
     mask_bytes += static_cast<double>(mask.words().size_bytes());
@@ -345,8 +345,8 @@ void BM_BoundedLoad(benchmark::State& state) {
   const uint64_t capacity = 125;
   size_t i = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(FindNodeUnderCapacity(
-        *fleet.ring, Crc32(fleet.keys[i++ & (kKeys - 1)]), loads, capacity));
+    benchmark::DoNotOptimize(
+        FindNodeUnderCapacity(*fleet.ring, Crc32(fleet.keys[i++ & (kKeys - 1)]), loads, capacity));
   }
   Label(state, fleet);
 }

@@ -92,8 +92,7 @@ std::string RingStatsJson(const RingStats& s) {
                 static_cast<unsigned long long>(s.column_bytes),
                 static_cast<unsigned long long>(s.other_bytes),
                 static_cast<unsigned long long>(s.collision_table_bytes), s.bytes_per_point,
-                s.build_ms, s.cv_predicted, s.cv_measured, s.max_share_ratio,
-                s.min_share_ratio);
+                s.build_ms, s.cv_predicted, s.cv_measured, s.max_share_ratio, s.min_share_ratio);
   return buffer;
 }
 

@@ -47,8 +47,8 @@ std::vector<RawPoint> ChainPoints(const std::vector<ServerEntry>& servers, Flavo
     Result<NodeAddress> address = ParseNodeAddress(flavor, servers[id].address);
     EXPECT_TRUE(address.ok());
     const std::string bytes = address.value().HashedBytes();
-    const uLong base = crc32(0, reinterpret_cast<const Bytef*>(bytes.data()),
-                             static_cast<uInt>(bytes.size()));
+    const uLong base =
+        crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()));
     uint32_t prev = 0;
     for (uint64_t j = 0; j < uint64_t{servers[id].weight} * multiple; ++j) {
       const Bytef le[4] = {Bytef(prev), Bytef(prev >> 8), Bytef(prev >> 16), Bytef(prev >> 24)};
@@ -103,8 +103,8 @@ TEST(CollisionTable, NginxRingsWithRealCollisions) {
 TEST(CollisionTable, PingoraV2UsesAddressOrder) {
   Result<std::vector<ServerEntry>> servers = ReadServersFile(DataPath("pingora/servers_50.txt"));
   ASSERT_TRUE(servers.ok());
-  const Ring ring = testing::MustBuild(servers.value(),
-                                       {.flavor = Flavor::kPingoraV2, .point_multiple = 160});
+  const Ring ring =
+      testing::MustBuild(servers.value(), {.flavor = Flavor::kPingoraV2, .point_multiple = 160});
   ASSERT_EQ(ring.collisions(), 1u);
   std::vector<uint32_t> by_address(servers.value().size());
   for (uint32_t i = 0; i < by_address.size(); ++i) by_address[i] = i;
@@ -113,15 +113,14 @@ TEST(CollisionTable, PingoraV2UsesAddressOrder) {
   });
   std::vector<uint32_t> rank(by_address.size());
   for (uint32_t r = 0; r < rank.size(); ++r) rank[by_address[r]] = r;
-  ExpectLosersMatch(ring,
-                    GroupByHash(ChainPoints(servers.value(), Flavor::kPingoraV2, 160), rank));
+  ExpectLosersMatch(ring, GroupByHash(ChainPoints(servers.value(), Flavor::kPingoraV2, 160), rank));
 }
 
 // Raw rings: many nodes on few hashes, explicit ranks, a node repeating its
 // own hash (it contends once), and a hash only one node holds twice.
 TEST(CollisionTable, RawRingsWithForcedCollisions) {
   std::mt19937 rng(7);
-  for (int round = 0; round < 40; ++round) {
+  for (size_t round = 0; round < testing::Scaled(40, 10); ++round) {
     const uint32_t num_nodes = 1 + rng() % 12;
     std::vector<uint32_t> rank(num_nodes);
     for (uint32_t i = 0; i < num_nodes; ++i) rank[i] = i;
@@ -134,8 +133,8 @@ TEST(CollisionTable, RawRingsWithForcedCollisions) {
                         static_cast<uint32_t>(rng() % num_nodes)});
     }
     Result<Ring> ring = BuildRingFromPoints(
-        num_nodes, points, explicit_rank ? std::span<const uint32_t>(rank)
-                                         : std::span<const uint32_t>());
+        num_nodes, points,
+        explicit_rank ? std::span<const uint32_t>(rank) : std::span<const uint32_t>());
     ASSERT_TRUE(ring.ok()) << ring.status().ToString();
     SCOPED_TRACE("round " + std::to_string(round));
     ExpectLosersMatch(ring.value(), GroupByHash(points, rank));

@@ -47,8 +47,7 @@ struct Side {
 // interval (b[i-1], b[i]] answered at b[i]; the wrap-around interval
 // (b[last], 2^32-1] + [0, b[0]] answered at 0. Backends compared by the
 // socket text the test derives itself.
-std::map<std::string, uint64_t> ReferenceMovedOut(const Side& a, const Side& b,
-                                                  uint64_t* moved) {
+std::map<std::string, uint64_t> ReferenceMovedOut(const Side& a, const Side& b, uint64_t* moved) {
   const ReferenceRing ra =
       MustBuildReference(a.servers, a.options.flavor, a.options.point_multiple);
   const ReferenceRing rb =
@@ -133,10 +132,10 @@ TEST(DiffRingsTest, AgreesWithSampling) {
   const Ring v2 = testing::MustBuild(servers, {.flavor = Flavor::kPingoraV2, .point_multiple = 16});
   const RingDiff diff = DiffRings(v1, v2);
   std::mt19937 rng(77);
-  constexpr int kSamples = 1000000;
+  const size_t kSamples = testing::Scaled(1000000, 200000);
   uint64_t moved = 0;
   std::vector<uint64_t> moved_out(v1.num_nodes(), 0);
-  for (int i = 0; i < kSamples; ++i) {
+  for (size_t i = 0; i < kSamples; ++i) {
     const uint32_t hash = static_cast<uint32_t>(rng());
     const uint32_t from = v1.FindNodeByHash(hash), to = v2.FindNodeByHash(hash);
     // Same file, same ids: ids match backends here.
@@ -146,8 +145,9 @@ TEST(DiffRingsTest, AgreesWithSampling) {
     }
   }
   auto within = [&](double exact, uint64_t hits, const std::string& what) {
-    const double sampled = static_cast<double>(hits) / kSamples;
-    const double sigma = std::sqrt(std::max(exact * (1 - exact), 1e-9) / kSamples);
+    const double sampled = static_cast<double>(hits) / static_cast<double>(kSamples);
+    const double sigma =
+        std::sqrt(std::max(exact * (1 - exact), 1e-9) / static_cast<double>(kSamples));
     EXPECT_NEAR(sampled, exact, 5 * sigma + 1e-6) << what;
   };
   EXPECT_GT(diff.moved_fraction(), 0.5);  // v1 at 160 vs v2 at 16: most keys move
@@ -224,8 +224,8 @@ TEST(DiffRingsTest, MatchesBackendsNotIds) {
   Result<std::vector<ServerEntry>> a = ParseServersText("[0::1]:07777\n", "a");
   Result<std::vector<ServerEntry>> b = ParseServersText("[::1]:7777\n", "b");
   ASSERT_TRUE(a.ok() && b.ok());
-  const RingDiff spelled = DiffRings(testing::MustBuild(a.value(), {}),
-                                     testing::MustBuild(b.value(), v2));
+  const RingDiff spelled =
+      DiffRings(testing::MustBuild(a.value(), {}), testing::MustBuild(b.value(), v2));
   EXPECT_EQ(spelled.moved_hashes, 0u);  // one backend owns everything on both
   EXPECT_EQ(spelled.nodes.size(), 1u);
 }

@@ -7,6 +7,7 @@
 // and bounded loads.
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <random>
 #include <set>
@@ -106,14 +107,12 @@ TEST_P(MaskedEqualsSubsetRing, ForRandomMasks) {
         if (masked != Ring::kNoNode && ++mismatches <= 5) {
           ADD_FAILURE() << "hash " << hash << ": no node is up, masked answered " << masked;
         }
-      } else if (masked == Ring::kNoNode ||
-                 ring.node(masked).address.written !=
-                     subset_ring.node(expected_id).address.written) {
+      } else if (masked == Ring::kNoNode || ring.node(masked).address.written !=
+                                                subset_ring.node(expected_id).address.written) {
         if (++mismatches <= 5) {
           ADD_FAILURE() << "hash " << hash << ": subset ring answers "
                         << subset_ring.node(expected_id).address.written << ", masked "
-                        << (masked == Ring::kNoNode ? "none"
-                                                    : ring.node(masked).address.written);
+                        << (masked == Ring::kNoNode ? "none" : ring.node(masked).address.written);
         }
       }
       EXPECT_EQ(batch[i], masked);
@@ -129,7 +128,15 @@ INSTANTIATE_TEST_SUITE_P(
         FlavourCase{"nginx/a.servers", Flavor::kNginx, 160, {0.9, 0.7, 0.5, 0.3, 0.2, 0.0}},
         FlavourCase{"nginx/d.servers", Flavor::kNginx, 160, {0.8, 0.3}},
         FlavourCase{"pingora/servers_50.txt", Flavor::kPingoraV1, 160, {0.9, 0.5, 0.2, 0.0}},
-        FlavourCase{"pingora/servers_50.txt", Flavor::kPingoraV2, 160, {0.9, 0.5, 0.2, 0.0}}));
+        FlavourCase{"pingora/servers_50.txt", Flavor::kPingoraV2, 160, {0.9, 0.5, 0.2, 0.0}}),
+    [](const ::testing::TestParamInfo<FlavourCase>& param) {
+      // "nginx_a_servers_nginx", "pingora_servers_50_txt_pingora_v1", ...
+      std::string name = param.param.servers + "_" + std::string(FlavorName(param.param.flavor));
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
 
 // Every node of nginx a is down except the loser of a collided hash: masked
 // lookups at that hash must answer the loser, as the subset ring does.
@@ -167,9 +174,9 @@ TEST(MaskedLookup, HandMadeCollision) {
   EXPECT_EQ(answer({1}, 50), 2u);
   EXPECT_EQ(answer({1, 2}, 50), 0u);
   EXPECT_EQ(answer({0, 1, 2}, 50), 3u);
-  EXPECT_EQ(answer({0, 1, 2}, 250), 3u);    // past 200, wraps round to 200
-  EXPECT_EQ(answer({1, 2}, 301), 0u);       // wraps to hash 100: node 0
-  EXPECT_EQ(answer({1, 2, 3}, 150), 0u);    // 200 down, 300 is node 0
+  EXPECT_EQ(answer({0, 1, 2}, 250), 3u);  // past 200, wraps round to 200
+  EXPECT_EQ(answer({1, 2}, 301), 0u);     // wraps to hash 100: node 0
+  EXPECT_EQ(answer({1, 2, 3}, 150), 0u);  // 200 down, 300 is node 0
   EXPECT_EQ(answer({0, 1, 2, 3}, 150), Ring::kNoNode);
   EXPECT_EQ(answer({}, 100), 1u);
   EXPECT_EQ(answer({1}, 101), 3u);
@@ -180,7 +187,7 @@ TEST(MaskedLookup, HandMadeCollision) {
 // unavailable nodes', the same node ids and ranks.
 TEST(MaskedLookup, RawRingsWithForcedCollisions) {
   std::mt19937 rng(99);
-  for (int round = 0; round < 300; ++round) {
+  for (size_t round = 0; round < testing::Scaled(300, 40); ++round) {
     const uint32_t num_nodes = 1 + rng() % 20;
     std::vector<uint32_t> rank(num_nodes);
     for (uint32_t i = 0; i < num_nodes; ++i) rank[i] = i;
@@ -227,11 +234,14 @@ TEST(MaskedLookup, NoNodeAvailableAndEdgeCases) {
     // A mask covering fewer nodes than the ring: the others count as down.
     EXPECT_EQ(FindAvailableNodeByHash(ring, NodeMask(0), hash), Ring::kNoNode);
     EXPECT_EQ(FindAvailableNodeByHash(ring, NodeMask(3, true), hash),
-              FindAvailableNodeByHash(ring, [&] {
-                NodeMask first3(ring.num_nodes(), false);
-                for (uint32_t i = 0; i < 3; ++i) first3.Set(i, true);
-                return first3;
-              }(), hash));
+              FindAvailableNodeByHash(
+                  ring,
+                  [&] {
+                    NodeMask first3(ring.num_nodes(), false);
+                    for (uint32_t i = 0; i < 3; ++i) first3.Set(i, true);
+                    return first3;
+                  }(),
+                  hash));
   }
   // All up: the plain answer.
   const NodeMask all(ring.num_nodes(), true);
@@ -337,7 +347,7 @@ TEST(AvailabilityMaskTest, ReadersNeverSeeATornMask) {
   std::vector<std::thread> readers;
   for (int t = 0; t < 2; ++t) {
     readers.emplace_back([&] {
-      for (int round = 0; round < 100; ++round) {
+      for (size_t round = 0; round < testing::Scaled(100, 25); ++round) {
         for (size_t i = 0; i < probes.size(); ++i) {
           const uint32_t node = published.FindNodeByHash(ring, probes[i]);
           if (node != under_a[i] && node != under_b[i]) bad.fetch_add(1);
@@ -435,7 +445,7 @@ TEST(BoundedLoad, CapacityIsNeverExceeded) {
       // Hot keys: a few hashes repeat often, so plain hashing would pile up.
       std::vector<uint32_t> hot(5);
       for (uint32_t& h : hot) h = static_cast<uint32_t>(rng());
-      for (int step = 0; step < 20000; ++step) {
+      for (size_t step = 0; step < testing::Scaled(20000, 4000); ++step) {
         if (!active.empty() && rng() % 3 == 0) {  // a key leaves
           const size_t victim = rng() % active.size();
           --loads[active[victim].second];
@@ -443,15 +453,13 @@ TEST(BoundedLoad, CapacityIsNeverExceeded) {
           active.pop_back();
           continue;
         }
-        const uint32_t hash =
-            rng() % 2 ? hot[rng() % hot.size()] : static_cast<uint32_t>(rng());
+        const uint32_t hash = rng() % 2 ? hot[rng() % hot.size()] : static_cast<uint32_t>(rng());
         uint64_t total = 0;
         for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
           if (mask.available(id)) total += loads[id];
         }
         const uint64_t capacity = ExpectedCapacity(total, up, num, den);
-        Result<uint32_t> node =
-            FindNodeBoundedLoad(ring, hash, loads, c, masked ? &mask : nullptr);
+        Result<uint32_t> node = FindNodeBoundedLoad(ring, hash, loads, c, masked ? &mask : nullptr);
         ASSERT_TRUE(node.ok());
         ASSERT_NE(node.value(), Ring::kNoNode);
         ASSERT_TRUE(mask.available(node.value()));

@@ -78,8 +78,7 @@ TEST(RingIdentity, SerializationByteForByte) {
 
 TEST(RingIdentity, MatchesTheIndependentSpecOnEveryTarget) {
   testing::ForEachTarget([](const std::string&) {
-    const Ring inline_ring =
-        testing::MustBuild(Inline(kInlineServers), {.flavor = Flavor::kNginx});
+    const Ring inline_ring = testing::MustBuild(Inline(kInlineServers), {.flavor = Flavor::kNginx});
     EXPECT_EQ(RingFingerprint(inline_ring).Hex(),
               "6acfdb7239fdb774bcd2a5c4f26bce8fe8622572f7c32f2f64ad6b8eb385401e");
     EXPECT_EQ(PointsDigest(inline_ring).Hex(),
@@ -141,12 +140,12 @@ TEST(RingIdentity, FollowsRoutingNotSpelling) {
             PointsDigest(testing::MustBuild(removed, v2)));
   EXPECT_NE(RingFingerprint(testing::MustBuild(drained, v2)), RingFingerprint(base));
   // Another multiple, flavour or weight is another ring.
-  EXPECT_NE(RingFingerprint(testing::MustBuild(servers, {.flavor = Flavor::kPingoraV2,
-                                                         .point_multiple = 17})),
+  EXPECT_NE(RingFingerprint(
+                testing::MustBuild(servers, {.flavor = Flavor::kPingoraV2, .point_multiple = 17})),
             RingFingerprint(base));
   EXPECT_NE(RingFingerprint(testing::MustBuild(servers, {.flavor = Flavor::kPingoraV1})),
-            RingFingerprint(testing::MustBuild(servers, {.flavor = Flavor::kPingoraV2,
-                                                         .point_multiple = 160})));
+            RingFingerprint(testing::MustBuild(
+                servers, {.flavor = Flavor::kPingoraV2, .point_multiple = 160})));
   std::vector<ServerEntry> heavier = servers;
   heavier[3].weight += 1;
   EXPECT_NE(RingFingerprint(testing::MustBuild(heavier, v2)), RingFingerprint(base));
@@ -160,10 +159,9 @@ TEST(BackendIdentityTest, SameSnapshotAcrossFlavours) {
   const std::vector<ServerEntry> five = LoadServers("pingora/servers_5.txt");
   const Fingerprint expected = BackendFingerprint(testing::MustBuild(five, {}));
   EXPECT_EQ(expected.Hex(), "6ad94c211635d4c6a992edba735c5557295742b99d65ef80318b372fcd666573");
-  EXPECT_EQ(BackendFingerprint(testing::MustBuild(five, {.flavor = Flavor::kPingoraV1})),
-            expected);
-  EXPECT_EQ(BackendFingerprint(testing::MustBuild(
-                five, {.flavor = Flavor::kPingoraV2, .point_multiple = 16})),
+  EXPECT_EQ(BackendFingerprint(testing::MustBuild(five, {.flavor = Flavor::kPingoraV1})), expected);
+  EXPECT_EQ(BackendFingerprint(
+                testing::MustBuild(five, {.flavor = Flavor::kPingoraV2, .point_multiple = 16})),
             expected);
   std::vector<ServerEntry> reweighted = five;
   reweighted[0].weight = 9;

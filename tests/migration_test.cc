@@ -56,7 +56,7 @@ class MigrationTest : public ::testing::Test {
     old_ring_ = Shared(servers, {.flavor = Flavor::kPingoraV1});
     new_ring_ = Shared(servers, {.flavor = Flavor::kPingoraV2, .point_multiple = 16});
     std::mt19937 rng(11);
-    for (int i = 0; i < 100000; ++i) {
+    for (size_t i = 0; i < testing::Scaled(100000, 20000); ++i) {
       keys_.push_back("/obj/" + std::to_string(rng()) + "/" + std::to_string(i));
     }
     Result<std::unique_ptr<RingMigration>> created = RingMigration::Create(old_ring_, new_ring_);
@@ -215,22 +215,20 @@ TEST(MigrationSnapshot, RefusesADifferentSnapshotUnlessAllowed) {
       RingMigration::Create(old_ring, Shared(six, {.flavor = Flavor::kPingoraV1}));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kBadArgument);
-  EXPECT_NE(refused.status().message().find("10.9.9.9:80 only in the new ring"),
-            std::string::npos)
+  EXPECT_NE(refused.status().message().find("10.9.9.9:80 only in the new ring"), std::string::npos)
       << refused.status().message();
   refused = RingMigration::Create(old_ring, Shared(reweighted, {.flavor = Flavor::kPingoraV1}));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("216.85.15.39:6917 has weight 3 in the old ring, 4"),
             std::string::npos)
       << refused.status().message();
-  Result<std::unique_ptr<RingMigration>> allowed =
-      RingMigration::Create(old_ring, Shared(six, {.flavor = Flavor::kPingoraV1}),
-                            {.allow_backend_mismatch = true});
+  Result<std::unique_ptr<RingMigration>> allowed = RingMigration::Create(
+      old_ring, Shared(six, {.flavor = Flavor::kPingoraV1}), {.allow_backend_mismatch = true});
   ASSERT_TRUE(allowed.ok());
   EXPECT_FALSE(allowed.value()->backends_match());
   // Same snapshot, another flavour and multiple (the Cloudflare migration).
-  EXPECT_TRUE(RingMigration::Create(old_ring, Shared(five, {.flavor = Flavor::kPingoraV2,
-                                                            .point_multiple = 16}))
+  EXPECT_TRUE(RingMigration::Create(
+                  old_ring, Shared(five, {.flavor = Flavor::kPingoraV2, .point_multiple = 16}))
                   .ok());
   EXPECT_EQ(RingMigration::Create(nullptr, old_ring).status().code(), StatusCode::kBadArgument);
 }
@@ -251,8 +249,8 @@ TEST_F(MigrationTest, ConcurrentLookupsAndControls) {
     workers.emplace_back([&, t] {
       for (size_t i = t; i < keys_.size(); i += 2) {
         const MigrationAnswer a = migration_->Find(keys_[i]);
-        const uint32_t expected = (a.side == RingSide::kNew ? *new_ring_ : *old_ring_)
-                                      .FindNode(keys_[i]);
+        const uint32_t expected =
+            (a.side == RingSide::kNew ? *new_ring_ : *old_ring_).FindNode(keys_[i]);
         if (a.node != expected) wrong.fetch_add(1);
       }
     });

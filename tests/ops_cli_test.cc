@@ -22,14 +22,13 @@ struct CliRun {
 
 CliRun RunCli(const std::string& args, const std::string& stdin_text = "") {
   // Per process: ctest runs the tests of this binary in parallel.
-  const std::string base =
-      ::testing::TempDir() + "chash_ops_cli_" + std::to_string(getpid());
+  const std::string base = ::testing::TempDir() + "chash_ops_cli_" + std::to_string(getpid());
   {
     std::ofstream in(base + ".in", std::ios::binary);
     in << stdin_text;
   }
-  const std::string command = std::string(CHASH_CLI_PATH) + " " + args + " <" + base +
-                              ".in >" + base + ".out 2>" + base + ".err";
+  const std::string command = std::string(CHASH_CLI_PATH) + " " + args + " <" + base + ".in >" +
+                              base + ".out 2>" + base + ".err";
   CliRun run;
   const int raw = std::system(command.c_str());
   run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
@@ -66,8 +65,8 @@ std::string JsonField(const std::string& json, const std::string& key) {
 TEST(DiffCli, JsonAgreesWithTheLibrary) {
   const std::string servers = DataPath("pingora/servers_50.txt");
   const CliRun run = RunCli("diff --servers " + servers +
-                         " --mode pingora-v1 --new-mode pingora-v2 --new-multiple 16 "
-                         "--rollout 25% --json");
+                            " --mode pingora-v1 --new-mode pingora-v2 --new-multiple 16 "
+                            "--rollout 25% --json");
   ASSERT_EQ(run.status, 0) << run.err;
   const std::vector<ServerEntry> list = LoadServers("pingora/servers_50.txt");
   const RingDiff diff =
@@ -119,9 +118,8 @@ std::string ServersText(const std::vector<ServerEntry>& servers) {
 TEST(RouteCli, DownAndSubsetEqualTheSmallerServersFile) {
   const std::vector<ServerEntry> servers = LoadServers("nginx/a.servers");
   const std::string keys = DataPath("nginx/a.keys");
-  const std::string down =
-      WriteTemp("down.txt", "# maintenance\n" + servers[2].address + "\n" + servers[6].address +
-                                "   # disk\n");
+  const std::string down = WriteTemp("down.txt", "# maintenance\n" + servers[2].address + "\n" +
+                                                     servers[6].address + "   # disk\n");
   std::vector<ServerEntry> remaining, subset;
   for (size_t i = 0; i < servers.size(); ++i) {
     if (i != 2 && i != 6) remaining.push_back(servers[i]);
@@ -129,8 +127,8 @@ TEST(RouteCli, DownAndSubsetEqualTheSmallerServersFile) {
   }
   const std::string remaining_path = WriteTemp("remaining.servers", ServersText(remaining));
   const std::string subset_list =
-      WriteTemp("subset.txt", servers[7].address + "\n" + servers[0].address + "\n" +
-                                  servers[4].address + "\n");
+      WriteTemp("subset.txt",
+                servers[7].address + "\n" + servers[0].address + "\n" + servers[4].address + "\n");
   const std::string subset_path = WriteTemp("subset.servers", ServersText(subset));
   const std::string full = DataPath("nginx/a.servers");
 
@@ -143,8 +141,8 @@ TEST(RouteCli, DownAndSubsetEqualTheSmallerServersFile) {
   const CliRun plain = RunCli("route --servers " + full + " --keys " + keys);
   EXPECT_NE(masked.out, plain.out);  // some keys did fail over
 
-  const CliRun sub = RunCli("route --servers " + full + " --keys " + keys + " --subset " +
-                            subset_list);
+  const CliRun sub =
+      RunCli("route --servers " + full + " --keys " + keys + " --subset " + subset_list);
   const CliRun sub_rebuilt = RunCli("route --servers " + subset_path + " --keys " + keys);
   ASSERT_EQ(sub.status, 0) << sub.err;
   EXPECT_EQ(sub.out, sub_rebuilt.out);
@@ -177,8 +175,8 @@ TEST(RouteCli, Migration) {
   const std::string keys = DataPath("pingora/keys_10000.txt");
   const std::string rings = " --mode pingora-v1 --new-mode pingora-v2 --new-multiple 16";
   const CliRun old_run = RunCli("route --servers " + servers + " --mode pingora-v1 --keys " + keys);
-  const CliRun new_run = RunCli("route --servers " + servers +
-                                " --mode pingora-v2 --multiple 16 --keys " + keys);
+  const CliRun new_run =
+      RunCli("route --servers " + servers + " --mode pingora-v2 --multiple 16 --keys " + keys);
   const CliRun mixed =
       RunCli("route --servers " + servers + rings + " --rollout 30% --keys " + keys);
   ASSERT_EQ(mixed.status, 0) << mixed.err;
@@ -197,45 +195,43 @@ TEST(RouteCli, Migration) {
   }
   EXPECT_NEAR(on_new / 10000.0, 0.3, 5 * std::sqrt(0.21 / 10000));
   // Raising the rollout keeps every key already on the new ring there.
-  const CliRun more = RunCli("route --servers " + servers + rings + " --rollout 0.6 --keys " + keys);
+  const CliRun more =
+      RunCli("route --servers " + servers + rings + " --rollout 0.6 --keys " + keys);
   const std::vector<std::string> more_lines = Lines(more.out);
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].ends_with(",new")) {
       EXPECT_TRUE(more_lines[i].ends_with(",new")) << i;
     }
   }
-  const CliRun out_of_scope = RunCli("route --servers " + servers + rings +
-                                     " --rollout 100% --scope out --keys " + keys);
+  const CliRun out_of_scope =
+      RunCli("route --servers " + servers + rings + " --rollout 100% --scope out --keys " + keys);
   EXPECT_EQ(out_of_scope.out.find(",new\n"), std::string::npos);
   // Another snapshot is refused unless allowed.
   const std::string other = DataPath("pingora/servers_5.txt");
-  CliRun run = RunCli("route --servers " + servers + rings + " --new-servers " + other +
-                          " --rollout 10%",
-                      "/x\n");
+  CliRun run = RunCli(
+      "route --servers " + servers + rings + " --new-servers " + other + " --rollout 10%", "/x\n");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("different backend snapshots"), std::string::npos) << run.err;
   run = RunCli("route --servers " + servers + rings + " --new-servers " + other +
                    " --rollout 10% --allow-mismatch",
                "/x\n");
   EXPECT_EQ(run.status, 0) << run.err;
-  run = RunCli("route --servers " + servers + " --mode pingora-v1 --new-mode pingora-v2",
-               "/x\n");
+  run = RunCli("route --servers " + servers + " --mode pingora-v1 --new-mode pingora-v2", "/x\n");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("needs --rollout"), std::string::npos);
 }
 
 TEST(PlanCli, JsonAgreesWithTheLibrary) {
   const std::string servers = DataPath("pingora/servers_50.txt");
-  const CliRun run = RunCli("plan --servers " + servers +
-                            " --mode pingora-v1 --cv-target 3% --rings 24 --json");
+  const CliRun run =
+      RunCli("plan --servers " + servers + " --mode pingora-v1 --cv-target 3% --rings 24 --json");
   ASSERT_EQ(run.status, 0) << run.err;
-  Result<Plan> plan = PlanPointMultiples(LoadServers("pingora/servers_50.txt"),
-                                         {.flavor = Flavor::kPingoraV1},
-                                         {.cv_target = 0.03, .rings = 24});
+  Result<Plan> plan =
+      PlanPointMultiples(LoadServers("pingora/servers_50.txt"), {.flavor = Flavor::kPingoraV1},
+                         {.cv_target = 0.03, .rings = 24});
   ASSERT_TRUE(plan.ok());
   ASSERT_TRUE(plan.value().recommended.has_value());
-  EXPECT_EQ(JsonField(run.out, "recommended_multiple"),
-            std::to_string(*plan.value().recommended));
+  EXPECT_EQ(JsonField(run.out, "recommended_multiple"), std::to_string(*plan.value().recommended));
   EXPECT_EQ(JsonField(run.out, "rings"), "24");
   EXPECT_EQ(JsonField(run.out, "cv_target"), "0.03");
   const CliRun text = RunCli("plan --servers " + servers + " --mode pingora-v1 --cv-target 3%");

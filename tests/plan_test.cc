@@ -16,10 +16,11 @@ std::vector<ServerEntry> LoadServers(const std::string& relative) {
 TEST(PlanTest, RowsAreRealRings) {
   const std::vector<ServerEntry> servers = LoadServers("pingora/servers_50.txt");
   const RingOptions current{.flavor = Flavor::kPingoraV1};
-  Result<Plan> plan = PlanPointMultiples(
-      servers, current,
-      {.multiples = {512, 16, 160, 1, 16, 4096}, .cv_target = 0.05, .rings = 12,
-       .max_points = 200000});
+  Result<Plan> plan = PlanPointMultiples(servers, current,
+                                         {.multiples = {512, 16, 160, 1, 16, 4096},
+                                          .cv_target = 0.05,
+                                          .rings = 12,
+                                          .max_points = 200000});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Ring current_ring = testing::MustBuild(servers, current);
   EXPECT_EQ(plan.value().current.points, current_ring.num_points());
@@ -36,8 +37,8 @@ TEST(PlanTest, RowsAreRealRings) {
       continue;
     }
     ASSERT_FALSE(row.skipped);
-    const Ring ring = testing::MustBuild(
-        servers, {.flavor = Flavor::kPingoraV2, .point_multiple = row.multiple});
+    const Ring ring =
+        testing::MustBuild(servers, {.flavor = Flavor::kPingoraV2, .point_multiple = row.multiple});
     const RingStats stats = ComputeRingStats(ring);
     EXPECT_EQ(row.stats.points, stats.points);
     EXPECT_EQ(row.stats.collisions, stats.collisions);

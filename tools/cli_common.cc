@@ -122,10 +122,9 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
   }
   if (options.Has("new-multiple")) {
     if (ring_options.flavor != Flavor::kPingoraV2) {
-      return Status(StatusCode::kBadMultiple,
-                    "--new-multiple is only for a pingora-v2 new ring (" +
-                        std::string(FlavorName(ring_options.flavor)) +
-                        " uses 160 points per weight unit)");
+      return Status(StatusCode::kBadMultiple, "--new-multiple is only for a pingora-v2 new ring (" +
+                                                  std::string(FlavorName(ring_options.flavor)) +
+                                                  " uses 160 points per weight unit)");
     }
     Result<uint64_t> multiple = options.GetUint("new-multiple", 0, 1, UINT32_MAX);
     if (!multiple.ok()) return multiple.status();
@@ -148,7 +147,8 @@ Result<double> ParseFraction(std::string_view option, std::string_view text) {
   if (number.empty() || end != number.c_str() + number.size() || !(value >= 0 && value <= 1)) {
     return Status(StatusCode::kBadArgument, "--" + std::string(option) +
                                                 " must be a fraction 0..1 or a percentage "
-                                                "0%..100%, got '" + std::string(text) + "'");
+                                                "0%..100%, got '" +
+                                                std::string(text) + "'");
   }
   return value;
 }

@@ -25,17 +25,15 @@ std::string RingJson(const Ring& ring, const std::string& path) {
 
 void PrintRing(const char* label, const Ring& ring, const std::string& path) {
   std::printf("%s  %s: %s, %u points per weight unit, %s points, fingerprint %s\n", label,
-              path.c_str(), std::string(FlavorName(ring.flavor())).c_str(),
-              ring.point_multiple(), WithCommas(ring.num_points()).c_str(),
-              RingFingerprint(ring).Short().c_str());
+              path.c_str(), std::string(FlavorName(ring.flavor())).c_str(), ring.point_multiple(),
+              WithCommas(ring.num_points()).c_str(), RingFingerprint(ring).Short().c_str());
 }
 
 }  // namespace
 
 int RunDiff(const Args& args) {
   Result<Options> parsed = Options::Parse(
-      args,
-      {"servers", "mode", "multiple", "new-servers", "new-mode", "new-multiple", "rollout"},
+      args, {"servers", "mode", "multiple", "new-servers", "new-mode", "new-multiple", "rollout"},
       {"json"});
   if (!parsed.ok()) return Fail("diff", parsed.status().message());
   const Options& options = parsed.value();
@@ -56,14 +54,13 @@ int RunDiff(const Args& args) {
 
   const RingDiff diff = DiffRings(old_ring.value(), new_ring.value());
   if (options.Has("json")) {
-    std::string json = "{\"moved_fraction\":" + JsonNumber(diff.moved_fraction()) +
-                       ",\"moved_hashes\":" + std::to_string(diff.moved_hashes) +
-                       ",\"key_space\":" + std::to_string(kKeySpace) +
-                       ",\"rollout\":" + JsonNumber(rollout) +
-                       ",\"moved_fraction_at_rollout\":" +
-                       JsonNumber(diff.moved_fraction_at(rollout)) +
-                       ",\"old\":" + RingJson(old_ring.value(), old_path) +
-                       ",\"new\":" + RingJson(new_ring.value(), new_path) + ",\"nodes\":[";
+    std::string json =
+        "{\"moved_fraction\":" + JsonNumber(diff.moved_fraction()) +
+        ",\"moved_hashes\":" + std::to_string(diff.moved_hashes) +
+        ",\"key_space\":" + std::to_string(kKeySpace) + ",\"rollout\":" + JsonNumber(rollout) +
+        ",\"moved_fraction_at_rollout\":" + JsonNumber(diff.moved_fraction_at(rollout)) +
+        ",\"old\":" + RingJson(old_ring.value(), old_path) +
+        ",\"new\":" + RingJson(new_ring.value(), new_path) + ",\"nodes\":[";
     for (size_t i = 0; i < diff.nodes.size(); ++i) {
       const NodeDiff& node = diff.nodes[i];
       char numbers[256];
@@ -89,8 +86,8 @@ int RunDiff(const Args& args) {
     std::printf("rollout   at %s of keys on the new ring: %s of keys expected to move\n",
                 Percent(rollout).c_str(), Percent(diff.moved_fraction_at(rollout)).c_str());
   }
-  std::printf("\n%-28s %12s %12s %12s %12s\n", "backend", "old share", "new share",
-              "moved out", "moved in");
+  std::printf("\n%-28s %12s %12s %12s %12s\n", "backend", "old share", "new share", "moved out",
+              "moved in");
   for (const NodeDiff& node : diff.nodes) {
     std::printf("%-28s %12s %12s %12s %12s\n", node.address.c_str(),
                 Percent(Share(node.old_hashes)).c_str(), Percent(Share(node.new_hashes)).c_str(),

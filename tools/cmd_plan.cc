@@ -24,9 +24,9 @@ Result<std::vector<uint32_t>> ParseMultiples(const std::string& text) {
     char* end = nullptr;
     const unsigned long long value = std::strtoull(item.c_str(), &end, 10);
     if (item.empty() || end != item.c_str() + item.size() || value == 0 || value > UINT32_MAX) {
-      return Status(StatusCode::kBadArgument,
-                    "--multiples must be a comma-separated list of integers >= 1, got '" +
-                        text + "'");
+      return Status(
+          StatusCode::kBadArgument,
+          "--multiples must be a comma-separated list of integers >= 1, got '" + text + "'");
     }
     multiples.push_back(static_cast<uint32_t>(value));
     start = comma + 1;
@@ -50,8 +50,8 @@ int RunPlan(const Args& args) {
   if (const auto text = options.Get("cv-target")) {
     Result<double> target = ParseFraction("cv-target", *text);
     if (!target.ok() || target.value() == 0) {
-      return Fail("plan", "--cv-target must be a fraction in (0, 1] or a percentage, got '" +
-                              *text + "'");
+      return Fail("plan",
+                  "--cv-target must be a fraction in (0, 1] or a percentage, got '" + *text + "'");
     }
     plan_options.cv_target = target.value();
   }
@@ -69,27 +69,24 @@ int RunPlan(const Args& args) {
   }
   Result<std::vector<ServerEntry>> servers = ReadServersFile(*path);
   if (!servers.ok()) return Fail("plan", servers.status().message());
-  Result<Plan> result =
-      PlanPointMultiples(servers.value(), current.value(), plan_options, *path);
+  Result<Plan> result = PlanPointMultiples(servers.value(), current.value(), plan_options, *path);
   if (!result.ok()) return Fail("plan", result.status().message());
   const Plan& plan = result.value();
   const uint64_t r = plan.rings;
   const std::string current_name = std::string(FlavorName(current.value().flavor));
 
   if (options.Has("json")) {
-    std::string json = "{\"servers\":" + JsonString(*path) +
-                       ",\"nodes\":" + std::to_string(plan.current.nodes) +
-                       ",\"cv_target\":" + JsonNumber(plan.cv_target) +
-                       ",\"rings\":" + std::to_string(r) +
-                       ",\"mask_bytes\":" + std::to_string(plan.mask_bytes) +
-                       ",\"current\":{\"mode\":" + JsonString(current_name) +
-                       ",\"multiple\":" + std::to_string(current.value().point_multiple) +
-                       ",\"points\":" + std::to_string(plan.current.points) +
-                       ",\"collisions\":" + std::to_string(plan.current.collisions) +
-                       ",\"bytes_per_ring\":" + std::to_string(plan.current_bytes) +
-                       ",\"cv_predicted\":" + JsonNumber(plan.current.cv_predicted) +
-                       ",\"cv_measured\":" + JsonNumber(plan.current.cv_measured) +
-                       "},\"candidates\":[";
+    std::string json =
+        "{\"servers\":" + JsonString(*path) + ",\"nodes\":" + std::to_string(plan.current.nodes) +
+        ",\"cv_target\":" + JsonNumber(plan.cv_target) + ",\"rings\":" + std::to_string(r) +
+        ",\"mask_bytes\":" + std::to_string(plan.mask_bytes) +
+        ",\"current\":{\"mode\":" + JsonString(current_name) +
+        ",\"multiple\":" + std::to_string(current.value().point_multiple) +
+        ",\"points\":" + std::to_string(plan.current.points) +
+        ",\"collisions\":" + std::to_string(plan.current.collisions) +
+        ",\"bytes_per_ring\":" + std::to_string(plan.current_bytes) +
+        ",\"cv_predicted\":" + JsonNumber(plan.current.cv_predicted) +
+        ",\"cv_measured\":" + JsonNumber(plan.current.cv_measured) + "},\"candidates\":[";
     for (size_t i = 0; i < plan.rows.size(); ++i) {
       const PlanRow& row = plan.rows[i];
       json += (i ? ",{" : "{") + std::string("\"mode\":\"pingora-v2\",\"multiple\":") +
@@ -117,12 +114,12 @@ int RunPlan(const Args& args) {
   }
 
   std::printf("servers   %s: %s nodes\n", path->c_str(), WithCommas(plan.current.nodes).c_str());
-  std::printf("current   %s, %u points per weight unit: %s points, %s collisions, %s bytes, "
-              "CV predicted %s, measured %s\n",
-              current_name.c_str(), current.value().point_multiple,
-              WithCommas(plan.current.points).c_str(), WithCommas(plan.current.collisions).c_str(),
-              WithCommas(plan.current_bytes).c_str(), Percent(plan.current.cv_predicted).c_str(),
-              Percent(plan.current.cv_measured).c_str());
+  std::printf(
+      "current   %s, %u points per weight unit: %s points, %s collisions, %s bytes, "
+      "CV predicted %s, measured %s\n",
+      current_name.c_str(), current.value().point_multiple, WithCommas(plan.current.points).c_str(),
+      WithCommas(plan.current.collisions).c_str(), WithCommas(plan.current_bytes).c_str(),
+      Percent(plan.current.cv_predicted).c_str(), Percent(plan.current.cv_measured).c_str());
   std::printf("target    CV <= %s; %s ring%s of this fleet (or 1 ring + %s masks of %s bytes)\n",
               Percent(plan.cv_target).c_str(), WithCommas(r).c_str(), r == 1 ? "" : "s",
               WithCommas(r).c_str(), WithCommas(plan.mask_bytes).c_str());
@@ -142,8 +139,7 @@ int RunPlan(const Args& args) {
     std::printf("%8u %12s %10s %12s %12s %13s %15s %15s %10s%s\n", row.multiple,
                 WithCommas(row.stats.points).c_str(), WithCommas(row.stats.collisions).c_str(),
                 Percent(row.stats.cv_predicted).c_str(), Percent(row.stats.cv_measured).c_str(),
-                WithCommas(row.bytes_per_ring).c_str(),
-                WithCommas(row.bytes_per_ring * r).c_str(),
+                WithCommas(row.bytes_per_ring).c_str(), WithCommas(row.bytes_per_ring * r).c_str(),
                 WithCommas(row.bytes_per_ring + r * plan.mask_bytes).c_str(),
                 Percent(row.moved_fraction).c_str(),
                 plan.recommended == row.multiple ? "  <-" : "");
@@ -151,19 +147,20 @@ int RunPlan(const Args& args) {
   if (plan.recommended) {
     for (const PlanRow& row : plan.rows) {
       if (row.multiple != *plan.recommended) continue;
-      std::printf("\nrecommended: --mode pingora-v2 --multiple %u, the smallest multiple whose "
-                  "measured CV (%s) is within %s:\n  %s bytes a ring (%s for %s rings), and %s "
-                  "of the keys move from the current ring: migrate gradually (chash route "
-                  "--rollout)\n",
-                  row.multiple, Percent(row.stats.cv_measured).c_str(),
-                  Percent(plan.cv_target).c_str(), WithCommas(row.bytes_per_ring).c_str(),
-                  WithCommas(row.bytes_per_ring * r).c_str(), WithCommas(r).c_str(),
-                  Percent(row.moved_fraction).c_str());
+      std::printf(
+          "\nrecommended: --mode pingora-v2 --multiple %u, the smallest multiple whose "
+          "measured CV (%s) is within %s:\n  %s bytes a ring (%s for %s rings), and %s "
+          "of the keys move from the current ring: migrate gradually (chash route "
+          "--rollout)\n",
+          row.multiple, Percent(row.stats.cv_measured).c_str(), Percent(plan.cv_target).c_str(),
+          WithCommas(row.bytes_per_ring).c_str(), WithCommas(row.bytes_per_ring * r).c_str(),
+          WithCommas(r).c_str(), Percent(row.moved_fraction).c_str());
     }
   } else {
-    std::printf("\nno multiple tried meets CV <= %s: try larger ones (--multiples, "
-                "--max-points) or accept a larger target\n",
-                Percent(plan.cv_target).c_str());
+    std::printf(
+        "\nno multiple tried meets CV <= %s: try larger ones (--multiples, "
+        "--max-points) or accept a larger target\n",
+        Percent(plan.cv_target).c_str());
   }
   return 0;
 }

@@ -65,9 +65,9 @@ Result<std::vector<uint32_t>> ReadAddressList(const std::string& path, const Rin
   for (const ServerEntry& entry : entries.value()) {
     const auto it = ids.find(entry.address);
     if (it == ids.end()) {
-      return Status(StatusCode::kBadArgument,
-                    path + ":" + std::to_string(entry.line) + ": '" + entry.address +
-                        "' is not a server of " + servers_path + " (write it as there)");
+      return Status(StatusCode::kBadArgument, path + ":" + std::to_string(entry.line) + ": '" +
+                                                  entry.address + "' is not a server of " +
+                                                  servers_path + " (write it as there)");
     }
     listed.push_back(it->second);
   }
@@ -103,11 +103,11 @@ Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring) {
 }  // namespace
 
 int RunRoute(const Args& args) {
-  Result<Options> options = Options::Parse(
-      args,
-      {"servers", "mode", "multiple", "keys", "down", "subset", "new-servers", "new-mode",
-       "new-multiple", "rollout", "scope", "seed"},
-      {"allow-mismatch"});
+  Result<Options> options =
+      Options::Parse(args,
+                     {"servers", "mode", "multiple", "keys", "down", "subset", "new-servers",
+                      "new-mode", "new-multiple", "rollout", "scope", "seed"},
+                     {"allow-mismatch"});
   if (!options.ok()) return Fail("route", options.status().message());
   const Options& opts = options.value();
   Result<Ring> ring = LoadRingFromOptions(opts);
@@ -117,8 +117,8 @@ int RunRoute(const Args& args) {
   }
   const bool masked = opts.Has("down") || opts.Has("subset");
   const bool migrating = opts.Has("rollout");
-  for (const char* name : {"new-servers", "new-mode", "new-multiple", "scope", "seed",
-                           "allow-mismatch"}) {
+  for (const char* name :
+       {"new-servers", "new-mode", "new-multiple", "scope", "seed", "allow-mismatch"}) {
     if (opts.Has(name) && !migrating) {
       return Fail("route", std::string("--") + name + " needs --rollout (a migration)");
     }

@@ -223,8 +223,8 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
       keys[i] = internal::PointSortKey(points[i].hash, rank, node);
       ++state->nodes[node].weight;  // a raw node's weight is its point count
     }
-    if (Status status = internal::BuildColumnsFromKeys(keys.get(), points.size(),
-                                                       state->columns, &state->losers);
+    if (Status status = internal::BuildColumnsFromKeys(keys.get(), points.size(), state->columns,
+                                                       &state->losers);
         !status.ok()) {
       return status;
     }

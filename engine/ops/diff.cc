@@ -59,8 +59,8 @@ RingDiff DiffRings(const Ring& old_ring, const Ring& new_ring) {
     const auto [it, inserted] =
         by_backend.emplace(backend, static_cast<uint32_t>(diff.nodes.size()));
     if (inserted) {
-      diff.nodes.push_back({.backend = std::move(backend),
-                            .address = new_ring.node(id).address.written});
+      diff.nodes.push_back(
+          {.backend = std::move(backend), .address = new_ring.node(id).address.written});
     }
     NodeDiff& entry = diff.nodes[it->second];
     if (entry.new_node == kNone) entry.new_node = id;

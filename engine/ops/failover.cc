@@ -96,9 +96,9 @@ AvailabilityMask::AvailabilityMask(uint32_t num_nodes)
 
 Status AvailabilityMask::Publish(const NodeMask& mask) {
   if (mask.size() != size_) {
-    return Status(StatusCode::kBadArgument,
-                  "mask covers " + std::to_string(mask.size()) + " nodes; this AvailabilityMask " +
-                      "covers " + std::to_string(size_));
+    return Status(StatusCode::kBadArgument, "mask covers " + std::to_string(mask.size()) +
+                                                " nodes; this AvailabilityMask " + "covers " +
+                                                std::to_string(size_));
   }
   const std::lock_guard<std::mutex> lock(publish_mutex_);
   const uint32_t target = 1 - active_.load(std::memory_order_relaxed);
@@ -215,14 +215,12 @@ template <typename Load>
 Result<uint32_t> BoundedLoad(const Ring& ring, uint32_t hash, std::span<const Load> loads,
                              double balance_factor, const NodeMask* mask) {
   if (!std::isfinite(balance_factor) || !(balance_factor > 1.0)) {
-    return Status(StatusCode::kBadArgument,
-                  "balance factor must be a finite number > 1, got " +
-                      std::to_string(balance_factor));
+    return Status(StatusCode::kBadArgument, "balance factor must be a finite number > 1, got " +
+                                                std::to_string(balance_factor));
   }
   if (loads.size() < ring.num_nodes()) {
-    return Status(StatusCode::kBadArgument,
-                  std::to_string(loads.size()) + " loads for a ring of " +
-                      std::to_string(ring.num_nodes()) + " nodes");
+    return Status(StatusCode::kBadArgument, std::to_string(loads.size()) + " loads for a ring of " +
+                                                std::to_string(ring.num_nodes()) + " nodes");
   }
   uint64_t total = 0;
   uint32_t nodes = 0;
@@ -232,8 +230,7 @@ Result<uint32_t> BoundedLoad(const Ring& ring, uint32_t hash, std::span<const Lo
     total = uint64_t{loads[node]} > UINT64_MAX - total ? UINT64_MAX : total + loads[node];
   }
   if (nodes == 0) return Ring::kNoNode;
-  return UnderCapacity(ring, hash, loads, BoundedLoadCapacity(total, nodes, balance_factor),
-                       mask);
+  return UnderCapacity(ring, hash, loads, BoundedLoadCapacity(total, nodes, balance_factor), mask);
 }
 
 }  // namespace

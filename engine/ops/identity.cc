@@ -29,18 +29,24 @@ void AppendU32(std::string& out, uint32_t value) {
 uint8_t FlavorCode(const Ring& ring) {
   if (ring.is_raw()) return kFlavorRaw;
   switch (ring.flavor()) {
-    case Flavor::kNginx: return 0;
-    case Flavor::kPingoraV1: return 1;
-    case Flavor::kPingoraV2: return 2;
+    case Flavor::kNginx:
+      return 0;
+    case Flavor::kPingoraV1:
+      return 1;
+    case Flavor::kPingoraV2:
+      return 2;
   }
   return 0xFF;
 }
 
 uint8_t TieBreakCode(TieBreak tie_break) {
   switch (tie_break) {
-    case TieBreak::kConfigOrder: return 0;
-    case TieBreak::kAddressOrder: return 1;
-    case TieBreak::kExplicitRank: return 2;
+    case TieBreak::kConfigOrder:
+      return 0;
+    case TieBreak::kAddressOrder:
+      return 1;
+    case TieBreak::kExplicitRank:
+      return 2;
   }
   return 0xFF;
 }

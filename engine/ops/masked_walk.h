@@ -48,8 +48,8 @@ uint32_t WalkAvailable(const Ring& ring, uint32_t hash, const IsUp& is_up,
       node = Ring::kNoNode;
       if (num_losers == 0) continue;
       if (at == kUnpositioned) {
-        at = static_cast<size_t>(
-            std::lower_bound(loser_hash, loser_hash + num_losers, point_hash) - loser_hash);
+        at = static_cast<size_t>(std::lower_bound(loser_hash, loser_hash + num_losers, point_hash) -
+                                 loser_hash);
       }
       while (at < num_losers && loser_hash[at] < point_hash) ++at;
       for (size_t i = at; i < num_losers && loser_hash[i] == point_hash; ++i) {

@@ -77,9 +77,9 @@ uint64_t MigrationKeyHash(std::string_view key, uint64_t seed) noexcept {
   return Mix(h ^ kGolden);
 }
 
-Result<std::unique_ptr<RingMigration>> RingMigration::Create(
-    std::shared_ptr<const Ring> old_ring, std::shared_ptr<const Ring> new_ring,
-    MigrationOptions options) {
+Result<std::unique_ptr<RingMigration>> RingMigration::Create(std::shared_ptr<const Ring> old_ring,
+                                                             std::shared_ptr<const Ring> new_ring,
+                                                             MigrationOptions options) {
   if (!old_ring || !new_ring) {
     return Status(StatusCode::kBadArgument, "a migration needs both an old and a new ring");
   }

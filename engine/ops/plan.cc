@@ -20,9 +20,8 @@ std::vector<uint32_t> DefaultPlanMultiples() {
   return {1, 2, 4, 8, 16, 32, 64, 100, 128, 160, 256, 512, 1024};
 }
 
-Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers,
-                                const RingOptions& current, const PlanOptions& options,
-                                std::string_view source_name) {
+Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const RingOptions& current,
+                                const PlanOptions& options, std::string_view source_name) {
   if (!(options.cv_target > 0 && options.cv_target <= 1)) {
     return Status(StatusCode::kBadArgument, "the CV target must be in (0, 1]");
   }

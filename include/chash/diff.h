@@ -41,7 +41,7 @@ struct NodeDiff {
 };
 
 struct RingDiff {
-  uint64_t moved_hashes = 0;   // key hashes whose backend differs
+  uint64_t moved_hashes = 0;    // key hashes whose backend differs
   std::vector<NodeDiff> nodes;  // the old ring's nodes in id order, then the new-only ones
 
   double moved_fraction() const noexcept {

@@ -52,7 +52,7 @@ namespace chash {
 struct Fingerprint {
   std::array<uint8_t, 32> bytes{};
 
-  std::string Hex() const;                // 64 lower-case hex digits
+  std::string Hex() const;                                   // 64 lower-case hex digits
   std::string Short() const { return Hex().substr(0, 16); }  // for log lines
   friend bool operator==(const Fingerprint&, const Fingerprint&) = default;
 };

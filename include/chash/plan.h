@@ -46,8 +46,8 @@ struct PlanRow {
 };
 
 struct Plan {
-  RingStats current;              // the ring the servers use now
-  uint64_t current_bytes = 0;     // its columns + collision table
+  RingStats current;           // the ring the servers use now
+  uint64_t current_bytes = 0;  // its columns + collision table
   uint32_t rings = 1;
   // One availability mask (failover.h), for "1 ring + R masks" instead of R
   // subset rings: ceil(nodes / 64) x 8 bytes.
@@ -61,8 +61,8 @@ struct Plan {
 // Builds the current ring and one candidate at a time (so peak memory is two
 // rings). Errors: those of building the rings (prefixed "SOURCE:LINE: "),
 // kBadArgument for a target not in (0, 1], rings 0, or a multiple 0.
-Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers,
-                                const RingOptions& current, const PlanOptions& options,
+Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const RingOptions& current,
+                                const PlanOptions& options,
                                 std::string_view source_name = "servers");
 
 }  // namespace chash

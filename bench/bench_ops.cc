@@ -320,6 +320,39 @@ void BM_MigrationOverheadBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_MigrationOverheadBatch)->ArgsProduct({{0, 1}, {50}});
 
+// The parts of the selection cost: the key hash alone, and the choice
+// (hash + controls load, no counter, no lookup).
+void BM_MigrationKeyHash(benchmark::State& state) {
+  const Fleet& fleet = GetFleet(0);
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(MigrationKeyHash(fleet.keys[i++ & (kKeys - 1)]));
+  }
+  state.SetLabel(std::to_string(fleet.keys[0].size()) + "-byte keys");
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_MigrationKeyHash);
+
+void BM_MigrationChoose(benchmark::State& state) {
+  const Fleet& fleet = GetFleet(0);
+  const std::unique_ptr<RingMigration> migration = MakeMigration(fleet.ring, fleet.ring, 50);
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(migration->Choose(fleet.keys[i++ & (kKeys - 1)]));
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_MigrationChoose);
+
+// The key's CRC32 alone (what every lookup pays before searching).
+void BM_KeyCrc32(benchmark::State& state) {
+  const Fleet& fleet = GetFleet(0);
+  size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(Crc32(fleet.keys[i++ & (kKeys - 1)]));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_KeyCrc32);
+
 // The old ring alone (pingora-v1 at 160): BM_Migration at 0% against it.
 void BM_PlainOldRing(benchmark::State& state) {
   const Fleet& fleet = GetFleet(static_cast<int>(state.range(0)));

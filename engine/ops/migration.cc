@@ -27,11 +27,16 @@ uint64_t LoadLittleEndian(const unsigned char* bytes, size_t len) noexcept {
   return word;
 }
 
-// Each thread increments its own stripe: round-robin on first use.
+// Each thread increments its own stripe: round-robin on first use. The
+// thread_local is constant-initialized (0 = not assigned yet), so reading it
+// needs no initialization guard on the lookup path.
 uint32_t ThreadStripe(uint32_t stripes) noexcept {
   static std::atomic<uint32_t> next{0};
-  thread_local const uint32_t stripe = next.fetch_add(1, std::memory_order_relaxed);
-  return stripe % stripes;
+  thread_local uint32_t stripe_plus_one = 0;
+  if (stripe_plus_one == 0) {
+    stripe_plus_one = next.fetch_add(1, std::memory_order_relaxed) % stripes + 1;
+  }
+  return stripe_plus_one - 1;
 }
 
 // "" if the snapshots agree, else the first few differences.
@@ -139,10 +144,12 @@ bool RingMigration::in_scope() const noexcept {
 
 RingSide RingMigration::Choose(std::string_view key) const noexcept {
   const uint64_t controls = controls_.load(std::memory_order_relaxed);
-  if ((controls & kScopeBit) == 0) return RingSide::kOld;
-  return MigrationBucket(MigrationKeyHash(key, seed_)) < static_cast<uint32_t>(controls)
-             ? RingSide::kNew
-             : RingSide::kOld;
+  const uint32_t ppm = static_cast<uint32_t>(controls);
+  // Before and after a rollout no key hash is needed: every bucket is >= 0
+  // and < kRolloutScale, so these shortcuts give the same answers.
+  if ((controls & kScopeBit) == 0 || ppm == 0) return RingSide::kOld;
+  if (ppm >= kRolloutScale) return RingSide::kNew;
+  return MigrationBucket(MigrationKeyHash(key, seed_)) < ppm ? RingSide::kNew : RingSide::kOld;
 }
 
 void RingMigration::Count(RingSide side, uint64_t lookups) const noexcept {

@@ -31,6 +31,9 @@ uint32_t WalkAvailable(const Ring& ring, uint32_t hash, const IsUp& is_up,
                        const Accept& accept) noexcept {
   if (ring.empty()) return Ring::kNoNode;
   PointCursor cursor = ring.WalkFromHash(hash);
+  // The common case, the key's own point taken: no walk state to set up.
+  // (If its node is up but not accepted, the loop below moves on from it.)
+  if (const uint32_t node = cursor.node(); is_up(node) && accept(node)) return node;
   const CollisionLosers losers = ring.collision_losers();
   const uint32_t* loser_hash = losers.hashes.data();
   const uint16_t* loser_node = losers.nodes.data();

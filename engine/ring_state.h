@@ -12,6 +12,7 @@ namespace chash::internal {
 
 struct RingState {
   Columns columns;
+  SearchView view = {};  // of `columns`, set when the Ring takes the state
   std::vector<NodeInfo> nodes;  // one per node id
   uint32_t nodes_with_points = 0;
   uint64_t points_generated = 0;

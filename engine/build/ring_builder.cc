@@ -44,11 +44,11 @@ Status ValidateOptions(const RingOptions& options) {
   return Status();
 }
 
-// Counts the distinct nodes in the node column (slots 1..n).
+// Counts the distinct nodes in the node column (slots 0..n-1).
 uint32_t CountNodesWithPoints(const internal::Columns& columns) {
   std::vector<bool> seen(kMaxNodes, false);
   uint32_t count = 0;
-  for (uint32_t slot = 1; slot <= columns.size; ++slot) {
+  for (uint32_t slot = 0; slot < columns.size; ++slot) {
     const uint16_t node = columns.node[slot];
     if (!seen[node]) {
       seen[node] = true;
@@ -135,9 +135,9 @@ Result<Ring> RingBuilder::Build() && {
       for (uint32_t r = 0; r < num_nodes; ++r) rank[by_address[r]] = r;
     }
 
-    std::unique_ptr<uint64_t[]> keys(new (std::nothrow) uint64_t[points_generated_ + 1]);
-    if (!keys) return OutOfMemory(points_generated_);
-    uint64_t* out = keys.get();
+    internal::PointKeyBuffer keys;
+    if (!keys.Allocate(points_generated_, state->columns)) return OutOfMemory(points_generated_);
+    uint64_t* out = keys.data();
     for (uint32_t id = 0; id < num_nodes; ++id) {
       const std::string bytes = nodes_[id].address.HashedBytes();
       const uint32_t base = internal::Crc32UpdateRaw(
@@ -149,12 +149,12 @@ Result<Ring> RingBuilder::Build() && {
         *out++ = internal::PointSortKey(prev, rank[id], id);
       }
     }
-    if (Status status = internal::BuildColumnsFromKeys(keys.get(), points_generated_,
+    if (Status status = internal::BuildColumnsFromKeys(keys.data(), points_generated_,
                                                        state->columns);
         !status.ok()) {
       return status;
     }
-    keys.reset();
+    keys = internal::PointKeyBuffer();
     state->nodes = std::move(nodes_);
     state->nodes_with_points = CountNodesWithPoints(state->columns);
     state->build_seconds = SecondsSince(start);
@@ -205,8 +205,8 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
     state->points_generated = points.size();
     state->nodes.resize(num_nodes);
 
-    std::unique_ptr<uint64_t[]> keys(new (std::nothrow) uint64_t[points.size() + 1]);
-    if (!keys) return OutOfMemory(points.size());
+    internal::PointKeyBuffer keys;
+    if (!keys.Allocate(points.size(), state->columns)) return OutOfMemory(points.size());
     for (size_t i = 0; i < points.size(); ++i) {
       const uint32_t node = points[i].node;
       if (node >= num_nodes) {
@@ -215,10 +215,10 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
                           " of a ring with " + std::to_string(num_nodes) + " nodes");
       }
       const uint32_t rank = tie_rank.empty() ? node : tie_rank[node];
-      keys[i] = internal::PointSortKey(points[i].hash, rank, node);
+      keys.data()[i] = internal::PointSortKey(points[i].hash, rank, node);
       ++state->nodes[node].weight;  // a raw node's weight is its point count
     }
-    if (Status status = internal::BuildColumnsFromKeys(keys.get(), points.size(),
+    if (Status status = internal::BuildColumnsFromKeys(keys.data(), points.size(),
                                                        state->columns);
         !status.ok()) {
       return status;

@@ -37,6 +37,10 @@ std::span<const Crc32Implementation> Crc32Implementations() noexcept {
   return kImplementations;
 }
 
+void Crc32Keys(const std::string_view* keys, size_t count, uint32_t* out) noexcept {
+  for (size_t i = 0; i < count; ++i) out[i] = Crc32(keys[i]);
+}
+
 }  // namespace internal
 
 uint32_t Crc32Extend(uint32_t crc, const void* data, size_t len) noexcept {

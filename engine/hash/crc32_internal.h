@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string_view>
 
 namespace chash::internal {
 
@@ -45,6 +46,11 @@ struct Crc32Implementation {
   bool supported;  // this CPU can run it
 };
 std::span<const Crc32Implementation> Crc32Implementations() noexcept;
+
+// out[i] = Crc32(keys[i]) for a batch, with the best supported
+// implementation; several keys' CRCs are interleaved to hide each one's
+// latency.
+void Crc32Keys(const std::string_view* keys, size_t count, uint32_t* out) noexcept;
 
 // One ketama point step: the raw state after HOST "\0" PORT, continued over
 // the previous point hash as 4 little-endian bytes, finalized. Equal to

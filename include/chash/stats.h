@@ -17,6 +17,7 @@ struct RingStats {
   uint64_t collisions = 0;        // points_generated - points
   uint64_t column_bytes = 0;      // hash + node columns as allocated
   uint64_t other_bytes = 0;       // node table and bookkeeping
+  uint64_t index_bytes = 0;       // search index above the columns (MemoryUsage)
   double bytes_per_point = 0;     // column_bytes / points
   double build_ms = 0;
   // CV(k) = sqrt((N-1)/(N*k+1)), N = nodes with weight > 0 and

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "build/columns_builder.h"
+#include "build/point_chains.h"
 #include "chash/ring.h"
 #include "hash/crc32_internal.h"
 #include "ring_state.h"
@@ -137,18 +138,17 @@ Result<Ring> RingBuilder::Build() && {
 
     internal::PointKeyBuffer keys;
     if (!keys.Allocate(points_generated_, state->columns)) return OutOfMemory(points_generated_);
-    uint64_t* out = keys.data();
+    std::vector<internal::PointChain> chains(num_nodes);
     for (uint32_t id = 0; id < num_nodes; ++id) {
+      // Each node's CRC state after HOST "\0" PORT is computed once; its whole
+      // chain continues from it.
       const std::string bytes = nodes_[id].address.HashedBytes();
-      const uint32_t base = internal::Crc32UpdateRaw(
-          0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-      const uint64_t count = uint64_t{nodes_[id].weight} * options_.point_multiple;
-      uint32_t prev = 0;
-      for (uint64_t j = 0; j < count; ++j) {
-        prev = internal::Crc32PointStep(base, prev);
-        *out++ = internal::PointSortKey(prev, rank[id], id);
-      }
+      chains[id] = {internal::Crc32UpdateRaw(0xFFFFFFFFu,
+                                             reinterpret_cast<const uint8_t*>(bytes.data()),
+                                             bytes.size()),
+                    uint64_t{nodes_[id].weight} * options_.point_multiple, rank[id], id};
     }
+    internal::GeneratePointKeys(chains, keys.data());
     if (Status status = internal::BuildColumnsFromKeys(keys.data(), points_generated_,
                                                        state->columns);
         !status.ok()) {

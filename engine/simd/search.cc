@@ -65,9 +65,17 @@ uint32_t DispatchLowerBoundSlot(const SearchView& view, uint32_t x) {
   return HWY_DYNAMIC_DISPATCH(LowerBoundSlotImpl)(view, x);
 }
 
-uint32_t DispatchFindNodeByHash(const SearchView& view, uint32_t x) {
-  return HWY_DYNAMIC_DISPATCH(FindNodeByHashImpl)(view, x);
+namespace {
+// The first lookup (and the first after ForceTarget) resolves the target.
+uint32_t ResolveAndFindNodeByHash(const SearchView& view, uint32_t x) {
+  ActiveTargetName();  // makes Highway choose, so the table index is final
+  const FindNodeByHashFunction kernel = &HWY_DYNAMIC_DISPATCH(FindNodeByHashImpl);
+  find_node_by_hash_kernel.store(kernel, std::memory_order_relaxed);
+  return kernel(view, x);
 }
+}  // namespace
+
+std::atomic<FindNodeByHashFunction> find_node_by_hash_kernel{&ResolveAndFindNodeByHash};
 
 void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, size_t count,
                              uint32_t* out) {
@@ -95,6 +103,8 @@ std::vector<std::string> SupportedTargetNames() {
 }
 
 Status ForceTarget(std::string_view name) {
+  internal::find_node_by_hash_kernel.store(&internal::ResolveAndFindNodeByHash,
+                                           std::memory_order_relaxed);
   if (name.empty() || name == "best") {
     hwy::SetSupportedTargetsForTest(0);
     return Status();

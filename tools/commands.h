@@ -13,6 +13,7 @@ using Args = std::vector<std::string_view>;
 int RunRoute(const Args& args);
 int RunStats(const Args& args);
 int RunDemo(const Args& args);
+int RunBench(const Args& args);
 
 }  // namespace chash::cli
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "chash/crc32.h"
+#include "chash/dispatch.h"
 #include "hash/crc32_internal.h"
 
 namespace chash {
@@ -88,6 +89,8 @@ void Crc32Keys(const std::string_view* keys, size_t count, uint32_t* out) noexce
 const char* Crc32ImplementationName() noexcept { return Best().implementation->name; }
 
 }  // namespace internal
+
+std::string_view ActiveCrc32Name() noexcept { return internal::Crc32ImplementationName(); }
 
 uint32_t Crc32Extend(uint32_t crc, const void* data, size_t len) noexcept {
   return internal::Best().implementation->extend(crc, static_cast<const uint8_t*>(data), len);

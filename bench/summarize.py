@@ -54,16 +54,27 @@ def main(path):
     context, m, peak, labels = load(path)
     targets = context.get("chash_targets", "").split(",")
     best = targets[0]
-    rings = [r for r in RINGS if f"lower_bound/single/{r}" in m]
+    rings = [r for r in RINGS if f"lower_bound/single/{r}" in m or f"build/chash/{r}" in m]
+    lookup_rings = [r for r in rings if f"lower_bound/single/{r}" in m]
     print(f"Machine: {context.get('host_name', '?')}, {context.get('num_cpus')} CPUs at "
           f"{context.get('mhz_per_cpu')} MHz; best target {best}; "
           f"CRC32 {context.get('chash_crc32')}; targets {', '.join(targets)}.\n")
 
+    if lookup_rings:
+        print_lookups(m, targets, best, lookup_rings)
+    crcs = sorted({n.split("/")[1] for n in m if n.startswith("crc32/") and "chash_api" not in n})
+    if crcs:
+        print_crc(m, crcs, context)
+    if any(f"build/chash/{r}" in m for r in rings):
+        print_build(m, peak, rings)
+
+
+def print_lookups(m, targets, best, lookup_rings):
     print(f"### Lookup by hash, ns per lookup ({best})\n")
     print("| ring | std::lower_bound | chash single | ratio | dependent (lower_bound) "
           "| batch 8 | batch 64 | batch 1024 | ratio | memory floor | batch 1024 / floor |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rings:
+    for r in lookup_rings:
         lb = m.get(f"lower_bound/single/{r}")
         single = m.get(f"chash/single/{r}/{best}")
         b1024 = m.get(f"chash/batch1024/{r}/{best}")
@@ -78,7 +89,7 @@ def main(path):
     print("\n### Every target: single / batch 1024, ns per lookup (speed-up over std::lower_bound)\n")
     print("| ring | " + " | ".join(targets) + " |")
     print("|---|" + "---|" * len(targets))
-    for r in rings:
+    for r in lookup_rings:
         lb = m.get(f"lower_bound/single/{r}")
         cells = []
         for t in targets:
@@ -91,7 +102,7 @@ def main(path):
     print("| ring | pingora-style (table CRC + 8-byte points) | nginx-style (byte CRC + 16-byte "
           f"points) | chash single | ratio vs pingora | chash batch 1024 | ratio vs pingora |")
     print("|---|---|---|---|---|---|---|")
-    for r in rings:
+    for r in lookup_rings:
         p = m.get(f"pingora/key/{r}")
         single = m.get(f"chash/key/{r}/{best}")
         batch = m.get(f"chash/key_batch1024/{r}/{best}")
@@ -102,11 +113,11 @@ def main(path):
     print("| ring | pingora (8-byte points, binary_search_by) | nginx (16-byte points, branchy) "
           f"| chash single ({best}) |")
     print("|---|---|---|---|")
-    for r in rings:
+    for r in lookup_rings:
         print(f"| {r} | {fmt(m.get(f'pingora/by_hash/{r}'))} | {fmt(m.get(f'nginx/by_hash/{r}'))} "
               f"| {fmt(m.get(f'chash/single/{r}/{best}'))} |")
 
-    huge = [r for r in rings if f"chash/single_4k_pages/{r}/{best}" in m]
+    huge = [r for r in lookup_rings if f"chash/single_4k_pages/{r}/{best}" in m]
     if huge:
         print("\n### Huge pages (THP, madvise) vs 4 KiB pages, ns per lookup\n")
         print("| ring | single: 2 MiB / 4 KiB | batch 1024: 2 MiB / 4 KiB | floor: 2 MiB / 4 KiB |")
@@ -118,7 +129,8 @@ def main(path):
                   f"{fmt(m.get(f'chash/batch1024_4k_pages/{r}/{best}'))} | "
                   f"{fmt(m.get(f'floor/{r}'))} / {fmt(m.get(f'floor_4k_pages/{r}'))} |")
 
-    crcs = sorted({n.split("/")[1] for n in m if n.startswith("crc32/") and "chash_api" not in n})
+
+def print_crc(m, crcs, context):
     lengths = sorted({int(n.split("/")[2]) for n in m if n.startswith("crc32/") and
                       "chash_api" not in n})
     print("\n### CRC32, ns per input\n")
@@ -132,11 +144,15 @@ def main(path):
           f"{ratio(zlib30, api)} zlib's crc32(); batch path {fmt(api_batch)} ns "
           f"({ratio(zlib30, api_batch)}).")
 
+
+def print_build(m, peak, rings):
     print("\n### Build (pingora-v2 rings), wall time and peak RSS growth per generated point\n")
     print("| ring | chash | std::sort build | ratio | chash peak B/pt | std::sort peak B/pt |")
     print("|---|---|---|---|---|---|")
     for r in rings:
         c, s = m.get(f"build/chash/{r}"), m.get(f"build/std_sort/{r}")
+        if c is None:
+            continue
         print(f"| {r} | {fmt(c)} | {fmt(s)} | {ratio(s, c)} | "
               f"{peak.get(f'build/chash/{r}', 0):.2f} | {peak.get(f'build/std_sort/{r}', 0):.2f} |")
 

@@ -1,6 +1,7 @@
 // CRC-32/IEEE: the portable slice-by-8, and the choice, made once per process
 // from the CPU, among it and the accelerated implementations
 // (crc32_x86.cc, crc32_arm.cc).
+#include <array>
 #include <cstring>
 
 #include "chash/crc32.h"
@@ -41,32 +42,44 @@ void SliceBy8Keys(const std::string_view* keys, size_t count, uint32_t* out) noe
 
 using KeysFunction = void (*)(const std::string_view*, size_t, uint32_t*) noexcept;
 
-struct Backend {
-  const Crc32Implementation* implementation;
-  KeysFunction keys;
+// Every implementation compiled in, best first, and its batch form. Static
+// storage, filled once (thread-safe), never allocates: Crc32Extend is
+// noexcept.
+struct Candidates {
+  static constexpr size_t kMax = 4;
+  std::array<Crc32Implementation, kMax> implementations;
+  std::array<KeysFunction, kMax> keys;
+  size_t count = 0;
+
+  void Add(Crc32Implementation implementation, KeysFunction keys_function) noexcept {
+    implementations[count] = implementation;
+    keys[count++] = keys_function;
+  }
 };
 
-// Best first; the first supported one is used.
-const std::vector<std::pair<Crc32Implementation, KeysFunction>>& Candidates() {
-  static const std::vector<std::pair<Crc32Implementation, KeysFunction>> candidates = {
+const Candidates& AllCandidates() noexcept {
+  static const Candidates candidates = [] {
+    Candidates list;
 #if defined(__x86_64__)
-      {{"vpclmul-avx512", Crc32ExtendVpclmul, CpuHasVpclmulAvx512()}, Crc32KeysPclmul},
-      {{"pclmul", Crc32ExtendPclmul, CpuHasPclmul()}, Crc32KeysPclmul},
+    list.Add({"vpclmul-avx512", Crc32ExtendVpclmul, CpuHasVpclmulAvx512()}, Crc32KeysPclmul);
+    list.Add({"pclmul", Crc32ExtendPclmul, CpuHasPclmul()}, Crc32KeysPclmul);
 #endif
 #if defined(__aarch64__)
-      {{"armv8-crc32", Crc32ExtendArm, CpuHasArmCrc32()}, Crc32KeysArm},
+    list.Add({"armv8-crc32", Crc32ExtendArm, CpuHasArmCrc32()}, Crc32KeysArm);
 #endif
-      {{"slice-by-8", SliceBy8Extend, true}, SliceBy8Keys},
-  };
+    list.Add({"slice-by-8", SliceBy8Extend, true}, SliceBy8Keys);
+    return list;
+  }();
   return candidates;
 }
 
-const Backend& Best() noexcept {
-  static const Backend best = [] {
-    for (const auto& [implementation, keys] : Candidates()) {
-      if (implementation.supported) return Backend{&implementation, keys};
-    }
-    return Backend{&Candidates().back().first, SliceBy8Keys};
+// The first supported candidate (slice-by-8, last, always is).
+size_t BestIndex() noexcept {
+  static const size_t best = [] {
+    const Candidates& all = AllCandidates();
+    size_t i = 0;
+    while (!all.implementations[i].supported) ++i;
+    return i;
   }();
   return best;
 }
@@ -74,26 +87,26 @@ const Backend& Best() noexcept {
 }  // namespace
 
 std::span<const Crc32Implementation> Crc32Implementations() noexcept {
-  static const std::vector<Crc32Implementation> implementations = [] {
-    std::vector<Crc32Implementation> list;
-    for (const auto& candidate : Candidates()) list.push_back(candidate.first);
-    return list;
-  }();
-  return implementations;
+  const Candidates& all = AllCandidates();
+  return {all.implementations.data(), all.count};
 }
 
 void Crc32Keys(const std::string_view* keys, size_t count, uint32_t* out) noexcept {
-  Best().keys(keys, count, out);
+  AllCandidates().keys[BestIndex()](keys, count, out);
 }
 
-const char* Crc32ImplementationName() noexcept { return Best().implementation->name; }
+const char* Crc32ImplementationName() noexcept {
+  return AllCandidates().implementations[BestIndex()].name;
+}
 
 }  // namespace internal
 
 std::string_view ActiveCrc32Name() noexcept { return internal::Crc32ImplementationName(); }
 
 uint32_t Crc32Extend(uint32_t crc, const void* data, size_t len) noexcept {
-  return internal::Best().implementation->extend(crc, static_cast<const uint8_t*>(data), len);
+  return internal::AllCandidates()
+      .implementations[internal::BestIndex()]
+      .extend(crc, static_cast<const uint8_t*>(data), len);
 }
 
 }  // namespace chash

@@ -10,8 +10,6 @@
 #include <cstring>
 #include <span>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 namespace chash::internal {
 

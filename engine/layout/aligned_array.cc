@@ -1,5 +1,6 @@
 #include "layout/aligned_array.h"
 
+#include <atomic>
 #include <cstdlib>
 
 #if defined(__linux__)

@@ -11,7 +11,6 @@
 #ifndef CHASH_ENGINE_LAYOUT_ALIGNED_ARRAY_H_
 #define CHASH_ENGINE_LAYOUT_ALIGNED_ARRAY_H_
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

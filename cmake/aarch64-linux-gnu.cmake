@@ -1,9 +1,7 @@
-# Cross build for arm64 (Debian's g++-aarch64-linux-gnu), run under qemu-user.
-#   cmake -S . -B build-arm64 -G Ninja --toolchain cmake/aarch64-linux-gnu.cmake \
-#         -DARM64_DEPS_ROOT=$PWD/build-arm64-deps/root
-# ARM64_DEPS_ROOT: the arm64 .debs of libhwy-dev, libhwy1, libgtest-dev,
-# libmimalloc-dev, libmimalloc2.0, zlib1g-dev, zlib1g unpacked with dpkg -x
-# (shared/notes/toolchain.md shows the apt-get download line).
+# Cross build for aarch64 with Debian's g++-aarch64-linux-gnu; tests run under
+# qemu-user. ARM64_DEPS_ROOT is the folder the arm64 .debs of Highway, the
+# test libraries, mimalloc and zlib were unpacked into (tools/test-arm makes
+# it). No --sysroot: the cross gcc finds /usr/aarch64-linux-gnu itself.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
@@ -14,15 +12,14 @@ endif()
 if(NOT DEFINED ARM64_DEPS_ROOT)
   message(FATAL_ERROR "set ARM64_DEPS_ROOT to the folder the arm64 .debs were dpkg -x-ed into")
 endif()
-# try_compile projects re-read this file: hand them the variable.
+# try_compile projects (compiler checks) see the same root.
 list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES ARM64_DEPS_ROOT)
-# No --sysroot: the overlay has no libc; the cross gcc finds /usr/aarch64-linux-gnu.
 set(CMAKE_FIND_ROOT_PATH "${ARM64_DEPS_ROOT}" /usr/aarch64-linux-gnu)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
-# qemu-aarch64 reads QEMU_CPU at run time (e.g. cortex-a72 for NEON, max for SVE2);
-# -L finds the arm64 libc, LD_LIBRARY_PATH-free thanks to RUNPATH.
+# The CPU model comes from QEMU_CPU at run time (a -cpu here would be baked
+# into the discovered tests).
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)

@@ -1,18 +1,14 @@
 // Ring methods that are the same on every target: lookups hand whole batches
-// to the dispatched kernels (simd/search.cc); walks use the index arithmetic
-// of layout/eytzinger.h.
+// to the dispatched kernels (simd/search.cc); walks step through the columns,
+// which are in ring order.
 #include <cassert>
 
 #include "chash/crc32.h"
 #include "chash/ring.h"
-#include "layout/eytzinger.h"
 #include "ring_state.h"
 #include "simd/search.h"
 
 namespace chash {
-
-using internal::EytzingerFirst;
-using internal::EytzingerNext;
 
 // ---- PointCursor --------------------------------------------------------------
 
@@ -21,8 +17,7 @@ uint32_t PointCursor::hash() const noexcept { return hashes_[slot_]; }
 
 void PointCursor::Advance() noexcept {
   if (size_ == 0) return;
-  slot_ = EytzingerNext(slot_, size_);
-  if (slot_ == 0) slot_ = EytzingerFirst(size_);
+  slot_ = slot_ + 1 == size_ ? 0 : slot_ + 1;
 }
 
 uint32_t PointCursor::Next() noexcept {
@@ -61,9 +56,11 @@ Ring& Ring::operator=(Ring&& other) noexcept {
   state_ = std::move(other.state_);
   hashes_ = other.hashes_;
   nodes_ = other.nodes_;
+  view_ = other.view_;
   size_ = other.size_;
   other.hashes_ = nullptr;
   other.nodes_ = nullptr;
+  other.view_ = nullptr;
   other.size_ = 0;
   return *this;
 }
@@ -74,14 +71,17 @@ Ring::Ring(std::unique_ptr<internal::RingState> state) noexcept : state_(std::mo
 }
 
 void Ring::CacheColumns() noexcept {
-  hashes_ = state_->columns.hash.data();
-  nodes_ = state_->columns.node.data();
-  size_ = state_->columns.size;
+  internal::Columns& columns = state_->columns;
+  state_->view = columns.index.View(columns.hash.data(), columns.node.data(), columns.size);
+  hashes_ = columns.hash.data();
+  nodes_ = columns.node.data();
+  view_ = &state_->view;
+  size_ = columns.size;
 }
 
 uint32_t Ring::FindNodeByHash(uint32_t hash) const noexcept {
   if (size_ == 0) return kNoNode;
-  return nodes_[internal::DispatchLowerBoundSlot(hashes_, size_, hash)];
+  return internal::DispatchFindNodeByHash(*view_, hash);
 }
 
 uint32_t Ring::FindNode(std::string_view key) const noexcept {
@@ -95,8 +95,7 @@ void Ring::FindNodesByHash(std::span<const uint32_t> hashes,
     std::fill(out.begin(), out.begin() + static_cast<ptrdiff_t>(hashes.size()), kNoNode);
     return;
   }
-  internal::DispatchFindNodesByHash(hashes_, nodes_, size_, hashes.data(), hashes.size(),
-                                    out.data());
+  internal::DispatchFindNodesByHash(*view_, hashes.data(), hashes.size(), out.data());
 }
 
 void Ring::FindNodes(std::span<const std::string_view> keys,
@@ -106,13 +105,13 @@ void Ring::FindNodes(std::span<const std::string_view> keys,
     std::fill(out.begin(), out.begin() + static_cast<ptrdiff_t>(keys.size()), kNoNode);
     return;
   }
-  internal::DispatchFindNodes(hashes_, nodes_, size_, keys.data(), keys.size(), out.data());
+  internal::DispatchFindNodes(*view_, keys.data(), keys.size(), out.data());
 }
 
 PointCursor Ring::WalkFromHash(uint32_t hash) const noexcept {
   if (size_ == 0) return PointCursor();
-  uint32_t slot = internal::DispatchLowerBoundSlot(hashes_, size_, hash);
-  if (slot == 0) slot = EytzingerFirst(size_);  // wrap-around
+  uint32_t slot = internal::DispatchLowerBoundSlot(*view_, hash);
+  if (slot == size_) slot = 0;  // wrap-around
   return PointCursor(hashes_, nodes_, size_, slot);
 }
 
@@ -165,6 +164,7 @@ MemoryUsage Ring::memory_usage() const noexcept {
   if (!state_) return usage;
   usage.column_bytes = state_->columns.allocated_bytes();
   usage.collision_table_bytes = state_->losers.allocated_bytes();
+  usage.index_bytes = state_->columns.index.allocated_bytes();
   uint64_t other = sizeof(*this) + sizeof(internal::RingState) +
                    state_->nodes.capacity() * sizeof(NodeInfo) +
                    state_->owns_points.capacity() * sizeof(uint64_t);

@@ -14,6 +14,7 @@ namespace chash::internal {
 struct RingState {
   Columns columns;
   CollisionTable losers;        // the points collisions dropped (exact masking)
+  SearchView view = {};  // of `columns`, set when the Ring takes the state
   std::vector<NodeInfo> nodes;  // one per node id
   uint32_t nodes_with_points = 0;
   std::vector<uint64_t> owns_points;  // bit per node id: owns a kept point

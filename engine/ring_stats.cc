@@ -39,6 +39,7 @@ RingStats ComputeRingStats(const Ring& ring) {
   stats.column_bytes = memory.column_bytes;
   stats.other_bytes = memory.other_bytes;
   stats.collision_table_bytes = memory.collision_table_bytes;
+  stats.index_bytes = memory.index_bytes;
   stats.bytes_per_point =
       stats.points == 0 ? 0 : static_cast<double>(stats.column_bytes) / stats.points;
   stats.build_ms = ring.build_seconds() * 1e3;
@@ -83,14 +84,15 @@ std::string RingStatsJson(const RingStats& s) {
   std::snprintf(buffer, sizeof buffer,
                 "{\"nodes\":%u,\"points_generated\":%llu,\"points\":%llu,"
                 "\"collisions\":%llu,\"column_bytes\":%llu,\"other_bytes\":%llu,"
-                "\"collision_table_bytes\":%llu,\"bytes_per_point\":%.6f,\"build_ms\":%.3f,"
-                "\"cv_predicted\":%.6f,\"cv_measured\":%.6f,\"max_share_ratio\":%.6f,"
-                "\"min_share_ratio\":%.6f}",
+                "\"index_bytes\":%llu,\"collision_table_bytes\":%llu,\"bytes_per_point\":%.6f,"
+                "\"build_ms\":%.3f,\"cv_predicted\":%.6f,\"cv_measured\":%.6f,"
+                "\"max_share_ratio\":%.6f,\"min_share_ratio\":%.6f}",
                 s.nodes, static_cast<unsigned long long>(s.points_generated),
                 static_cast<unsigned long long>(s.points),
                 static_cast<unsigned long long>(s.collisions),
                 static_cast<unsigned long long>(s.column_bytes),
                 static_cast<unsigned long long>(s.other_bytes),
+                static_cast<unsigned long long>(s.index_bytes),
                 static_cast<unsigned long long>(s.collision_table_bytes), s.bytes_per_point,
                 s.build_ms, s.cv_predicted, s.cv_measured, s.max_share_ratio, s.min_share_ratio);
   return buffer;

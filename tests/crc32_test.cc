@@ -1,8 +1,12 @@
 // CRC-32/IEEE against zlib's crc32(), the oracle, for every implementation
-// compiled in and for the public entry points.
+// compiled in and supported here (slice-by-8, PCLMULQDQ, VPCLMULQDQ, ARMv8
+// CRC32) and for the public entry points: every length 0..4 KiB at every
+// alignment in a cache line, continuation from any state, the batch path.
 #include <zlib.h>
 
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "hash/crc32_internal.h"
@@ -11,8 +15,96 @@
 namespace chash {
 namespace {
 
+using testing::Scaled;
+
 uint32_t Zlib(uint32_t crc, const uint8_t* data, size_t len) {
   return static_cast<uint32_t>(crc32(crc, data, static_cast<uInt>(len)));
+}
+
+std::vector<const internal::Crc32Implementation*> Supported() {
+  std::vector<const internal::Crc32Implementation*> list;
+  for (const internal::Crc32Implementation& implementation : internal::Crc32Implementations()) {
+    if (implementation.supported) list.push_back(&implementation);
+  }
+  return list;
+}
+
+TEST(Crc32, ListsTheImplementationInUse) {
+  bool found = false;
+  std::string names;
+  for (const internal::Crc32Implementation& implementation : internal::Crc32Implementations()) {
+    names += std::string(implementation.name) + (implementation.supported ? "+ " : "- ");
+    found |= std::string(implementation.name) == internal::Crc32ImplementationName();
+  }
+  std::printf("CRC32 implementations (+ supported): %s; in use: %s\n", names.c_str(),
+              internal::Crc32ImplementationName());
+  EXPECT_TRUE(found);
+  EXPECT_EQ(Supported().back()->name, std::string("slice-by-8"));
+}
+
+TEST(Crc32, EveryLengthAtEveryCacheLineAlignmentEndsAtTheBuffer) {
+  constexpr size_t kMaxLength = 4096;
+  constexpr size_t kAlignments = 64;
+  std::mt19937_64 rng(11);
+  std::vector<uint8_t> message(kMaxLength);
+  for (uint8_t& byte : message) byte = static_cast<uint8_t>(rng());
+  // The buffer ends right after the message at every alignment, so an
+  // implementation that reads past the end is caught by ASan.
+  std::vector<uint32_t> expected(kMaxLength + 1);
+  for (size_t len = 0; len <= kMaxLength; ++len) expected[len] = Zlib(0, message.data(), len);
+  for (const internal::Crc32Implementation* implementation : Supported()) {
+    size_t failures = 0;
+    for (size_t align = 0; align < kAlignments; ++align) {
+      for (size_t len = 0; len <= kMaxLength; ++len) {
+        std::vector<uint8_t> buffer(align + len);
+        std::copy(message.begin(), message.begin() + static_cast<ptrdiff_t>(len),
+                  buffer.begin() + static_cast<ptrdiff_t>(align));
+        const uint32_t got = implementation->extend(0, buffer.data() + align, len);
+        if (got != expected[len] && ++failures <= 5) {
+          ADD_FAILURE() << implementation->name << ": length " << len << ", alignment "
+                        << align << ": " << std::hex << got << " != zlib " << expected[len];
+        }
+      }
+    }
+    EXPECT_EQ(failures, 0u) << implementation->name;
+  }
+}
+
+TEST(Crc32, ContinuesFromAnyState) {
+  std::mt19937_64 rng(12);
+  std::vector<uint8_t> data(5000);
+  for (uint8_t& byte : data) byte = static_cast<uint8_t>(rng());
+  for (const internal::Crc32Implementation* implementation : Supported()) {
+    for (size_t trial = 0; trial < Scaled(3000, 300); ++trial) {
+      const size_t len = rng() % data.size();
+      const size_t split = len == 0 ? 0 : rng() % (len + 1);
+      const uint32_t start = static_cast<uint32_t>(rng());
+      const uint32_t first = implementation->extend(start, data.data(), split);
+      ASSERT_EQ(first, Zlib(start, data.data(), split)) << implementation->name;
+      ASSERT_EQ(implementation->extend(first, data.data() + split, len - split),
+                Zlib(start, data.data(), len))
+          << implementation->name << " len " << len << " split " << split;
+    }
+  }
+}
+
+TEST(Crc32, BatchEqualsSingle) {
+  std::mt19937_64 rng(13);
+  for (const size_t max_length : {8, 40, 300}) {
+    std::vector<std::string> keys(Scaled(2000, 200) + 3);
+    for (std::string& key : keys) {
+      key.resize(rng() % max_length);
+      for (char& c : key) c = static_cast<char>(rng());
+    }
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    std::vector<uint32_t> batch(keys.size());
+    internal::Crc32Keys(views.data(), views.size(), batch.data());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_EQ(batch[i], Zlib(0, reinterpret_cast<const uint8_t*>(keys[i].data()),
+                               keys[i].size()))
+          << "key " << i << " of length " << keys[i].size();
+    }
+  }
 }
 
 TEST(Crc32, CheckValue) {

@@ -59,6 +59,11 @@ commands:
   demo   [--nodes N] [--weight W] [--multiple K]
          The Cloudflare scenario on a built-in fleet (2048 x 625): the v1
          ring (160 per weight) beside the v2 ring (multiple 16).
+  bench  [--nodes N] [--weight W] [--multiple K] [--target NAME] [--json]
+         Measure this machine: build a pingora-v2 ring of N synthetic nodes
+         (default 2048 x 625 x 16 = 20,480,000 points) and time lookups
+         (single, dependent, batched, by key), CRC32, std::lower_bound and
+         the memory floor. --target forces a SIMD target (AVX2, NEON, ...).
 
 options:
   --mode M       nginx (default), pingora-v1 or pingora-v2
@@ -95,6 +100,7 @@ int main(int argc, char** argv) {
   if (command == "demo") return chash::cli::RunDemo(args);
   if (command == "diff") return chash::cli::RunDiff(args);
   if (command == "plan") return chash::cli::RunPlan(args);
+  if (command == "bench") return chash::cli::RunBench(args);
   std::fprintf(stderr, "chash: unknown command '%.*s' (see chash --help)\n",
                static_cast<int>(command.size()), command.data());
   return chash::cli::kExitUsage;

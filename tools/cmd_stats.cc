@@ -36,6 +36,7 @@ int RunStats(const Args& args) {
   std::printf("collisions        %s\n", WithCommas(stats.collisions).c_str());
   std::printf("column bytes      %s\n", WithCommas(stats.column_bytes).c_str());
   std::printf("other bytes       %s\n", WithCommas(stats.other_bytes).c_str());
+  std::printf("index bytes       %s\n", WithCommas(stats.index_bytes).c_str());
   std::printf("collision table   %s bytes (dropped points kept for masked lookups)\n",
               WithCommas(stats.collision_table_bytes).c_str());
   std::printf("bytes per point   %.2f\n", stats.bytes_per_point);

@@ -15,6 +15,7 @@ int RunStats(const Args& args);
 int RunDemo(const Args& args);
 int RunDiff(const Args& args);
 int RunPlan(const Args& args);
+int RunBench(const Args& args);
 
 }  // namespace chash::cli
 

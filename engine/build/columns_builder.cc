@@ -1,10 +1,11 @@
 #include "build/columns_builder.h"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
+#include <string>
 
 #include "hwy/contrib/sort/vqsort.h"
-#include "layout/eytzinger.h"
 
 namespace chash::internal {
 namespace {
@@ -44,7 +45,32 @@ size_t DropCollisions(uint64_t* keys, size_t count, CollisionTable* losers) {
   return kept;
 }
 
+// The keys a PointKeyBuffer placed in the columns' hash-column memory.
+uint64_t* KeysInColumns(Columns& columns) noexcept {
+  return columns.hash.is_os_mapping() ? reinterpret_cast<uint64_t*>(columns.hash.data())
+                                      : nullptr;
+}
+
+Status ColumnsOutOfMemory(size_t kept) {
+  return Status(StatusCode::kOutOfMemory,
+                "out of memory allocating ring columns (" + std::to_string(kept) + " points)");
+}
+
 }  // namespace
+
+bool PointKeyBuffer::Allocate(size_t count, Columns& columns) noexcept {
+  // Two u32 slots per key, and at least the hash column's final size.
+  const size_t slots = std::max(2 * std::max<size_t>(count, 1), HashColumnSlots(count));
+  if (slots * sizeof(uint32_t) >= kHugePageThreshold) {
+    if (!columns.hash.Allocate(slots)) return false;
+    keys_ = KeysInColumns(columns);
+    if (keys_ != nullptr) return true;
+    columns.hash.Allocate(0);  // no OS mappings on this platform
+  }
+  if (!own_.Allocate(std::max<size_t>(count, 1))) return false;
+  keys_ = own_.data();
+  return true;
+}
 
 Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
                             CollisionTable* losers) {
@@ -62,33 +88,46 @@ Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
     return Status(StatusCode::kOutOfMemory, "out of memory recording collided points");
   }
   columns.size = static_cast<uint32_t>(kept);
+  const bool in_place = keys == KeysInColumns(columns);
   if (kept == 0) {
     columns.hash.Allocate(0);
     columns.node.Allocate(0);
     return Status();
   }
-  if (!columns.hash.Allocate(kept + 1) || !columns.node.Allocate(kept + 1)) {
-    return Status(StatusCode::kOutOfMemory, "out of memory allocating ring columns (" +
-                                                std::to_string(kept) + " points)");
-  }
-  // In-order traversal of the implicit tree receives the sorted points. Each
-  // tree level is written left to right, so this is ~log2(n) sequential
-  // streams rather than random writes.
-  const uint32_t n = static_cast<uint32_t>(kept);
-  uint32_t* hash = columns.hash.data();
+  const size_t hash_slots = HashColumnSlots(kept);
+  const size_t node_slots = NodeColumnSlots(kept);
+  if (!columns.node.Allocate(node_slots)) return ColumnsOutOfMemory(kept);
   uint16_t* node = columns.node.data();
-  uint32_t slot = EytzingerFirst(n);
-  for (size_t i = 0; i < kept; ++i) {
-    hash[slot] = SortKeyHash(keys[i]);
-    node[slot] = SortKeyNode(keys[i]);
-    slot = EytzingerNext(slot, n);
+  if (in_place) {
+    // hash[i] (bytes 4i..4i+3) only overwrites keys[j] with j <= i/2, all
+    // read already; memcpy keeps the two views of the memory apart.
+    auto* hash_bytes = reinterpret_cast<unsigned char*>(keys);
+    for (size_t i = 0; i < kept; ++i) {
+      uint64_t key;
+      std::memcpy(&key, keys + i, sizeof key);
+      node[i] = SortKeyNode(key);
+      const uint32_t hash = SortKeyHash(key);
+      std::memcpy(hash_bytes + i * sizeof hash, &hash, sizeof hash);
+    }
+    AlignedArray<uint32_t> memory = std::move(columns.hash);
+    columns.hash.AdoptMemory(std::move(memory), hash_slots);
+  } else {
+    if (!columns.hash.Allocate(hash_slots)) return ColumnsOutOfMemory(kept);
+    uint32_t* hash = columns.hash.data();
+    for (size_t i = 0; i < kept; ++i) {
+      hash[i] = SortKeyHash(keys[i]);
+      node[i] = SortKeyNode(keys[i]);
+    }
   }
-  hash[0] = 0;
-  node[0] = SortKeyNode(keys[0]);  // the wrap-around target
-  // Zero the rounding tails so that no byte of the columns is indeterminate.
-  std::fill(hash + kept + 1, hash + columns.hash.allocated_bytes() / sizeof(uint32_t), 0u);
-  std::fill(node + kept + 1, node + columns.node.allocated_bytes() / sizeof(uint16_t),
-            uint16_t{0});
+  uint32_t* hash = columns.hash.data();
+  // The sentinel and the rounding tails (columns.h): no query is above
+  // UINT32_MAX, and past the last point the answer wraps to the first.
+  std::fill(hash + kept, hash + hash_slots, UINT32_MAX);
+  std::fill(node + kept, node + node_slots, node[0]);
+  const size_t table_budget = columns.allocated_bytes() / 100;
+  if (!columns.index.Build(hash, static_cast<uint32_t>(kept), table_budget)) {
+    return ColumnsOutOfMemory(kept);
+  }
   return Status();
 }
 

@@ -1,5 +1,5 @@
-// From generated points to Eytzinger columns: the part of a build shared by
-// flavour rings and raw-point rings.
+// From generated points to columns: the part of a build shared by flavour
+// rings and raw-point rings.
 #ifndef CHASH_ENGINE_BUILD_COLUMNS_BUILDER_H_
 #define CHASH_ENGINE_BUILD_COLUMNS_BUILDER_H_
 
@@ -22,9 +22,28 @@ inline uint64_t PointSortKey(uint32_t hash, uint32_t rank, uint32_t node) noexce
 inline uint32_t SortKeyHash(uint64_t key) noexcept { return static_cast<uint32_t>(key >> 32); }
 inline uint16_t SortKeyNode(uint64_t key) noexcept { return static_cast<uint16_t>(key); }
 
-// Sorts `keys` in place, keeps the first key of each run of equal hashes and
-// lays the survivors out in `columns`. `keys` is clobbered. kOutOfMemory if
-// the columns cannot be allocated.
+// Room for the sort keys of one build. A large build places its keys where
+// the hash column of `columns` will live (an OS mapping, see aligned_array.h)
+// so that BuildColumnsFromKeys writes the hash column over the sorted keys
+// and returns the rest of them to the OS: the build then peaks at 10 bytes a
+// point (8 for the key, 2 for the node column) instead of 14. Small builds
+// get a buffer of their own.
+class PointKeyBuffer {
+ public:
+  // False if the memory cannot be had.
+  bool Allocate(size_t count, Columns& columns) noexcept;
+  uint64_t* data() noexcept { return keys_; }
+
+ private:
+  AlignedArray<uint64_t> own_;
+  uint64_t* keys_ = nullptr;
+};
+
+// Sorts `keys` in place (Highway VQSort), keeps the first key of each run of
+// equal hashes and lays the survivors out in `columns` (columns.h), search
+// index included. `keys` is clobbered; if it came from a PointKeyBuffer for
+// these columns it becomes the hash column. kOutOfMemory if the columns
+// cannot be allocated.
 // If `losers` is given, it receives the dropped keys in sorted order (so in
 // tie-break order within a hash), each distinct key once: the exact-masking
 // side table (collision_table.h).

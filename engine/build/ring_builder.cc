@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "build/columns_builder.h"
+#include "build/point_chains.h"
 #include "chash/ring.h"
 #include "hash/crc32_internal.h"
 #include "ring_state.h"
@@ -44,14 +45,14 @@ Status ValidateOptions(const RingOptions& options) {
   return Status();
 }
 
-// Counts the distinct nodes in the node column (slots 1..n) and records them
+// Counts the distinct nodes in the node column (slots 0..n-1) and records them
 // in state.owns_points (one bit per node id).
 void CountNodesWithPoints(RingState& state) {
   const internal::Columns& columns = state.columns;
   std::vector<uint64_t>& seen = state.owns_points;
   seen.assign((state.nodes.size() + 63) / 64, 0);
   uint32_t count = 0;
-  for (uint32_t slot = 1; slot <= columns.size; ++slot) {
+  for (uint32_t slot = 0; slot < columns.size; ++slot) {
     const uint16_t node = columns.node[slot];
     uint64_t& word = seen[node / 64];
     const uint64_t bit = uint64_t{1} << (node % 64);
@@ -140,26 +141,25 @@ Result<Ring> RingBuilder::Build() && {
       for (uint32_t r = 0; r < num_nodes; ++r) rank[by_address[r]] = r;
     }
 
-    std::unique_ptr<uint64_t[]> keys(new (std::nothrow) uint64_t[points_generated_ + 1]);
-    if (!keys) return OutOfMemory(points_generated_);
-    uint64_t* out = keys.get();
+    internal::PointKeyBuffer keys;
+    if (!keys.Allocate(points_generated_, state->columns)) return OutOfMemory(points_generated_);
+    std::vector<internal::PointChain> chains(num_nodes);
     for (uint32_t id = 0; id < num_nodes; ++id) {
+      // Each node's CRC state after HOST "\0" PORT is computed once; its whole
+      // chain continues from it.
       const std::string bytes = nodes_[id].address.HashedBytes();
-      const uint32_t base = internal::Crc32UpdateRaw(
-          0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-      const uint64_t count = uint64_t{nodes_[id].weight} * options_.point_multiple;
-      uint32_t prev = 0;
-      for (uint64_t j = 0; j < count; ++j) {
-        prev = internal::Crc32PointStep(base, prev);
-        *out++ = internal::PointSortKey(prev, rank[id], id);
-      }
+      chains[id] = {internal::Crc32UpdateRaw(0xFFFFFFFFu,
+                                             reinterpret_cast<const uint8_t*>(bytes.data()),
+                                             bytes.size()),
+                    uint64_t{nodes_[id].weight} * options_.point_multiple, rank[id], id};
     }
-    if (Status status = internal::BuildColumnsFromKeys(keys.get(), points_generated_,
+    internal::GeneratePointKeys(chains, keys.data());
+    if (Status status = internal::BuildColumnsFromKeys(keys.data(), points_generated_,
                                                        state->columns, &state->losers);
         !status.ok()) {
       return status;
     }
-    keys.reset();
+    keys = internal::PointKeyBuffer();
     state->nodes = std::move(nodes_);
     CountNodesWithPoints(*state);
     state->build_seconds = SecondsSince(start);
@@ -210,8 +210,8 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
     state->points_generated = points.size();
     state->nodes.resize(num_nodes);
 
-    std::unique_ptr<uint64_t[]> keys(new (std::nothrow) uint64_t[points.size() + 1]);
-    if (!keys) return OutOfMemory(points.size());
+    internal::PointKeyBuffer keys;
+    if (!keys.Allocate(points.size(), state->columns)) return OutOfMemory(points.size());
     for (size_t i = 0; i < points.size(); ++i) {
       const uint32_t node = points[i].node;
       if (node >= num_nodes) {
@@ -220,11 +220,11 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
                           " of a ring with " + std::to_string(num_nodes) + " nodes");
       }
       const uint32_t rank = tie_rank.empty() ? node : tie_rank[node];
-      keys[i] = internal::PointSortKey(points[i].hash, rank, node);
+      keys.data()[i] = internal::PointSortKey(points[i].hash, rank, node);
       ++state->nodes[node].weight;  // a raw node's weight is its point count
     }
-    if (Status status = internal::BuildColumnsFromKeys(keys.get(), points.size(), state->columns,
-                                                       &state->losers);
+    if (Status status = internal::BuildColumnsFromKeys(keys.data(), points.size(),
+                                                       state->columns, &state->losers);
         !status.ok()) {
       return status;
     }

@@ -3,11 +3,13 @@
 #ifndef CHASH_ENGINE_HASH_CRC32_INTERNAL_H_
 #define CHASH_ENGINE_HASH_CRC32_INTERNAL_H_
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string_view>
 
 namespace chash::internal {
 
@@ -45,6 +47,28 @@ struct Crc32Implementation {
   bool supported;  // this CPU can run it
 };
 std::span<const Crc32Implementation> Crc32Implementations() noexcept;
+
+// out[i] = Crc32(keys[i]) for a batch, with the best supported
+// implementation; several keys' CRCs are interleaved to hide each one's
+// latency.
+void Crc32Keys(const std::string_view* keys, size_t count, uint32_t* out) noexcept;
+
+// The name of the implementation Crc32Extend and Crc32Keys use here.
+const char* Crc32ImplementationName() noexcept;
+
+// ---- Per-architecture implementations (call only where supported) ----------
+#if defined(__x86_64__)
+bool CpuHasPclmul() noexcept;
+bool CpuHasVpclmulAvx512() noexcept;
+uint32_t Crc32ExtendPclmul(uint32_t crc, const uint8_t* data, size_t len) noexcept;
+uint32_t Crc32ExtendVpclmul(uint32_t crc, const uint8_t* data, size_t len) noexcept;
+void Crc32KeysPclmul(const std::string_view* keys, size_t count, uint32_t* out) noexcept;
+#endif
+#if defined(__aarch64__)
+bool CpuHasArmCrc32() noexcept;
+uint32_t Crc32ExtendArm(uint32_t crc, const uint8_t* data, size_t len) noexcept;
+void Crc32KeysArm(const std::string_view* keys, size_t count, uint32_t* out) noexcept;
+#endif
 
 // One ketama point step: the raw state after HOST "\0" PORT, continued over
 // the previous point hash as 4 little-endian bytes, finalized. Equal to

@@ -1,44 +1,54 @@
-// The ring's storage: two parallel columns in Eytzinger (BFS) order.
+// The ring's storage: two parallel columns in ring order, and above them the
+// small search index of a 16-ary S+ tree (the "wide Eytzinger" layout of
+// Algorithmica's S-tree: nodes of one cache line, numbered in BFS order).
 //
-//   struct Columns {              // n = kept points (after collisions)
-//     uint32_t hash[n + 1];       // 64-byte aligned. Slot 0: 0, never compared.
-//                                 // Slots 1..n: the point hashes laid out as an
-//                                 // implicit binary search tree: the children
-//                                 // of slot k are 2k and 2k+1, and an in-order
-//                                 // walk visits the hashes in ascending order.
-//     uint16_t node[n + 1];       // 64-byte aligned, parallel to hash[].
-//                                 // Slot 0: the node of the SMALLEST point, the
-//                                 // answer when a key is above every point
-//                                 // (the wrap-around), so the descent needs no
-//                                 // branch for it.
+//   struct Columns {               // n = kept points (after collisions)
+//     uint32_t hash[R16(n + 1)];   // ascending hashes: index i is the i-th
+//                                  // point in ring order. 64-byte aligned, so
+//                                  // leaf block b = hash[16b .. 16b+15] is one
+//                                  // cache line. Slot n and the rounding tail:
+//                                  // UINT32_MAX, the sentinel: no key hash is
+//                                  // above it, so a descent ends at a slot <= n.
+//     uint16_t node[R32(n + 1)];   // parallel to hash[]; leaf block b's nodes
+//                                  // are half of one cache line. Slot n and the
+//                                  // tail: the node of hash[0], the wrap-around
+//                                  // answer for a key above every point.
+//     SearchIndex index;           // search_index.h: levels 1..L above the
+//                                  // leaves (the max key of each block below)
+//                                  // and a prefix table; 6.7% of hash[] plus
+//                                  // at most max(1% of the columns, 32 KiB).
 //   };
 //
 // 6 bytes per kept point plus one sentinel slot and at most one cache line of
-// rounding per column; no per-point side table. Everything else the lookups
-// and walks need (the in-order successor of a slot, the first slot) is
-// computed from the slot index (eytzinger.h).
-//
-// Why this order: slots 16k..16k+15 (the descendants of k four levels down)
-// share one cache line, so a descent can prefetch four levels ahead, and the
-// top levels of every descent hit the same few lines, which stay cached.
+// rounding per column (one 4 KiB page for columns mapped from the OS); no
+// per-point side table. Because hash[] is in ring order, the failover walk
+// is a plain index increment.
 #ifndef CHASH_ENGINE_LAYOUT_COLUMNS_H_
 #define CHASH_ENGINE_LAYOUT_COLUMNS_H_
 
 #include <cstdint>
 
 #include "layout/aligned_array.h"
+#include "layout/search_index.h"
 
 namespace chash::internal {
 
 struct Columns {
   AlignedArray<uint32_t> hash;
   AlignedArray<uint16_t> node;
+  SearchIndex index;
   uint32_t size = 0;  // n: kept points; the arrays hold n + 1 slots (0 if n == 0)
 
+  // The hash and node columns only; index.allocated_bytes() is reported apart.
   uint64_t allocated_bytes() const noexcept {
     return hash.allocated_bytes() + node.allocated_bytes();
   }
 };
+
+// Slots the hash column needs for n points: n + 1 rounded up to a leaf block.
+inline constexpr size_t HashColumnSlots(size_t n) noexcept { return (n + 1 + 15) / 16 * 16; }
+// Slots the node column needs: n + 1 rounded up to a cache line of u16.
+inline constexpr size_t NodeColumnSlots(size_t n) noexcept { return (n + 1 + 31) / 32 * 32; }
 
 }  // namespace chash::internal
 

@@ -2,9 +2,14 @@
 // foreach_target.h (see search.cc). Re-includable: the include guard toggles
 // per target.
 //
-// The descent is the branch-free Eytzinger search of Khuong & Morin (2017):
-// every level does k = 2k + (hash[k] < x), a fixed number of times, then the
-// trailing "went right" steps are stripped to recover the lower bound.
+// The descent walks the 16-ary S+ tree of layout/search_index.h: enter
+// through the prefix table, then one 64-byte block per level, each searched
+// with one SIMD compare and a count (CountTrue) instead of four binary-search
+// steps. Chosen over a binary Eytzinger layout (scalar, interleaved and
+// vertical-gather descents) and over the tree without a table by
+// bench/results/x86_64/lab_layouts.json (the lab is commit a347e93): the S-tree
+// touches a quarter of the lines, and fewer instructions per lookup let the
+// core overlap more independent lookups.
 #if defined(CHASH_ENGINE_SIMD_SEARCH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef CHASH_ENGINE_SIMD_SEARCH_INL_H_
 #undef CHASH_ENGINE_SIMD_SEARCH_INL_H_
@@ -12,38 +17,113 @@
 #define CHASH_ENGINE_SIMD_SEARCH_INL_H_
 #endif
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "layout/search_index.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace chash {
 namespace HWY_NAMESPACE {
 
-// Slot of the first hash >= x, or 0 if x is above every hash (the caller's
-// wrap-around: node[0] holds the smallest point's node). n >= 1.
-// O(log n), branch-free; reads one hash per level.
-HWY_INLINE uint32_t LowerBoundSlot(const uint32_t* HWY_RESTRICT hash, uint32_t n,
-                                   uint32_t x) {
-  const int levels = std::bit_width(n);
-  uint32_t k = 1;
-  // Levels 0..levels-2 are complete, so every k read there is <= n.
-  for (int level = 0; level + 1 < levels; ++level) {
-    k = 2 * k + static_cast<uint32_t>(hash[k] < x);
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Number of the 16 keys at `keys` that are < x: one 64-byte block (aligned)
+// or a window starting at any key (unaligned).
+template <bool kAligned>
+HWY_INLINE uint32_t CountLess16(const uint32_t* HWY_RESTRICT keys, uint32_t x) {
+  const hn::CappedTag<uint32_t, internal::kBlockKeys> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto vx = hn::Set(d, x);
+#if HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_SSSE3
+  // NEON has no movemask and SSSE3 no popcnt (CountTrue would emulate it):
+  // add up the all-ones (-1) lanes, reduce once.
+  auto minus_count = hn::Zero(d);
+  for (size_t i = 0; i < internal::kBlockKeys; i += lanes) {
+    const auto v = kAligned ? hn::Load(d, keys + i) : hn::LoadU(d, keys + i);
+    minus_count = hn::Add(minus_count, hn::VecFromMask(d, hn::Lt(v, vx)));
   }
-  // The last level may be partial: a missing slot (k > n) counts as "go
-  // right", which the stripping below undoes exactly.
-  const uint32_t readable = k <= n ? k : 0;
-  k = 2 * k + static_cast<uint32_t>((k > n) | (hash[readable] < x));
-  return k >> (std::countr_one(k) + 1);
+  return 0u - hn::GetLane(hn::SumOfLanes(d, minus_count));
+#else
+  size_t count = 0;
+  for (size_t i = 0; i < internal::kBlockKeys; i += lanes) {
+    const auto v = kAligned ? hn::Load(d, keys + i) : hn::LoadU(d, keys + i);
+    count += hn::CountTrue(d, hn::Lt(v, vx));
+  }
+  return static_cast<uint32_t>(count);
+#endif
 }
 
-HWY_INLINE uint32_t NodeForHash(const uint32_t* HWY_RESTRICT hash,
-                                const uint16_t* HWY_RESTRICT node, uint32_t n,
-                                uint32_t x) {
-  return node[LowerBoundSlot(hash, n, x)];
+// Position at the entry level of the first key >= x (prefix table, then one
+// 16-key window).
+HWY_INLINE uint32_t EntryPosition(const internal::SearchView& v, uint32_t x) {
+  const uint32_t start = v.table[uint64_t{x} >> v.table_shift];
+  return start + CountLess16<false>(v.level[v.entry_level] + start, x);
+}
+
+// Slot of the first point with hash >= x; v.size if x is above every point
+// (the sentinel slot, whose node is the wrap-around answer). n >= 1.
+// One block per level; the node line is prefetched with the leaf line.
+HWY_INLINE uint32_t LowerBoundSlot(const internal::SearchView& v, uint32_t x) {
+  uint32_t pos = EntryPosition(v, x);
+  if (v.entry_level == 0) return pos;
+  for (uint32_t level = v.entry_level - 1; level != 0; --level) {
+    pos = 16 * pos + CountLess16<true>(v.level[level] + 16 * pos, x);
+  }
+  hwy::Prefetch(v.node + 16 * pos);
+  return 16 * pos + CountLess16<true>(v.level[0] + 16 * pos, x);
+}
+
+// out[j] = node of LowerBoundSlot(x[j]) for a group of kGroup queries that
+// descend together, level by level: each query's next block is prefetched as
+// soon as it is known and loaded one pass over the group later, so kGroup
+// misses are in flight per level; at the leaves the node line is prefetched
+// along with the hash line.
+template <size_t kGroup>
+HWY_INLINE void FindNodesGroup(const internal::SearchView& v, const uint32_t* HWY_RESTRICT x,
+                               uint32_t* HWY_RESTRICT out) {
+  uint32_t pos[kGroup];
+  const uint32_t entry = v.entry_level;
+  if (entry == 0) {
+    for (size_t j = 0; j < kGroup; ++j) out[j] = v.node[EntryPosition(v, x[j])];
+    return;
+  }
+  const uint32_t* below = v.level[entry - 1];
+  for (size_t j = 0; j < kGroup; ++j) {
+    pos[j] = EntryPosition(v, x[j]);
+    hwy::Prefetch(below + 16 * pos[j]);
+    if (entry == 1) hwy::Prefetch(v.node + 16 * pos[j]);
+  }
+  for (uint32_t level = entry - 1; level != 0; --level) {
+    const uint32_t* keys = v.level[level];
+    below = v.level[level - 1];
+    for (size_t j = 0; j < kGroup; ++j) {
+      pos[j] = 16 * pos[j] + CountLess16<true>(keys + 16 * pos[j], x[j]);
+      hwy::Prefetch(below + 16 * pos[j]);
+      if (level == 1) hwy::Prefetch(v.node + 16 * pos[j]);
+    }
+  }
+  for (size_t j = 0; j < kGroup; ++j) {
+    out[j] = v.node[16 * pos[j] + CountLess16<true>(v.level[0] + 16 * pos[j], x[j])];
+  }
+}
+
+// Rings whose index and columns outgrow the L2 cache gain from more misses
+// in flight; smaller ones from fewer live positions.
+inline constexpr uint32_t kLargeGroupMinPoints = 1u << 17;
+
+HWY_INLINE void FindNodesByHashSpan(const internal::SearchView& v,
+                                    const uint32_t* HWY_RESTRICT hashes, size_t count,
+                                    uint32_t* HWY_RESTRICT out) {
+  size_t i = 0;
+  if (v.size >= kLargeGroupMinPoints) {
+    for (; i + 32 <= count; i += 32) FindNodesGroup<32>(v, hashes + i, out + i);
+  }
+  for (; i + 16 <= count; i += 16) FindNodesGroup<16>(v, hashes + i, out + i);
+  for (; i + 4 <= count; i += 4) FindNodesGroup<4>(v, hashes + i, out + i);
+  for (; i < count; ++i) out[i] = v.node[LowerBoundSlot(v, hashes[i])];
 }
 
 }  // namespace HWY_NAMESPACE

@@ -11,26 +11,36 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "simd/search-inl.h"
-#include "chash/crc32.h"
+#include "hash/crc32_internal.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace chash {
 namespace HWY_NAMESPACE {
 
-void FindNodesByHashImpl(const uint32_t* HWY_RESTRICT hash, const uint16_t* HWY_RESTRICT node,
-                         uint32_t n, const uint32_t* HWY_RESTRICT hashes, size_t count,
-                         uint32_t* HWY_RESTRICT out) {
-  for (size_t i = 0; i < count; ++i) out[i] = NodeForHash(hash, node, n, hashes[i]);
+uint32_t LowerBoundSlotImpl(const internal::SearchView& view, uint32_t x) {
+  return LowerBoundSlot(view, x);
 }
 
-void FindNodesImpl(const uint32_t* HWY_RESTRICT hash, const uint16_t* HWY_RESTRICT node,
-                   uint32_t n, const std::string_view* HWY_RESTRICT keys, size_t count,
-                   uint32_t* HWY_RESTRICT out) {
-  for (size_t i = 0; i < count; ++i) out[i] = NodeForHash(hash, node, n, Crc32(keys[i]));
+uint32_t FindNodeByHashImpl(const internal::SearchView& view, uint32_t x) {
+  return view.node[LowerBoundSlot(view, x)];
 }
 
-uint32_t LowerBoundSlotImpl(const uint32_t* HWY_RESTRICT hash, uint32_t n, uint32_t x) {
-  return LowerBoundSlot(hash, n, x);
+void FindNodesByHashImpl(const internal::SearchView& view, const uint32_t* HWY_RESTRICT hashes,
+                         size_t count, uint32_t* HWY_RESTRICT out) {
+  FindNodesByHashSpan(view, hashes, count, out);
+}
+
+// CRCs a chunk of keys at a time (interleaved, see Crc32Keys), then descends
+// with them as with FindNodesByHash.
+void FindNodesImpl(const internal::SearchView& view, const std::string_view* HWY_RESTRICT keys,
+                   size_t count, uint32_t* HWY_RESTRICT out) {
+  constexpr size_t kChunk = 64;
+  uint32_t hashes[kChunk];
+  for (size_t i = 0; i < count; i += kChunk) {
+    const size_t chunk = count - i < kChunk ? count - i : kChunk;
+    internal::Crc32Keys(keys + i, chunk, hashes);
+    FindNodesByHashSpan(view, hashes, chunk, out + i);
+  }
 }
 
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
@@ -43,25 +53,38 @@ HWY_AFTER_NAMESPACE();
 #include "chash/dispatch.h"
 
 namespace chash {
+HWY_EXPORT(LowerBoundSlotImpl);
+HWY_EXPORT(FindNodeByHashImpl);
 HWY_EXPORT(FindNodesByHashImpl);
 HWY_EXPORT(FindNodesImpl);
-HWY_EXPORT(LowerBoundSlotImpl);
 HWY_EXPORT(TargetNameImpl);
 
 namespace internal {
 
-void DispatchFindNodesByHash(const uint32_t* hash, const uint16_t* node, uint32_t n,
-                             const uint32_t* hashes, size_t count, uint32_t* out) {
-  HWY_DYNAMIC_DISPATCH(FindNodesByHashImpl)(hash, node, n, hashes, count, out);
+uint32_t DispatchLowerBoundSlot(const SearchView& view, uint32_t x) {
+  return HWY_DYNAMIC_DISPATCH(LowerBoundSlotImpl)(view, x);
 }
 
-void DispatchFindNodes(const uint32_t* hash, const uint16_t* node, uint32_t n,
-                       const std::string_view* keys, size_t count, uint32_t* out) {
-  HWY_DYNAMIC_DISPATCH(FindNodesImpl)(hash, node, n, keys, count, out);
+namespace {
+// The first lookup (and the first after ForceTarget) resolves the target.
+uint32_t ResolveAndFindNodeByHash(const SearchView& view, uint32_t x) {
+  ActiveTargetName();  // makes Highway choose, so the table index is final
+  const FindNodeByHashFunction kernel = &HWY_DYNAMIC_DISPATCH(FindNodeByHashImpl);
+  find_node_by_hash_kernel.store(kernel, std::memory_order_relaxed);
+  return kernel(view, x);
+}
+}  // namespace
+
+std::atomic<FindNodeByHashFunction> find_node_by_hash_kernel{&ResolveAndFindNodeByHash};
+
+void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, size_t count,
+                             uint32_t* out) {
+  HWY_DYNAMIC_DISPATCH(FindNodesByHashImpl)(view, hashes, count, out);
 }
 
-uint32_t DispatchLowerBoundSlot(const uint32_t* hash, uint32_t n, uint32_t x) {
-  return HWY_DYNAMIC_DISPATCH(LowerBoundSlotImpl)(hash, n, x);
+void DispatchFindNodes(const SearchView& view, const std::string_view* keys, size_t count,
+                       uint32_t* out) {
+  HWY_DYNAMIC_DISPATCH(FindNodesImpl)(view, keys, count, out);
 }
 
 }  // namespace internal
@@ -80,6 +103,8 @@ std::vector<std::string> SupportedTargetNames() {
 }
 
 Status ForceTarget(std::string_view name) {
+  internal::find_node_by_hash_kernel.store(&internal::ResolveAndFindNodeByHash,
+                                           std::memory_order_relaxed);
   if (name.empty() || name == "best") {
     hwy::SetSupportedTargetsForTest(0);
     return Status();

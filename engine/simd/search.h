@@ -4,19 +4,34 @@
 #ifndef CHASH_ENGINE_SIMD_SEARCH_H_
 #define CHASH_ENGINE_SIMD_SEARCH_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "layout/search_index.h"
+
 namespace chash::internal {
 
-// out[i] = node[LowerBoundSlot(hashes[i])]. n >= 1.
-void DispatchFindNodesByHash(const uint32_t* hash, const uint16_t* node, uint32_t n,
-                             const uint32_t* hashes, size_t count, uint32_t* out);
+// Slot of the first point with hash >= x, or view.size if there is none (the
+// wrap-around). view.size >= 1 for all of these.
+uint32_t DispatchLowerBoundSlot(const SearchView& view, uint32_t x);
+
+// node[DispatchLowerBoundSlot(x)], for one lookup at a time: the kernel of
+// the chosen target through one cached pointer (HWY_DYNAMIC_DISPATCH would
+// also call into libhwy for the chosen target on every lookup). ForceTarget
+// re-resolves it.
+using FindNodeByHashFunction = uint32_t (*)(const SearchView&, uint32_t);
+extern std::atomic<FindNodeByHashFunction> find_node_by_hash_kernel;
+inline uint32_t DispatchFindNodeByHash(const SearchView& view, uint32_t x) {
+  return find_node_by_hash_kernel.load(std::memory_order_relaxed)(view, x);
+}
+// out[i] = node of hashes[i]; groups of lookups descend together.
+void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, size_t count,
+                             uint32_t* out);
 // The same for keys, CRC32 included.
-void DispatchFindNodes(const uint32_t* hash, const uint16_t* node, uint32_t n,
-                       const std::string_view* keys, size_t count, uint32_t* out);
-uint32_t DispatchLowerBoundSlot(const uint32_t* hash, uint32_t n, uint32_t x);
+void DispatchFindNodes(const SearchView& view, const std::string_view* keys, size_t count,
+                       uint32_t* out);
 
 }  // namespace chash::internal
 

@@ -10,6 +10,9 @@
 
 namespace chash {
 
+// Runs the fastest implementation this CPU has, chosen once per process
+// (ActiveCrc32Name() in dispatch.h: carry-less multiply on x86, the ARMv8
+// CRC32 instructions, or portable slice-by-8).
 // zlib semantics: Crc32Extend(Crc32(a), b) == Crc32(a + b); Crc32Extend(0, x)
 // == Crc32(x). Thread-safe, no allocation, any alignment, len may be 0.
 uint32_t Crc32Extend(uint32_t crc, const void* data, size_t len) noexcept;

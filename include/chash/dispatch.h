@@ -17,6 +17,11 @@ namespace chash {
 // Name of the target lookups dispatch to now ("AVX3", "NEON", "SVE2", ...).
 std::string_view ActiveTargetName() noexcept;
 
+// Name of the CRC-32 implementation Crc32() and the key lookups use here,
+// chosen once from the CPU: "vpclmul-avx512", "pclmul", "armv8-crc32" or
+// "slice-by-8" (independent of ForceTarget).
+std::string_view ActiveCrc32Name() noexcept;
+
 // Targets that are both compiled in and supported by this CPU, best first.
 std::vector<std::string> SupportedTargetNames();
 

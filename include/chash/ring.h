@@ -7,8 +7,9 @@
 //   chash::Result<chash::Ring> ring = std::move(builder).Build();
 //   uint32_t node = ring.value().FindNode("/some/url");
 //
-// Points are stored as two columns in Eytzinger order (a u32 hash column and
-// a u16 node column: exactly 6 bytes a point, see engine/layout/columns.h).
+// Points are stored as two columns in ring order (a u32 hash column and a
+// u16 node column: exactly 6 bytes a point), searched through a small 16-ary
+// S+ tree index above them (engine/layout/columns.h).
 // A Ring is immutable after Build and move-only; publish a new one with
 // std::shared_ptr<const Ring> and an atomic swap.
 #ifndef CHASH_RING_H_
@@ -31,6 +32,7 @@ namespace chash {
 namespace internal {
 struct RingState;
 struct RingFactory;
+struct SearchView;
 }  // namespace internal
 
 // Node ids are u16 in the point column (pingora v2's 6-byte point), so a ring
@@ -42,10 +44,10 @@ inline constexpr uint32_t kMaxNodes = 65536;
 inline constexpr uint32_t kDefaultPointMultiple = 160;
 
 // Default cap on generated points (Σ weight x multiple): 2^30 points is 6 GiB
-// of columns and a 14 GiB peak while building. Raise it in RingOptions up to
+// of columns and a 10 GiB peak while building. Raise it in RingOptions up to
 // kHardMaxPoints.
 inline constexpr uint64_t kDefaultMaxPoints = uint64_t{1} << 30;
-// 2^31 - 1 keeps every Eytzinger slot index, and its children, inside u32.
+// 2^31 - 1 keeps every slot index and index position inside u32.
 inline constexpr uint64_t kHardMaxPoints = (uint64_t{1} << 31) - 1;
 
 // Which point survives when several points share one hash.
@@ -73,7 +75,10 @@ struct NodeInfo {
 
 struct MemoryUsage {
   uint64_t column_bytes = 0;  // the hash and node columns, as allocated
-  uint64_t other_bytes = 0;   // everything else: node table, names, bookkeeping
+  uint64_t other_bytes = 0;   // node table, names, bookkeeping: O(nodes)
+  uint64_t index_bytes = 0;   // the search index above the columns: S+ tree
+                              // levels (~4.4% of the columns) and the prefix
+                              // table (<= max(1% of the columns, 32 KiB))
   // The points collisions dropped, kept for exact masked lookups
   // (Ring::collision_losers): 6 bytes a loser, outside the columns.
   uint64_t collision_table_bytes = 0;
@@ -123,7 +128,7 @@ class PointCursor {
   const uint32_t* hashes_ = nullptr;
   const uint16_t* nodes_ = nullptr;
   uint32_t size_ = 0;
-  uint32_t slot_ = 0;  // Eytzinger slot, 1..size
+  uint32_t slot_ = 0;  // index in ring order, 0..size-1
 };
 
 // Each node once, in ring order from a key's point: the failover order users
@@ -163,11 +168,15 @@ class Ring {
   // Node of the first point with hash >= CRC32(key), wrapping to the first
   // point; kNoNode on an empty ring. O(|key| + log n).
   uint32_t FindNode(std::string_view key) const noexcept;
-  // The same for a precomputed hash. O(log n): one descent of the columns.
+  // The same for a precomputed hash. O(log16 n): one SIMD compare per index
+  // level below the prefix table, then the leaf line and the node line
+  // (prefetched together).
   uint32_t FindNodeByHash(uint32_t hash) const noexcept;
 
   // Batch forms: out[i] = FindNodeByHash(hashes[i]) / FindNode(keys[i]).
-  // Precondition out.size() >= input size (checked in debug builds).
+  // Precondition out.size() >= input size (checked in debug builds). One
+  // target dispatch per call; groups of lookups descend level by level with
+  // each next line prefetched, so many cache misses are in flight at once.
   void FindNodesByHash(std::span<const uint32_t> hashes,
                        std::span<uint32_t> out) const noexcept;
   void FindNodes(std::span<const std::string_view> keys,
@@ -219,6 +228,7 @@ class Ring {
   // Cached from state_ for the lookup path (the state never moves).
   const uint32_t* hashes_ = nullptr;
   const uint16_t* nodes_ = nullptr;
+  const internal::SearchView* view_ = nullptr;
   uint32_t size_ = 0;
   std::unique_ptr<internal::RingState> state_;
 };
@@ -242,7 +252,9 @@ class RingBuilder {
 
   // Builds the ring; the builder is consumed. An empty builder gives the
   // empty ring. kOutOfMemory if the point buffer cannot be allocated.
-  // Cost: O(points) time (sort included), 14 bytes a generated point at peak.
+  // Cost: O(points) time (Highway VQSort included); at peak 10 bytes a
+  // generated point for rings of 512K points and more (the sort keys become
+  // the hash column), 14 below that.
   Result<Ring> Build() &&;
 
  private:

@@ -17,10 +17,11 @@ struct RingStats {
   uint64_t collisions = 0;        // points_generated - points
   uint64_t column_bytes = 0;      // hash + node columns as allocated
   uint64_t other_bytes = 0;       // node table and bookkeeping
+  uint64_t index_bytes = 0;       // search index above the columns (MemoryUsage)
   // Collided points kept for exact masked lookups (MemoryUsage); not in
   // column_bytes, so bytes_per_point stays the columns' 6 bytes a point.
   uint64_t collision_table_bytes = 0;
-  double bytes_per_point = 0;  // column_bytes / points
+  double bytes_per_point = 0;     // column_bytes / points
   double build_ms = 0;
   // CV(k) = sqrt((N-1)/(N*k+1)), N = nodes with weight > 0 and
   // k = points_generated / N (Cloudflare's formula; exact for equal weights).

@@ -1,0 +1,786 @@
+// chash against the baselines its users would otherwise have, in one binary
+// and one run so that every comparison is a ratio measured side by side:
+//
+//   rings   pingora-v2 rings of 1.6K, 16K, 160K, 1.6M and 20.5M points
+//           (204.8M with --with_204m: 1.2 GB of columns, several GB of
+//           baselines), built once per size and kept for the whole run;
+//   chash   lookups by hash: single (one call per uniformly random hash),
+//           dependent (each hash depends on the previous answer), batches of
+//           8, 64 and 1024; key to node on 30-byte keys, single and 1024 a
+//           batch; every Highway target this CPU supports (ForceTarget);
+//           with and without huge pages for the large rings;
+//   baselines  std::lower_bound on the sorted hash column; pingora-ketama's
+//           layout (8-byte points, Rust's binary_search_by) and key path
+//           (table CRC32); nginx's (16-byte points with a server pointer,
+//           its branchy search, byte-table CRC32); zlib's crc32(); the memory
+//           floor: two random cache lines per lookup over a buffer of the
+//           ring's column bytes, 16 loads in flight;
+//   crc32   every implementation on 30-byte keys and by length;
+//   build   RingBuilder vs a std::sort build of the same points, time and
+//           peak resident memory per generated point.
+//
+// Every benchmark checks its answers against the reference continuum
+// (engine/reference) before it is timed, and fails (SkipWithError) on any
+// difference. Times are reported per lookup in the counter ns_per_op.
+#include <benchmark/benchmark.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "build/columns_builder.h"
+#include "chash/chash.h"
+#include "hash/crc32_internal.h"
+#include "layout/aligned_array.h"
+#include "reference/reference_ring.h"
+
+namespace chash::bench {
+namespace {
+
+// ---- Fixtures ------------------------------------------------------------------
+
+struct RingSpec {
+  const char* name;
+  uint32_t nodes, weight, multiple;
+};
+
+// pingora-v2 rings; points = nodes x weight x multiple.
+constexpr RingSpec kRingSpecs[] = {
+    {"1.6K", 10, 10, 16},      {"16K", 100, 10, 16},      {"160K", 1000, 10, 16},
+    {"1.6M", 1000, 100, 16},   {"20.5M", 2048, 625, 16},  {"204.8M", 2048, 625, 160},
+};
+constexpr size_t kLargeRings = 4;  // index of the first ring that outgrows the caches
+bool with_204m = false;
+
+std::string NodeAddressText(uint32_t i) {
+  return "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443";
+}
+
+Result<Ring> BuildSpec(const RingSpec& spec) {
+  RingBuilder builder({.flavor = Flavor::kPingoraV2, .point_multiple = spec.multiple,
+                       .max_points = kHardMaxPoints});
+  for (uint32_t i = 0; i < spec.nodes; ++i) {
+    if (Status status = builder.Add(NodeAddressText(i), spec.weight); !status.ok()) return status;
+  }
+  return std::move(builder).Build();
+}
+
+struct PingoraPoint {  // pingora-ketama v1 Point: node index and hash, 8 bytes
+  uint32_t node;
+  uint32_t hash;
+};
+struct NginxPoint {  // ngx_http_upstream_chash_point_t: 16 bytes on 64-bit
+  uint32_t hash;
+  const uint32_t* server;
+};
+
+constexpr size_t kQueryCount = size_t{1} << 20;
+constexpr size_t kKeyCount = size_t{1} << 16;
+constexpr size_t kKeyLength = 30;
+constexpr size_t kCheckCount = 20000;
+
+struct Fixture {
+  const RingSpec* spec = nullptr;
+  Ring ring;
+  std::unique_ptr<Ring> ring_small_pages;  // built on first use
+  uint64_t points = 0;
+  // Baselines, made from the reference's points (not from chash's columns).
+  std::vector<uint32_t> sorted_hash;
+  std::vector<uint16_t> sorted_node;
+  std::vector<PingoraPoint> pingora;
+  std::vector<NginxPoint> nginx;
+  std::vector<uint32_t> node_ids;  // what an nginx server pointer points at
+  internal::AlignedArray<uint8_t> floor_buffer;
+  // Queries and the reference's answers.
+  std::vector<uint32_t> hashes;
+  std::vector<uint32_t> check_hashes, check_expected;
+  std::vector<std::string> keys;
+  std::vector<std::string_view> key_views;
+  std::vector<uint32_t> key_expected;
+};
+
+Fixture& GetFixture(size_t index) {
+  static std::map<size_t, std::unique_ptr<Fixture>> fixtures;
+  auto& slot = fixtures[index];
+  if (slot) return *slot;
+  slot = std::make_unique<Fixture>();
+  Fixture& f = *slot;
+  f.spec = &kRingSpecs[index];
+  std::fprintf(stderr, "[fixture %s: building ring and baselines...]\n", f.spec->name);
+  Result<Ring> ring = BuildSpec(*f.spec);
+  if (!ring.ok()) {
+    std::fprintf(stderr, "ring build failed: %s\n", ring.status().ToString().c_str());
+    std::abort();
+  }
+  f.ring = std::move(ring).value();
+  f.points = f.ring.num_points();
+
+  std::vector<reference::Server> servers;
+  for (uint32_t i = 0; i < f.spec->nodes; ++i) servers.push_back({NodeAddressText(i), f.spec->weight});
+  Result<reference::ReferenceRing> built = reference::ReferenceRing::Build(
+      Flavor::kPingoraV2, f.spec->multiple, servers, kHardMaxPoints);
+  if (!built.ok()) std::abort();
+  const reference::ReferenceRing& reference = built.value();
+  const auto& points = reference.points();
+
+  f.node_ids.resize(f.spec->nodes);
+  for (uint32_t i = 0; i < f.spec->nodes; ++i) f.node_ids[i] = i;
+  f.sorted_hash.reserve(points.size());
+  f.sorted_node.reserve(points.size());
+  f.pingora.reserve(points.size());
+  f.nginx.reserve(points.size());
+  for (const reference::Point& p : points) {
+    f.sorted_hash.push_back(p.hash);
+    f.sorted_node.push_back(static_cast<uint16_t>(p.node));
+    f.pingora.push_back({p.node, p.hash});
+    f.nginx.push_back({p.hash, &f.node_ids[p.node]});
+  }
+  const size_t floor_bytes = f.ring.memory_usage().column_bytes;
+  if (!f.floor_buffer.Allocate(floor_bytes)) std::abort();
+  std::memset(f.floor_buffer.data(), 1, floor_bytes);
+
+  std::mt19937_64 rng(42 + index);
+  f.hashes.resize(kQueryCount);
+  for (uint32_t& h : f.hashes) h = static_cast<uint32_t>(rng());
+  f.check_hashes = {0, 1, UINT32_MAX, points.front().hash, points.back().hash,
+                    points.back().hash + 1, points.front().hash - 1};
+  while (f.check_hashes.size() < kCheckCount) f.check_hashes.push_back(static_cast<uint32_t>(rng()));
+  for (const uint32_t h : f.check_hashes) f.check_expected.push_back(reference.FindNodeByHash(h));
+
+  f.keys.resize(kKeyCount);
+  for (std::string& key : f.keys) {
+    key.resize(kKeyLength);
+    for (char& c : key) c = static_cast<char>('!' + rng() % 94);
+  }
+  f.key_views.assign(f.keys.begin(), f.keys.end());
+  for (const std::string& key : f.keys) f.key_expected.push_back(reference.FindNode(key));
+  return f;
+}
+
+const Ring& SmallPagesRing(Fixture& f) {
+  if (!f.ring_small_pages) {
+    internal::SetHugePagesEnabled(false);
+    Result<Ring> ring = BuildSpec(*f.spec);
+    internal::SetHugePagesEnabled(true);
+    if (!ring.ok()) std::abort();
+    f.ring_small_pages = std::make_unique<Ring>(std::move(ring).value());
+  }
+  return *f.ring_small_pages;
+}
+
+// ---- Baseline lookups --------------------------------------------------------------
+
+inline uint32_t LowerBoundNode(const Fixture& f, uint32_t hash) {
+  const size_t i = std::lower_bound(f.sorted_hash.begin(), f.sorted_hash.end(), hash) -
+                   f.sorted_hash.begin();
+  return f.sorted_node[i == f.sorted_hash.size() ? 0 : i];
+}
+
+// pingora-ketama: ring.binary_search_by(|p| p.hash.cmp(&hash)) (Rust's std
+// implementation), Ok(i) | Err(i) => i, i == len wraps to 0.
+inline uint32_t PingoraNode(const Fixture& f, uint32_t hash) {
+  const PingoraPoint* ring = f.pingora.data();
+  size_t size = f.pingora.size(), left = 0, right = size;
+  size_t index = 0;
+  bool found = false;
+  while (left < right) {
+    const size_t mid = left + size / 2;
+    const uint32_t h = ring[mid].hash;
+    if (h == hash) {
+      index = mid;
+      found = true;
+      break;
+    }
+    if (h < hash) {
+      left = mid + 1;
+    } else {
+      right = mid;
+    }
+    size = right - left;
+  }
+  if (!found) index = left;
+  if (index == f.pingora.size()) index = 0;
+  return ring[index].node;
+}
+
+// crc32fast below 128 bytes runs a table path; chash's slice-by-8 stands in.
+inline uint32_t TableCrc32(std::string_view key) {
+  return ~internal::Crc32UpdateRaw(0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(key.data()),
+                                   key.size());
+}
+
+// nginx ngx_crc32_long: one 256-entry table lookup per byte.
+inline uint32_t ByteTableCrc32(std::string_view key) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (const char c : key) {
+    crc = internal::kCrc32Tables[0][(crc ^ static_cast<uint8_t>(c)) & 0xFF] ^ (crc >> 8);
+  }
+  return ~crc;
+}
+
+// ngx_http_upstream_find_chash_point, then point[i % number].server.
+inline uint32_t NginxNode(const Fixture& f, uint32_t hash) {
+  const NginxPoint* point = f.nginx.data();
+  size_t i = 0, j = f.nginx.size();
+  while (i < j) {
+    const size_t k = (i + j) / 2;
+    if (hash > point[k].hash) {
+      i = k + 1;
+    } else if (hash < point[k].hash) {
+      j = k;
+    } else {
+      i = k;
+      break;
+    }
+  }
+  return *point[i % f.nginx.size()].server;
+}
+
+// ---- Benchmark plumbing ----------------------------------------------------------
+
+// Reports time per operation (ns) in the JSON, beside items_per_second.
+void SetPerOp(benchmark::State& state, size_t ops_per_iteration) {
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * ops_per_iteration));
+  state.counters["ns_per_op"] = benchmark::Counter(
+      static_cast<double>(ops_per_iteration) * 1e-9,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// Checks `lookup` on the fixture's check hashes against the reference.
+bool CheckByHash(benchmark::State& state, const Fixture& f,
+                 const std::function<uint32_t(uint32_t)>& lookup) {
+  for (size_t i = 0; i < f.check_hashes.size(); ++i) {
+    if (lookup(f.check_hashes[i]) != f.check_expected[i]) {
+      state.SkipWithError(("wrong node for hash " + std::to_string(f.check_hashes[i])).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+bool CheckBatchByHash(benchmark::State& state, const Fixture& f, const Ring& ring) {
+  std::vector<uint32_t> out(f.check_hashes.size());
+  ring.FindNodesByHash(f.check_hashes, out);
+  if (out != f.check_expected) {
+    state.SkipWithError("batch answers differ from the reference");
+    return false;
+  }
+  return true;
+}
+
+bool CheckByKey(benchmark::State& state, const Fixture& f,
+                const std::function<uint32_t(std::string_view)>& lookup) {
+  for (size_t i = 0; i < f.keys.size(); i += 7) {
+    if (lookup(f.keys[i]) != f.key_expected[i]) {
+      state.SkipWithError(("wrong node for key " + f.keys[i]).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// Forces a Highway target for one benchmark and names it in the label.
+class TargetScope {
+ public:
+  TargetScope(benchmark::State& state, const std::string& target) {
+    ok_ = ForceTarget(target).ok() && ActiveTargetName() == target;
+    if (!ok_) state.SkipWithError(("cannot force target " + target).c_str());
+    state.SetLabel(target + " crc=" + internal::Crc32ImplementationName());
+  }
+  ~TargetScope() { (void)ForceTarget(""); }
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+};
+
+constexpr size_t kOpsPerIteration = 1024;
+
+// ---- chash lookups -----------------------------------------------------------------
+
+void BM_ByHashSingle(benchmark::State& state, size_t ring, std::string target, bool small_pages) {
+  Fixture& f = GetFixture(ring);
+  const TargetScope scope(state, target);
+  const Ring& r = small_pages ? SmallPagesRing(f) : f.ring;
+  if (!scope.ok() || !CheckByHash(state, f, [&](uint32_t h) { return r.FindNodeByHash(h); })) return;
+  size_t pos = 0;
+  uint32_t sink = 0;
+  for (auto _ : state) {
+    const uint32_t* q = f.hashes.data() + pos;
+    for (size_t i = 0; i < kOpsPerIteration; ++i) sink += r.FindNodeByHash(q[i]);
+    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
+  }
+  benchmark::DoNotOptimize(sink);
+  SetPerOp(state, kOpsPerIteration);
+}
+
+void BM_ByHashDependent(benchmark::State& state, size_t ring, std::string target) {
+  Fixture& f = GetFixture(ring);
+  const TargetScope scope(state, target);
+  if (!scope.ok() || !CheckByHash(state, f, [&](uint32_t h) { return f.ring.FindNodeByHash(h); })) {
+    return;
+  }
+  size_t pos = 0;
+  uint32_t previous = 0;
+  for (auto _ : state) {
+    const uint32_t* q = f.hashes.data() + pos;
+    for (size_t i = 0; i < kOpsPerIteration; ++i) previous = f.ring.FindNodeByHash(q[i] ^ previous);
+    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
+  }
+  benchmark::DoNotOptimize(previous);
+  SetPerOp(state, kOpsPerIteration);
+}
+
+void BM_ByHashBatch(benchmark::State& state, size_t ring, std::string target, size_t batch,
+                    bool small_pages) {
+  Fixture& f = GetFixture(ring);
+  const TargetScope scope(state, target);
+  const Ring& r = small_pages ? SmallPagesRing(f) : f.ring;
+  if (!scope.ok() || !CheckBatchByHash(state, f, r)) return;
+  std::vector<uint32_t> out(batch);
+  size_t pos = 0;
+  for (auto _ : state) {
+    for (size_t i = 0; i < kOpsPerIteration; i += batch) {
+      r.FindNodesByHash(std::span(f.hashes).subspan(pos + i, batch), out);
+      benchmark::DoNotOptimize(out.data());
+    }
+    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
+  }
+  SetPerOp(state, kOpsPerIteration);
+}
+
+void BM_KeySingle(benchmark::State& state, size_t ring, std::string target) {
+  Fixture& f = GetFixture(ring);
+  const TargetScope scope(state, target);
+  if (!scope.ok() || !CheckByKey(state, f, [&](std::string_view k) { return f.ring.FindNode(k); })) {
+    return;
+  }
+  size_t pos = 0;
+  uint32_t sink = 0;
+  for (auto _ : state) {
+    const std::string_view* k = f.key_views.data() + pos;
+    for (size_t i = 0; i < kOpsPerIteration; ++i) sink += f.ring.FindNode(k[i]);
+    pos = (pos + kOpsPerIteration) & (kKeyCount - 1);
+  }
+  benchmark::DoNotOptimize(sink);
+  SetPerOp(state, kOpsPerIteration);
+}
+
+void BM_KeyBatch(benchmark::State& state, size_t ring, std::string target) {
+  Fixture& f = GetFixture(ring);
+  const TargetScope scope(state, target);
+  if (!scope.ok()) return;
+  std::vector<uint32_t> out(f.keys.size());
+  f.ring.FindNodes(f.key_views, out);
+  if (out != f.key_expected) {
+    state.SkipWithError("batch key answers differ from the reference");
+    return;
+  }
+  size_t pos = 0;
+  for (auto _ : state) {
+    f.ring.FindNodes(std::span(f.key_views).subspan(pos, kOpsPerIteration), out);
+    benchmark::DoNotOptimize(out.data());
+    pos = (pos + kOpsPerIteration) & (kKeyCount - 1);
+  }
+  SetPerOp(state, kOpsPerIteration);
+}
+
+// ---- Baselines ---------------------------------------------------------------------------
+
+template <typename Lookup>
+void RunByHash(benchmark::State& state, const Fixture& f, Lookup lookup) {
+  if (!CheckByHash(state, f, lookup)) return;
+  size_t pos = 0;
+  uint32_t sink = 0;
+  for (auto _ : state) {
+    const uint32_t* q = f.hashes.data() + pos;
+    for (size_t i = 0; i < kOpsPerIteration; ++i) sink += lookup(q[i]);
+    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
+  }
+  benchmark::DoNotOptimize(sink);
+  SetPerOp(state, kOpsPerIteration);
+}
+
+template <typename Lookup>
+void RunByKey(benchmark::State& state, const Fixture& f, Lookup lookup) {
+  if (!CheckByKey(state, f, lookup)) return;
+  size_t pos = 0;
+  uint32_t sink = 0;
+  for (auto _ : state) {
+    const std::string_view* k = f.key_views.data() + pos;
+    for (size_t i = 0; i < kOpsPerIteration; ++i) sink += lookup(k[i]);
+    pos = (pos + kOpsPerIteration) & (kKeyCount - 1);
+  }
+  benchmark::DoNotOptimize(sink);
+  SetPerOp(state, kOpsPerIteration);
+}
+
+void BM_LowerBound(benchmark::State& state, size_t ring) {
+  const Fixture& f = GetFixture(ring);
+  RunByHash(state, f, [&](uint32_t h) { return LowerBoundNode(f, h); });
+}
+
+void BM_LowerBoundDependent(benchmark::State& state, size_t ring) {
+  const Fixture& f = GetFixture(ring);
+  if (!CheckByHash(state, f, [&](uint32_t h) { return LowerBoundNode(f, h); })) return;
+  size_t pos = 0;
+  uint32_t previous = 0;
+  for (auto _ : state) {
+    const uint32_t* q = f.hashes.data() + pos;
+    for (size_t i = 0; i < kOpsPerIteration; ++i) previous = LowerBoundNode(f, q[i] ^ previous);
+    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
+  }
+  benchmark::DoNotOptimize(previous);
+  SetPerOp(state, kOpsPerIteration);
+}
+
+void BM_PingoraByHash(benchmark::State& state, size_t ring) {
+  const Fixture& f = GetFixture(ring);
+  RunByHash(state, f, [&](uint32_t h) { return PingoraNode(f, h); });
+}
+
+void BM_PingoraKey(benchmark::State& state, size_t ring) {
+  const Fixture& f = GetFixture(ring);
+  RunByKey(state, f, [&](std::string_view k) { return PingoraNode(f, TableCrc32(k)); });
+}
+
+void BM_NginxByHash(benchmark::State& state, size_t ring) {
+  const Fixture& f = GetFixture(ring);
+  RunByHash(state, f, [&](uint32_t h) { return NginxNode(f, h); });
+}
+
+void BM_NginxKey(benchmark::State& state, size_t ring) {
+  const Fixture& f = GetFixture(ring);
+  RunByKey(state, f, [&](std::string_view k) { return NginxNode(f, ByteTableCrc32(k)); });
+}
+
+// Two random cache lines per lookup over the ring's column bytes, eight
+// lookups (16 loads) issued back to back: what memory-level parallelism
+// alone allows, with nothing to search.
+void BM_MemoryFloor(benchmark::State& state, size_t ring, bool small_pages) {
+  Fixture& f = GetFixture(ring);
+  internal::AlignedArray<uint8_t> small;
+  const uint8_t* buffer = f.floor_buffer.data();
+  size_t bytes = f.floor_buffer.size();
+  if (small_pages) {
+    internal::SetHugePagesEnabled(false);
+    const bool ok = small.Allocate(bytes);
+    internal::SetHugePagesEnabled(true);
+    if (!ok) return state.SkipWithError("out of memory");
+    std::memset(small.data(), 1, bytes);
+    buffer = small.data();
+  }
+  const uint64_t lines = bytes / 64;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  uint64_t sink = 0;
+  for (auto _ : state) {
+    for (size_t i = 0; i < kOpsPerIteration; i += 8) {
+      uint64_t sum = 0;
+      for (int load = 0; load < 16; ++load) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        const uint64_t line = static_cast<uint64_t>((static_cast<unsigned __int128>(x >> 32) * lines) >> 32);
+        sum += buffer[line * 64];
+      }
+      sink += sum;
+    }
+  }
+  benchmark::DoNotOptimize(sink);
+  SetPerOp(state, kOpsPerIteration);
+}
+
+// ---- CRC32 -----------------------------------------------------------------------------
+
+void BM_Crc32(benchmark::State& state, std::string name, size_t length) {
+  std::vector<std::string> inputs(4096);
+  std::mt19937_64 rng(length);
+  for (std::string& s : inputs) {
+    s.resize(length);
+    for (char& c : s) c = static_cast<char>('!' + rng() % 94);
+  }
+  std::function<uint32_t(std::string_view)> crc;
+  if (name == "zlib") {
+    crc = [](std::string_view s) {
+      return static_cast<uint32_t>(
+          crc32(0, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
+    };
+  } else if (name == "nginx-byte-table") {
+    crc = ByteTableCrc32;
+  } else {
+    for (const auto& implementation : internal::Crc32Implementations()) {
+      if (name == implementation.name) {
+        if (!implementation.supported) return state.SkipWithError("not supported here");
+        const auto extend = implementation.extend;
+        crc = [extend](std::string_view s) {
+          return extend(0, reinterpret_cast<const uint8_t*>(s.data()), s.size());
+        };
+      }
+    }
+  }
+  for (const std::string& s : inputs) {
+    if (crc(s) != reference::BitwiseCrc32(0, s.data(), s.size())) {
+      return state.SkipWithError("CRC differs from the bitwise reference");
+    }
+  }
+  size_t pos = 0;
+  uint32_t sink = 0;
+  for (auto _ : state) {
+    for (size_t i = 0; i < 256; ++i) sink += crc(inputs[(pos + i) & 4095]);
+    pos += 256;
+  }
+  benchmark::DoNotOptimize(sink);
+  SetPerOp(state, 256);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 256 * length));
+}
+
+// chash::Crc32 as an embedder calls it, and the batch path FindNodes uses.
+void BM_Crc32Api(benchmark::State& state, bool batch) {
+  std::vector<std::string> inputs(4096);
+  std::mt19937_64 rng(7);
+  for (std::string& s : inputs) {
+    s.resize(kKeyLength);
+    for (char& c : s) c = static_cast<char>('!' + rng() % 94);
+  }
+  std::vector<std::string_view> views(inputs.begin(), inputs.end());
+  std::vector<uint32_t> out(views.size());
+  internal::Crc32Keys(views.data(), views.size(), out.data());
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (out[i] != reference::BitwiseCrc32(0, views[i].data(), views[i].size()) ||
+        Crc32(views[i]) != out[i]) {
+      return state.SkipWithError("CRC differs from the bitwise reference");
+    }
+  }
+  state.SetLabel(internal::Crc32ImplementationName());
+  size_t pos = 0;
+  uint32_t sink = 0;
+  for (auto _ : state) {
+    if (batch) {
+      internal::Crc32Keys(views.data() + pos, 256, out.data());
+      benchmark::DoNotOptimize(out.data());
+    } else {
+      for (size_t i = 0; i < 256; ++i) sink += Crc32(views[pos + i]);
+    }
+    pos = (pos + 256) & 4095;
+  }
+  benchmark::DoNotOptimize(sink);
+  SetPerOp(state, 256);
+}
+
+// ---- Build --------------------------------------------------------------------------------
+
+// A straightforward build of the same ring: the same point chains, std::sort
+// of the same keys, the same dedup, two plain columns. No index, no layout.
+struct StdSortRing {
+  std::vector<uint32_t> hash;
+  std::vector<uint16_t> node;
+};
+
+StdSortRing BuildWithStdSort(const RingSpec& spec) {
+  std::vector<uint64_t> keys;
+  keys.reserve(uint64_t{spec.nodes} * spec.weight * spec.multiple);
+  std::vector<std::pair<SocketOrderKey, uint32_t>> order;
+  std::vector<uint32_t> base(spec.nodes);
+  for (uint32_t i = 0; i < spec.nodes; ++i) {
+    const NodeAddress address = ParsePingoraAddress(NodeAddressText(i)).value();
+    const std::string bytes = address.HashedBytes();
+    base[i] = internal::Crc32UpdateRaw(0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(bytes.data()),
+                                       bytes.size());
+    order.emplace_back(address.order, i);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<uint32_t> rank(spec.nodes);
+  for (uint32_t r = 0; r < spec.nodes; ++r) rank[order[r].second] = r;
+  for (uint32_t i = 0; i < spec.nodes; ++i) {
+    uint32_t prev = 0;
+    for (uint64_t j = 0; j < uint64_t{spec.weight} * spec.multiple; ++j) {
+      prev = internal::Crc32PointStep(base[i], prev);
+      keys.push_back(internal::PointSortKey(prev, rank[i], i));
+    }
+  }
+  std::sort(keys.begin(), keys.end());
+  StdSortRing ring;
+  ring.hash.reserve(keys.size());
+  ring.node.reserve(keys.size());
+  for (const uint64_t key : keys) {
+    if (!ring.hash.empty() && ring.hash.back() == internal::SortKeyHash(key)) continue;
+    ring.hash.push_back(internal::SortKeyHash(key));
+    ring.node.push_back(internal::SortKeyNode(key));
+  }
+  return ring;
+}
+
+uint64_t ProcStatusKb(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const size_t n = std::strlen(field);
+  while (std::getline(status, line)) {
+    if (line.compare(0, n, field) == 0) return std::strtoull(line.c_str() + n + 1, nullptr, 10);
+  }
+  return 0;
+}
+
+// Runs `build` in a child process and returns the bytes its resident set
+// grew by at its peak (VmHWM after minus VmRSS before); 0 if that failed.
+uint64_t PeakResidentGrowth(const std::function<void()>& build) {
+  int fds[2];
+  if (pipe(fds) != 0) return 0;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const uint64_t before = ProcStatusKb("VmRSS:");
+    build();
+    const uint64_t growth = (ProcStatusKb("VmHWM:") - before) * 1024;
+    if (write(fds[1], &growth, sizeof growth) != sizeof growth) _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  uint64_t growth = 0;
+  if (pid < 0 || read(fds[0], &growth, sizeof growth) != sizeof growth) growth = 0;
+  close(fds[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return growth;
+}
+
+void BM_Build(benchmark::State& state, size_t ring, bool std_sort) {
+  Fixture& f = GetFixture(ring);
+  const RingSpec& spec = *f.spec;
+  const double generated = double{1} * spec.nodes * spec.weight * spec.multiple;
+  // Same answers as the reference: through the ring, or the sorted columns.
+  if (std_sort) {
+    const StdSortRing built = BuildWithStdSort(spec);
+    if (built.hash != f.sorted_hash || built.node != f.sorted_node) {
+      return state.SkipWithError("std::sort build differs from the reference");
+    }
+  } else {
+    Result<Ring> built = BuildSpec(spec);
+    if (!built.ok() || !CheckBatchByHash(state, f, built.value())) return;
+  }
+  const uint64_t peak = PeakResidentGrowth([&] {
+    if (std_sort) {
+      benchmark::DoNotOptimize(BuildWithStdSort(spec).hash.data());
+    } else {
+      benchmark::DoNotOptimize(BuildSpec(spec).ok());
+    }
+  });
+  state.SetLabel(std_sort ? "std::sort" : internal::Crc32ImplementationName());
+  for (auto _ : state) {
+    if (std_sort) {
+      benchmark::DoNotOptimize(BuildWithStdSort(spec).hash.data());
+    } else {
+      benchmark::DoNotOptimize(BuildSpec(spec).ok());
+    }
+  }
+  state.counters["peak_rss_bytes_per_point"] = static_cast<double>(peak) / generated;
+  state.counters["points_generated"] = generated;
+  SetPerOp(state, 1);
+}
+
+// ---- Registration -----------------------------------------------------------------------
+
+std::string RingName(size_t ring) { return kRingSpecs[ring].name; }
+
+void RegisterAll() {
+  (void)ActiveTargetName();  // the first dispatch, before listing targets
+  const std::vector<std::string> targets = SupportedTargetNames();
+  const size_t rings = with_204m ? std::size(kRingSpecs) : std::size(kRingSpecs) - 1;
+  const auto reg = [](const std::string& name, auto fn) {
+    return benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kNanosecond);
+  };
+  for (size_t ring = 0; ring < rings; ++ring) {
+    const std::string r = RingName(ring);
+    reg("lower_bound/single/" + r, [ring](benchmark::State& s) { BM_LowerBound(s, ring); });
+    reg("lower_bound/dependent/" + r,
+        [ring](benchmark::State& s) { BM_LowerBoundDependent(s, ring); });
+    reg("pingora/by_hash/" + r, [ring](benchmark::State& s) { BM_PingoraByHash(s, ring); });
+    reg("pingora/key/" + r, [ring](benchmark::State& s) { BM_PingoraKey(s, ring); });
+    reg("nginx/by_hash/" + r, [ring](benchmark::State& s) { BM_NginxByHash(s, ring); });
+    reg("nginx/key/" + r, [ring](benchmark::State& s) { BM_NginxKey(s, ring); });
+    reg("floor/" + r, [ring](benchmark::State& s) { BM_MemoryFloor(s, ring, false); });
+    for (const std::string& t : targets) {
+      reg("chash/single/" + r + "/" + t,
+          [ring, t](benchmark::State& s) { BM_ByHashSingle(s, ring, t, false); });
+      reg("chash/dependent/" + r + "/" + t,
+          [ring, t](benchmark::State& s) { BM_ByHashDependent(s, ring, t); });
+      for (const size_t batch : {8, 64, 1024}) {
+        reg("chash/batch" + std::to_string(batch) + "/" + r + "/" + t,
+            [ring, t, batch](benchmark::State& s) { BM_ByHashBatch(s, ring, t, batch, false); });
+      }
+      reg("chash/key/" + r + "/" + t, [ring, t](benchmark::State& s) { BM_KeySingle(s, ring, t); });
+      reg("chash/key_batch1024/" + r + "/" + t,
+          [ring, t](benchmark::State& s) { BM_KeyBatch(s, ring, t); });
+    }
+    if (ring >= kLargeRings - 1) {
+      // Huge pages on (the default, above) and off, best target.
+      const std::string t = targets.front();
+      reg("chash/single_4k_pages/" + r + "/" + t,
+          [ring, t](benchmark::State& s) { BM_ByHashSingle(s, ring, t, true); });
+      reg("chash/batch1024_4k_pages/" + r + "/" + t,
+          [ring, t](benchmark::State& s) { BM_ByHashBatch(s, ring, t, 1024, true); });
+      reg("floor_4k_pages/" + r, [ring](benchmark::State& s) { BM_MemoryFloor(s, ring, true); });
+    }
+  }
+  std::vector<std::string> crcs = {"zlib", "nginx-byte-table"};
+  for (const auto& implementation : internal::Crc32Implementations()) {
+    if (implementation.supported) crcs.push_back(implementation.name);
+  }
+  for (const size_t length : {4, 10, 16, 30, 64, 200, 256, 1024, 4096}) {
+    for (const std::string& c : crcs) {
+      reg("crc32/" + c + "/" + std::to_string(length),
+          [c, length](benchmark::State& s) { BM_Crc32(s, c, length); });
+    }
+  }
+  reg("crc32/chash_api/single/30", [](benchmark::State& s) { BM_Crc32Api(s, false); });
+  reg("crc32/chash_api/batch/30", [](benchmark::State& s) { BM_Crc32Api(s, true); });
+  for (size_t ring = 0; ring < rings; ++ring) {
+    const std::string r = RingName(ring);
+    const int iterations = ring >= kLargeRings ? 2 : ring == kLargeRings - 1 ? 5 : 0;
+    auto* chash_build =
+        reg("build/chash/" + r, [ring](benchmark::State& s) { BM_Build(s, ring, false); });
+    auto* std_build =
+        reg("build/std_sort/" + r, [ring](benchmark::State& s) { BM_Build(s, ring, true); });
+    for (auto* b : {chash_build, std_build}) {
+      b->Unit(benchmark::kMillisecond)->UseRealTime();
+      if (iterations > 0) b->Iterations(iterations);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chash::bench
+
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--with_204m") {
+      chash::bench::with_204m = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  benchmark::AddCustomContext("chash_target", std::string(chash::ActiveTargetName()));
+  benchmark::AddCustomContext("chash_crc32", chash::internal::Crc32ImplementationName());
+  benchmark::AddCustomContext("chash_targets", [] {
+    std::string all;
+    for (const std::string& t : chash::SupportedTargetNames()) all += (all.empty() ? "" : ",") + t;
+    return all;
+  }());
+  chash::bench::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,264 @@
+// chash bench: measure this machine in one command. Builds a pingora-v2 ring
+// of synthetic nodes (10.0.x.y:443), then times lookups beside the baselines
+// a user would otherwise have, all in this one process:
+//
+//   single_ns       one FindNodeByHash call per uniformly random hash
+//   dependent_ns    the same, each hash xor-ed with the previous answer
+//   batch_ns        FindNodesByHash, 1024 hashes a call, per lookup
+//   key_ns          FindNode on 30-byte random keys, one call each
+//   key_batch_ns    FindNodes, 1024 keys a call, per key
+//   crc_ns          Crc32 of a 30-byte key
+//   lower_bound_ns  std::lower_bound over the ring's own sorted hashes
+//   floor_ns        two random cache lines per lookup over a buffer of the
+//                   ring's column bytes, 16 loads in flight: the memory floor
+//
+// Each figure is the median of 5 rounds. Before timing, every lookup path is
+// checked to give the same node as std::lower_bound over the sorted points.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "cli_common.h"
+#include "commands.h"
+
+namespace chash::cli {
+namespace {
+
+constexpr size_t kQueries = size_t{1} << 20;
+constexpr size_t kKeys = size_t{1} << 16;
+constexpr size_t kKeyBytes = 30;
+constexpr size_t kBatch = 1024;
+constexpr int kRounds = 5;
+
+// Median over rounds of the nanoseconds per operation of `round`, which runs
+// `ops` operations.
+double MedianNs(size_t ops, const std::function<void()>& round) {
+  round();  // warm-up
+  double ns[kRounds];
+  for (double& value : ns) {
+    const auto start = std::chrono::steady_clock::now();
+    round();
+    value = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+                .count() /
+            static_cast<double>(ops);
+  }
+  std::sort(ns, ns + kRounds);
+  return ns[kRounds / 2];
+}
+
+// A buffer like the columns: huge pages when large, as the ring's are.
+struct FloorBuffer {
+  explicit FloorBuffer(size_t bytes) : size(std::max<size_t>(bytes, 4096)) {
+    const size_t huge = size_t{2} << 20;
+    const size_t rounded = (size + huge - 1) / huge * huge;
+    data = static_cast<uint8_t*>(std::aligned_alloc(huge, rounded));
+    if (data == nullptr) return;
+    madvise(data, rounded, MADV_HUGEPAGE);
+    std::memset(data, 1, size);
+  }
+  ~FloorBuffer() { std::free(data); }
+  uint8_t* data = nullptr;
+  size_t size;
+};
+
+struct Figures {
+  std::string target, crc;
+  uint64_t points = 0, points_generated = 0;
+  double build_ms = 0, single_ns = 0, dependent_ns = 0, batch_ns = 0, key_ns = 0,
+         key_batch_ns = 0, crc_ns = 0, lower_bound_ns = 0, floor_ns = 0;
+};
+
+void PrintJson(const Figures& f) {
+  std::printf(
+      "{\"target\":\"%s\",\"crc32\":\"%s\",\"points\":%llu,\"points_generated\":%llu,"
+      "\"build_ms\":%.1f,\"single_ns\":%.2f,\"dependent_ns\":%.2f,\"batch_ns\":%.2f,"
+      "\"key_ns\":%.2f,\"key_batch_ns\":%.2f,\"crc_ns\":%.2f,\"lower_bound_ns\":%.2f,"
+      "\"floor_ns\":%.2f}\n",
+      f.target.c_str(), f.crc.c_str(), static_cast<unsigned long long>(f.points),
+      static_cast<unsigned long long>(f.points_generated), f.build_ms, f.single_ns,
+      f.dependent_ns, f.batch_ns, f.key_ns, f.key_batch_ns, f.crc_ns, f.lower_bound_ns,
+      f.floor_ns);
+}
+
+void PrintTable(const Figures& f) {
+  std::printf("chash bench: %s points (%s generated), target %s, crc32 %s\n",
+              WithCommas(f.points).c_str(), WithCommas(f.points_generated).c_str(),
+              f.target.c_str(), f.crc.c_str());
+  std::printf("  %-40s %10.1f ms\n", "build", f.build_ms);
+  const auto row = [](const char* what, double ns, double baseline) {
+    std::printf("  %-40s %10.2f ns", what, ns);
+    if (baseline > 0 && ns > 0) std::printf("   %6.1fx vs std::lower_bound", baseline / ns);
+    std::printf("\n");
+  };
+  row("lookup by hash, single", f.single_ns, f.lower_bound_ns);
+  row("lookup by hash, dependent chain", f.dependent_ns, 0);
+  row("lookup by hash, batches of 1024", f.batch_ns, f.lower_bound_ns);
+  row("key (30 B) to node, single", f.key_ns, 0);
+  row("key (30 B) to node, batches of 1024", f.key_batch_ns, 0);
+  row("crc32 of a 30-byte key", f.crc_ns, 0);
+  row("std::lower_bound on the sorted hashes", f.lower_bound_ns, 0);
+  std::printf("  %-40s %10.2f ns   batch is %.2fx the floor\n",
+              "memory floor (2 random lines)", f.floor_ns,
+              f.floor_ns > 0 ? f.batch_ns / f.floor_ns : 0);
+}
+
+}  // namespace
+
+int RunBench(const Args& args) {
+  Result<Options> parsed =
+      Options::Parse(args, {"nodes", "weight", "multiple", "target"}, {"json"});
+  if (!parsed.ok()) return Fail("bench", parsed.status().message());
+  const Options& options = parsed.value();
+  Result<uint64_t> nodes = options.GetUint("nodes", 2048, 1, kMaxNodes);
+  Result<uint64_t> weight = options.GetUint("weight", 625, 1, UINT32_MAX);
+  Result<uint64_t> multiple = options.GetUint("multiple", 16, 1, UINT32_MAX);
+  for (const auto* value : {&nodes, &weight, &multiple}) {
+    if (!value->ok()) return Fail("bench", value->status().message());
+  }
+  if (const auto target = options.Get("target")) {
+    if (Status status = ForceTarget(*target); !status.ok()) {
+      return Fail("bench", status.message());
+    }
+  }
+  const bool json = options.Has("json");
+
+  RingBuilder builder({.flavor = Flavor::kPingoraV2,
+                       .point_multiple = static_cast<uint32_t>(multiple.value()),
+                       .max_points = kHardMaxPoints});
+  for (uint32_t i = 0; i < nodes.value(); ++i) {
+    const std::string address =
+        "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443";
+    if (Status status = builder.Add(address, static_cast<uint32_t>(weight.value()));
+        !status.ok()) {
+      return Fail("bench", status.message());
+    }
+  }
+  if (!json) std::fprintf(stderr, "building %s points...\n", WithCommas(builder.points_generated()).c_str());
+  Result<Ring> built = std::move(builder).Build();
+  if (!built.ok()) return Fail("bench", built.status().message());
+  const Ring& ring = built.value();
+  if (ring.empty()) return Fail("bench", "the ring has no points");
+
+  Figures f;
+  f.target = std::string(ActiveTargetName());
+  f.crc = std::string(ActiveCrc32Name());
+  f.points = ring.num_points();
+  f.points_generated = ring.points_generated();
+  f.build_ms = ring.build_seconds() * 1e3;
+
+  // The ring's own points in ring order: the lower_bound baseline and the
+  // answers every path is checked against.
+  std::vector<uint32_t> sorted_hash;
+  std::vector<uint16_t> sorted_node;
+  sorted_hash.reserve(ring.num_points());
+  sorted_node.reserve(ring.num_points());
+  PointCursor cursor = ring.Begin();
+  for (uint64_t i = 0; i < ring.num_points(); ++i, cursor.Advance()) {
+    sorted_hash.push_back(cursor.hash());
+    sorted_node.push_back(static_cast<uint16_t>(cursor.node()));
+  }
+  const auto lower_bound_node = [&](uint32_t hash) -> uint32_t {
+    const size_t i = std::lower_bound(sorted_hash.begin(), sorted_hash.end(), hash) -
+                     sorted_hash.begin();
+    return sorted_node[i == sorted_hash.size() ? 0 : i];
+  };
+
+  std::mt19937_64 rng(2024);
+  std::vector<uint32_t> hashes(kQueries);
+  for (uint32_t& h : hashes) h = static_cast<uint32_t>(rng());
+  std::vector<std::string> keys(kKeys);
+  for (std::string& key : keys) {
+    key.resize(kKeyBytes);
+    for (char& c : key) c = static_cast<char>('!' + rng() % 94);
+  }
+  const std::vector<std::string_view> key_views(keys.begin(), keys.end());
+
+  std::vector<uint32_t> out(kQueries), key_out(kKeys);
+  ring.FindNodesByHash(hashes, out);
+  ring.FindNodes(key_views, key_out);
+  for (size_t i = 0; i < kQueries; ++i) {
+    if (out[i] != lower_bound_node(hashes[i]) ||
+        (i % 64 == 0 && ring.FindNodeByHash(hashes[i]) != out[i])) {
+      return Fail("bench", "lookup answers disagree with std::lower_bound (hash " +
+                               std::to_string(hashes[i]) + "): please report this");
+    }
+  }
+  for (size_t i = 0; i < kKeys; ++i) {
+    if (key_out[i] != lower_bound_node(Crc32(keys[i])) || ring.FindNode(keys[i]) != key_out[i]) {
+      return Fail("bench", "key answers disagree with std::lower_bound: please report this");
+    }
+  }
+  if (!json) std::fprintf(stderr, "timing (median of %d rounds each)...\n", kRounds);
+
+  // Rings that fit in cache take more lookups a round to be timeable.
+  const size_t ops = kQueries;
+  uint32_t sink = 0;
+  f.single_ns = MedianNs(ops, [&] {
+    for (size_t i = 0; i < ops; ++i) sink += ring.FindNodeByHash(hashes[i]);
+  });
+  f.dependent_ns = MedianNs(ops / 4, [&] {
+    uint32_t previous = 0;
+    for (size_t i = 0; i < ops / 4; ++i) previous = ring.FindNodeByHash(hashes[i] ^ previous);
+    sink += previous;
+  });
+  f.batch_ns = MedianNs(ops, [&] {
+    for (size_t i = 0; i < ops; i += kBatch) {
+      ring.FindNodesByHash(std::span(hashes).subspan(i, kBatch),
+                           std::span(out).subspan(i, kBatch));
+    }
+  });
+  f.key_ns = MedianNs(kKeys * 4, [&] {
+    for (int r = 0; r < 4; ++r) {
+      for (size_t i = 0; i < kKeys; ++i) sink += ring.FindNode(key_views[i]);
+    }
+  });
+  f.key_batch_ns = MedianNs(kKeys * 4, [&] {
+    for (int r = 0; r < 4; ++r) {
+      for (size_t i = 0; i < kKeys; i += kBatch) {
+        ring.FindNodes(std::span(key_views).subspan(i, kBatch),
+                       std::span(key_out).subspan(i, kBatch));
+      }
+    }
+  });
+  f.crc_ns = MedianNs(kKeys * 4, [&] {
+    for (int r = 0; r < 4; ++r) {
+      for (size_t i = 0; i < kKeys; ++i) sink += Crc32(key_views[i]);
+    }
+  });
+  f.lower_bound_ns = MedianNs(ops / 4, [&] {
+    for (size_t i = 0; i < ops / 4; ++i) sink += lower_bound_node(hashes[i]);
+  });
+  {
+    FloorBuffer buffer(ring.memory_usage().column_bytes);
+    if (buffer.data == nullptr) return Fail("bench", "out of memory for the floor buffer");
+    const uint64_t lines = buffer.size / 64;
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    f.floor_ns = MedianNs(ops, [&] {
+      for (size_t i = 0; i < ops; i += 8) {
+        uint32_t sum = 0;
+        for (int load = 0; load < 16; ++load) {
+          x ^= x << 13;
+          x ^= x >> 7;
+          x ^= x << 17;
+          sum += buffer.data[((x >> 32) * lines >> 32) * 64];
+        }
+        sink += sum;
+      }
+    });
+  }
+  if (sink == 0x12345678) std::fprintf(stderr, " ");  // keeps the loops alive
+  if (json) {
+    PrintJson(f);
+  } else {
+    PrintTable(f);
+  }
+  return 0;
+}
+
+}  // namespace chash::cli

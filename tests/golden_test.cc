@@ -159,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
                    Flavor::kPingoraV1, 160, 1},
         PingoraSet{"servers_50.txt", "edge_keys_v2m16_50srv.txt",
                    "golden_edge_v2m16_50srv.csv", Flavor::kPingoraV2, 16, 1}),
-    [](const auto& info) { return AnswersName(info.param.answers); });
+    [](const auto& param_info) { return AnswersName(param_info.param.answers); });
 
 // The exact text pingora hashes for each server, and its first three points.
 TEST(PingoraGolden, HashStringsAndFirstPoints) {
@@ -275,7 +275,7 @@ INSTANTIATE_TEST_SUITE_P(
                 160, false},
         IterSet{"servers_5.txt", "golden_iterdistinct_v1_5srv.csv", Flavor::kPingoraV1, 160,
                 true}),
-    [](const auto& info) { return AnswersName(info.param.answers); });
+    [](const auto& param_info) { return AnswersName(param_info.param.answers); });
 
 // ---- Through the CLI -------------------------------------------------------
 

@@ -44,8 +44,9 @@ TEST(PlanTest, RowsAreRealRings) {
     EXPECT_EQ(row.stats.collisions, stats.collisions);
     EXPECT_DOUBLE_EQ(row.stats.cv_measured, stats.cv_measured);
     EXPECT_DOUBLE_EQ(row.stats.cv_predicted, stats.cv_predicted);
+    const MemoryUsage memory = ring.memory_usage();
     EXPECT_EQ(row.bytes_per_ring,
-              ring.memory_usage().column_bytes + ring.memory_usage().collision_table_bytes);
+              memory.column_bytes + memory.index_bytes + memory.collision_table_bytes);
     EXPECT_DOUBLE_EQ(row.moved_fraction, DiffRings(current_ring, ring).moved_fraction());
     if (!first_within && stats.cv_measured <= 0.05) first_within = row.multiple;
   }

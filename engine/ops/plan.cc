@@ -9,9 +9,11 @@
 namespace chash {
 namespace {
 
+// What R rings multiply: the columns, the search index above them and the
+// collision table (the O(nodes) node table aside).
 uint64_t PointBytes(const Ring& ring) {
   const MemoryUsage memory = ring.memory_usage();
-  return memory.column_bytes + memory.collision_table_bytes;
+  return memory.column_bytes + memory.index_bytes + memory.collision_table_bytes;
 }
 
 }  // namespace

@@ -40,14 +40,15 @@ struct PlanRow {
   uint64_t points_generated = 0;
   bool skipped = false;  // over max_points: not built, no figures below
   RingStats stats;       // CV predicted/measured, collisions, bytes
-  // The points' memory: columns + collision table (what R rings multiply).
+  // The points' memory: columns + search index + collision table (what R
+  // rings multiply).
   uint64_t bytes_per_ring = 0;
   double moved_fraction = 0;  // of the key space, from the current ring
 };
 
 struct Plan {
   RingStats current;           // the ring the servers use now
-  uint64_t current_bytes = 0;  // its columns + collision table
+  uint64_t current_bytes = 0;  // its columns + search index + collision table
   uint32_t rings = 1;
   // One availability mask (failover.h), for "1 ring + R masks" instead of R
   // subset rings: ceil(nodes / 64) x 8 bytes.

@@ -1,4 +1,6 @@
 // Address parsing per flavour: the exact bytes hashed, and clear refusals.
+#include <string>
+
 #include "test_util.h"
 
 namespace chash {
@@ -100,6 +102,106 @@ TEST(Flavor, NamesRoundTrip) {
     EXPECT_EQ(parsed.value(), flavor);
   }
   EXPECT_EQ(ParseFlavor("pingora").status().code(), StatusCode::kBadArgument);
+}
+
+// ---- nginx's own parsers -------------------------------------------------------
+// Acceptance as nginx 1.22 decides it (ngx_parse_url, ngx_inet_addr,
+// ngx_inet6_addr), including the disagreements with the engine that the
+// parser fuzzer found (fuzz/fuzz_parser.cc).
+
+struct NginxCase {
+  std::string text;
+  bool accepted;
+  std::string host, port;  // the hashed HOST and PORT when accepted
+};
+
+void ExpectNginx(const NginxCase& c) {
+  const Result<NodeAddress> address = ParseNginxAddress(c.text);
+  ASSERT_EQ(address.ok(), c.accepted) << "'" << c.text << "': " << address.status().ToString();
+  if (!address.ok()) {
+    EXPECT_EQ(address.status().code(), StatusCode::kBadAddress);
+    return;
+  }
+  EXPECT_EQ(address.value().host, c.host) << c.text;
+  EXPECT_EQ(address.value().port, c.port) << c.text;
+}
+
+// Found by fuzz_parser: nginx's ngx_inet_addr takes an octet with any number
+// of leading zeros and an empty octet as 0; chash demanded 1-3 digits.
+TEST(NginxAddress, DottedQuadAsNgxInetAddr) {
+  for (const NginxCase& c : std::vector<NginxCase>{
+           {"...", true, "...", ""},
+           {"10..0.1:80", true, "10..0.1", "80"},
+           {"1.2.3.:8080", true, "1.2.3.", "8080"},
+           {"0000010.0.0.1:80", true, "0000010.0.0.1", "80"},
+           {"10.0.0.1", true, "10.0.0.1", ""},
+           {"10.0.0.256:80", false, "", ""},
+           {"10.0.0.0255", true, "10.0.0.0255", ""},
+           {"10.0.0.1.2", false, "", ""},  // four dots: only a resolver could say
+           {"127.1", false, "", ""},
+           {"2130706433:80", false, "", ""},
+       }) {
+    ExpectNginx(c);
+  }
+}
+
+// Found by fuzz_parser: nginx refuses a unix socket path that does not fit
+// sun_path ("too long path in the unix domain socket"); chash took any.
+TEST(NginxAddress, UnixPathAtMostSunPath) {
+  const std::string path107 = "/" + std::string(106, 'p');
+  ExpectNginx({"unix:" + path107, true, path107, ""});
+  ExpectNginx({"unix:" + path107 + "q", false, "", ""});
+  ExpectNginx({"UNIX:/run/a:b", true, "/run/a:b", ""});
+  ExpectNginx({"unix:", false, "", ""});
+}
+
+// Found by fuzz_parser: nginx checks the text inside [...] with
+// ngx_inet6_addr, not the RFC 4291 grammar chash used. It skips one leading
+// ':', needs a trailing "::" to stand for at least two groups, and reads an
+// embedded IPv4 with ngx_inet_addr. The brackets are hashed either way.
+TEST(NginxAddress, Ipv6AsNgxInet6Addr) {
+  for (const NginxCase& c : std::vector<NginxCase>{
+           {"[:1::2]:80", true, "[:1::2]", "80"},
+           {"[:1:2:3:4:5:6:7:8]", true, "[:1:2:3:4:5:6:7:8]", ""},
+           {"[::01.2.3.4]:80", true, "[::01.2.3.4]", "80"},
+           {"[::ffff:1..2.3]:80", true, "[::ffff:1..2.3]", "80"},
+           {"[1:2:3:4:5:6:7::]:80", false, "", ""},
+           {"[1:2:3:4:5:6::]:80", true, "[1:2:3:4:5:6::]", "80"},
+           {"[::2:3:4:5:6:7:8]", true, "[::2:3:4:5:6:7:8]", ""},
+           {"[1:2:3:4:5:6:7:8]:443", true, "[1:2:3:4:5:6:7:8]", "443"},
+           {"[1:2:3:4:5:6:7:8:9]", false, "", ""},
+           {"[::]", true, "[::]", ""},
+           {"[:::]", false, "", ""},
+           {"[1::2::3]", false, "", ""},
+           {"[12345::1]", false, "", ""},
+           {"[::1.2.3.4]", true, "[::1.2.3.4]", ""},
+           {"[1.2.3.4::]", false, "", ""},
+           {"[:1.2.3.4]", false, "", ""},
+           {"[1:2:3:4:5:6:7:1.2.3.4]", false, "", ""},
+           {"[1:2:3:4:5:6:1.2.3.4]", true, "[1:2:3:4:5:6:1.2.3.4]", ""},
+           {"[::1234.1.1.1]", false, "", ""},
+           {"[::0255.1.1.1]", true, "[::0255.1.1.1]", ""},
+           {"[fe80::1%1]:80", false, "", ""},
+           {"[]:80", false, "", ""},
+           {"[::1]:0", false, "", ""},
+           {"[::1]x", false, "", ""},
+       }) {
+    ExpectNginx(c);
+  }
+}
+
+// The pingora side of the same texts: Rust's SocketAddr grammar, as before.
+TEST(PingoraAddress, RustGrammarNotNginx) {
+  EXPECT_FALSE(ParsePingoraAddress("[:1::2]:80").ok());
+  EXPECT_FALSE(ParsePingoraAddress("[::01.2.3.4]:80").ok());
+  EXPECT_FALSE(ParsePingoraAddress("10..0.1:80").ok());
+  const Result<NodeAddress> gap = ParsePingoraAddress("[1:2:3:4:5:6:7::]:80");
+  ASSERT_TRUE(gap.ok());
+  EXPECT_EQ(gap.value().host, "1:2:3:4:5:6:7:0");
+  const Result<NodeAddress> mapped = ParsePingoraAddress("[::FFFF:102:304]:0080");
+  ASSERT_TRUE(mapped.ok());
+  EXPECT_EQ(mapped.value().host, "::ffff:1.2.3.4");
+  EXPECT_EQ(mapped.value().port, "80");
 }
 
 }  // namespace

@@ -193,6 +193,8 @@ std::optional<std::string_view> ForbiddenByteReason(std::string_view text) {
   return std::nullopt;
 }
 
+constexpr size_t kMaxUnixPathBytes = 107;  // Linux sizeof(sockaddr_un::sun_path) - 1
+
 // nginx's port: ngx_atoi over the digits, then 1..65535.
 bool IsNginxPort(std::string_view digits) {
   if (digits.empty()) return false;
@@ -203,6 +205,71 @@ bool IsNginxPort(std::string_view digits) {
     if (value > 65535) return false;
   }
   return value >= 1;
+}
+
+// nginx's ngx_inet_addr: only digits and dots, exactly three dots, every
+// octet's value 0..255. nginx takes an octet with any number of leading
+// zeros, and an empty one as 0 ("10..1.2", even "..."); all hash as written.
+bool IsNginxDottedQuad(std::string_view text) {
+  int dots = 0;
+  uint32_t value = 0;
+  for (const char c : text) {
+    if (c == '.') {
+      ++dots;
+      value = 0;
+    } else if (c < '0' || c > '9' ||
+               (value = value * 10 + static_cast<uint32_t>(c - '0')) > 255) {
+      return false;
+    }
+  }
+  return dots == 3;
+}
+
+bool IsHexDigit(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// nginx's ngx_inet6_addr, which checks the text inside [...]. It departs from
+// RFC 4291 (and Rust) in three ways, all kept since nginx refuses or takes
+// the server line accordingly: one leading ':' is skipped (":1::2" is
+// taken); a "::" that ends the text must stand for two or more groups
+// ("1:2:3:4:5:6:7::" is refused); an embedded IPv4 is read by ngx_inet_addr
+// ("::01.2.3.4" is taken).
+bool IsNginxIpv6(std::string_view text) {
+  if (text.empty()) return false;
+  int groups_left = 8;
+  int digits = 0;           // hex digits of the group being read
+  bool zero_run = false;    // "::" seen
+  bool colon_seen = false;  // a ':' after the skipped leading one
+  size_t group_start = 0;
+  for (size_t i = text[0] == ':' ? 1 : 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ':') {
+      if (digits > 0) {
+        if (--groups_left == 0) return false;  // a ':' after the 8th group
+        digits = 0;
+      } else if (zero_run) {
+        return false;  // a second "::"
+      } else {
+        zero_run = true;
+      }
+      colon_seen = true;
+      group_start = i + 1;
+      continue;
+    }
+    if (c == '.' && digits > 0) {
+      // The rest is a dotted quad filling two groups.
+      if (groups_left < 2 || !colon_seen || !IsNginxDottedQuad(text.substr(group_start))) {
+        return false;
+      }
+      groups_left -= 2;
+      return groups_left == 0 ? !zero_run : zero_run;
+    }
+    if (++digits > 4 || !IsHexDigit(c)) return false;
+  }
+  if (digits == 0 && !zero_run) return false;
+  --groups_left;  // the last group (0 when the text ends with ':')
+  return groups_left == 0 ? !zero_run : zero_run;
 }
 
 bool IsNameByte(char c) {
@@ -237,6 +304,11 @@ Status ValidateNginxText(std::string_view text) {
   if (const auto why = ForbiddenByteReason(text)) return BadAddress(text, *why);
   if (IsAsciiCaseInsensitivePrefix(text, "unix:")) {
     if (text.size() == 5) return BadAddress(text, "unix: needs a socket path");
+    // nginx: "too long path in the unix domain socket" past sun_path (108
+    // bytes on Linux, the terminating NUL included).
+    if (text.size() - 5 > kMaxUnixPathBytes) {
+      return BadAddress(text, "unix socket path longer than 107 bytes (sun_path)");
+    }
     return Status();
   }
   std::string_view host = text;
@@ -245,11 +317,10 @@ Status ValidateNginxText(std::string_view text) {
   if (text.front() == '[') {
     const size_t close = text.find(']');
     if (close == std::string_view::npos) return BadAddress(text, "'[' without ']'");
-    TextCursor cursor(text.substr(1, close - 1));
-    if (text.substr(1, close - 1).find('%') != std::string_view::npos)
+    const std::string_view inside = text.substr(1, close - 1);
+    if (inside.find('%') != std::string_view::npos)
       return BadAddress(text, "IPv6 scope ids are not supported");
-    if (!cursor.ReadIpv6() || !cursor.AtEnd())
-      return BadAddress(text, "not an IPv6 address inside [...]");
+    if (!IsNginxIpv6(inside)) return BadAddress(text, "not an IPv6 address inside [...]");
     const std::string_view rest = text.substr(close + 1);
     if (!rest.empty()) {
       if (rest.front() != ':') return BadAddress(text, "expected ':PORT' after ']'");
@@ -271,24 +342,10 @@ Status ValidateNginxText(std::string_view text) {
       if (!IsNameByte(c)) return BadAddress(text, "host has a byte outside [A-Za-z0-9._-]");
       if (c != '.' && (c < '0' || c > '9')) all_digits_and_dots = false;
     }
-    if (all_digits_and_dots) {
-      // nginx's ngx_inet_addr: a dotted quad, octets 0..255 (leading zeros
-      // are accepted by nginx and hashed as written).
-      int octets = 0;
-      uint32_t value = 0;
-      size_t digits = 0;
-      for (size_t i = 0; i <= host.size(); ++i) {
-        if (i == host.size() || host[i] == '.') {
-          if (digits == 0 || value > 255) return BadAddress(text, "not a valid IPv4 address");
-          ++octets;
-          value = 0;
-          digits = 0;
-        } else {
-          value = value * 10 + static_cast<uint32_t>(host[i] - '0');
-          if (++digits > 3) return BadAddress(text, "not a valid IPv4 address");
-        }
-      }
-      if (octets != 4) return BadAddress(text, "not a valid IPv4 address");
+    // Numeric hosts other than ngx_inet_addr's dotted quads would go to the
+    // resolver: refused.
+    if (all_digits_and_dots && !IsNginxDottedQuad(host)) {
+      return BadAddress(text, "not a valid IPv4 address");
     }
   }
   if (has_port && !IsNginxPort(port)) return BadAddress(text, "port must be 1..65535");

@@ -54,10 +54,14 @@ struct NodeAddress {
 };
 
 // nginx: accepts what an nginx `server` line accepts for a single address:
-//   unix:PATH             (prefix case-insensitive, PATH non-empty)
-//   IPV4[:PORT]           dotted quad
-//   NAME[:PORT]           letters, digits, '-', '.', '_'
-//   [IPV6][:PORT]         any RFC 4291 text inside the brackets
+//   unix:PATH             (prefix case-insensitive, PATH 1..107 bytes: sun_path)
+//   IPV4[:PORT]           dotted quad as ngx_inet_addr reads it (octets
+//                         0..255, any leading zeros, an empty octet is 0)
+//   NAME[:PORT]           letters, digits, '-', '.', '_' (not all digits/dots)
+//   [IPV6][:PORT]         what ngx_inet6_addr accepts inside the brackets:
+//                         RFC 4291 text, except that one leading ':' is
+//                         skipped, a trailing "::" must cover 2+ groups and
+//                         an embedded IPv4 is read as above
 // PORT is 1..65535 in decimal (leading zeros allowed, hashed as written).
 // Rejects empty text, whitespace, control bytes, ',' and '#' with kBadAddress.
 Result<NodeAddress> ParseNginxAddress(std::string_view text);

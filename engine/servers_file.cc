@@ -48,10 +48,12 @@ Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
     entry.address.assign(fields[0]);
     entry.line = line_number;
     if (fields.size() == 2) {
+      // Decimal digits of any count (leading zeros included, as nginx's
+      // weight=); the value is checked as it grows so it cannot overflow.
       uint64_t weight = 0;
-      bool valid = !fields[1].empty() && fields[1].size() <= 10;
+      bool valid = !fields[1].empty();
       for (const char c : fields[1]) {
-        if (c < '0' || c > '9') {
+        if (c < '0' || c > '9' || weight > UINT32_MAX) {
           valid = false;
           break;
         }

@@ -1,0 +1,57 @@
+#include "fuzz_support.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "chash/dispatch.h"
+
+namespace chash::fuzz {
+
+void Fail(const std::string& what, const std::string& case_description) {
+  std::fprintf(stderr, "\nchash fuzz mismatch: %s\n%s\n", what.c_str(),
+               case_description.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+std::string Printable(std::string_view bytes) {
+  std::string out = "'";
+  for (const char c : bytes) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x7F || c == '\\' || c == '\'') {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string Hex32(uint32_t value) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", value);
+  return text;
+}
+
+const std::vector<std::string>& Targets() {
+  static const std::vector<std::string> targets = SupportedTargetNames();
+  return targets;
+}
+
+void ForEachTarget(const std::function<void(const std::string& target)>& body,
+                   const std::string& case_description) {
+  if (Targets().empty()) Fail("no supported SIMD target", case_description);
+  for (const std::string& target : Targets()) {
+    if (!ForceTarget(target).ok()) Fail("cannot force target " + target, case_description);
+    if (ActiveTargetName() != target) {
+      Fail("forced target " + target + " but " + std::string(ActiveTargetName()) + " runs",
+           case_description);
+    }
+    body(target);
+  }
+  if (!ForceTarget("").ok()) Fail("cannot restore the default target", case_description);
+}
+
+}  // namespace chash::fuzz

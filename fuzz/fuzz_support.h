@@ -1,0 +1,34 @@
+// What every chash fuzzer shares: how a mismatch is reported, and the loop
+// over the SIMD targets.
+#ifndef CHASH_FUZZ_FUZZ_SUPPORT_H_
+#define CHASH_FUZZ_FUZZ_SUPPORT_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chash::fuzz {
+
+// Prints "chash fuzz mismatch: WHAT" and the case description to stderr, then
+// aborts: libFuzzer keeps the input as a crash-* artifact, the replay main
+// (ctest) fails. A finding is never swallowed.
+[[noreturn]] void Fail(const std::string& what, const std::string& case_description);
+
+// Text with control and non-ASCII bytes as \xNN, in single quotes.
+std::string Printable(std::string_view bytes);
+std::string Hex32(uint32_t value);  // "0x0000abcd"
+
+// Every SIMD target this CPU supports (chash::SupportedTargetNames, cached).
+const std::vector<std::string>& Targets();
+
+// Runs `body` with each target of Targets() forced in turn (ForceTarget;
+// not thread-safe, fine in a fuzzer), checking that the forced target is
+// the one that runs, then restores the default dispatch.
+void ForEachTarget(const std::function<void(const std::string& target)>& body,
+                   const std::string& case_description);
+
+}  // namespace chash::fuzz
+
+#endif  // CHASH_FUZZ_FUZZ_SUPPORT_H_

@@ -1,0 +1,50 @@
+// The lookup half of the differential fuzzers: a built Ring against the
+// ReferenceRing of the same input, for every lookup the API offers, on
+// every SIMD target.
+//
+// Lookups a later branch adds (masks over nodes, on ops) get a function
+// with the LookupCheck signature, listed in kPerTargetChecks in
+// lookup_diff.cc; both differential fuzzers then run it on every target.
+#ifndef CHASH_FUZZ_LOOKUP_DIFF_H_
+#define CHASH_FUZZ_LOOKUP_DIFF_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chash/ring.h"
+#include "reference/reference_ring.h"
+
+namespace chash::fuzz {
+
+struct DiffContext {
+  const Ring& ring;
+  const reference::ReferenceRing& ref;
+  const std::vector<std::string>& keys;
+  const std::string& description;  // the case, for Fail()
+  // Hashes every check looks up: each point's hash and its neighbours
+  // (sampled on large rings), 0, 1, 2^32-2, 2^32-1, the case's extra hashes.
+  std::vector<uint32_t> probes;
+  std::vector<uint32_t> expected;      // ref.FindNodeByHash(probes[i])
+  std::vector<uint32_t> expected_key;  // ref.FindNode(keys[i])
+  // Distinct walks from a few probes and the first key's hash, with the
+  // reference's answer for each (computed once: it is O(points)).
+  std::vector<uint32_t> distinct_from;
+  std::vector<std::vector<uint32_t>> distinct_expected;
+  std::string target;                  // the SIMD target being checked
+  uint64_t checks = 0;                 // answers compared so far
+};
+
+using LookupCheck = void (*)(DiffContext& context);
+
+// Everything that does not depend on the target (sizes, the ring-order point
+// sequence, hash shares), then each LookupCheck on every target. Fail()s on
+// the first difference; returns the number of answers compared.
+uint64_t CompareRingWithReference(const Ring& ring, const reference::ReferenceRing& ref,
+                                  const std::vector<std::string>& keys,
+                                  const std::vector<uint32_t>& extra_hashes,
+                                  const std::string& description);
+
+}  // namespace chash::fuzz
+
+#endif  // CHASH_FUZZ_LOOKUP_DIFF_H_

@@ -1,0 +1,563 @@
+#include "seeds.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "address_model.h"
+#include "byte_checks.h"
+#include "chash/address.h"
+#include "chash/crc32.h"
+#include "chash/servers_file.h"
+#include "points_case.h"
+#include "reference/reference_ring.h"
+#include "ring_case.h"
+
+namespace chash::fuzz {
+namespace {
+
+using reference::ReferenceRing;
+using Multiple = RingCaseWriter::Multiple;
+using RingCap = RingCaseWriter::Cap;
+using Nodes = PointsCaseWriter::Nodes;
+using Rank = PointsCaseWriter::Rank;
+using PointsCap = PointsCaseWriter::Cap;
+
+const uint8_t* Data(const std::string& bytes) {
+  return reinterpret_cast<const uint8_t*>(bytes.data());
+}
+
+std::string CodeText(StatusCode code) { return std::string(StatusCodeName(code)); }
+
+// ---- ring_diff -------------------------------------------------------------------------
+
+// Colliding nodes found by `chash_fuzz_seeds --find-collisions`: their
+// 160-point chains (weight 1; nginx, pingora v1, or v2 with multiple 160)
+// share the hash given.
+constexpr uint32_t kPairHash = 0x00012352u;  // 10.0.32.117:80, 10.0.74.104:80
+constexpr uint32_t kMixedHash = 0x000141AEu;  // 10.0.55.128:80, [2001:db8::26b8]:80
+constexpr uint32_t kTripleHash = 0x2075F177u;  // 10.0.95.12, 10.0.119.179, 10.0.132.115 :80
+
+Ring EngineRing(const RingCase& c) {
+  RingBuilder builder({.flavor = c.flavor, .point_multiple = c.point_multiple,
+                       .max_points = c.max_points});
+  for (const auto& server : c.servers) {
+    if (!builder.Add(server.address, server.weight).ok()) return Ring();
+  }
+  Result<Ring> ring = std::move(builder).Build();
+  return ring.ok() ? std::move(ring).value() : Ring();
+}
+
+using RingExpectation = std::function<std::string(const RingCase&, const RingOutcome&)>;
+
+std::function<std::string(const std::string&)> RingCheck(StatusCode code,
+                                                          RingExpectation more = nullptr) {
+  return [code, more](const std::string& bytes) -> std::string {
+    const RingCase c = DecodeRingCase(Data(bytes), bytes.size());
+    const RingOutcome outcome = RunRingDiff(c);
+    if (outcome.code != code) {
+      return "build gave " + CodeText(outcome.code) + ", expected " + CodeText(code);
+    }
+    return more ? more(c, outcome) : "";
+  };
+}
+
+RingExpectation Points(uint64_t points, uint64_t collisions) {
+  return [=](const RingCase&, const RingOutcome& o) -> std::string {
+    if (o.points != points || o.collisions != collisions) {
+      return "ring has " + std::to_string(o.points) + " points and " +
+             std::to_string(o.collisions) + " collisions, expected " + std::to_string(points) +
+             " and " + std::to_string(collisions);
+    }
+    return "";
+  };
+}
+
+// The point at `hash` (where several nodes collide) belongs to node `winner`.
+RingExpectation Winner(uint32_t hash, uint32_t winner, uint64_t collisions) {
+  return [=](const RingCase& c, const RingOutcome& o) -> std::string {
+    if (o.collisions != collisions) {
+      return std::to_string(o.collisions) + " collisions, expected " + std::to_string(collisions);
+    }
+    const Ring ring = EngineRing(c);
+    if (ring.WalkFromHash(hash).hash() != hash) return "no point at the colliding hash";
+    const uint32_t got = ring.FindNodeByHash(hash);
+    if (got != winner) {
+      return "node " + std::to_string(got) + " owns the colliding hash, expected node " +
+             std::to_string(winner);
+    }
+    return "";
+  };
+}
+
+std::string WrapKey(const RingCase& c, uint32_t* largest) {
+  const auto ref = ReferenceRing::Build(c.flavor, c.point_multiple, c.servers, c.max_points);
+  *largest = ref.value().points().back().hash;
+  for (int i = 0;; ++i) {
+    const std::string key = "wrap-" + std::to_string(i);
+    if (Crc32(key) > *largest) return key;
+  }
+}
+
+void AddRingSeeds(std::vector<Seed>& seeds) {
+  auto add = [&](std::string name, const RingCaseWriter& w, auto check) {
+    seeds.push_back({"ring_diff", std::move(name), w.Bytes(), check});
+  };
+  const std::array<uint8_t, 4> kA{10, 0, 32, 117}, kB{10, 0, 74, 104};
+
+  add("empty_ring", RingCaseWriter(Flavor::kNginx).Key("/").Key("").Hash(0).Hash(0xFFFFFFFFu),
+      RingCheck(StatusCode::kOk, Points(0, 0)));
+  add("empty_ring_drained_nodes",
+      RingCaseWriter(Flavor::kPingoraV1)
+          .Ipv4({10, 0, 0, 1}, 443, 0)
+          .Ipv4({10, 0, 0, 2}, 443, 0)
+          .Ipv6({0x2001, 0xdb8, 0, 0, 0, 0, 0, 1}, 443, 0)
+          .Key("k"),
+      RingCheck(StatusCode::kOk, [](const RingCase&, const RingOutcome& o) -> std::string {
+        return o.points == 0 && o.nodes == 3 ? "" : "expected 3 nodes and no point";
+      }));
+  add("single_point",
+      RingCaseWriter(Flavor::kPingoraV2, Multiple::kSmall, 1)
+          .Ipv4({192, 168, 1, 1}, 8080, 1)
+          .Key("a")
+          .Key("b")
+          .Hash(0)
+          .Hash(0xFFFFFFFFu),
+      RingCheck(StatusCode::kOk, Points(1, 0)));
+  add("single_node_nginx",
+      RingCaseWriter(Flavor::kNginx).Text("127.0.0.1:8080", 1).Key("/index.html"),
+      RingCheck(StatusCode::kOk, Points(160, 0)));
+  {
+    RingCaseWriter w(Flavor::kNginx);
+    w.Ipv4({10, 0, 0, 1}, 443, 2).Ipv4({10, 0, 0, 2}, 443, 1);
+    const RingCase c = DecodeRingCase(Data(w.Bytes()), w.Bytes().size());
+    uint32_t largest = 0;
+    const std::string key = WrapKey(c, &largest);
+    w.Key(key).Hash(largest).Hash(largest + 1).Hash(0xFFFFFFFFu);
+    add("wrap_around", w,
+        RingCheck(StatusCode::kOk, [key](const RingCase& rc, const RingOutcome&) -> std::string {
+          const Ring ring = EngineRing(rc);
+          uint32_t top = 0;
+          for (PointCursor p = ring.Begin(); p.hash() >= top; p.Advance()) top = p.hash();
+          if (Crc32(key) <= top) return "the key is not above the largest point";
+          return ring.FindNode(key) == ring.Begin().node() ? "" : "no wrap to the first point";
+        }));
+  }
+
+  // Flavours and address forms.
+  {
+    RingCaseWriter w(Flavor::kPingoraV1);
+    for (uint8_t form = 0; form < kIpv6TextForms; ++form) {
+      w.Ipv6({0x2001, 0xdb8, 0, 0, form, 0, 0, 1}, static_cast<uint16_t>(7000 + form), 1, form);
+    }
+    w.Ipv6({0, 0, 0, 0, 0, 0xFFFF, 0x0102, 0x0304}, 80, 1, 7);  // ::ffff:1.2.3.4
+    w.Ipv6({0, 0, 0, 0, 0, 0, 0, 0}, 1, 1, 0);                  // ::
+    add("ipv6_text_forms_v1", w.Key("x").Key("y"), RingCheck(StatusCode::kOk));
+  }
+  add("ipv6_respelled_duplicate_v2",
+      RingCaseWriter(Flavor::kPingoraV2, Multiple::kSmall, 16)
+          .Ipv6({0x2001, 0xdb8, 0, 0, 0, 0, 0, 0xabcd}, 443, 1, 0)
+          .Respell(0, 2, 1),  // 2001:0DB8:0000:...:ABCD, the same socket address
+      RingCheck(StatusCode::kDuplicateNode));
+  add("ipv6_brackets_nginx",
+      RingCaseWriter(Flavor::kNginx)
+          .Text("[::1]:7777", 1)
+          .Text("[::1]:7778", 1)
+          .Text("[::1]", 1)
+          .Ipv6({0x2001, 0xdb8, 0, 0, 0, 0, 0, 1}, 0, 1, 1, false)
+          .Key("/a")
+          .Key("/b"),
+      RingCheck(StatusCode::kOk, Points(640, 0)));
+  add("names_and_unix_nginx",
+      RingCaseWriter(Flavor::kNginx)
+          .Name(1, 1)
+          .Name(2, 2, 1, 8080)
+          .Name(3, 1, 2)
+          .Unix(1, 1)
+          .Unix(2, 1, 1)
+          .Text("localhost", 1)
+          .Key("k"),
+      RingCheck(StatusCode::kOk));
+  add("unix_path_too_long_nginx",
+      RingCaseWriter(Flavor::kNginx).Unix(1, 1, 2, 120),
+      RingCheck(StatusCode::kBadAddress));
+  add("pingora_rejects_names", RingCaseWriter(Flavor::kPingoraV1).Name(1, 1, 1, 80),
+      RingCheck(StatusCode::kBadAddress));
+  add("bad_address_empty", RingCaseWriter(Flavor::kNginx).Text("", 1),
+      RingCheck(StatusCode::kBadAddress));
+  add("duplicate_text_nginx",
+      RingCaseWriter(Flavor::kNginx).Text("10.0.0.1:80", 1).Text("10.0.0.1:80", 1),
+      RingCheck(StatusCode::kDuplicateNode));
+  add("port_spellings_distinct_nginx",
+      RingCaseWriter(Flavor::kNginx).Text("10.0.0.1:80", 1).Text("10.0.0.1:080", 1),
+      RingCheck(StatusCode::kOk, Points(320, 0)));
+  add("port_spellings_duplicate_v1",
+      RingCaseWriter(Flavor::kPingoraV1).Text("10.0.0.1:80", 1).Text("10.0.0.1:080", 1),
+      RingCheck(StatusCode::kDuplicateNode));
+
+  // Options.
+  add("bad_multiple_nginx", RingCaseWriter(Flavor::kNginx, Multiple::kU32, 100).Text("a", 1),
+      RingCheck(StatusCode::kBadMultiple));
+  add("bad_multiple_zero_v2", RingCaseWriter(Flavor::kPingoraV2, Multiple::kU16, 0),
+      RingCheck(StatusCode::kBadMultiple));
+  add("bad_cap_zero",
+      RingCaseWriter(Flavor::kNginx, Multiple::kDefault, 0, RingCap::kU16, 0).Text("a", 1),
+      RingCheck(StatusCode::kBadArgument));
+  add("bad_cap_over_hard_max",
+      RingCaseWriter(Flavor::kPingoraV1, Multiple::kDefault, 0, RingCap::kInvalid, 0),
+      RingCheck(StatusCode::kBadArgument));
+
+  // Overflows.
+  add("overflow_node_ids_65537",
+      RingCaseWriter(Flavor::kPingoraV1).Bulk(0, 0, true, 0).Ipv4({10, 9, 9, 9}, 443, 0),
+      RingCheck(StatusCode::kTooManyNodes));
+  add("max_nodes_65536_last_id_owns_points",
+      RingCaseWriter(Flavor::kNginx).Bulk(0, 1, true, 0).Ipv4({10, 9, 9, 9}, 443, 1).Key("k"),
+      RingCheck(StatusCode::kOk, [](const RingCase&, const RingOutcome& o) -> std::string {
+        return o.nodes == 65536 && o.points == 160 ? "" : "expected 65,536 nodes, 160 points";
+      }));
+  add("overflow_weight_x_multiple_nginx",
+      RingCaseWriter(Flavor::kNginx).Ipv4({10, 0, 0, 1}, 80, 26843546),  // x160 > 2^32-1
+      RingCheck(StatusCode::kTooManyPoints));
+  add("weight_x_multiple_at_u32_max_over_cap",
+      RingCaseWriter(Flavor::kNginx).Ipv4({10, 0, 0, 1}, 80, 26843545),  // x160 <= 2^32-1
+      RingCheck(StatusCode::kTooManyPoints));
+  add("overflow_weight_x_multiple_v2",
+      RingCaseWriter(Flavor::kPingoraV2, Multiple::kU32, 65537).Ipv4({10, 0, 0, 1}, 80, 65536),
+      RingCheck(StatusCode::kTooManyPoints));
+  add("overflow_total_points",
+      RingCaseWriter(Flavor::kNginx, Multiple::kDefault, 0, RingCap::kU16, 1000)
+          .Ipv4({10, 0, 0, 1}, 80, 3)
+          .Ipv4({10, 0, 0, 2}, 80, 3)
+          .Ipv4({10, 0, 0, 3}, 80, 3),
+      RingCheck(StatusCode::kTooManyPoints));
+  add("total_points_at_cap",
+      RingCaseWriter(Flavor::kNginx, Multiple::kDefault, 0, RingCap::kU16, 480)
+          .Ipv4({10, 0, 0, 1}, 80, 3),
+      RingCheck(StatusCode::kOk, Points(480, 0)));
+
+  // Collisions and tie-breaks (nodes from --find-collisions).
+  add("collide_2way_nginx", RingCaseWriter(Flavor::kNginx).Ipv4(kA, 80, 1).Ipv4(kB, 80, 1),
+      RingCheck(StatusCode::kOk, Winner(kPairHash, 0, 1)));
+  add("collide_3way_v1",
+      RingCaseWriter(Flavor::kPingoraV1)
+          .Ipv4({10, 0, 132, 115}, 80, 1)
+          .Ipv4({10, 0, 95, 12}, 80, 1)
+          .Ipv4({10, 0, 119, 179}, 80, 1),
+      RingCheck(StatusCode::kOk, Winner(kTripleHash, 0, 2)));
+  add("collide_3way_v2_address_order",
+      RingCaseWriter(Flavor::kPingoraV2)
+          .Ipv4({10, 0, 132, 115}, 80, 1)
+          .Ipv4({10, 0, 119, 179}, 80, 1)
+          .Ipv4({10, 0, 95, 12}, 80, 1),
+      RingCheck(StatusCode::kOk, Winner(kTripleHash, 2, 2)));
+  // The same two nodes, the larger address first: nginx and v1 keep the
+  // first configured, v2 the smaller address.
+  add("tie_config_order_v1", RingCaseWriter(Flavor::kPingoraV1).Ipv4(kB, 80, 1).Ipv4(kA, 80, 1),
+      RingCheck(StatusCode::kOk, Winner(kPairHash, 0, 1)));
+  add("tie_config_order_nginx", RingCaseWriter(Flavor::kNginx).Ipv4(kB, 80, 1).Ipv4(kA, 80, 1),
+      RingCheck(StatusCode::kOk, Winner(kPairHash, 0, 1)));
+  add("tie_address_order_v2", RingCaseWriter(Flavor::kPingoraV2).Ipv4(kB, 80, 1).Ipv4(kA, 80, 1),
+      RingCheck(StatusCode::kOk, Winner(kPairHash, 1, 1)));
+  // IPv6 listed first: v2 still picks the IPv4 node (every IPv4 address
+  // sorts before every IPv6 one); v1 keeps the IPv6 node.
+  add("tie_ipv4_before_ipv6_v2",
+      RingCaseWriter(Flavor::kPingoraV2)
+          .Ipv6({0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x26b8}, 80, 1)
+          .Ipv4({10, 0, 55, 128}, 80, 1),
+      RingCheck(StatusCode::kOk, Winner(kMixedHash, 1, 1)));
+  add("tie_ipv6_config_order_v1",
+      RingCaseWriter(Flavor::kPingoraV1)
+          .Ipv6({0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x26b8}, 80, 1)
+          .Ipv4({10, 0, 55, 128}, 80, 1),
+      RingCheck(StatusCode::kOk, Winner(kMixedHash, 0, 1)));
+}
+
+// ---- points_diff ------------------------------------------------------------------------
+
+std::function<std::string(const std::string&)> PointsCheck(StatusCode code, int64_t points = -1,
+                                                            int64_t collisions = -1) {
+  return [=](const std::string& bytes) -> std::string {
+    const PointsOutcome o = RunPointsDiff(DecodePointsCase(Data(bytes), bytes.size()));
+    if (o.code != code) return "build gave " + CodeText(o.code) + ", expected " + CodeText(code);
+    if ((points >= 0 && o.points != static_cast<uint64_t>(points)) ||
+        (collisions >= 0 && o.collisions != static_cast<uint64_t>(collisions))) {
+      return "ring has " + std::to_string(o.points) + " points and " +
+             std::to_string(o.collisions) + " collisions";
+    }
+    return "";
+  };
+}
+
+// The node answering for `hash` in the seed's engine ring.
+std::function<std::string(const std::string&)> PointsWinner(uint32_t hash, uint32_t winner) {
+  return [=](const std::string& bytes) -> std::string {
+    const PointsCase c = DecodePointsCase(Data(bytes), bytes.size());
+    if (RunPointsDiff(c).code != StatusCode::kOk) return "not built";
+    const auto ring = BuildRingFromPoints(c.num_nodes, c.points, c.tie_rank, c.max_points);
+    const uint32_t got = ring.value().FindNodeByHash(hash);
+    return got == winner ? "" : "node " + std::to_string(got) + " won the tie";
+  };
+}
+
+void AddPointsSeeds(std::vector<Seed>& seeds) {
+  auto add = [&](std::string name, const PointsCaseWriter& w, auto check) {
+    seeds.push_back({"points_diff", std::move(name), w.Bytes(), check});
+  };
+  add("empty_ring", PointsCaseWriter(Nodes::kSmall16, 3).Hash(0).Hash(12345),
+      PointsCheck(StatusCode::kOk, 0, 0));
+  add("empty_ring_no_nodes", PointsCaseWriter(Nodes::kZero, 0), PointsCheck(StatusCode::kOk, 0, 0));
+  add("single_point", PointsCaseWriter(Nodes::kOne, 1).One(0x80000000u, 0).Hash(0x7FFFFFFFu),
+      PointsCheck(StatusCode::kOk, 1, 0));
+  add("single_point_hash_0", PointsCaseWriter(Nodes::kOne, 1).Extreme(0, 0),
+      PointsCheck(StatusCode::kOk, 1, 0));
+  add("single_point_hash_max", PointsCaseWriter(Nodes::kOne, 1).Extreme(3, 0),
+      PointsCheck(StatusCode::kOk, 1, 0));
+  add("extremes_0_1_max",
+      PointsCaseWriter(Nodes::kTiny4, 4).Extreme(0, 0).Extreme(1, 1).Extreme(2, 2).Extreme(3, 3),
+      PointsCheck(StatusCode::kOk, 4, 0));
+  add("wrap_around",
+      PointsCaseWriter(Nodes::kTwo, 2).One(1000, 1).One(0xF0000000u, 0).Hash(0xF0000001u),
+      PointsWinner(0xF0000001u, 1));
+  add("collide_2way_config_order",
+      PointsCaseWriter(Nodes::kTwo, 2).EqualRun(0x12345678u, {1, 0}).One(7, 1),
+      PointsWinner(0x12345678u, 0));
+  add("collide_3way_config_order",
+      PointsCaseWriter(Nodes::kSmall16, 3).EqualRun(0x12345678u, {2, 1, 0}).One(9, 2),
+      PointsWinner(0x12345678u, 0));
+  add("collide_all_equal",
+      PointsCaseWriter(Nodes::kSmall16, 16).AllEqual(0xABCDEF01u, 16, 0),
+      PointsCheck(StatusCode::kOk, 1, 15));
+  add("collide_many_nodes_one_hash",
+      PointsCaseWriter(Nodes::k256Plus, 300).AllEqual(0u, 256, 0).AllEqual(0xFFFFFFFFu, 256, 40),
+      PointsCheck(StatusCode::kOk, 2, 510));
+  add("runs_of_equal_hashes",
+      PointsCaseWriter(Nodes::kSmall16, 8)
+          .Consecutive(0xFFFFFFF8u, {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7})  // wraps
+          .EqualRun(0xFFFFFFFCu, {7, 6, 5})
+          .Repeat(0, 3)
+          .Repeat(3, 2),
+      PointsCheck(StatusCode::kOk, 16, 5));
+  add("tie_rank_reversed",
+      PointsCaseWriter(Nodes::kSmall16, 3, Rank::kReversed).EqualRun(0x55555555u, {0, 1, 2}),
+      PointsWinner(0x55555555u, 2));
+  add("tie_rank_swapped",
+      PointsCaseWriter(Nodes::kSmall16, 3, Rank::kSwaps).Swap(0, 1).EqualRun(0x55555555u, {0, 1, 2}),
+      PointsWinner(0x55555555u, 1));
+  add("tie_rank_short", PointsCaseWriter(Nodes::kSmall16, 3, Rank::kBroken).BrokenRank(0).One(1, 0),
+      PointsCheck(StatusCode::kBadArgument));
+  add("tie_rank_long", PointsCaseWriter(Nodes::kSmall16, 3, Rank::kBroken).BrokenRank(1).One(1, 0),
+      PointsCheck(StatusCode::kBadArgument));
+  add("tie_rank_out_of_range",
+      PointsCaseWriter(Nodes::kSmall16, 3, Rank::kBroken).BrokenRank(2, 1).One(1, 0),
+      PointsCheck(StatusCode::kBadArgument));
+  add("tie_rank_repeated",
+      PointsCaseWriter(Nodes::kSmall16, 3, Rank::kBroken).BrokenRank(3, 0).One(1, 0),
+      PointsCheck(StatusCode::kBadArgument));
+  add("node_id_65535_accepted",
+      PointsCaseWriter(Nodes::k65536, 0).One(0x100u, 65535).One(0x200u, 0).EqualRun(0x300u, {65535, 1}),
+      PointsCheck(StatusCode::kOk, 3, 1));
+  add("node_id_65535_rejected_with_65535_nodes",
+      PointsCaseWriter(Nodes::k65535, 0).One(0x100u, 65535),
+      PointsCheck(StatusCode::kBadNodeId));
+  add("overflow_node_id_65536", PointsCaseWriter(Nodes::k65536, 0).One(0x100u, 65536),
+      PointsCheck(StatusCode::kBadNodeId));
+  add("overflow_node_id_u32_max", PointsCaseWriter(Nodes::kTwo, 2).BadNode(5, 4),
+      PointsCheck(StatusCode::kBadNodeId));
+  add("node_id_equals_count", PointsCaseWriter(Nodes::kSmall16, 5).One(1, 0).BadNode(5, 0),
+      PointsCheck(StatusCode::kBadNodeId));
+  add("overflow_node_count_65537", PointsCaseWriter(Nodes::k65537, 0).One(1, 0),
+      PointsCheck(StatusCode::kTooManyNodes));
+  add("overflow_node_count_u32", PointsCaseWriter(Nodes::kU32Over, 0xFFFFFFFFu),
+      PointsCheck(StatusCode::kTooManyNodes));
+  add("overflow_total_points",
+      PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kRelative)
+          .One(1, 0).One(2, 1).One(3, 0)
+          .CapDelta(3),  // cap = points - 1
+      PointsCheck(StatusCode::kTooManyPoints));
+  add("total_points_at_cap",
+      PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kRelative)
+          .One(1, 0).One(1, 1).One(3, 0)
+          .CapDelta(0),  // cap = points
+      PointsCheck(StatusCode::kOk, 2, 1));
+  add("cap_zero", PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kU8, 0),
+      PointsCheck(StatusCode::kBadArgument));
+}
+
+// ---- crc32 -------------------------------------------------------------------------------
+
+std::string CrcInput(uint8_t h, uint32_t seed, uint16_t split, std::string_view data) {
+  FuzzWriter w;
+  w.U8(h);
+  if ((h >> 6) == 1 || (h >> 6) == 3) w.U32(seed);
+  w.U16(split).Bytes(data);
+  return w.bytes();
+}
+
+std::function<std::string(const std::string&)> CrcCheck(uint32_t expected_crc_of_data = 0,
+                                                         bool check_value = false) {
+  return [=](const std::string& bytes) -> std::string {
+    if (RunCrc32Check(Data(bytes), bytes.size()) == 0) return "no implementation compared";
+    if (check_value) {
+      FuzzReader r(Data(bytes), bytes.size());
+      r.U8();
+      r.U16();
+      if (Crc32(r.Rest()) != expected_crc_of_data) return "wrong CRC-32 check value";
+    }
+    return "";
+  };
+}
+
+void AddCrcSeeds(std::vector<Seed>& seeds) {
+  auto add = [&](std::string name, std::string bytes, auto check) {
+    seeds.push_back({"crc32", std::move(name), std::move(bytes), check});
+  };
+  std::string ramp(4096, '\0');
+  for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<char>(i * 7 + (i >> 8));
+  add("empty", CrcInput(0, 0, 0, ""), CrcCheck());
+  add("one_byte", CrcInput(0, 0, 0, "a"), CrcCheck());
+  add("check_value_123456789", CrcInput(0, 0, 4, "123456789"), CrcCheck(0xCBF43926u, true));
+  add("initial_crc_ffffffff", CrcInput(2 << 6 | 5, 0, 3, "hello, ring"), CrcCheck());
+  add("initial_crc_u32", CrcInput(1 << 6 | 9, 0x12345678u, 100, ramp.substr(0, 300)), CrcCheck());
+  add("offset_63_unaligned", CrcInput(63, 0, 17, ramp.substr(0, 200)), CrcCheck());
+  add("all_ones_1024", CrcInput(32, 0, 512, std::string(1024, '\xFF')), CrcCheck());
+  add("ramp_4096_split", CrcInput(17, 0, 2049, ramp), CrcCheck());
+  // Lengths around 16/32/64-byte blocks, for the vector implementations.
+  for (const size_t len : {7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257}) {
+    add("length_" + std::to_string(len),
+        CrcInput(static_cast<uint8_t>(len % 64), 0, static_cast<uint16_t>(len / 3),
+                 ramp.substr(len, len)),
+        CrcCheck());
+  }
+}
+
+// ---- parser -------------------------------------------------------------------------------
+
+std::function<std::string(const std::string&)> AddressCheck(bool nginx_ok, bool pingora_ok) {
+  return [=](const std::string& bytes) -> std::string {
+    RunParserCheck(Data(bytes), bytes.size());
+    const std::string_view text = std::string_view(bytes).substr(1);
+    if (ParseNginxAddress(text).ok() != nginx_ok) return "nginx acceptance differs";
+    if (ParsePingoraAddress(text).ok() != pingora_ok) return "pingora acceptance differs";
+    return "";
+  };
+}
+
+std::function<std::string(const std::string&)> ServersCheck(StatusCode parse_code,
+                                                            StatusCode build_code) {
+  return [=](const std::string& bytes) -> std::string {
+    RunParserCheck(Data(bytes), bytes.size());
+    const uint8_t mode = static_cast<uint8_t>(bytes[0]);
+    const Flavor flavor = static_cast<Flavor>(((mode >> 1) & 3) % 3);
+    const auto entries = ParseServersText(std::string_view(bytes).substr(1), "seed");
+    if (entries.status().code() != parse_code) {
+      return "parse gave " + entries.status().ToString() + ", expected " + CodeText(parse_code);
+    }
+    if (!entries.ok()) return "";
+    const uint32_t multiple = flavor == Flavor::kPingoraV2 ? 1u + (mode >> 3) : 160u;
+    const auto ring = BuildRingFromServers(
+        entries.value(), {.flavor = flavor, .point_multiple = multiple, .max_points = 20000},
+        "seed");
+    if (ring.status().code() != build_code) {
+      return "build gave " + ring.status().ToString() + ", expected " + CodeText(build_code);
+    }
+    return "";
+  };
+}
+
+void AddParserSeeds(std::vector<Seed>& seeds) {
+  struct AddressSeed {
+    const char* name;
+    const char* text;
+    bool nginx_ok, pingora_ok;
+  };
+  static constexpr AddressSeed kAddresses[] = {
+      {"ipv4_port", "10.0.0.1:443", true, true},
+      {"ipv4_no_port", "127.0.0.2", true, false},
+      {"ipv4_port_leading_zeros", "10.0.0.1:00443", true, true},
+      {"ipv4_octet_leading_zeros", "010.0.0.1:80", true, false},
+      {"ipv4_nginx_empty_octets", "10..0.1:80", true, false},
+      {"ipv4_nginx_all_empty", "...", true, false},
+      {"ipv4_octet_256", "10.0.0.256:80", false, false},
+      {"ipv4_three_octets", "127.1:80", false, false},
+      {"port_0", "10.0.0.1:0", false, true},
+      {"port_65535", "10.0.0.1:65535", true, true},
+      {"port_65536", "10.0.0.1:65536", false, false},
+      {"port_empty", "10.0.0.1:", false, false},
+      {"ipv6_loopback", "[::1]:7777", true, true},
+      {"ipv6_no_port", "[::1]", true, false},
+      {"ipv6_full_upper", "[2001:0DB8:0000:0000:0000:0000:0000:0001]:80", true, true},
+      {"ipv6_mapped", "[::ffff:1.2.3.4]:80", true, true},
+      {"ipv6_mapped_hex", "[::ffff:102:304]:80", true, true},
+      {"ipv6_embedded_ipv4", "[64:ff9b::192.0.2.33]:80", true, true},
+      {"ipv6_embedded_ipv4_leading_zero", "[::01.2.3.4]:80", true, false},
+      {"ipv6_leading_colon", "[:1::2]:80", true, false},
+      {"ipv6_trailing_single_group_gap", "[1:2:3:4:5:6:7::]:80", false, true},
+      {"ipv6_leading_single_group_gap", "[::2:3:4:5:6:7:8]:80", true, true},
+      {"ipv6_two_gaps", "[1::2::3]:80", false, false},
+      {"ipv6_five_digit_group", "[1::12345]:80", false, false},
+      {"ipv6_scope_id", "[fe80::1%1]:80", false, false},
+      {"ipv6_unbracketed", "::1:80", false, false},
+      {"ipv6_empty_brackets", "[]:80", false, false},
+      {"name", "localhost", true, false},
+      {"name_port", "backend-1.example.com:8080", true, false},
+      {"name_bad_byte", "back!end:80", false, false},
+      {"unix_socket", "unix:/run/app.sock", true, false},
+      {"unix_socket_upper", "UNIX:/run/app.sock", true, false},
+      {"unix_socket_with_colon", "unix:/run/a:b", true, false},
+      {"unix_no_path", "unix:", false, false},
+      {"comma", "10.0.0.1:80,", false, false},
+      {"hash_sign", "10.0.0.1:80#", false, false},
+      {"space", "10.0.0.1 :80", false, false},
+      {"empty", "", false, false},
+  };
+  for (const AddressSeed& a : kAddresses) {
+    seeds.push_back({"parser", std::string("address_") + a.name, std::string(1, '\0') + a.text,
+                     AddressCheck(a.nginx_ok, a.pingora_ok)});
+  }
+  auto servers = [&](const char* name, Flavor flavor, uint8_t multiple_minus_1, std::string text,
+                     StatusCode parse, StatusCode build) {
+    const char mode = static_cast<char>(1 | static_cast<int>(flavor) << 1 | multiple_minus_1 << 3);
+    seeds.push_back({"parser", std::string("servers_") + name, std::string(1, mode) + text,
+                     ServersCheck(parse, build)});
+  };
+  const std::string mixed =
+      "# upstream a\r\n10.0.0.1:443 100\r\n\t[::1]:7777   2  # ipv6\r\n\r\n"
+      "backend.example:8080\nunix:/run/app.sock 0\n127.0.0.2 3\n";
+  servers("nginx_mixed_crlf", Flavor::kNginx, 0, mixed, StatusCode::kOk, StatusCode::kOk);
+  servers("pingora_v1_rejects_names", Flavor::kPingoraV1, 0, mixed, StatusCode::kOk,
+          StatusCode::kBadAddress);
+  servers("pingora_v2",
+          Flavor::kPingoraV2, 15,
+          "10.0.0.1:443 5\n[2001:db8::1]:443 5\n[::ffff:10.0.0.1]:443 1\n10.0.0.2:0 0\n",
+          StatusCode::kOk, StatusCode::kOk);
+  servers("weight_zero_padded", Flavor::kNginx, 0, "10.0.0.1:80 00000000000000000007\n",
+          StatusCode::kOk, StatusCode::kOk);
+  servers("weight_u32_max_over_cap", Flavor::kPingoraV2, 0, "10.0.0.1:80 4294967295\n",
+          StatusCode::kOk, StatusCode::kTooManyPoints);
+  servers("weight_over_u32", Flavor::kNginx, 0, "10.0.0.1:80 4294967296\n",
+          StatusCode::kBadWeight, StatusCode::kOk);
+  servers("weight_not_a_number", Flavor::kNginx, 0, "10.0.0.1:80 1e3\n", StatusCode::kBadWeight,
+          StatusCode::kOk);
+  servers("three_fields", Flavor::kNginx, 0, "10.0.0.1:80 1 2\n", StatusCode::kBadArgument,
+          StatusCode::kOk);
+  servers("duplicate_line", Flavor::kPingoraV1, 0, "10.0.0.1:80\n10.0.0.1:80\n",
+          StatusCode::kOk, StatusCode::kDuplicateNode);
+  servers("empty_file", Flavor::kNginx, 0, "", StatusCode::kOk, StatusCode::kOk);
+  servers("comments_only", Flavor::kNginx, 0, "# nothing\n   \n\t# more\n", StatusCode::kOk,
+          StatusCode::kOk);
+  servers("no_final_newline", Flavor::kNginx, 0, "10.0.0.1:80 2\n10.0.0.2:80", StatusCode::kOk,
+          StatusCode::kOk);
+}
+
+}  // namespace
+
+std::vector<Seed> AllSeeds() {
+  std::vector<Seed> seeds;
+  AddRingSeeds(seeds);
+  AddPointsSeeds(seeds);
+  AddCrcSeeds(seeds);
+  AddParserSeeds(seeds);
+  return seeds;
+}
+
+}  // namespace chash::fuzz

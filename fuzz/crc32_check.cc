@@ -90,7 +90,8 @@ size_t RunCrc32Check(const uint8_t* input, size_t size) {
   expect("Crc32Extend split", Crc32Extend(Crc32Extend(seed, data, split), data + split, len - split));
   expect("Crc32UpdateRaw", ~internal::Crc32UpdateRaw(~seed, data, len));
   if (seed == 0) {
-    expect("Crc32", Crc32(std::string_view(reinterpret_cast<const char*>(data), len)));
+    expect("Crc32(string_view)", Crc32(std::string_view(reinterpret_cast<const char*>(data), len)));
+    expect("Crc32(pointer, length)", Crc32(data, len));
   }
   expect("reference BitwiseCrc32", reference::BitwiseCrc32(seed, data, len));
 

@@ -14,6 +14,14 @@ void Fail(const std::string& what, const std::string& case_description) {
   std::abort();
 }
 
+void CheckErrorFormat(const Status& status, const std::string& case_description) {
+  const std::string name(StatusCodeName(status.code()));
+  if (status.ok() || status.message().empty() || name == "unknown" ||
+      status.ToString() != name + ": " + status.message()) {
+    Fail("a badly formed error: '" + status.ToString() + "'", case_description);
+  }
+}
+
 std::string Printable(std::string_view bytes) {
   std::string out = "'";
   for (const char c : bytes) {
@@ -43,6 +51,21 @@ const std::vector<std::string>& Targets() {
 void ForEachTarget(const std::function<void(const std::string& target)>& body,
                    const std::string& case_description) {
   if (Targets().empty()) Fail("no supported SIMD target", case_description);
+  // Once a process: a name that is not a supported target is refused, and
+  // "best" is the default dispatch.
+  static const bool kNamesChecked = [&] {
+    const Status unknown = ForceTarget("NO_SUCH_TARGET");
+    if (unknown.code() != StatusCode::kBadArgument || unknown.message().empty()) {
+      Fail("ForceTarget accepted an unknown target", case_description);
+    }
+    const std::string best(ActiveTargetName());
+    if (!ForceTarget("best").ok() || ActiveTargetName() != best || best != Targets().front()) {
+      Fail("ForceTarget(\"best\") is not the default target " + Targets().front(),
+           case_description);
+    }
+    return true;
+  }();
+  (void)kNamesChecked;
   for (const std::string& target : Targets()) {
     if (!ForceTarget(target).ok()) Fail("cannot force target " + target, case_description);
     if (ActiveTargetName() != target) {

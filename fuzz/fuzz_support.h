@@ -9,12 +9,18 @@
 #include <string_view>
 #include <vector>
 
+#include "chash/status.h"
+
 namespace chash::fuzz {
 
 // Prints "chash fuzz mismatch: WHAT" and the case description to stderr, then
 // aborts: libFuzzer keeps the input as a crash-* artifact, the replay main
 // (ctest) fails. A finding is never swallowed.
 [[noreturn]] void Fail(const std::string& what, const std::string& case_description);
+
+// A non-OK Status must be well formed: a known code, a message, and
+// ToString() == "<code name>: <message>". Fail()s otherwise.
+void CheckErrorFormat(const Status& status, const std::string& case_description);
 
 // Text with control and non-ASCII bytes as \xNN, in single quotes.
 std::string Printable(std::string_view bytes);

@@ -1,6 +1,7 @@
 #include "lookup_diff.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string_view>
 
@@ -106,6 +107,34 @@ void CheckShares(const DiffContext& c) {
   if (NodeHashShares(c.ring) != want) Fail("NodeHashShares differs", c.description);
 }
 
+// ComputeRingStats and its JSON against the shape; memory accounting bounds.
+void CheckStats(const DiffContext& c) {
+  const RingStats stats = ComputeRingStats(c.ring);
+  const MemoryUsage memory = c.ring.memory_usage();
+  const uint64_t points = c.ref.points().size();
+  const bool counts_ok = stats.nodes == c.ref.num_nodes() &&
+                         stats.points_generated == c.ref.points_generated() &&
+                         stats.points == points &&
+                         stats.collisions == c.ref.points_generated() - points;
+  // Two columns (u32 hash, u16 node) of points + 1 slots, each rounded up to
+  // a 64-byte line; nothing for an empty ring.
+  const uint64_t min_columns = points == 0 ? 0 : 6 * (points + 1);
+  const bool memory_ok = stats.column_bytes == memory.column_bytes &&
+                         memory.column_bytes >= min_columns &&
+                         memory.column_bytes <= min_columns + 128 && memory.other_bytes > 0 &&
+                         c.ring.build_seconds() >= 0;
+  const bool shares_ok = std::isfinite(stats.cv_measured) && std::isfinite(stats.cv_predicted) &&
+                         stats.cv_measured >= 0 && stats.min_share_ratio <= stats.max_share_ratio;
+  const std::string json = RingStatsJson(stats);
+  const bool json_ok = json.find("\"points\":" + std::to_string(points) + ",") != std::string::npos;
+  if (!counts_ok || !memory_ok || (points > 0 && !shares_ok) || !json_ok) {
+    Fail("ComputeRingStats disagrees with the ring: " + json + " (memory_usage columns " +
+             std::to_string(memory.column_bytes) + ", other " + std::to_string(memory.other_bytes) +
+             ")",
+         c.description);
+  }
+}
+
 // ---- Per-target checks ---------------------------------------------------------------
 
 void CheckSingleLookups(DiffContext& c) {
@@ -173,13 +202,15 @@ void CheckBatchLookups(DiffContext& c) {
 void CompareWalk(DiffContext& c, PointCursor cursor, uint32_t hash, const std::string& what) {
   const auto& points = c.ref.points();
   if (points.empty()) {
+    cursor.Advance();  // a no-op on an empty walk
     if (!cursor.empty() || cursor.Next() != Ring::kNoNode) {
       Fail(what + " on an empty ring is not empty", c.description);
     }
     return;
   }
-  size_t index = c.ref.FindPoint(hash);
   const size_t steps = std::min(points.size() + 1, kWalkSteps);
+  const std::vector<uint32_t> want = c.ref.Walk(hash, steps);  // pingora node_iter
+  size_t index = c.ref.FindPoint(hash);
   for (size_t s = 0; s < steps; ++s) {
     if (cursor.hash() != points[index].hash) {
       Fail(what + " on " + c.target + ": step " + std::to_string(s) + " hash expected " +
@@ -187,8 +218,7 @@ void CompareWalk(DiffContext& c, PointCursor cursor, uint32_t hash, const std::s
            c.description);
     }
     const uint32_t got = cursor.Next();
-    if (got != points[index].node) Mismatch(c, what + " step " + std::to_string(s), hash,
-                                            points[index].node, got);
+    if (got != want[s]) Mismatch(c, what + " step " + std::to_string(s), hash, want[s], got);
     index = (index + 1) % points.size();
   }
   c.checks += steps;
@@ -242,6 +272,38 @@ constexpr LookupCheck kPerTargetChecks[] = {
 
 }  // namespace
 
+void CheckReadsAsEmpty(const Ring& ring, const std::string& what,
+                       const std::string& description) {
+  const uint32_t hashes[2] = {0, 0xFFFFFFFFu};
+  uint32_t out[2] = {0, 0};
+  ring.FindNodesByHash(hashes, out);
+  const std::string_view keys[1] = {"k"};
+  uint32_t key_out[1] = {0};
+  ring.FindNodes(keys, key_out);
+  PointCursor walk = ring.Walk("k");
+  walk.Advance();
+  DistinctNodeWalk distinct = ring.WalkDistinct("k");
+  if (!ring.empty() || ring.num_nodes() != 0 || ring.num_points() != 0 ||
+      ring.points_generated() != 0 || ring.nodes_with_points() != 0 ||
+      ring.FindNodeByHash(0) != Ring::kNoNode || ring.FindNode("k") != Ring::kNoNode ||
+      out[0] != Ring::kNoNode || out[1] != Ring::kNoNode || key_out[0] != Ring::kNoNode ||
+      !walk.empty() || walk.Next() != Ring::kNoNode || !ring.Begin().empty() ||
+      distinct.Next() != Ring::kNoNode || ring.memory_usage().column_bytes != 0 ||
+      NodeHashShares(ring).size() != 0 || ComputeRingStats(ring).points != 0) {
+    Fail(what + " does not read as the empty ring", description);
+  }
+}
+
+void CheckMoves(Ring& ring, const std::string& description) {
+  const uint64_t points = ring.num_points();
+  Ring moved(std::move(ring));
+  CheckReadsAsEmpty(ring, "a moved-from ring", description);  // NOLINT(bugprone-use-after-move)
+  ring = std::move(moved);
+  CheckReadsAsEmpty(moved, "a moved-from ring", description);  // NOLINT(bugprone-use-after-move)
+  if (ring.num_points() != points) Fail("moving a ring lost its points", description);
+  CheckReadsAsEmpty(Ring(), "a default-constructed ring", description);
+}
+
 uint64_t CompareRingWithReference(const Ring& ring, const ReferenceRing& ref,
                                   const std::vector<std::string>& keys,
                                   const std::vector<uint32_t>& extra_hashes,
@@ -257,6 +319,7 @@ uint64_t CompareRingWithReference(const Ring& ring, const ReferenceRing& ref,
   CheckShape(c);
   CheckPointSequence(c);
   CheckShares(c);
+  CheckStats(c);
   ForEachTarget(
       [&](const std::string& target) {
         c.target = target;

@@ -37,6 +37,15 @@ struct DiffContext {
 
 using LookupCheck = void (*)(DiffContext& context);
 
+// A ring without state (default-constructed or moved-from) must read as the
+// empty ring everywhere. Fail()s otherwise.
+void CheckReadsAsEmpty(const Ring& ring, const std::string& what,
+                       const std::string& description);
+
+// Moves `ring` out and back (move constructor and assignment), checking the
+// moved-from rings read as empty in between.
+void CheckMoves(Ring& ring, const std::string& description);
+
 // Everything that does not depend on the target (sizes, the ring-order point
 // sequence, hash shares), then each LookupCheck on every target. Fail()s on
 // the first difference; returns the number of answers compared.

@@ -36,7 +36,8 @@ void CompareAddress(Flavor flavor, std::string_view text, const std::string& des
          description);
   }
   if (!engine.ok()) {
-    if (engine.status().code() != StatusCode::kBadAddress || engine.status().message().empty()) {
+    CheckErrorFormat(engine.status(), description);
+    if (engine.status().code() != StatusCode::kBadAddress) {
       Fail(where + ": rejected with " + engine.status().ToString() + ", expected bad_address",
            description);
     }
@@ -111,6 +112,13 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
       CompareAddress(flavor, text, description);
       ++compared;
     }
+    // ParseFlavor takes exactly the three names FlavorName gives.
+    const Result<Flavor> flavor = ParseFlavor(text);
+    const bool is_name = text == "nginx" || text == "pingora-v1" || text == "pingora-v2";
+    if (flavor.ok() != is_name || (is_name && FlavorName(flavor.value()) != text) ||
+        (!flavor.ok() && flavor.status().code() != StatusCode::kBadArgument)) {
+      Fail("ParseFlavor(" + Printable(text) + ") gives " + flavor.status().ToString(), description);
+    }
     std::array<uint8_t, 16> bytes{};
     for (size_t i = 0; i < 16 && i < text.size(); ++i) bytes[i] = static_cast<uint8_t>(text[i]);
     if (FormatIpv6(bytes) != Rfc5952(bytes)) {
@@ -131,6 +139,7 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
          description);
   }
   if (!parsed.ok()) {
+    CheckErrorFormat(parsed.status(), description);
     const std::string prefix = "fuzz:" + std::to_string(model.error_line) + ": ";
     if (parsed.status().message().rfind(prefix, 0) != 0) {
       Fail("servers file error does not start with '" + prefix + "': " +
@@ -170,6 +179,7 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
          description);
   }
   if (!ring.ok()) {
+    CheckErrorFormat(ring.status(), description);
     // The failing entry ends the shortest prefix the reference rejects (once
     // a prefix fails, every longer one does): binary search for it.
     size_t good = 0, bad = servers.size();

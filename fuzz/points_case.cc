@@ -193,7 +193,9 @@ PointsCase DecodePointsCase(const uint8_t* data, size_t size) {
   if (cap_mode == 3) {
     const uint8_t d = r.U8();
     const uint64_t count = c.points.size();
-    c.max_points = (d & 1) ? count - std::min<uint64_t>(count, d >> 1) : count + (d >> 1);
+    c.max_points = d == 0xFF     ? kHardMaxPoints + 1
+                   : (d & 1) ? count - std::min<uint64_t>(count, d >> 1)
+                             : count + (d >> 1);
   }
   const uint32_t hash_count = r.U8() % 17;
   for (uint32_t i = 0; i < hash_count; ++i) c.hashes.push_back(r.U32());
@@ -234,10 +236,11 @@ PointsOutcome RunPointsDiff(const PointsCase& c) {
   }
   outcome.code = built.status().code();
   if (!built.ok()) {
-    if (built.status().message().empty()) Fail("an error without a message", description);
+    CheckErrorFormat(built.status(), description);
     return outcome;
   }
-  const Ring& ring = built.value();
+  Ring ring = std::move(built).value();
+  CheckMoves(ring, description);
   if (!ring.is_raw() || ring.num_nodes() != c.num_nodes ||
       ring.tie_break() != (c.tie_rank.empty() ? TieBreak::kConfigOrder : TieBreak::kExplicitRank)) {
     Fail("raw ring options differ", description);

@@ -19,7 +19,8 @@
 //                  2: an entry out of range, 3: a repeated entry; 2 and 3
 //                  then read a U16 index)
 //   cap         0: kFuzzMaxPoints  1: U8  2: U16  3: after the ops, U8 d:
-//               the point count + d/2 (d even) or - d/2 (d odd; floor 0)
+//               the point count + d/2 (d even) or - d/2 (d odd; floor 0);
+//               d = 255: kHardMaxPoints + 1
 //   U8 op count, then ops (U8 % 8, PointOp) until the count or the input ends
 //   [cap byte for cap mode 3]
 //   U8 extra probe hash count (% 17), each U32

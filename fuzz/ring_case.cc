@@ -269,7 +269,7 @@ RingOutcome RunRingDiff(const RingCase& c) {
   }
   outcome.code = engine_status.code();
   if (!engine_status.ok()) {
-    if (engine_status.message().empty()) Fail("an error without a message", description);
+    CheckErrorFormat(engine_status, description);
     // Per-node errors name the node (ring.h): "node 12 '10.0.0.1:0': ...".
     const bool option_error = engine_status.code() == StatusCode::kBadMultiple ||
                               engine_status.code() == StatusCode::kBadArgument;
@@ -300,6 +300,7 @@ RingOutcome RunRingDiff(const RingCase& c) {
     Fail("ring options differ from the builder's", description);
   }
 
+  CheckMoves(ring, description);
   outcome.checks = CompareRingWithReference(ring, ref.value(), c.keys, c.hashes, description);
   outcome.points = ring.num_points();
   outcome.collisions = ring.collisions();

@@ -381,6 +381,9 @@ void AddPointsSeeds(std::vector<Seed>& seeds) {
       PointsCheck(StatusCode::kOk, 2, 1));
   add("cap_zero", PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kU8, 0),
       PointsCheck(StatusCode::kBadArgument));
+  add("cap_over_hard_max",
+      PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kRelative).One(1, 0).CapDelta(255),
+      PointsCheck(StatusCode::kBadArgument));
 }
 
 // ---- crc32 -------------------------------------------------------------------------------
@@ -509,6 +512,10 @@ void AddParserSeeds(std::vector<Seed>& seeds) {
       {"hash_sign", "10.0.0.1:80#", false, false},
       {"space", "10.0.0.1 :80", false, false},
       {"empty", "", false, false},
+      // Flavour names (ParseFlavor); a host name to nginx.
+      {"flavor_name_nginx", "nginx", true, false},
+      {"flavor_name_pingora_v1", "pingora-v1", true, false},
+      {"flavor_name_pingora_v2", "pingora-v2", true, false},
   };
   for (const AddressSeed& a : kAddresses) {
     seeds.push_back({"parser", std::string("address_") + a.name, std::string(1, '\0') + a.text,

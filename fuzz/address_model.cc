@@ -24,9 +24,7 @@ std::vector<std::string_view> Split(std::string_view text, char separator) {
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsHex(char c) {
-  return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool AllOf(std::string_view text, bool (*pred)(char)) {
   for (const char c : text) {
     if (!pred(c)) return false;
@@ -187,8 +185,8 @@ bool NgxInet6(std::string_view text) {
 }
 
 bool IsNameByte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '-' ||
-         c == '.' || c == '_';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '-' || c == '.' ||
+         c == '_';
 }
 bool IsDigitOrDot(char c) { return IsDigit(c) || c == '.'; }
 
@@ -196,7 +194,8 @@ bool IsDigitOrDot(char c) { return IsDigit(c) || c == '.'; }
 
 std::string Rfc5952(const Bytes16& bytes) {
   uint16_t groups[8];
-  for (int i = 0; i < 8; ++i) groups[i] = static_cast<uint16_t>(bytes[2 * i] << 8 | bytes[2 * i + 1]);
+  for (int i = 0; i < 8; ++i)
+    groups[i] = static_cast<uint16_t>(bytes[2 * i] << 8 | bytes[2 * i + 1]);
   bool mapped = groups[5] == 0xFFFF;
   for (int i = 0; i < 5; ++i) mapped = mapped && groups[i] == 0;
   if (mapped) return "::ffff:" + Dotted(&bytes[12]);
@@ -232,7 +231,8 @@ std::string Rfc5952(const Bytes16& bytes) {
 
 std::string Ipv6Text(const Bytes16& bytes, int form) {
   uint16_t groups[8];
-  for (int i = 0; i < 8; ++i) groups[i] = static_cast<uint16_t>(bytes[2 * i] << 8 | bytes[2 * i + 1]);
+  for (int i = 0; i < 8; ++i)
+    groups[i] = static_cast<uint16_t>(bytes[2 * i] << 8 | bytes[2 * i + 1]);
   const bool upper = form == 2 || form == 4;
   const bool padded = form == 2;
   const bool dotted = form == 5 || form == 7;

@@ -28,9 +28,9 @@ namespace chash::fuzz {
 
 struct ModelAddress {
   bool accepted = false;
-  std::string why;   // for a rejection: which rule
-  std::string host;  // HOST_BYTES
-  std::string port;  // PORT_BYTES
+  std::string why;       // for a rejection: which rule
+  std::string host;      // HOST_BYTES
+  std::string port;      // PORT_BYTES
   SocketOrderKey order;  // pingora only (family 0 for nginx)
 };
 

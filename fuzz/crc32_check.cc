@@ -67,8 +67,7 @@ size_t RunCrc32Check(const uint8_t* input, size_t size) {
   const std::string description = "crc32 case: " + std::to_string(len) + " bytes at offset " +
                                   std::to_string(offset) + ", initial crc " + Hex32(seed) +
                                   ", split at " + std::to_string(split) + ", data " +
-                                  Printable(payload.substr(0, 64)) +
-                                  (len > 64 ? "..." : "");
+                                  Printable(payload.substr(0, 64)) + (len > 64 ? "..." : "");
   const uint32_t want = Zlib(seed, data, len);
   auto expect = [&](const std::string& what, uint32_t got) {
     if (got != want) {
@@ -87,7 +86,8 @@ size_t RunCrc32Check(const uint8_t* input, size_t size) {
   if (compared == 0) Fail("no CRC32 implementation is supported", description);
 
   expect("Crc32Extend", Crc32Extend(seed, data, len));
-  expect("Crc32Extend split", Crc32Extend(Crc32Extend(seed, data, split), data + split, len - split));
+  expect("Crc32Extend split",
+         Crc32Extend(Crc32Extend(seed, data, split), data + split, len - split));
   expect("Crc32UpdateRaw", ~internal::Crc32UpdateRaw(~seed, data, len));
   if (seed == 0) {
     expect("Crc32(string_view)", Crc32(std::string_view(reinterpret_cast<const char*>(data), len)));

@@ -64,7 +64,9 @@ class FuzzWriter {
     bytes_.push_back(static_cast<char>(v));
     return *this;
   }
-  FuzzWriter& U16(uint16_t v) { return U8(static_cast<uint8_t>(v)).U8(static_cast<uint8_t>(v >> 8)); }
+  FuzzWriter& U16(uint16_t v) {
+    return U8(static_cast<uint8_t>(v)).U8(static_cast<uint8_t>(v >> 8));
+  }
   FuzzWriter& U32(uint32_t v) {
     return U16(static_cast<uint16_t>(v)).U16(static_cast<uint16_t>(v >> 16));
   }

@@ -8,8 +8,7 @@
 namespace chash::fuzz {
 
 void Fail(const std::string& what, const std::string& case_description) {
-  std::fprintf(stderr, "\nchash fuzz mismatch: %s\n%s\n", what.c_str(),
-               case_description.c_str());
+  std::fprintf(stderr, "\nchash fuzz mismatch: %s\n%s\n", what.c_str(), case_description.c_str());
   std::fflush(stderr);
   std::abort();
 }

@@ -58,9 +58,9 @@ void CheckShape(const DiffContext& c) {
   for (const auto& point : points) owners.insert(point.node);
   auto expect = [&](const char* what, uint64_t got, uint64_t want) {
     if (got != want) {
-      Fail(std::string(what) + ": expected " + std::to_string(want) + ", got " +
-               std::to_string(got),
-           c.description);
+      Fail(
+          std::string(what) + ": expected " + std::to_string(want) + ", got " + std::to_string(got),
+          c.description);
     }
   };
   expect("num_points", c.ring.num_points(), points.size());
@@ -83,10 +83,9 @@ void CheckPointSequence(const DiffContext& c) {
   const PointCursor begin = cursor;
   for (size_t i = 0; i < points.size(); ++i) {
     if (cursor.hash() != points[i].hash || cursor.node() != points[i].node) {
-      Fail("point " + std::to_string(i) + " in ring order: expected (" +
-               Hex32(points[i].hash) + ", node " + std::to_string(points[i].node) +
-               "), got (" + Hex32(cursor.hash()) + ", node " + std::to_string(cursor.node()) +
-               ")",
+      Fail("point " + std::to_string(i) + " in ring order: expected (" + Hex32(points[i].hash) +
+               ", node " + std::to_string(points[i].node) + "), got (" + Hex32(cursor.hash()) +
+               ", node " + std::to_string(cursor.node()) + ")",
            c.description);
     }
     cursor.Advance();
@@ -112,10 +111,9 @@ void CheckStats(const DiffContext& c) {
   const RingStats stats = ComputeRingStats(c.ring);
   const MemoryUsage memory = c.ring.memory_usage();
   const uint64_t points = c.ref.points().size();
-  const bool counts_ok = stats.nodes == c.ref.num_nodes() &&
-                         stats.points_generated == c.ref.points_generated() &&
-                         stats.points == points &&
-                         stats.collisions == c.ref.points_generated() - points;
+  const bool counts_ok =
+      stats.nodes == c.ref.num_nodes() && stats.points_generated == c.ref.points_generated() &&
+      stats.points == points && stats.collisions == c.ref.points_generated() - points;
   // Two columns (u32 hash, u16 node) of points + 1 slots, each rounded up to
   // a 64-byte line; nothing for an empty ring.
   const uint64_t min_columns = points == 0 ? 0 : 6 * (points + 1);
@@ -170,8 +168,7 @@ void CheckBatchLookups(DiffContext& c) {
     }
     for (size_t i = count; i < count + 8; ++i) {
       if (out[i] != kUnwritten) {
-        Fail("FindNodesByHash on " + c.target + " wrote past a batch of " +
-                 std::to_string(count),
+        Fail("FindNodesByHash on " + c.target + " wrote past a batch of " + std::to_string(count),
              c.description);
       }
     }
@@ -256,8 +253,8 @@ void CheckDistinctWalks(DiffContext& c) {
   }
   if (!c.keys.empty()) {
     // distinct_from ends with the first key's hash.
-    CompareDistinct(c, c.ring.WalkDistinct(c.keys[0]), Crc32(c.keys[0]),
-                    c.distinct_expected.back(), "WalkDistinct(" + Printable(c.keys[0]) + ")");
+    CompareDistinct(c, c.ring.WalkDistinct(c.keys[0]), Crc32(c.keys[0]), c.distinct_expected.back(),
+                    "WalkDistinct(" + Printable(c.keys[0]) + ")");
   }
 }
 
@@ -272,8 +269,7 @@ constexpr LookupCheck kPerTargetChecks[] = {
 
 }  // namespace
 
-void CheckReadsAsEmpty(const Ring& ring, const std::string& what,
-                       const std::string& description) {
+void CheckReadsAsEmpty(const Ring& ring, const std::string& what, const std::string& description) {
   const uint32_t hashes[2] = {0, 0xFFFFFFFFu};
   uint32_t out[2] = {0, 0};
   ring.FindNodesByHash(hashes, out);

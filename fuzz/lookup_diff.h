@@ -31,16 +31,15 @@ struct DiffContext {
   // reference's answer for each (computed once: it is O(points)).
   std::vector<uint32_t> distinct_from;
   std::vector<std::vector<uint32_t>> distinct_expected;
-  std::string target;                  // the SIMD target being checked
-  uint64_t checks = 0;                 // answers compared so far
+  std::string target;   // the SIMD target being checked
+  uint64_t checks = 0;  // answers compared so far
 };
 
 using LookupCheck = void (*)(DiffContext& context);
 
 // A ring without state (default-constructed or moved-from) must read as the
 // empty ring everywhere. Fail()s otherwise.
-void CheckReadsAsEmpty(const Ring& ring, const std::string& what,
-                       const std::string& description);
+void CheckReadsAsEmpty(const Ring& ring, const std::string& what, const std::string& description);
 
 // Moves `ring` out and back (move constructor and assignment), checking the
 // moved-from rings read as empty in between.

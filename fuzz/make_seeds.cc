@@ -35,8 +35,8 @@ int FindCollisions() {
   }
   std::vector<uint64_t> keys;  // hash << 32 | candidate
   for (uint32_t n = 0; n < names.size(); ++n) {
-    const auto ring = chash::reference::ReferenceRing::Build(chash::Flavor::kPingoraV1, 160,
-                                                             {{names[n], 1}});
+    const auto ring =
+        chash::reference::ReferenceRing::Build(chash::Flavor::kPingoraV1, 160, {{names[n], 1}});
     if (!ring.ok()) return 1;
     for (const auto& point : ring.value().points()) keys.push_back(uint64_t{point.hash} << 32 | n);
   }
@@ -51,7 +51,8 @@ int FindCollisions() {
       const bool mixed = (a < 40000) != (b < 40000);
       if (j - i >= 3 || (v4 && pairs_v4++ < 4) || (mixed && pairs_mixed++ < 4)) {
         std::printf("hash 0x%08x:", static_cast<uint32_t>(keys[i] >> 32));
-        for (size_t k = i; k < j; ++k) std::printf(" %s", names[static_cast<uint32_t>(keys[k])].c_str());
+        for (size_t k = i; k < j; ++k)
+          std::printf(" %s", names[static_cast<uint32_t>(keys[k])].c_str());
         std::printf("\n");
       }
     }

@@ -31,7 +31,8 @@ void CompareAddress(Flavor flavor, std::string_view text, const std::string& des
   const ModelAddress model = FlavorModel(flavor, text);
   const std::string where = std::string(FlavorName(flavor)) + " address " + Printable(text);
   if (engine.ok() != model.accepted) {
-    Fail(where + ": engine " + (engine.ok() ? "accepts" : "rejects (" + engine.status().ToString() + ")") +
+    Fail(where + ": engine " +
+             (engine.ok() ? "accepts" : "rejects (" + engine.status().ToString() + ")") +
              ", model " + (model.accepted ? "accepts" : "rejects (" + model.why + ")"),
          description);
   }
@@ -142,23 +143,23 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
     CheckErrorFormat(parsed.status(), description);
     const std::string prefix = "fuzz:" + std::to_string(model.error_line) + ": ";
     if (parsed.status().message().rfind(prefix, 0) != 0) {
-      Fail("servers file error does not start with '" + prefix + "': " +
-               parsed.status().ToString(),
+      Fail("servers file error does not start with '" + prefix + "': " + parsed.status().ToString(),
            description);
     }
     return compared;
   }
   const std::vector<ServerEntry>& entries = parsed.value();
-  if (entries.size() != model.entries.size()) Fail("servers file: entry count differs", description);
+  if (entries.size() != model.entries.size())
+    Fail("servers file: entry count differs", description);
   std::vector<reference::Server> servers;
   for (size_t i = 0; i < entries.size(); ++i) {
     const ModelServerEntry& want = model.entries[i];
     if (entries[i].address != want.address || entries[i].weight != want.weight ||
         entries[i].line != want.line) {
-      Fail("servers file entry " + std::to_string(i) + ": engine " +
-               Printable(entries[i].address) + " weight " + std::to_string(entries[i].weight) +
-               " line " + std::to_string(entries[i].line) + ", model " + Printable(want.address) +
-               " weight " + std::to_string(want.weight) + " line " + std::to_string(want.line),
+      Fail("servers file entry " + std::to_string(i) + ": engine " + Printable(entries[i].address) +
+               " weight " + std::to_string(entries[i].weight) + " line " +
+               std::to_string(entries[i].line) + ", model " + Printable(want.address) + " weight " +
+               std::to_string(want.weight) + " line " + std::to_string(want.line),
            description);
     }
     CompareAddress(flavor, entries[i].address, description);
@@ -166,13 +167,13 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
     servers.push_back({entries[i].address, entries[i].weight});
   }
 
-  const RingOptions options{.flavor = flavor, .point_multiple = multiple,
-                            .max_points = kServersMaxPoints};
+  const RingOptions options{
+      .flavor = flavor, .point_multiple = multiple, .max_points = kServersMaxPoints};
   const Result<Ring> ring = BuildRingFromServers(entries, options, "fuzz");
   const Result<reference::ReferenceRing> ref =
       reference::ReferenceRing::Build(flavor, multiple, servers, kServersMaxPoints);
-  description += "\nflavour " + std::string(FlavorName(flavor)) + ", multiple " +
-                 std::to_string(multiple);
+  description +=
+      "\nflavour " + std::string(FlavorName(flavor)) + ", multiple " + std::to_string(multiple);
   if (ring.status().code() != ref.status().code()) {
     Fail("BuildRingFromServers: engine " + ring.status().ToString() + ", reference " +
              ref.status().ToString(),
@@ -187,13 +188,14 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
       const size_t mid = good + (bad - good) / 2;
       const std::vector<reference::Server> prefix(servers.begin(), servers.begin() + mid);
       (reference::ReferenceRing::Build(flavor, multiple, prefix, kServersMaxPoints).ok() ? good
-                                                                                          : bad) = mid;
+                                                                                         : bad) =
+          mid;
     }
     const size_t line = bad == 0 ? 0 : entries[bad - 1].line;
     const std::string prefix = "fuzz:" + std::to_string(line) + ": ";
     if (ring.status().message().rfind(prefix, 0) != 0) {
-      Fail("BuildRingFromServers error does not start with '" + prefix + "': " +
-               ring.status().ToString(),
+      Fail("BuildRingFromServers error does not start with '" + prefix +
+               "': " + ring.status().ToString(),
            description);
     }
   } else if (ring.value().num_points() != ref.value().points().size()) {

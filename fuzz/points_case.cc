@@ -193,7 +193,7 @@ PointsCase DecodePointsCase(const uint8_t* data, size_t size) {
   if (cap_mode == 3) {
     const uint8_t d = r.U8();
     const uint64_t count = c.points.size();
-    c.max_points = d == 0xFF     ? kHardMaxPoints + 1
+    c.max_points = d == 0xFF ? kHardMaxPoints + 1
                    : (d & 1) ? count - std::min<uint64_t>(count, d >> 1)
                              : count + (d >> 1);
   }

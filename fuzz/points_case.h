@@ -43,15 +43,15 @@ inline constexpr size_t kMaxRawPoints = 50000;
 inline constexpr uint8_t kNodeLimitKey = 0xA5;
 
 enum PointOp : uint8_t {
-  kOnePoint = 0,    // U32 hash, node
-  kEqualRun = 1,    // U32 hash, k = 2 + U8%8, k nodes: a k-way collision
-  kExtreme = 2,     // U8%4 -> hash 0, 1, 2^32-2, 2^32-1; node
-  kConsecutive = 3, // U32 base, k = 1 + U8%16, k nodes at base, base+1, ...
-  kAllEqual = 4,    // U32 hash, k = 1 + U8, node n: nodes n, n+1, ... n+k-1
-  kRandom = 5,      // k = U8, k times (U32 hash, node)
-  kRepeat = 6,      // U16 index of an earlier point, node: the same hash again
-  kBadNode = 7,     // U32 hash, U8%5 -> node count, count + 1, 65,535,
-                    // 65,536, 2^32-1
+  kOnePoint = 0,     // U32 hash, node
+  kEqualRun = 1,     // U32 hash, k = 2 + U8%8, k nodes: a k-way collision
+  kExtreme = 2,      // U8%4 -> hash 0, 1, 2^32-2, 2^32-1; node
+  kConsecutive = 3,  // U32 base, k = 1 + U8%16, k nodes at base, base+1, ...
+  kAllEqual = 4,     // U32 hash, k = 1 + U8, node n: nodes n, n+1, ... n+k-1
+  kRandom = 5,       // k = U8, k times (U32 hash, node)
+  kRepeat = 6,       // U16 index of an earlier point, node: the same hash again
+  kBadNode = 7,      // U32 hash, U8%5 -> node count, count + 1, 65,535,
+                     // 65,536, 2^32-1
 };
 
 struct PointsCase {
@@ -79,10 +79,22 @@ PointsOutcome RunPointsDiff(const PointsCase& points_case);
 class PointsCaseWriter {
  public:
   enum class Nodes : uint8_t {
-    kSmall16 = 0, kU8 = 1, kTiny4 = 2, kZero = 3, kOne = 4, kTwo = 5, kSmall64 = 6,
+    kSmall16 = 0,
+    kU8 = 1,
+    kTiny4 = 2,
+    kZero = 3,
+    kOne = 4,
+    kTwo = 5,
+    kSmall64 = 6,
     k256Plus = 7,
-    kU16 = 0x80, k65536 = 0x81, k65537 = 0x82, k65535 = 0x83, kU32 = 0x84,
-    k65536Minus = 0x85, k65536Plus = 0x86, kU32Over = 0x87,
+    kU16 = 0x80,
+    k65536 = 0x81,
+    k65537 = 0x82,
+    k65535 = 0x83,
+    kU32 = 0x84,
+    k65536Minus = 0x85,
+    k65536Plus = 0x86,
+    kU32Over = 0x87,
   };
   enum class Rank : uint8_t { kNone = 0, kSwaps = 1, kReversed = 2, kBroken = 3 };
   enum class Cap : uint8_t { kFuzzDefault = 0, kU8 = 1, kU16 = 2, kRelative = 3 };
@@ -90,7 +102,7 @@ class PointsCaseWriter {
   // `nodes`: the node count, for the modes that read one.
   PointsCaseWriter(Nodes mode, uint32_t nodes, Rank rank = Rank::kNone, Cap cap = Cap::kFuzzDefault,
                    uint32_t cap_value = 0);
-  PointsCaseWriter& Swap(uint16_t a, uint16_t b);       // Rank::kSwaps
+  PointsCaseWriter& Swap(uint16_t a, uint16_t b);                  // Rank::kSwaps
   PointsCaseWriter& BrokenRank(uint8_t kind, uint16_t index = 0);  // Rank::kBroken
   // Node ids are written in the literal form (m%4 == 1, ids < 64) or raw U32.
   PointsCaseWriter& One(uint32_t hash, uint32_t node);

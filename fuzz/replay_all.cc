@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
     }
     for (const fs::path& file : files) {
       std::ifstream in(file, std::ios::binary);
-      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string bytes((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
       run(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
       ++replayed;
     }

@@ -111,9 +111,8 @@ RingCase DecodeRingCase(const uint8_t* data, size_t size) {
   std::vector<IpNode> ip_nodes;
   bool near_max_done = false;
   const uint32_t op_count = r.U8();
-  for (uint32_t op_index = 0;
-       op_index < op_count && !r.empty() &&
-       c.servers.size() < (near_max_done ? kMaxServers : kMaxPlainServers);
+  for (uint32_t op_index = 0; op_index < op_count && !r.empty() &&
+                              c.servers.size() < (near_max_done ? kMaxServers : kMaxPlainServers);
        ++op_index) {
     const uint8_t op = r.U8();
     const uint8_t variant = op >> 3;
@@ -187,8 +186,8 @@ RingCase DecodeRingCase(const uint8_t* data, size_t size) {
         for (uint32_t i = 0; i < count && c.servers.size() < limit; ++i) {
           const uint32_t n = base + i;
           c.servers.push_back({"10." + std::to_string((n >> 16) & 255) + "." +
-                                   std::to_string((n >> 8) & 255) + "." +
-                                   std::to_string(n & 255) + ":443",
+                                   std::to_string((n >> 8) & 255) + "." + std::to_string(n & 255) +
+                                   ":443",
                                weight});
         }
         break;
@@ -235,8 +234,8 @@ RingOutcome RunRingDiff(const RingCase& c) {
   RingOutcome outcome;
 
   // The engine, node by node as an embedder adds them.
-  RingBuilder builder({.flavor = c.flavor, .point_multiple = c.point_multiple,
-                       .max_points = c.max_points});
+  RingBuilder builder(
+      {.flavor = c.flavor, .point_multiple = c.point_multiple, .max_points = c.max_points});
   Status engine_status;
   size_t failed_at = c.servers.size();
   for (size_t i = 0; i < c.servers.size(); ++i) {
@@ -278,9 +277,9 @@ RingOutcome RunRingDiff(const RingCase& c) {
     if (!option_error && failed_at < c.servers.size() &&
         (message.rfind(label, 0) != 0 || message.size() == label.size() ||
          (message[label.size()] != ' ' && message[label.size()] != ':'))) {
-      Fail("error does not name node " + std::to_string(failed_at) + ": " +
-               engine_status.ToString(),
-           description);
+      Fail(
+          "error does not name node " + std::to_string(failed_at) + ": " + engine_status.ToString(),
+          description);
     }
     return outcome;
   }
@@ -362,8 +361,8 @@ RingCaseWriter& RingCaseWriter::Text(std::string_view text, uint32_t weight) {
   return *this;
 }
 
-RingCaseWriter& RingCaseWriter::Ipv4(std::array<uint8_t, 4> octets, uint16_t port,
-                                     uint32_t weight, uint8_t variant) {
+RingCaseWriter& RingCaseWriter::Ipv4(std::array<uint8_t, 4> octets, uint16_t port, uint32_t weight,
+                                     uint8_t variant) {
   FuzzWriter w;
   w.U8(static_cast<uint8_t>(kIpv4 | variant << 3));
   for (const uint8_t octet : octets) w.U8(octet);
@@ -373,8 +372,8 @@ RingCaseWriter& RingCaseWriter::Ipv4(std::array<uint8_t, 4> octets, uint16_t por
   return *this;
 }
 
-RingCaseWriter& RingCaseWriter::Ipv6(std::array<uint16_t, 8> groups, uint16_t port,
-                                     uint32_t weight, uint8_t form, bool with_port) {
+RingCaseWriter& RingCaseWriter::Ipv6(std::array<uint16_t, 8> groups, uint16_t port, uint32_t weight,
+                                     uint8_t form, bool with_port) {
   FuzzWriter w;
   w.U8(static_cast<uint8_t>(kIpv6 | (form | (with_port ? 0 : 8)) << 3));
   uint8_t zero_mask = 0;
@@ -389,8 +388,7 @@ RingCaseWriter& RingCaseWriter::Ipv6(std::array<uint16_t, 8> groups, uint16_t po
   return *this;
 }
 
-RingCaseWriter& RingCaseWriter::Name(uint16_t n, uint32_t weight, uint8_t variant,
-                                     uint16_t port) {
+RingCaseWriter& RingCaseWriter::Name(uint16_t n, uint32_t weight, uint8_t variant, uint16_t port) {
   FuzzWriter w;
   w.U8(static_cast<uint8_t>(kName | variant << 3)).U16(n);
   if (variant & 1) w.U16(port);
@@ -399,8 +397,7 @@ RingCaseWriter& RingCaseWriter::Name(uint16_t n, uint32_t weight, uint8_t varian
   return *this;
 }
 
-RingCaseWriter& RingCaseWriter::Unix(uint16_t n, uint32_t weight, uint8_t variant,
-                                     uint8_t extra) {
+RingCaseWriter& RingCaseWriter::Unix(uint16_t n, uint32_t weight, uint8_t variant, uint8_t extra) {
   FuzzWriter w;
   w.U8(static_cast<uint8_t>(kUnix | variant << 3)).U16(n);
   if (variant & 2) w.U8(extra);
@@ -417,8 +414,7 @@ RingCaseWriter& RingCaseWriter::Respell(uint8_t index, uint8_t form, uint32_t we
   return *this;
 }
 
-RingCaseWriter& RingCaseWriter::Bulk(uint16_t base, uint8_t count, bool near_max,
-                                     uint32_t weight) {
+RingCaseWriter& RingCaseWriter::Bulk(uint16_t base, uint8_t count, bool near_max, uint32_t weight) {
   FuzzWriter w;
   w.U8(static_cast<uint8_t>(kBulk | (near_max ? kBulkNearMaxVariant : 0) << 3))
       .U16(base)

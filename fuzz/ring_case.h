@@ -42,17 +42,17 @@ inline constexpr uint32_t kMaxBulk = 32;
 inline constexpr uint8_t kBulkNearMaxVariant = 31;
 
 enum RingOp : uint8_t {
-  kText = 0,  // String(64): any address text
-  kIpv4 = 1,  // 4 octets, U16 port. variant bit 0: no port; 1: first octet
-              // with a leading zero ("010"); 2: port with leading zeros
-  kIpv6 = 2,  // U8 zero-group mask, U16 per non-zero group (bit 4 of the
-              // variant: 4 bytes of an IPv4-mapped address instead), U16
-              // port. variant bits 0-2: text form (address_model.h
-              // Ipv6Text); bit 3: no port
-  kName = 3,  // U16 n: "nN.example". variant bit 0: ":PORT" (U16); bit 1:
-              // upper case
-  kUnix = 4,  // U16 n: "unix:/run/sN.sock". variant bit 0: "UNIX:"; bit 1:
-              // U8 extra path bytes (to cross the 107-byte sun_path limit)
+  kText = 0,     // String(64): any address text
+  kIpv4 = 1,     // 4 octets, U16 port. variant bit 0: no port; 1: first octet
+                 // with a leading zero ("010"); 2: port with leading zeros
+  kIpv6 = 2,     // U8 zero-group mask, U16 per non-zero group (bit 4 of the
+                 // variant: 4 bytes of an IPv4-mapped address instead), U16
+                 // port. variant bits 0-2: text form (address_model.h
+                 // Ipv6Text); bit 3: no port
+  kName = 3,     // U16 n: "nN.example". variant bit 0: ":PORT" (U16); bit 1:
+                 // upper case
+  kUnix = 4,     // U16 n: "unix:/run/sN.sock". variant bit 0: "UNIX:"; bit 1:
+                 // U8 extra path bytes (to cross the 107-byte sun_path limit)
   kRespell = 5,  // U8 index of an earlier IPv4/IPv6 node: the same address in
                  // text form (variant % 8) (same identity for pingora)
   kBulk = 6,     // U16 base, U8 c: 1 + c % 32 IPv4 nodes 10.b.b.b:443 from
@@ -82,7 +82,7 @@ struct RingOutcome {
   uint64_t points = 0;                // kept points
   uint64_t collisions = 0;
   uint32_t nodes = 0;
-  uint64_t checks = 0;                // lookups compared
+  uint64_t checks = 0;  // lookups compared
 };
 
 // Builds both rings and compares everything; Fail()s (aborts) on any
@@ -95,8 +95,8 @@ class RingCaseWriter {
   enum class Multiple : uint8_t { kDefault = 0, kSmall = 1, kU16 = 2, kU32 = 3 };
   enum class Cap : uint8_t { kFuzzDefault = 0, kU16 = 1, kU8 = 2, kInvalid = 3 };
 
-  RingCaseWriter(Flavor flavor, Multiple multiple_mode = Multiple::kDefault,
-                 uint32_t multiple = 0, Cap cap_mode = Cap::kFuzzDefault, uint32_t cap = 0);
+  RingCaseWriter(Flavor flavor, Multiple multiple_mode = Multiple::kDefault, uint32_t multiple = 0,
+                 Cap cap_mode = Cap::kFuzzDefault, uint32_t cap = 0);
 
   RingCaseWriter& Text(std::string_view text, uint32_t weight);
   RingCaseWriter& Ipv4(std::array<uint8_t, 4> octets, uint16_t port, uint32_t weight,

@@ -33,13 +33,13 @@ std::string CodeText(StatusCode code) { return std::string(StatusCodeName(code))
 // Colliding nodes found by `chash_fuzz_seeds --find-collisions`: their
 // 160-point chains (weight 1; nginx, pingora v1, or v2 with multiple 160)
 // share the hash given.
-constexpr uint32_t kPairHash = 0x00012352u;  // 10.0.32.117:80, 10.0.74.104:80
-constexpr uint32_t kMixedHash = 0x000141AEu;  // 10.0.55.128:80, [2001:db8::26b8]:80
+constexpr uint32_t kPairHash = 0x00012352u;    // 10.0.32.117:80, 10.0.74.104:80
+constexpr uint32_t kMixedHash = 0x000141AEu;   // 10.0.55.128:80, [2001:db8::26b8]:80
 constexpr uint32_t kTripleHash = 0x2075F177u;  // 10.0.95.12, 10.0.119.179, 10.0.132.115 :80
 
 Ring EngineRing(const RingCase& c) {
-  RingBuilder builder({.flavor = c.flavor, .point_multiple = c.point_multiple,
-                       .max_points = c.max_points});
+  RingBuilder builder(
+      {.flavor = c.flavor, .point_multiple = c.point_multiple, .max_points = c.max_points});
   for (const auto& server : c.servers) {
     if (!builder.Add(server.address, server.weight).ok()) return Ring();
   }
@@ -50,7 +50,7 @@ Ring EngineRing(const RingCase& c) {
 using RingExpectation = std::function<std::string(const RingCase&, const RingOutcome&)>;
 
 std::function<std::string(const std::string&)> RingCheck(StatusCode code,
-                                                          RingExpectation more = nullptr) {
+                                                         RingExpectation more = nullptr) {
   return [code, more](const std::string& bytes) -> std::string {
     const RingCase c = DecodeRingCase(Data(bytes), bytes.size());
     const RingOutcome outcome = RunRingDiff(c);
@@ -177,8 +177,7 @@ void AddRingSeeds(std::vector<Seed>& seeds) {
           .Text("localhost", 1)
           .Key("k"),
       RingCheck(StatusCode::kOk));
-  add("unix_path_too_long_nginx",
-      RingCaseWriter(Flavor::kNginx).Unix(1, 1, 2, 120),
+  add("unix_path_too_long_nginx", RingCaseWriter(Flavor::kNginx).Unix(1, 1, 2, 120),
       RingCheck(StatusCode::kBadAddress));
   add("pingora_rejects_names", RingCaseWriter(Flavor::kPingoraV1).Name(1, 1, 1, 80),
       RingCheck(StatusCode::kBadAddress));
@@ -275,7 +274,7 @@ void AddRingSeeds(std::vector<Seed>& seeds) {
 // ---- points_diff ------------------------------------------------------------------------
 
 std::function<std::string(const std::string&)> PointsCheck(StatusCode code, int64_t points = -1,
-                                                            int64_t collisions = -1) {
+                                                           int64_t collisions = -1) {
   return [=](const std::string& bytes) -> std::string {
     const PointsOutcome o = RunPointsDiff(DecodePointsCase(Data(bytes), bytes.size()));
     if (o.code != code) return "build gave " + CodeText(o.code) + ", expected " + CodeText(code);
@@ -324,8 +323,7 @@ void AddPointsSeeds(std::vector<Seed>& seeds) {
   add("collide_3way_config_order",
       PointsCaseWriter(Nodes::kSmall16, 3).EqualRun(0x12345678u, {2, 1, 0}).One(9, 2),
       PointsWinner(0x12345678u, 0));
-  add("collide_all_equal",
-      PointsCaseWriter(Nodes::kSmall16, 16).AllEqual(0xABCDEF01u, 16, 0),
+  add("collide_all_equal", PointsCaseWriter(Nodes::kSmall16, 16).AllEqual(0xABCDEF01u, 16, 0),
       PointsCheck(StatusCode::kOk, 1, 15));
   add("collide_many_nodes_one_hash",
       PointsCaseWriter(Nodes::k256Plus, 300).AllEqual(0u, 256, 0).AllEqual(0xFFFFFFFFu, 256, 40),
@@ -341,7 +339,9 @@ void AddPointsSeeds(std::vector<Seed>& seeds) {
       PointsCaseWriter(Nodes::kSmall16, 3, Rank::kReversed).EqualRun(0x55555555u, {0, 1, 2}),
       PointsWinner(0x55555555u, 2));
   add("tie_rank_swapped",
-      PointsCaseWriter(Nodes::kSmall16, 3, Rank::kSwaps).Swap(0, 1).EqualRun(0x55555555u, {0, 1, 2}),
+      PointsCaseWriter(Nodes::kSmall16, 3, Rank::kSwaps)
+          .Swap(0, 1)
+          .EqualRun(0x55555555u, {0, 1, 2}),
       PointsWinner(0x55555555u, 1));
   add("tie_rank_short", PointsCaseWriter(Nodes::kSmall16, 3, Rank::kBroken).BrokenRank(0).One(1, 0),
       PointsCheck(StatusCode::kBadArgument));
@@ -354,11 +354,13 @@ void AddPointsSeeds(std::vector<Seed>& seeds) {
       PointsCaseWriter(Nodes::kSmall16, 3, Rank::kBroken).BrokenRank(3, 0).One(1, 0),
       PointsCheck(StatusCode::kBadArgument));
   add("node_id_65535_accepted",
-      PointsCaseWriter(Nodes::k65536, 0).One(0x100u, 65535).One(0x200u, 0).EqualRun(0x300u, {65535, 1}),
+      PointsCaseWriter(Nodes::k65536, 0)
+          .One(0x100u, 65535)
+          .One(0x200u, 0)
+          .EqualRun(0x300u, {65535, 1}),
       PointsCheck(StatusCode::kOk, 3, 1));
   add("node_id_65535_rejected_with_65535_nodes",
-      PointsCaseWriter(Nodes::k65535, 0).One(0x100u, 65535),
-      PointsCheck(StatusCode::kBadNodeId));
+      PointsCaseWriter(Nodes::k65535, 0).One(0x100u, 65535), PointsCheck(StatusCode::kBadNodeId));
   add("overflow_node_id_65536", PointsCaseWriter(Nodes::k65536, 0).One(0x100u, 65536),
       PointsCheck(StatusCode::kBadNodeId));
   add("overflow_node_id_u32_max", PointsCaseWriter(Nodes::kTwo, 2).BadNode(5, 4),
@@ -371,18 +373,24 @@ void AddPointsSeeds(std::vector<Seed>& seeds) {
       PointsCheck(StatusCode::kTooManyNodes));
   add("overflow_total_points",
       PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kRelative)
-          .One(1, 0).One(2, 1).One(3, 0)
+          .One(1, 0)
+          .One(2, 1)
+          .One(3, 0)
           .CapDelta(3),  // cap = points - 1
       PointsCheck(StatusCode::kTooManyPoints));
   add("total_points_at_cap",
       PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kRelative)
-          .One(1, 0).One(1, 1).One(3, 0)
+          .One(1, 0)
+          .One(1, 1)
+          .One(3, 0)
           .CapDelta(0),  // cap = points
       PointsCheck(StatusCode::kOk, 2, 1));
   add("cap_zero", PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kU8, 0),
       PointsCheck(StatusCode::kBadArgument));
   add("cap_over_hard_max",
-      PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kRelative).One(1, 0).CapDelta(255),
+      PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kRelative)
+          .One(1, 0)
+          .CapDelta(255),
       PointsCheck(StatusCode::kBadArgument));
 }
 
@@ -397,7 +405,7 @@ std::string CrcInput(uint8_t h, uint32_t seed, uint16_t split, std::string_view 
 }
 
 std::function<std::string(const std::string&)> CrcCheck(uint32_t expected_crc_of_data = 0,
-                                                         bool check_value = false) {
+                                                        bool check_value = false) {
   return [=](const std::string& bytes) -> std::string {
     if (RunCrc32Check(Data(bytes), bytes.size()) == 0) return "no implementation compared";
     if (check_value) {
@@ -533,22 +541,21 @@ void AddParserSeeds(std::vector<Seed>& seeds) {
   servers("nginx_mixed_crlf", Flavor::kNginx, 0, mixed, StatusCode::kOk, StatusCode::kOk);
   servers("pingora_v1_rejects_names", Flavor::kPingoraV1, 0, mixed, StatusCode::kOk,
           StatusCode::kBadAddress);
-  servers("pingora_v2",
-          Flavor::kPingoraV2, 15,
+  servers("pingora_v2", Flavor::kPingoraV2, 15,
           "10.0.0.1:443 5\n[2001:db8::1]:443 5\n[::ffff:10.0.0.1]:443 1\n10.0.0.2:0 0\n",
           StatusCode::kOk, StatusCode::kOk);
   servers("weight_zero_padded", Flavor::kNginx, 0, "10.0.0.1:80 00000000000000000007\n",
           StatusCode::kOk, StatusCode::kOk);
   servers("weight_u32_max_over_cap", Flavor::kPingoraV2, 0, "10.0.0.1:80 4294967295\n",
           StatusCode::kOk, StatusCode::kTooManyPoints);
-  servers("weight_over_u32", Flavor::kNginx, 0, "10.0.0.1:80 4294967296\n",
-          StatusCode::kBadWeight, StatusCode::kOk);
+  servers("weight_over_u32", Flavor::kNginx, 0, "10.0.0.1:80 4294967296\n", StatusCode::kBadWeight,
+          StatusCode::kOk);
   servers("weight_not_a_number", Flavor::kNginx, 0, "10.0.0.1:80 1e3\n", StatusCode::kBadWeight,
           StatusCode::kOk);
   servers("three_fields", Flavor::kNginx, 0, "10.0.0.1:80 1 2\n", StatusCode::kBadArgument,
           StatusCode::kOk);
-  servers("duplicate_line", Flavor::kPingoraV1, 0, "10.0.0.1:80\n10.0.0.1:80\n",
-          StatusCode::kOk, StatusCode::kDuplicateNode);
+  servers("duplicate_line", Flavor::kPingoraV1, 0, "10.0.0.1:80\n10.0.0.1:80\n", StatusCode::kOk,
+          StatusCode::kDuplicateNode);
   servers("empty_file", Flavor::kNginx, 0, "", StatusCode::kOk, StatusCode::kOk);
   servers("comments_only", Flavor::kNginx, 0, "# nothing\n   \n\t# more\n", StatusCode::kOk,
           StatusCode::kOk);

@@ -3,6 +3,8 @@
 // collision seed collides, a tie-break seed picks the documented winner).
 // Also replays every committed input through its target's check (as the
 // fuzz_replay_* tests do) under gtest, so a failure names the file.
+#include "seeds.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,8 +13,6 @@
 #include <map>
 #include <set>
 #include <string>
-
-#include "seeds.h"
 
 namespace chash::fuzz {
 namespace {

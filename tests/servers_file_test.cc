@@ -17,8 +17,8 @@ TEST(ServersFile, ZeroPaddedWeightOfAnyLength) {
 }
 
 TEST(ServersFile, WeightOutOfRangeNamesTheLine) {
-  for (const char* text : {"a 1\nb 4294967296\n", "a 1\nb 99999999999999999999999\n",
-                           "a 1\nb 1e3\n", "a 1\nb -1\n"}) {
+  for (const char* text :
+       {"a 1\nb 4294967296\n", "a 1\nb 99999999999999999999999\n", "a 1\nb 1e3\n", "a 1\nb -1\n"}) {
     const auto entries = ParseServersText(text, "t");
     ASSERT_FALSE(entries.ok()) << text;
     EXPECT_EQ(entries.status().code(), StatusCode::kBadWeight);

@@ -217,8 +217,7 @@ bool IsNginxDottedQuad(std::string_view text) {
     if (c == '.') {
       ++dots;
       value = 0;
-    } else if (c < '0' || c > '9' ||
-               (value = value * 10 + static_cast<uint32_t>(c - '0')) > 255) {
+    } else if (c < '0' || c > '9' || (value = value * 10 + static_cast<uint32_t>(c - '0')) > 255) {
       return false;
     }
   }

@@ -387,6 +387,19 @@ TEST(BoundedLoad, CapacityRule) {
   }
 }
 
+// Found by fuzz_ring_diff: a factor over 1e9 gave 2^64 - 1 whatever the
+// loads, although the formula's capacity is finite and reachable by u64 loads.
+TEST(BoundedLoad, CapacityRuleForHugeFactors) {
+  EXPECT_EQ(BoundedLoadCapacity(0, 1, 1e12), 1000000000000u);
+  EXPECT_EQ(BoundedLoadCapacity(0, 1, 2e9), 2000000000u);
+  EXPECT_EQ(BoundedLoadCapacity(9, 4, 1e12), 2500000000000u);  // 1e12 * 10 / 4
+  EXPECT_EQ(BoundedLoadCapacity(0, 65536, 1e15), 15258789063u);  // ceil(1e15 / 65536)
+  EXPECT_EQ(BoundedLoadCapacity(1ull << 40, 1, 1e12), UINT64_MAX);  // 1.1e24: saturated
+  EXPECT_EQ(BoundedLoadCapacity(0, 1, 1e300), UINT64_MAX);
+  EXPECT_EQ(BoundedLoadCapacity(UINT64_MAX, 1, 1e30), UINT64_MAX);
+  EXPECT_EQ(BoundedLoadCapacity(UINT64_MAX - 1, 65536, 1.000001), 281475258185633u);
+}
+
 TEST(BoundedLoad, RejectsBadInput) {
   const Ring ring = testing::MustBuild(LoadServers("nginx/a.servers"), {});
   std::vector<uint64_t> loads(ring.num_nodes(), 0);

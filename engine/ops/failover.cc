@@ -188,10 +188,16 @@ uint64_t BoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance
   // 1.1 as a double is 1.10000000000000008882, and ceil(c * m / n) of it
   // would add one whenever 1.1 * m / n is an integer.
   if (nodes == 0 || !std::isfinite(balance_factor) || !(balance_factor > 1.0)) return 0;
-  if (balance_factor > 1e9) return UINT64_MAX;
-  const auto c_ppm = static_cast<unsigned __int128>(std::llround(balance_factor * 1e6));
+  // Rounded half away from zero, as llround would, but without its 2^63
+  // limit. From 2^100 ppm on, the capacity is over 2^100 / (2^16 nodes x
+  // 10^6) > 2^64: saturated (this also keeps the conversion in range).
+  const double ppm = std::round(balance_factor * 1e6);
+  if (ppm >= 0x1p100) return UINT64_MAX;
+  const auto c_ppm = static_cast<unsigned __int128>(ppm);
   const unsigned __int128 balls = static_cast<unsigned __int128>(total_load) + 1;
   const unsigned __int128 bins = static_cast<unsigned __int128>(nodes) * 1000000u;
+  // c_ppm * balls would pass 2^128: the capacity is then over 2^64 too.
+  if (c_ppm > ~static_cast<unsigned __int128>(0) / balls) return UINT64_MAX;
   const unsigned __int128 capacity = (c_ppm * balls + bins - 1) / bins;
   return capacity > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(capacity);
 }

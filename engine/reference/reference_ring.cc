@@ -22,15 +22,23 @@ namespace {
 
 // Sorts by hash; among equal hashes the smaller rank first (std::stable_sort
 // keeps generation order within a rank, as glibc's merge-sort qsort does for
-// nginx). Then keeps the first point of each run of equal hashes.
-std::vector<Point> SortAndDedup(std::vector<Point> points, const std::vector<uint32_t>& rank) {
+// nginx). Then keeps the first point of each run of equal hashes; the other
+// nodes of the run, each once, in that order, go to `losers`.
+std::vector<Point> SortAndDedup(std::vector<Point> points, const std::vector<uint32_t>& rank,
+                                std::vector<Point>& losers) {
   std::stable_sort(points.begin(), points.end(), [&](const Point& a, const Point& b) {
     if (a.hash != b.hash) return a.hash < b.hash;
     return rank[a.node] < rank[b.node];
   });
   std::vector<Point> kept;
+  std::set<uint32_t> run_nodes;  // the nodes already seen at this hash
   for (const Point& point : points) {
-    if (kept.empty() || kept.back().hash != point.hash) kept.push_back(point);
+    if (kept.empty() || kept.back().hash != point.hash) {
+      kept.push_back(point);
+      run_nodes = {point.node};
+    } else if (run_nodes.insert(point.node).second) {
+      losers.push_back(point);
+    }
   }
   return kept;
 }
@@ -98,7 +106,7 @@ Result<ReferenceRing> ReferenceRing::Build(Flavor flavor, uint32_t point_multipl
   ReferenceRing ring;
   ring.points_generated_ = points.size();
   ring.num_nodes_ = static_cast<uint32_t>(addresses.size());
-  ring.points_ = SortAndDedup(std::move(points), rank);
+  ring.points_ = SortAndDedup(std::move(points), rank, ring.collision_losers_);
   return ring;
 }
 
@@ -128,7 +136,7 @@ Result<ReferenceRing> ReferenceRing::FromPoints(uint32_t num_nodes, std::vector<
   ReferenceRing ring;
   ring.points_generated_ = points.size();
   ring.num_nodes_ = num_nodes;
-  ring.points_ = SortAndDedup(std::move(points), tie_rank);
+  ring.points_ = SortAndDedup(std::move(points), tie_rank, ring.collision_losers_);
   return ring;
 }
 

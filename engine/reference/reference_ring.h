@@ -56,11 +56,16 @@ class ReferenceRing {
   std::vector<uint32_t> DistinctWalk(uint32_t hash) const;
 
   const std::vector<Point>& points() const { return points_; }  // sorted, deduplicated
+  // The points the deduplication dropped: at each hash with several
+  // contenders, every node but the winner, each once, in tie-break order
+  // (hashes ascending). Ring::collision_losers() must list the same.
+  const std::vector<Point>& collision_losers() const { return collision_losers_; }
   uint64_t points_generated() const { return points_generated_; }
   uint32_t num_nodes() const { return num_nodes_; }
 
  private:
   std::vector<Point> points_;
+  std::vector<Point> collision_losers_;
   uint64_t points_generated_ = 0;
   uint32_t num_nodes_ = 0;
 };

@@ -16,7 +16,8 @@ namespace chash::fuzz {
 // [U32 crc], U16 split point, then the data. Every implementation in
 // Crc32Implementations() that this CPU supports, the public Crc32Extend and
 // Crc32, the ketama point step and the reference's bitwise CRC must all give
-// zlib's answer, whole and split in two. The data sits in a heap block that
+// zlib's answer, whole and split in two; so must the batch key CRCs
+// (Crc32Keys and the per-ISA key kernels), on the data cut into keys. The data sits in a heap block that
 // ends exactly where it ends, so ASan reports any read past it. Returns the
 // number of implementations compared.
 size_t RunCrc32Check(const uint8_t* data, size_t size);

@@ -3,9 +3,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "byte_checks.h"
 #include "chash/crc32.h"
+#include "chash/dispatch.h"
 #include "fuzz_data.h"
 #include "fuzz_support.h"
 #include "hash/crc32_internal.h"
@@ -94,6 +97,55 @@ size_t RunCrc32Check(const uint8_t* input, size_t size) {
     expect("Crc32(pointer, length)", Crc32(data, len));
   }
   expect("reference BitwiseCrc32", reference::BitwiseCrc32(seed, data, len));
+
+  // The batch key CRCs (Ring::FindNodes): the data cut into keys of every
+  // length 0..66 (rotated by the split value), each checked against zlib, for
+  // Crc32Keys (the dispatcher's pick) and each per-ISA kernel this CPU runs.
+  std::vector<std::string_view> keys;
+  for (size_t start = 0, i = 0; start < len; ++i) {
+    const size_t key_len = std::min(len - start, (i + split_raw) % 67);
+    keys.emplace_back(reinterpret_cast<const char*>(data + start), key_len);
+    start += key_len;
+  }
+  std::vector<uint32_t> want_keys;
+  for (const std::string_view key : keys) {
+    want_keys.push_back(Zlib(0, reinterpret_cast<const uint8_t*>(key.data()), key.size()));
+  }
+  using KeysFn = void (*)(const std::string_view*, size_t, uint32_t*) noexcept;
+  std::vector<std::pair<std::string, KeysFn>> key_impls = {{"Crc32Keys", internal::Crc32Keys}};
+#if defined(__x86_64__)
+  if (internal::CpuHasPclmul())
+    key_impls.emplace_back("Crc32KeysPclmul", internal::Crc32KeysPclmul);
+#endif
+#if defined(__aarch64__)
+  if (internal::CpuHasArmCrc32()) key_impls.emplace_back("Crc32KeysArm", internal::Crc32KeysArm);
+#endif
+  for (const auto& [name, keys_fn] : key_impls) {
+    std::vector<uint32_t> got(keys.size() + 1, 0xDEADBEEFu);
+    keys_fn(keys.data(), keys.size(), got.data());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (got[i] != want_keys[i]) {
+        Fail(name + ": key " + std::to_string(i) + " of " + std::to_string(keys.size()) +
+                 " (length " + std::to_string(keys[i].size()) + ") expected " +
+                 Hex32(want_keys[i]) + ", got " + Hex32(got[i]),
+             description);
+      }
+    }
+    if (got[keys.size()] != 0xDEADBEEFu) Fail(name + " wrote past the batch", description);
+  }
+  // The implementation the dispatcher uses is the first one supported.
+  if (ActiveCrc32Name() != internal::Crc32ImplementationName()) {
+    Fail("ActiveCrc32Name differs from Crc32ImplementationName", description);
+  }
+  for (const internal::Crc32Implementation& impl : internal::Crc32Implementations()) {
+    if (!impl.supported) continue;
+    if (ActiveCrc32Name() != impl.name) {
+      Fail(std::string("the dispatcher runs ") + std::string(ActiveCrc32Name()) +
+               ", not the first supported implementation " + impl.name,
+           description);
+    }
+    break;
+  }
 
   // The ketama step: crc32(prev as 4 little-endian bytes) continued from the
   // raw state after the node's bytes; here the node's bytes are the data

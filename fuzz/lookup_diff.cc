@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <string_view>
 
 #include "chash/crc32.h"
+#include "chash/failover.h"
 #include "chash/stats.h"
 #include "fuzz_support.h"
 
@@ -114,13 +116,17 @@ void CheckStats(const DiffContext& c) {
   const bool counts_ok =
       stats.nodes == c.ref.num_nodes() && stats.points_generated == c.ref.points_generated() &&
       stats.points == points && stats.collisions == c.ref.points_generated() - points;
-  // Two columns (u32 hash, u16 node) of points + 1 slots, each rounded up to
-  // a 64-byte line; nothing for an empty ring.
+  // columns.h: 6 bytes a kept point plus one sentinel slot, and at most one
+  // cache line of rounding per column (one 4 KiB page when the OS maps it);
+  // nothing for an empty ring. The collision table: 6 bytes a loser.
   const uint64_t min_columns = points == 0 ? 0 : 6 * (points + 1);
+  const uint64_t losers = c.ref.collision_losers().size();
   const bool memory_ok = stats.column_bytes == memory.column_bytes &&
                          memory.column_bytes >= min_columns &&
-                         memory.column_bytes <= min_columns + 128 && memory.other_bytes > 0 &&
-                         c.ring.build_seconds() >= 0;
+                         memory.column_bytes <= min_columns + 2 * 4096 && memory.other_bytes > 0 &&
+                         stats.index_bytes == memory.index_bytes &&
+                         stats.collision_table_bytes == memory.collision_table_bytes &&
+                         memory.collision_table_bytes >= 6 * losers && c.ring.build_seconds() >= 0;
   const bool shares_ok = std::isfinite(stats.cv_measured) && std::isfinite(stats.cv_predicted) &&
                          stats.cv_measured >= 0 && stats.min_share_ratio <= stats.max_share_ratio;
   const std::string json = RingStatsJson(stats);
@@ -128,8 +134,89 @@ void CheckStats(const DiffContext& c) {
   if (!counts_ok || !memory_ok || (points > 0 && !shares_ok) || !json_ok) {
     Fail("ComputeRingStats disagrees with the ring: " + json + " (memory_usage columns " +
              std::to_string(memory.column_bytes) + ", other " + std::to_string(memory.other_bytes) +
-             ")",
+             ", index " + std::to_string(memory.index_bytes) + ", collision table " +
+             std::to_string(memory.collision_table_bytes) + " for " + std::to_string(losers) +
+             " losers)",
          c.description);
+  }
+}
+
+// owns_points for every id (and past the last), and the collision losers
+// the masked lookups rely on, entry by entry.
+void CheckOwnershipAndLosers(const DiffContext& c) {
+  std::vector<bool> owns(c.ref.num_nodes(), false);
+  for (const auto& point : c.ref.points()) owns[point.node] = true;
+  for (uint32_t id = 0; id < c.ref.num_nodes(); ++id) {
+    if (c.ring.owns_points(id) != owns[id]) {
+      Fail("owns_points(" + std::to_string(id) + ") is " +
+               (c.ring.owns_points(id) ? "true" : "false"),
+           c.description);
+    }
+  }
+  if (c.ring.owns_points(c.ref.num_nodes()) || c.ring.owns_points(Ring::kNoNode)) {
+    Fail("owns_points is true past num_nodes()", c.description);
+  }
+  const CollisionLosers got = c.ring.collision_losers();
+  const auto& want = c.ref.collision_losers();
+  if (got.hashes.size() != want.size() || got.nodes.size() != want.size()) {
+    Fail("collision_losers has " + std::to_string(got.hashes.size()) + " entries, expected " +
+             std::to_string(want.size()),
+         c.description);
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got.hashes[i] != want[i].hash || got.nodes[i] != want[i].node) {
+      Fail("collision loser " + std::to_string(i) + ": expected (" + Hex32(want[i].hash) +
+               ", node " + std::to_string(want[i].node) + "), got (" + Hex32(got.hashes[i]) +
+               ", node " + std::to_string(got.nodes[i]) + ")",
+           c.description);
+    }
+  }
+}
+
+// The NodeMask API against the availability the mask was decoded from.
+void CheckNodeMask(const DiffContext& c) {
+  const MaskCase& m = *c.mask;
+  const NodeMask& mask = m.mask;
+  uint32_t count = 0;
+  for (uint32_t id = 0; id < m.available.size(); ++id) {
+    if (mask.available(id) != m.available[id]) {
+      Fail("NodeMask::available(" + std::to_string(id) + ") differs", c.description);
+    }
+    count += m.available[id] ? 1 : 0;
+  }
+  const auto words = mask.words();
+  bool tail_clear = words.size() == (m.available.size() + 63) / 64;
+  for (size_t bit = m.available.size(); tail_clear && bit < words.size() * 64; ++bit) {
+    tail_clear = ((words[bit / 64] >> (bit % 64)) & 1) == 0;
+  }
+  NodeMask copy = mask;
+  const bool set_past_end = copy.Set(mask.size(), true);
+  if (mask.size() != m.available.size() || mask.count_available() != count || !tail_clear ||
+      mask.available(mask.size()) || mask.available(Ring::kNoNode) || set_past_end ||
+      !(copy == mask)) {
+    Fail("NodeMask API: size " + std::to_string(mask.size()) + ", count_available " +
+             std::to_string(mask.count_available()) + " (expected " + std::to_string(count) + ")",
+         c.description);
+  }
+}
+
+// BoundedLoadCapacity against failover.h's formula.
+void CheckBoundedLoadCapacity(const DiffContext& c) {
+  const double factor = c.mask->balance_factor;
+  uint64_t sum = 0;
+  for (const uint64_t load : c.mask->loads) sum = load > UINT64_MAX - sum ? UINT64_MAX : sum + load;
+  for (const uint64_t total : {uint64_t{0}, uint64_t{1}, sum, UINT64_MAX - 1, UINT64_MAX}) {
+    for (const uint32_t nodes : {0u, 1u, 3u, c.ref.num_nodes(), kMaxNodes}) {
+      const uint64_t want = ModelBoundedLoadCapacity(total, nodes, factor);
+      const uint64_t got = BoundedLoadCapacity(total, nodes, factor);
+      if (got != want) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%.17g", factor);
+        Fail("BoundedLoadCapacity(" + std::to_string(total) + ", " + std::to_string(nodes) + ", " +
+                 text + ") = " + std::to_string(got) + ", expected " + std::to_string(want),
+             c.description);
+      }
+    }
   }
 }
 
@@ -258,13 +345,183 @@ void CheckDistinctWalks(DiffContext& c) {
   }
 }
 
+// FindAvailableNode* against the reference ring of the available nodes.
+void CheckMaskedLookups(DiffContext& c) {
+  if (c.mask == nullptr) return;
+  const NodeMask& mask = c.mask->mask;
+  for (size_t i = 0; i < c.probes.size(); ++i) {
+    const uint32_t got = FindAvailableNodeByHash(c.ring, mask, c.probes[i]);
+    if (got != c.masked_expected[i]) {
+      Mismatch(c, "FindAvailableNodeByHash", c.probes[i], c.masked_expected[i], got);
+    }
+  }
+  for (size_t i = 0; i < c.keys.size(); ++i) {
+    const uint32_t got = FindAvailableNode(c.ring, mask, c.keys[i]);
+    if (got != c.masked_expected_key[i]) {
+      Mismatch(c, "FindAvailableNode(" + Printable(c.keys[i]) + ")", Crc32(c.keys[i]),
+               c.masked_expected_key[i], got);
+    }
+  }
+  std::vector<uint32_t> out(c.probes.size() + 8, kUnwritten);
+  FindAvailableNodesByHash(c.ring, mask, c.probes, out);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint32_t want = i < c.probes.size() ? c.masked_expected[i] : kUnwritten;
+    if (out[i] != want) {
+      Mismatch(c, "FindAvailableNodesByHash[" + std::to_string(i) + "]",
+               i < c.probes.size() ? c.probes[i] : 0, want, out[i]);
+    }
+  }
+  std::vector<std::string_view> views(c.keys.begin(), c.keys.end());
+  std::vector<uint32_t> key_out(views.size() + 8, kUnwritten);
+  FindAvailableNodes(c.ring, mask, views, key_out);
+  for (size_t i = 0; i < key_out.size(); ++i) {
+    const uint32_t want = i < views.size() ? c.masked_expected_key[i] : kUnwritten;
+    if (key_out[i] != want) {
+      Mismatch(c, "FindAvailableNodes[" + std::to_string(i) + "]", 0, want, key_out[i]);
+    }
+  }
+  c.checks += 2 * (c.probes.size() + c.keys.size());
+}
+
+// The same lookups through an AvailabilityMask the mask was published to;
+// a mask of another size is refused.
+void CheckAvailabilityMask(DiffContext& c) {
+  if (c.mask == nullptr) return;
+  const NodeMask& mask = c.mask->mask;
+  AvailabilityMask published(mask.size());
+  uint64_t version = 99;
+  const Status status = published.Publish(mask);
+  if (!status.ok() || published.version() != 1 || !(published.Snapshot(&version) == mask) ||
+      version != 1) {
+    Fail("AvailabilityMask::Publish of a mask of its size: " + status.ToString(), c.description);
+  }
+  AvailabilityMask other(mask.size() == 0 ? 1 : mask.size() - 1);
+  const Status refused = other.Publish(mask);
+  if (refused.code() != StatusCode::kBadArgument || other.version() != 0) {
+    Fail("AvailabilityMask::Publish accepted a mask of another size", c.description);
+  }
+  for (size_t i = 0; i < c.probes.size(); ++i) {
+    const uint32_t got = published.FindNodeByHash(c.ring, c.probes[i]);
+    if (got != c.masked_expected[i]) {
+      Mismatch(c, "AvailabilityMask::FindNodeByHash", c.probes[i], c.masked_expected[i], got);
+    }
+  }
+  std::vector<std::string_view> views(c.keys.begin(), c.keys.end());
+  std::vector<uint32_t> out(views.size(), kUnwritten);
+  published.FindNodes(c.ring, views, out);
+  for (size_t i = 0; i < views.size(); ++i) {
+    const uint32_t single = published.FindNode(c.ring, views[i]);
+    if (out[i] != c.masked_expected_key[i] || single != c.masked_expected_key[i]) {
+      Mismatch(c, "AvailabilityMask::FindNode(s)(" + Printable(c.keys[i]) + ")", Crc32(c.keys[i]),
+               c.masked_expected_key[i], out[i] != c.masked_expected_key[i] ? out[i] : single);
+    }
+  }
+  c.checks += c.probes.size() + 2 * views.size();
+}
+
+// The first node of `walk` below capacity (and with a load at all).
+uint32_t FirstUnderCapacity(const std::vector<uint32_t>& walk, const std::vector<uint64_t>& loads,
+                            uint64_t capacity) {
+  for (const uint32_t node : walk) {
+    if (node < loads.size() && loads[node] < capacity) return node;
+  }
+  return Ring::kNoNode;
+}
+
+// FindNodeUnderCapacity and FindNodeBoundedLoad (u64 and u32 loads, with and
+// without the mask): the first node of the (masked) distinct walk whose load
+// is below capacity; BoundedLoad's capacity from the available nodes that
+// own a kept point.
+void CheckBoundedLoads(DiffContext& c) {
+  if (c.mask == nullptr) return;
+  const MaskCase& m = *c.mask;
+  const std::vector<uint64_t>& loads = m.loads;
+  std::vector<uint32_t> loads32(loads.size());
+  std::vector<uint64_t> loads32_as64(loads.size());
+  for (size_t i = 0; i < loads.size(); ++i) {
+    loads32[i] = static_cast<uint32_t>(std::min<uint64_t>(loads[i], UINT32_MAX));
+    loads32_as64[i] = loads32[i];
+  }
+  const bool factor_ok = std::isfinite(m.balance_factor) && m.balance_factor > 1.0;
+  const bool loads_ok = loads.size() >= c.ref.num_nodes();
+  // BoundedLoad's n and total, with and without the mask.
+  struct Bounded {
+    uint32_t nodes = 0;
+    uint64_t total = 0, total32 = 0;
+  } masked, unmasked;
+  std::vector<bool> owns(c.ref.num_nodes(), false);
+  for (const auto& point : c.ref.points()) owns[point.node] = true;
+  auto add = [](uint64_t& sum, uint64_t load) {
+    sum = load > UINT64_MAX - sum ? UINT64_MAX : sum + load;
+  };
+  for (uint32_t id = 0; id < c.ref.num_nodes() && loads_ok; ++id) {
+    if (!owns[id]) continue;
+    for (Bounded* b : {&unmasked, m.IsAvailable(id) ? &masked : nullptr}) {
+      if (b == nullptr) continue;
+      ++b->nodes;
+      add(b->total, loads[id]);
+      add(b->total32, loads32[id]);
+    }
+  }
+  for (size_t w = 0; w < c.distinct_from.size(); ++w) {
+    const uint32_t hash = c.distinct_from[w];
+    const std::vector<uint32_t>& full = c.distinct_expected[w];
+    const std::vector<uint32_t>& avail = c.available_walks[w];
+    auto expect = [&](const char* what, uint32_t got, uint32_t want) {
+      if (got != want) Mismatch(c, what, hash, want, got);
+    };
+    expect(
+        "FindNodeUnderCapacity(masked)",
+        FindNodeUnderCapacity(c.ring, hash, std::span<const uint64_t>(loads), m.capacity, &m.mask),
+        FirstUnderCapacity(avail, loads, m.capacity));
+    expect("FindNodeUnderCapacity",
+           FindNodeUnderCapacity(c.ring, hash, std::span<const uint64_t>(loads), m.capacity),
+           FirstUnderCapacity(full, loads, m.capacity));
+    expect("FindNodeUnderCapacity(u32 loads, masked)",
+           FindNodeUnderCapacity(c.ring, hash, std::span<const uint32_t>(loads32), m.capacity,
+                                 &m.mask),
+           FirstUnderCapacity(avail, loads32_as64, m.capacity));
+    for (const bool use_mask : {true, false}) {
+      for (const bool narrow : {false, true}) {
+        const Bounded& b = use_mask ? masked : unmasked;
+        const NodeMask* mask = use_mask ? &m.mask : nullptr;
+        const Result<uint32_t> got =
+            narrow ? FindNodeBoundedLoad(c.ring, hash, std::span<const uint32_t>(loads32),
+                                         m.balance_factor, mask)
+                   : FindNodeBoundedLoad(c.ring, hash, std::span<const uint64_t>(loads),
+                                         m.balance_factor, mask);
+        const std::string what = std::string("FindNodeBoundedLoad(") + (narrow ? "u32" : "u64") +
+                                 (use_mask ? ", masked)" : ")");
+        if (!factor_ok || !loads_ok) {
+          if (got.ok() || got.status().code() != StatusCode::kBadArgument) {
+            Fail(what + " accepted a bad factor or short loads", c.description);
+          }
+          continue;
+        }
+        if (!got.ok()) Fail(what + " failed: " + got.status().ToString(), c.description);
+        const uint64_t total = narrow ? b.total32 : b.total;
+        const uint32_t want =
+            b.nodes == 0
+                ? Ring::kNoNode
+                : FirstUnderCapacity(use_mask ? avail : full, narrow ? loads32_as64 : loads,
+                                     ModelBoundedLoadCapacity(total, b.nodes, m.balance_factor));
+        expect(what.c_str(), got.value(), want);
+        // failover.h: the loads sum to less than n * capacity, so some node
+        // is below capacity (when the total did not saturate).
+        if (b.nodes > 0 && total < UINT64_MAX / 2 && got.value() == Ring::kNoNode) {
+          Fail(what + " found no node below capacity", c.description);
+        }
+      }
+    }
+    c.checks += 7;
+  }
+}
+
 // Every lookup family of the public API, compared on each target. A new
 // lookup (e.g. masks over nodes) is checked by adding its function here.
 constexpr LookupCheck kPerTargetChecks[] = {
-    CheckSingleLookups,
-    CheckBatchLookups,
-    CheckFailoverWalks,
-    CheckDistinctWalks,
+    CheckSingleLookups, CheckBatchLookups,     CheckFailoverWalks, CheckDistinctWalks,
+    CheckMaskedLookups, CheckAvailabilityMask, CheckBoundedLoads,
 };
 
 }  // namespace
@@ -303,19 +560,38 @@ void CheckMoves(Ring& ring, const std::string& description) {
 uint64_t CompareRingWithReference(const Ring& ring, const ReferenceRing& ref,
                                   const std::vector<std::string>& keys,
                                   const std::vector<uint32_t>& extra_hashes,
-                                  const std::string& description) {
-  DiffContext c{ring, ref, keys, description, Probes(ref, extra_hashes), {}, {}, {}, {}, "", 0};
+                                  const std::string& description, const MaskCase* mask,
+                                  const ReferenceRing* available_ref) {
+  DiffContext c{ring, ref, keys, description, Probes(ref, extra_hashes)};
   for (const uint32_t probe : c.probes) c.expected.push_back(ref.FindNodeByHash(probe));
   for (const std::string& key : keys) c.expected_key.push_back(ref.FindNode(key));
   const size_t stride = std::max<size_t>(1, c.probes.size() / kDistinctWalks);
   for (size_t i = 0; i < c.probes.size(); i += stride) c.distinct_from.push_back(c.probes[i]);
   if (!keys.empty()) c.distinct_from.push_back(Crc32(keys[0]));
   for (const uint32_t hash : c.distinct_from) c.distinct_expected.push_back(ref.DistinctWalk(hash));
+  if (mask != nullptr) {
+    c.mask = mask;
+    c.available_ref = available_ref;
+    for (const uint32_t probe : c.probes) {
+      c.masked_expected.push_back(available_ref->FindNodeByHash(probe));
+    }
+    for (const std::string& key : keys) {
+      c.masked_expected_key.push_back(available_ref->FindNode(key));
+    }
+    for (const uint32_t hash : c.distinct_from) {
+      c.available_walks.push_back(available_ref->DistinctWalk(hash));
+    }
+  }
 
   CheckShape(c);
   CheckPointSequence(c);
   CheckShares(c);
   CheckStats(c);
+  CheckOwnershipAndLosers(c);
+  if (mask != nullptr) {
+    CheckNodeMask(c);
+    CheckBoundedLoadCapacity(c);
+  }
   ForEachTarget(
       [&](const std::string& target) {
         c.target = target;

@@ -1,10 +1,12 @@
 // The lookup half of the differential fuzzers: a built Ring against the
 // ReferenceRing of the same input, for every lookup the API offers, on
-// every SIMD target.
+// every SIMD target: plain, batch, failover walks, distinct walks, and the
+// failover lookups of failover.h (masks, AvailabilityMask, bounded loads)
+// against the reference ring of the available nodes alone.
 //
-// Lookups a later branch adds (masks over nodes, on ops) get a function
-// with the LookupCheck signature, listed in kPerTargetChecks in
-// lookup_diff.cc; both differential fuzzers then run it on every target.
+// A new lookup gets a function with the LookupCheck signature, listed in
+// kPerTargetChecks in lookup_diff.cc; both differential fuzzers then run it
+// on every target.
 #ifndef CHASH_FUZZ_LOOKUP_DIFF_H_
 #define CHASH_FUZZ_LOOKUP_DIFF_H_
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "chash/ring.h"
+#include "mask_case.h"
 #include "reference/reference_ring.h"
 
 namespace chash::fuzz {
@@ -31,6 +34,14 @@ struct DiffContext {
   // reference's answer for each (computed once: it is O(points)).
   std::vector<uint32_t> distinct_from;
   std::vector<std::vector<uint32_t>> distinct_expected;
+  // Failover lookups (null: none): the mask and loads, the reference ring of
+  // the available nodes, and its answers for the probes, the keys and (its
+  // distinct walks) the distinct_from hashes.
+  const MaskCase* mask = nullptr;
+  const reference::ReferenceRing* available_ref = nullptr;
+  std::vector<uint32_t> masked_expected;
+  std::vector<uint32_t> masked_expected_key;
+  std::vector<std::vector<uint32_t>> available_walks;
   std::string target;   // the SIMD target being checked
   uint64_t checks = 0;  // answers compared so far
 };
@@ -48,10 +59,13 @@ void CheckMoves(Ring& ring, const std::string& description);
 // Everything that does not depend on the target (sizes, the ring-order point
 // sequence, hash shares), then each LookupCheck on every target. Fail()s on
 // the first difference; returns the number of answers compared.
+// With `mask`, also the failover lookups, against `available_ref`: the
+// reference ring of the available nodes alone (same ids).
 uint64_t CompareRingWithReference(const Ring& ring, const reference::ReferenceRing& ref,
                                   const std::vector<std::string>& keys,
                                   const std::vector<uint32_t>& extra_hashes,
-                                  const std::string& description);
+                                  const std::string& description, const MaskCase* mask = nullptr,
+                                  const reference::ReferenceRing* available_ref = nullptr);
 
 }  // namespace chash::fuzz
 

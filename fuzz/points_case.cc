@@ -199,6 +199,8 @@ PointsCase DecodePointsCase(const uint8_t* data, size_t size) {
   }
   const uint32_t hash_count = r.U8() % 17;
   for (uint32_t i = 0; i < hash_count; ++i) c.hashes.push_back(r.U32());
+  // (Past 65,536 nodes the build fails first; keep the mask and loads small.)
+  c.mask = DecodeMaskCase(r, std::min(c.num_nodes, kMaxNodes + 1));
   return c;
 }
 
@@ -220,7 +222,7 @@ std::string PointsCase::Describe() const {
     for (const uint32_t rank : tie_rank) out.append(" ").append(std::to_string(rank));
     out += "\n";
   }
-  return out;
+  return out + "  " + mask.Describe();
 }
 
 PointsOutcome RunPointsDiff(const PointsCase& c) {
@@ -255,8 +257,22 @@ PointsOutcome RunPointsDiff(const PointsCase& c) {
            description);
     }
   }
+  // The oracle of the failover lookups: the same points without those of
+  // unavailable nodes, the same tie ranks.
+  const reference::ReferenceRing* available_ref = &ref.value();
+  Result<reference::ReferenceRing> subset = reference::ReferenceRing();
+  if (!c.mask.AllAvailable(c.num_nodes)) {
+    std::vector<RawPoint> points;
+    for (const RawPoint& point : c.points) {
+      if (c.mask.IsAvailable(point.node)) points.push_back(point);
+    }
+    subset = reference::ReferenceRing::FromPoints(c.num_nodes, points, c.tie_rank, c.max_points);
+    if (!subset.ok()) Fail("the ring of the available nodes failed to build", description);
+    available_ref = &subset.value();
+  }
   static const std::vector<std::string> kNoKeys;
-  outcome.checks = CompareRingWithReference(ring, ref.value(), kNoKeys, c.hashes, description);
+  outcome.checks = CompareRingWithReference(ring, ref.value(), kNoKeys, c.hashes, description,
+                                            &c.mask, available_ref);
   outcome.points = ring.num_points();
   outcome.collisions = ring.collisions();
   return outcome;
@@ -391,6 +407,11 @@ PointsCaseWriter& PointsCaseWriter::Hash(uint32_t hash) {
   return *this;
 }
 
+PointsCaseWriter& PointsCaseWriter::Mask(const MaskCaseWriter& mask) {
+  mask_ = mask.Bytes();
+  return *this;
+}
+
 std::string PointsCaseWriter::Bytes() const {
   FuzzWriter w;
   w.Bytes(header_.bytes());
@@ -405,7 +426,7 @@ std::string PointsCaseWriter::Bytes() const {
   if (cap_ == Cap::kRelative) w.Bytes(cap_tail_.empty() ? std::string(1, '\0') : cap_tail_);
   w.U8(static_cast<uint8_t>(hashes_.size()));
   for (const uint32_t hash : hashes_) w.U32(hash);
-  return w.bytes();
+  return w.Bytes(mask_).bytes();
 }
 
 }  // namespace chash::fuzz

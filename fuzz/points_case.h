@@ -24,6 +24,7 @@
 //   U8 op count, then ops (U8 % 8, PointOp) until the count or the input ends
 //   [cap byte for cap mode 3]
 //   U8 extra probe hash count (% 17), each U32
+//   the failover fields of mask_case.h (node mask, loads, balance factor)
 // A node id is U8 m: m%4 == 0: U16 % count; 1: m/4; 2: count - 1 - m/4
 // (wraps past 0 to ids far out of range); 3: U32.
 #ifndef CHASH_FUZZ_POINTS_CASE_H_
@@ -36,6 +37,7 @@
 
 #include "chash/ring.h"
 #include "fuzz_data.h"
+#include "mask_case.h"
 
 namespace chash::fuzz {
 
@@ -60,6 +62,7 @@ struct PointsCase {
   std::vector<uint32_t> tie_rank;
   uint64_t max_points = 0;
   std::vector<uint32_t> hashes;
+  MaskCase mask;
 
   std::string Describe() const;
 };
@@ -114,6 +117,7 @@ class PointsCaseWriter {
   PointsCaseWriter& BadNode(uint32_t hash, uint8_t which);
   PointsCaseWriter& CapDelta(uint8_t delta);  // Cap::kRelative
   PointsCaseWriter& Hash(uint32_t hash);
+  PointsCaseWriter& Mask(const MaskCaseWriter& mask);
   std::string Bytes() const;
 
  private:
@@ -124,6 +128,7 @@ class PointsCaseWriter {
   std::vector<std::string> ops_;
   std::string cap_tail_;
   std::vector<uint32_t> hashes_;
+  std::string mask_;
   Rank rank_;
   Cap cap_;
 };

@@ -208,6 +208,7 @@ RingCase DecodeRingCase(const uint8_t* data, size_t size) {
   for (uint32_t i = 0; i < key_count; ++i) c.keys.emplace_back(r.String(48));
   const uint32_t hash_count = r.U8() % 17;
   for (uint32_t i = 0; i < hash_count; ++i) c.hashes.push_back(r.U32());
+  c.mask = DecodeMaskCase(r, static_cast<uint32_t>(c.servers.size()));
   return c;
 }
 
@@ -226,7 +227,7 @@ std::string RingCase::Describe() const {
            std::to_string(servers[i].weight) + "\n";
   }
   for (size_t i = 0; i < keys.size() && i < 8; ++i) out += "  key " + Printable(keys[i]) + "\n";
-  return out;
+  return out + "  " + mask.Describe();
 }
 
 RingOutcome RunRingDiff(const RingCase& c) {
@@ -299,8 +300,23 @@ RingOutcome RunRingDiff(const RingCase& c) {
     Fail("ring options differ from the builder's", description);
   }
 
+  // The oracle of the failover lookups: the same servers with the
+  // unavailable ones drained (weight 0 keeps ids and the tie-break order).
+  const ReferenceRing* available_ref = &ref.value();
+  Result<ReferenceRing> subset = ReferenceRing();
+  if (!c.mask.AllAvailable(ring.num_nodes())) {
+    std::vector<reference::Server> servers = c.servers;
+    for (uint32_t id = 0; id < servers.size(); ++id) {
+      if (!c.mask.IsAvailable(id)) servers[id].weight = 0;
+    }
+    subset = ReferenceRing::Build(c.flavor, c.point_multiple, servers, c.max_points);
+    if (!subset.ok()) Fail("the ring of the available nodes failed to build", description);
+    available_ref = &subset.value();
+  }
+
   CheckMoves(ring, description);
-  outcome.checks = CompareRingWithReference(ring, ref.value(), c.keys, c.hashes, description);
+  outcome.checks = CompareRingWithReference(ring, ref.value(), c.keys, c.hashes, description,
+                                            &c.mask, available_ref);
   outcome.points = ring.num_points();
   outcome.collisions = ring.collisions();
   outcome.nodes = ring.num_nodes();
@@ -434,6 +450,11 @@ RingCaseWriter& RingCaseWriter::Hash(uint32_t hash) {
   return *this;
 }
 
+RingCaseWriter& RingCaseWriter::Mask(const MaskCaseWriter& mask) {
+  mask_ = mask.Bytes();
+  return *this;
+}
+
 std::string RingCaseWriter::Bytes() const {
   FuzzWriter w;
   w.Bytes(header_.bytes()).U8(static_cast<uint8_t>(ops_.size()));
@@ -442,7 +463,7 @@ std::string RingCaseWriter::Bytes() const {
   for (const std::string& key : keys_) w.String(key);
   w.U8(static_cast<uint8_t>(hashes_.size()));
   for (const uint32_t hash : hashes_) w.U32(hash);
-  return w.bytes();
+  return w.Bytes(mask_).bytes();
 }
 
 }  // namespace chash::fuzz

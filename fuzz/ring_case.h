@@ -13,6 +13,7 @@
 //     U8 op: kind = op % 8, variant = op / 8 (see RingOp); operands; weight
 //   U8 key count (% 33), each key a String(48)
 //   U8 extra probe hash count (% 17), each U32
+//   the failover fields of mask_case.h (node mask, loads, balance factor)
 // A weight is U8 w: w%4 == 0: 0 (drained); 1: 1 + (w/4)%4; 2: U16; 3: U32.
 //
 // Rings stay small so each run is fast: the cap is at most kFuzzMaxPoints
@@ -29,6 +30,7 @@
 
 #include "chash/ring.h"
 #include "fuzz_data.h"
+#include "mask_case.h"
 #include "reference/reference_ring.h"
 
 namespace chash::fuzz {
@@ -70,6 +72,7 @@ struct RingCase {
   std::vector<reference::Server> servers;
   std::vector<std::string> keys;
   std::vector<uint32_t> hashes;
+  MaskCase mask;
 
   std::string Describe() const;  // for mismatch reports
 };
@@ -110,6 +113,7 @@ class RingCaseWriter {
   RingCaseWriter& Bulk(uint16_t base, uint8_t count, bool near_max, uint32_t weight);
   RingCaseWriter& Key(std::string_view key);
   RingCaseWriter& Hash(uint32_t hash);
+  RingCaseWriter& Mask(const MaskCaseWriter& mask);
 
   std::string Bytes() const;  // the encoded input
 
@@ -119,6 +123,7 @@ class RingCaseWriter {
   std::vector<std::string> ops_;
   std::vector<std::string> keys_;
   std::vector<uint32_t> hashes_;
+  std::string mask_;
 };
 
 }  // namespace chash::fuzz

@@ -7,6 +7,7 @@
 #include "byte_checks.h"
 #include "chash/address.h"
 #include "chash/crc32.h"
+#include "chash/failover.h"
 #include "chash/servers_file.h"
 #include "points_case.h"
 #include "reference/reference_ring.h"
@@ -86,6 +87,14 @@ RingExpectation Winner(uint32_t hash, uint32_t winner, uint64_t collisions) {
              std::to_string(winner);
     }
     return "";
+  };
+}
+
+// Under the seed's mask, `hash` is answered by `node`.
+RingExpectation MaskedAnswer(uint32_t hash, uint32_t node) {
+  return [=](const RingCase& c, const RingOutcome&) -> std::string {
+    const uint32_t got = FindAvailableNodeByHash(EngineRing(c), c.mask.mask, hash);
+    return got == node ? "" : "masked lookup gave node " + std::to_string(got);
   };
 }
 
@@ -264,6 +273,67 @@ void AddRingSeeds(std::vector<Seed>& seeds) {
           .Ipv6({0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x26b8}, 80, 1)
           .Ipv4({10, 0, 55, 128}, 80, 1),
       RingCheck(StatusCode::kOk, Winner(kMixedHash, 1, 1)));
+  // Failover (failover.h): the winner of a collision down, its loser answers.
+  add("mask_collision_winner_down",
+      RingCaseWriter(Flavor::kNginx)
+          .Ipv4(kB, 80, 1)
+          .Ipv4(kA, 80, 1)
+          .Key("k")
+          .Mask({.which = 2,
+                 .id = 0,
+                 .capacity_mode = 3,
+                 .capacity = 2,
+                 .factor_mode = 8,
+                 .factor_thousandths = 250}),
+      RingCheck(StatusCode::kOk, MaskedAnswer(kPairHash, 1)));
+  add("mask_none_available",
+      RingCaseWriter(Flavor::kPingoraV1)
+          .Ipv4({10, 0, 0, 1}, 80, 1)
+          .Ipv4({10, 0, 0, 2}, 80, 1)
+          .Key("k")
+          .Mask({.which = 1, .factor_mode = 8, .factor_thousandths = 100}),
+      RingCheck(StatusCode::kOk, MaskedAnswer(0, Ring::kNoNode)));
+  add("mask_smaller_than_ring",
+      RingCaseWriter(Flavor::kPingoraV2, Multiple::kSmall, 8)
+          .Ipv4({10, 0, 0, 1}, 80, 1)
+          .Ipv4({10, 0, 0, 2}, 80, 1)
+          .Ipv4({10, 0, 0, 3}, 80, 1)
+          .Key("k")
+          .Mask({.which = 0, .size_mode = 1, .size_delta = 0}),  // ids 0, 1 only
+      RingCheck(StatusCode::kOk, [](const RingCase& c, const RingOutcome&) -> std::string {
+        for (uint32_t h = 0; h < 64; ++h) {
+          if (FindAvailableNodeByHash(EngineRing(c), c.mask.mask, h << 26) == 2) {
+            return "node 2 is past the mask but answered";
+          }
+        }
+        return c.mask.mask.size() == 2 ? "" : "the mask does not cover 2 ids";
+      }));
+  add("bounded_load_one_node_full",
+      RingCaseWriter(Flavor::kNginx)
+          .Ipv4({10, 0, 0, 1}, 80, 1)
+          .Ipv4({10, 0, 0, 2}, 80, 1)
+          .Ipv4({10, 0, 0, 3}, 80, 1)
+          .Key("k")
+          .Mask({.which = 0,
+                 .loads_mode = 0,
+                 .load_seed = 7,
+                 .capacity_mode = 3,
+                 .capacity = 2,
+                 .factor_mode = 8,
+                 .factor_thousandths = 250}),
+      RingCheck(StatusCode::kOk));
+  // Found by fuzz_ring_diff: BoundedLoadCapacity gave 2^64 - 1 for any
+  // factor over 1e9 (failover_test BoundedLoad.CapacityRuleForHugeFactors).
+  add("bounded_load_huge_factor",
+      RingCaseWriter(Flavor::kNginx)
+          .Ipv4({10, 0, 0, 1}, 80, 1)
+          .Key("k")
+          .Mask({.which = 0, .loads_mode = 2 << 2, .factor_mode = 5}),
+      RingCheck(StatusCode::kOk, [](const RingCase& c, const RingOutcome&) -> std::string {
+        return BoundedLoadCapacity(0, 1, c.mask.balance_factor) == 1000000000000u
+                   ? ""
+                   : "capacity of factor 1e12 is not 1e12";
+      }));
   add("tie_ipv6_config_order_v1",
       RingCaseWriter(Flavor::kPingoraV1)
           .Ipv6({0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x26b8}, 80, 1)
@@ -295,6 +365,17 @@ std::function<std::string(const std::string&)> PointsWinner(uint32_t hash, uint3
     const auto ring = BuildRingFromPoints(c.num_nodes, c.points, c.tie_rank, c.max_points);
     const uint32_t got = ring.value().FindNodeByHash(hash);
     return got == winner ? "" : "node " + std::to_string(got) + " won the tie";
+  };
+}
+
+// Under the seed's mask, `hash` is answered by `node`.
+std::function<std::string(const std::string&)> MaskedPointsAnswer(uint32_t hash, uint32_t node) {
+  return [=](const std::string& bytes) -> std::string {
+    const PointsCase c = DecodePointsCase(Data(bytes), bytes.size());
+    if (RunPointsDiff(c).code != StatusCode::kOk) return "not built";
+    const auto ring = BuildRingFromPoints(c.num_nodes, c.points, c.tie_rank, c.max_points);
+    const uint32_t got = FindAvailableNodeByHash(ring.value(), c.mask.mask, hash);
+    return got == node ? "" : "masked lookup gave node " + std::to_string(got);
   };
 }
 
@@ -385,6 +466,22 @@ void AddPointsSeeds(std::vector<Seed>& seeds) {
           .One(3, 0)
           .CapDelta(0),  // cap = points
       PointsCheck(StatusCode::kOk, 2, 1));
+  // Failover: the best-ranked available contender answers at a collision.
+  add("mask_all_equal_first_down",
+      PointsCaseWriter(Nodes::kSmall16, 16)
+          .AllEqual(0xABCDEF01u, 16, 0)
+          .Mask({.which = 2, .id = 0}),
+      MaskedPointsAnswer(0xABCDEF01u, 1));
+  add("mask_reversed_rank_winner_down",
+      PointsCaseWriter(Nodes::kSmall16, 3, Rank::kReversed)
+          .EqualRun(0x55555555u, {0, 1, 2})
+          .Mask({.which = 2, .id = 2}),
+      MaskedPointsAnswer(0x55555555u, 1));
+  add("mask_only_one_up",
+      PointsCaseWriter(Nodes::kSmall16, 8)
+          .Consecutive(0x10000000u, {0, 1, 2, 3, 4, 5, 6, 7})
+          .Mask({.which = 3, .id = 5}),
+      MaskedPointsAnswer(0, 5));
   add("cap_zero", PointsCaseWriter(Nodes::kSmall16, 2, Rank::kNone, PointsCap::kU8, 0),
       PointsCheck(StatusCode::kBadArgument));
   add("cap_over_hard_max",

@@ -145,6 +145,10 @@ bool Ring::owns_points(uint32_t id) const noexcept {
   const std::vector<uint64_t>& bits = StateOf(state_).owns_points;
   return id / 64 < bits.size() && ((bits[id / 64] >> (id % 64)) & 1) != 0;
 }
+bool Ring::has_points(uint32_t id) const noexcept {
+  const std::vector<uint64_t>& bits = StateOf(state_).has_points;
+  return id / 64 < bits.size() && ((bits[id / 64] >> (id % 64)) & 1) != 0;
+}
 CollisionLosers Ring::collision_losers() const noexcept {
   const internal::CollisionTable& losers = StateOf(state_).losers;
   return {std::span<const uint32_t>(losers.hash), std::span<const uint16_t>(losers.node)};
@@ -167,7 +171,8 @@ MemoryUsage Ring::memory_usage() const noexcept {
   usage.index_bytes = state_->columns.index.allocated_bytes();
   uint64_t other = sizeof(*this) + sizeof(internal::RingState) +
                    state_->nodes.capacity() * sizeof(NodeInfo) +
-                   state_->owns_points.capacity() * sizeof(uint64_t);
+                   (state_->owns_points.capacity() + state_->has_points.capacity()) *
+                       sizeof(uint64_t);
   for (const NodeInfo& info : state_->nodes) {
     // Heap blocks of strings beyond the small-string buffer.
     for (const std::string* text : {&info.address.written, &info.address.host,

@@ -18,6 +18,7 @@ struct RingState {
   std::vector<NodeInfo> nodes;  // one per node id
   uint32_t nodes_with_points = 0;
   std::vector<uint64_t> owns_points;  // bit per node id: owns a kept point
+  std::vector<uint64_t> has_points;   // bit per node id: a kept or a lost point
   uint64_t points_generated = 0;
   Flavor flavor = Flavor::kNginx;
   uint32_t point_multiple = kDefaultPointMultiple;

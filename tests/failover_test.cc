@@ -510,5 +510,52 @@ TEST(BoundedLoad, FullFleetEndsTheWalk) {
   EXPECT_EQ(FindNodeUnderCapacity(ring, 77, loads, 10, &mask), Ring::kNoNode);
 }
 
+// A walk that cannot succeed stops after a scan of the nodes rather than a
+// turn of the ring (masked_walk.h), and a long walk that can succeed still
+// does. Node 2's only point loses a collision to node 0: it is in no column
+// slot, yet with node 0 down it answers every key, so the scan must count
+// points in the collision table (has_points), not only kept ones.
+TEST(MaskedLookup, FruitlessWalksStopAndLongWalksStillFind) {
+  constexpr uint32_t kNodes = 4;
+  std::vector<RawPoint> points;
+  for (uint32_t i = 0; i < 500; ++i) points.push_back({i * 8589934u + 17, 0});
+  points.push_back({points[250].hash, 2});
+  Result<Ring> built = BuildRingFromPoints(kNodes, points);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const Ring& ring = built.value();
+  ASSERT_EQ(ring.num_points(), 500u);
+  EXPECT_TRUE(ring.owns_points(0) && ring.has_points(0));
+  EXPECT_TRUE(!ring.owns_points(2) && ring.has_points(2));
+  EXPECT_TRUE(!ring.has_points(1) && !ring.has_points(3) && !ring.has_points(kNodes));
+
+  auto only = [](uint32_t size, uint32_t id) {
+    NodeMask mask(size, false);
+    mask.Set(id, true);
+    return mask;
+  };
+  const NodeMask node2_up = only(kNodes, 2);
+  AvailabilityMask health(kNodes);
+  ASSERT_TRUE(health.Publish(node2_up).ok());
+  std::vector<uint64_t> loads(kNodes, 5);
+  const std::vector<uint32_t> probes = ProbeHashes({&ring});
+  for (const uint32_t hash : probes) {
+    // Up to 500 points from the key's point to node 2's: past the scan.
+    EXPECT_EQ(FindAvailableNodeByHash(ring, node2_up, hash), 2u) << hash;
+    EXPECT_EQ(health.FindNodeByHash(ring, hash), 2u) << hash;
+    // Up, but without points, or outside the ring: no node can answer.
+    EXPECT_EQ(FindAvailableNodeByHash(ring, only(kNodes, 1), hash), Ring::kNoNode) << hash;
+    EXPECT_EQ(FindAvailableNodeByHash(ring, only(100, 77), hash), Ring::kNoNode) << hash;
+    // Every node at capacity, then (below) only node 2 below it.
+    EXPECT_EQ(FindNodeUnderCapacity(ring, hash, loads, 5), Ring::kNoNode) << hash;
+    EXPECT_EQ(FindNodeUnderCapacity(ring, hash, loads, 5, &node2_up), Ring::kNoNode) << hash;
+  }
+  loads[2] = 4;
+  for (const uint32_t hash : probes) {
+    EXPECT_EQ(FindNodeUnderCapacity(ring, hash, loads, 5, &node2_up), 2u) << hash;
+    // Unmasked, node 0 wins node 2's only hash: node 2 is on no walk.
+    EXPECT_EQ(FindNodeUnderCapacity(ring, hash, loads, 5), Ring::kNoNode) << hash;
+  }
+}
+
 }  // namespace
 }  // namespace chash

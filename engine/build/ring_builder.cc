@@ -46,7 +46,8 @@ Status ValidateOptions(const RingOptions& options) {
 }
 
 // Counts the distinct nodes in the node column (slots 0..n-1) and records them
-// in state.owns_points (one bit per node id).
+// in state.owns_points (one bit per node id); state.has_points adds the nodes
+// of the collision losers.
 void CountNodesWithPoints(RingState& state) {
   const internal::Columns& columns = state.columns;
   std::vector<uint64_t>& seen = state.owns_points;
@@ -62,6 +63,10 @@ void CountNodesWithPoints(RingState& state) {
     }
   }
   state.nodes_with_points = count;
+  state.has_points = seen;
+  for (const uint16_t node : state.losers.node) {
+    state.has_points[node / 64] |= uint64_t{1} << (node % 64);
+  }
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {

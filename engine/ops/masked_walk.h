@@ -25,6 +25,25 @@ namespace chash::internal {
 // then advances in step with the cursor (it restarts at 0 when the cursor
 // wraps), so a walk of k points costs O(k + losers passed + log losers).
 //
+// A walk that finds nothing would take one full turn: O(points) for every
+// key, a storm of CPU when a mask or the loads leave no node that can take a
+// key (a mask that only covers ids outside this ring, only drained nodes up,
+// every node at capacity). So once a walk has passed max(kMinStepsBeforeScan,
+// num_nodes) points, it checks every node once, O(num_nodes), and stops with
+// kNoNode if none both has a point and is taken by is_up and accept. This
+// at most doubles a long walk and bounds a fruitless one by O(num_nodes)
+// instead of O(points) (points are ~160 x weight x nodes). is_up and accept
+// must be pure predicates of the node.
+inline constexpr uint64_t kMinStepsBeforeScan = 64;
+
+template <typename IsUp, typename Accept>
+bool AnyNodeCanTake(const Ring& ring, const IsUp& is_up, const Accept& accept) noexcept {
+  for (uint32_t node = 0; node < ring.num_nodes(); ++node) {
+    if (ring.has_points(node) && is_up(node) && accept(node)) return true;
+  }
+  return false;
+}
+
 // is_up(node) -> bool: the mask. accept(node) -> bool: stop here?
 template <typename IsUp, typename Accept>
 uint32_t WalkAvailable(const Ring& ring, uint32_t hash, const IsUp& is_up,
@@ -42,7 +61,9 @@ uint32_t WalkAvailable(const Ring& ring, uint32_t hash, const IsUp& is_up,
   size_t at = kUnpositioned;  // first loser with hash >= the cursor's
   uint32_t previous_hash = cursor.hash();
   const uint64_t points = ring.num_points();
+  const uint64_t scan_at = std::max<uint64_t>(kMinStepsBeforeScan, ring.num_nodes());
   for (uint64_t step = 0; step < points; ++step, cursor.Advance()) {
+    if (step == scan_at && !AnyNodeCanTake(ring, is_up, accept)) return Ring::kNoNode;
     const uint32_t point_hash = cursor.hash();
     if (point_hash < previous_hash) at = 0;  // wrapped to the smallest hash
     previous_hash = point_hash;

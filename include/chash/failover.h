@@ -29,7 +29,11 @@
 // then followed in step. Bound: at most num_points() points and
 // collision_losers() entries, i.e. one turn of the ring; kNoNode after that.
 // With a fraction a of the points available the expected walk is about 1/a
-// points. No allocation.
+// points. A walk that has passed max(64, num_nodes()) points checks every
+// node once (O(num_nodes)) and answers kNoNode at once if no available node
+// has a point (e.g. a mask whose available ids are all outside the ring),
+// so a fruitless lookup costs O(num_nodes), not a turn of O(num_points). No
+// allocation.
 #ifndef CHASH_FAILOVER_H_
 #define CHASH_FAILOVER_H_
 
@@ -165,7 +169,8 @@ uint64_t BoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance
 // below `capacity`; kNoNode if none is within one turn of the ring. Nodes at
 // or past loads.size() are skipped. mask == nullptr: every node available.
 // Hot-path form for callers that keep the total load themselves. Cost: as a
-// masked lookup, walking past every node at capacity.
+// masked lookup, walking past every node at capacity; when no available node
+// with points is below capacity, O(num_nodes) after max(64, num_nodes) steps.
 uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const uint64_t> loads,
                                uint64_t capacity, const NodeMask* mask = nullptr) noexcept;
 uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const uint32_t> loads,

@@ -205,6 +205,9 @@ class Ring {
   uint32_t nodes_with_points() const noexcept;
   // Whether node `id` owns at least one kept point (false past num_nodes()).
   bool owns_points(uint32_t id) const noexcept;
+  // Whether node `id` has any point, kept or dropped by a collision: the
+  // nodes that some subset of the nodes (a masked lookup) can answer with.
+  bool has_points(uint32_t id) const noexcept;
   // The points collisions dropped, in ring order then tie-break order. Empty
   // when there were no collisions. No allocation; valid while the ring lives.
   CollisionLosers collision_losers() const noexcept;

@@ -28,21 +28,25 @@ struct DiffContext {
   // Hashes every check looks up: each point's hash and its neighbours
   // (sampled on large rings), 0, 1, 2^32-2, 2^32-1, the case's extra hashes.
   std::vector<uint32_t> probes;
-  std::vector<uint32_t> expected;      // ref.FindNodeByHash(probes[i])
-  std::vector<uint32_t> expected_key;  // ref.FindNode(keys[i])
+  std::vector<uint32_t> expected{};      // ref.FindNodeByHash(probes[i])
+  std::vector<uint32_t> expected_key{};  // ref.FindNode(keys[i])
   // Distinct walks from a few probes and the first key's hash, with the
   // reference's answer for each (computed once: it is O(points)).
-  std::vector<uint32_t> distinct_from;
-  std::vector<std::vector<uint32_t>> distinct_expected;
+  std::vector<uint32_t> distinct_from{};
+  std::vector<std::vector<uint32_t>> distinct_expected{};
   // Failover lookups (null: none): the mask and loads, the reference ring of
   // the available nodes, and its answers for the probes, the keys and (its
   // distinct walks) the distinct_from hashes.
   const MaskCase* mask = nullptr;
   const reference::ReferenceRing* available_ref = nullptr;
-  std::vector<uint32_t> masked_expected;
-  std::vector<uint32_t> masked_expected_key;
-  std::vector<std::vector<uint32_t>> available_walks;
-  std::string target;   // the SIMD target being checked
+  std::vector<uint32_t> masked_expected{};
+  std::vector<uint32_t> masked_expected_key{};
+  std::vector<std::vector<uint32_t>> available_walks{};
+  // Masked lookups check every masked_stride-th probe: a walk to the next
+  // available point costs about points / available points steps, and each
+  // exec must stay well under the fuzzers' timeout.
+  size_t masked_stride = 1;
+  std::string target{};  // the SIMD target being checked
   uint64_t checks = 0;  // answers compared so far
 };
 

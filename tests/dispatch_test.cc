@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "hash/crc32_internal.h"
 #include "test_util.h"
@@ -38,6 +39,26 @@ TEST(DispatchTest, ForceTargetRunsEachSupportedTarget) {
   EXPECT_NE(bad.message().find("NO_SUCH_TARGET"), std::string::npos) << bad.message();
   ASSERT_TRUE(ForceTarget("").ok());
   EXPECT_EQ(ActiveTargetName(), SupportedTargetNames().front());
+}
+
+// Listing or forcing targets must not change which target runs afterwards.
+// (On an SVE_256 CPU, Highway 1.0.3's SupportedTargets() left SVE2 chosen;
+// tools/test-arm runs this on max,sve256=on.)
+TEST(DispatchTest, ListingTargetsKeepsTheBestOneActive) {
+  const std::string best(ActiveTargetName());
+  const std::vector<std::string> names = SupportedTargetNames();
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(ActiveTargetName(), best);
+  EXPECT_EQ(ActiveTargetName(), names.front());
+  for (const std::string& target : names) {
+    ASSERT_TRUE(ForceTarget(target).ok()) << target;
+    EXPECT_EQ(SupportedTargetNames(), names) << "forced " << target;
+    EXPECT_EQ(ActiveTargetName(), target) << "after listing the targets";
+  }
+  EXPECT_EQ(ForceTarget("NO_SUCH_TARGET").code(), StatusCode::kBadArgument);
+  EXPECT_EQ(ActiveTargetName(), best) << "an unknown name leaves the best target";
+  ASSERT_TRUE(ForceTarget("best").ok());
+  EXPECT_EQ(ActiveTargetName(), best);
 }
 
 }  // namespace

@@ -93,25 +93,40 @@ std::string_view ActiveTargetName() noexcept {
   return HWY_DYNAMIC_DISPATCH(TargetNameImpl)();
 }
 
+namespace {
+
+// The CPU's targets, best first, found once. hwy::SupportedTargets() (1.0.3)
+// answers the forced target while one is forced, and, when none is, re-detects
+// the CPU and sets the chosen target to the detected set *before* it adds the
+// vector-length targets (SVE_256, SVE2_128), relying on its dispatch caller
+// to choose again: called directly, it left an SVE_256 CPU dispatching SVE2.
+// So it is called once, before any ForceTarget (which needs this list), and
+// the next dispatch is made to choose again from the full set.
+const std::vector<int64_t>& CpuTargets() {
+  static const std::vector<int64_t> targets = [] {
+    ActiveTargetName();  // dispatch once first: see toolchain.md pitfall 4
+    std::vector<int64_t> found = hwy::SupportedAndGeneratedTargets();
+    hwy::GetChosenTarget().DeInit();
+    return found;
+  }();
+  return targets;
+}
+
+}  // namespace
+
 std::vector<std::string> SupportedTargetNames() {
-  ActiveTargetName();  // dispatch once first: see toolchain.md pitfall 4
   std::vector<std::string> names;
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    names.emplace_back(hwy::TargetName(target));
-  }
+  for (const int64_t target : CpuTargets()) names.emplace_back(hwy::TargetName(target));
   return names;
 }
 
 Status ForceTarget(std::string_view name) {
   internal::find_node_by_hash_kernel.store(&internal::ResolveAndFindNodeByHash,
                                            std::memory_order_relaxed);
-  if (name.empty() || name == "best") {
-    hwy::SetSupportedTargetsForTest(0);
-    return Status();
-  }
-  ActiveTargetName();
+  const std::vector<int64_t>& targets = CpuTargets();
   hwy::SetSupportedTargetsForTest(0);
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+  if (name.empty() || name == "best") return Status();
+  for (const int64_t target : targets) {
     if (name == hwy::TargetName(target)) {
       hwy::SetSupportedTargetsForTest(target);
       return Status();

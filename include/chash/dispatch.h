@@ -23,11 +23,13 @@ std::string_view ActiveTargetName() noexcept;
 std::string_view ActiveCrc32Name() noexcept;
 
 // Targets that are both compiled in and supported by this CPU, best first.
+// Found once per process; ForceTarget does not change the list.
 std::vector<std::string> SupportedTargetNames();
 
 // For tests, tools and benchmarks: make every later lookup run on `name`
-// (one of SupportedTargetNames()); "" or "best" restores the default.
-// NOT thread-safe: call it while no lookup is running.
+// (one of SupportedTargetNames()); "" or "best" restores the default, and so
+// does an unknown name (kBadArgument). NOT thread-safe: call it, and
+// SupportedTargetNames, while no lookup is running.
 Status ForceTarget(std::string_view name);
 
 }  // namespace chash

@@ -14,13 +14,7 @@ namespace chash {
 namespace {
 
 using reference::ReferenceRing;
-using testing::DataPath;
-
-std::vector<ServerEntry> LoadServers(const std::string& relative) {
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(DataPath(relative));
-  EXPECT_TRUE(servers.ok()) << servers.status().ToString();
-  return servers.ok() ? servers.value() : std::vector<ServerEntry>{};
-}
+using testing::LoadServers;
 
 ReferenceRing MustBuildReference(const std::vector<ServerEntry>& servers, Flavor flavor,
                                  uint32_t multiple) {

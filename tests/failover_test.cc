@@ -20,13 +20,7 @@ namespace chash {
 namespace {
 
 using reference::ReferenceRing;
-using testing::DataPath;
-
-std::vector<ServerEntry> LoadServers(const std::string& relative) {
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(DataPath(relative));
-  EXPECT_TRUE(servers.ok()) << servers.status().ToString();
-  return servers.ok() ? servers.value() : std::vector<ServerEntry>{};
-}
+using testing::LoadServers;
 
 // Every hash at which an answer can change, and its neighbours.
 std::vector<uint32_t> ProbeHashes(const std::vector<const Ring*>& rings) {

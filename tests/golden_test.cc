@@ -14,6 +14,7 @@ namespace chash {
 namespace {
 
 using testing::DataPath;
+using testing::LoadServers;
 using testing::ForEachTarget;
 using testing::ReadLines;
 
@@ -49,12 +50,6 @@ std::string NginxLoggedAddress(const NodeAddress& address) {
 std::string RustSocketText(const NodeAddress& address) {
   if (address.order.family == 6) return "[" + address.host + "]:" + address.port;
   return address.host + ":" + address.port;
-}
-
-std::vector<ServerEntry> LoadServers(const std::string& relative) {
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(DataPath(relative));
-  EXPECT_TRUE(servers.ok()) << servers.status().ToString();
-  return servers.ok() ? servers.value() : std::vector<ServerEntry>{};
 }
 
 // Checks every key through FindNode, FindNodes (one batch) and

@@ -10,13 +10,7 @@
 namespace chash {
 namespace {
 
-using testing::DataPath;
-
-std::vector<ServerEntry> LoadServers(const std::string& relative) {
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(DataPath(relative));
-  EXPECT_TRUE(servers.ok());
-  return servers.ok() ? servers.value() : std::vector<ServerEntry>{};
-}
+using testing::LoadServers;
 
 std::shared_ptr<const Ring> Shared(const std::vector<ServerEntry>& servers,
                                    const RingOptions& options) {

@@ -5,13 +5,7 @@
 namespace chash {
 namespace {
 
-using testing::DataPath;
-
-std::vector<ServerEntry> LoadServers(const std::string& relative) {
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(DataPath(relative));
-  EXPECT_TRUE(servers.ok());
-  return servers.ok() ? servers.value() : std::vector<ServerEntry>{};
-}
+using testing::LoadServers;
 
 TEST(PlanTest, RowsAreRealRings) {
   const std::vector<ServerEntry> servers = LoadServers("pingora/servers_50.txt");

@@ -39,6 +39,12 @@ size_t Scaled(size_t count, size_t minimum) {
   return std::max(minimum, static_cast<size_t>(static_cast<double>(count) * TestScale() + 0.5));
 }
 
+std::vector<ServerEntry> LoadServers(const std::string& relative) {
+  Result<std::vector<ServerEntry>> servers = ReadServersFile(DataPath(relative));
+  EXPECT_TRUE(servers.ok()) << servers.status().ToString();
+  return servers.ok() ? servers.value() : std::vector<ServerEntry>{};
+}
+
 Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& options) {
   Result<Ring> ring = BuildRingFromServers(servers, options, "test");
   EXPECT_TRUE(ring.ok()) << ring.status().ToString();

@@ -32,6 +32,10 @@ double TestScale();
 // max(minimum, round(count * TestScale())).
 size_t Scaled(size_t count, size_t minimum = 1);
 
+// The servers file at DataPath(relative); fails the test (and returns no
+// server) if it cannot be read or parsed.
+std::vector<ServerEntry> LoadServers(const std::string& relative);
+
 // Builds a ring from "ADDR WEIGHT" lines; fails the test on error.
 Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& options);
 

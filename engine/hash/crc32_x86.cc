@@ -113,6 +113,12 @@ CHASH_TARGET_PCLMUL inline __m128i FoldInto(__m128i acc, __m128i k, __m128i next
       next);
 }
 
+// Four accumulators of consecutive 16-byte blocks, a0 first, folded into one.
+CHASH_TARGET_PCLMUL inline __m128i FoldFour(__m128i a0, __m128i a1, __m128i a2, __m128i a3) {
+  return FoldInto(a0, Pair(kFold384),
+                  FoldInto(a1, Pair(kFold256), FoldInto(a2, Pair(kFold128), a3)));
+}
+
 // The raw CRC register of a 128-bit stream-order block A: A * x^32 mod P.
 CHASH_TARGET_PCLMUL inline uint32_t Reduce128(__m128i acc) {
   const __m128i finish = Pair(kFinish);
@@ -202,8 +208,7 @@ CHASH_TARGET_PCLMUL uint32_t PclmulUpdate(uint32_t state, const uint8_t* p, size
       a2 = FoldInto(a2, k512, Load16(p + 32));
       a3 = FoldInto(a3, k512, Load16(p + 48));
     }
-    acc = FoldInto(a0, Pair(kFold384),
-                   FoldInto(a1, Pair(kFold256), FoldInto(a2, Pair(kFold128), a3)));
+    acc = FoldFour(a0, a1, a2, a3);
   }
   return Finish(acc, p, len);
 }
@@ -258,10 +263,7 @@ CHASH_TARGET_VPCLMUL uint32_t VpclmulUpdate(uint32_t state, const uint8_t* p, si
   __m512i z = Fold512(z0, k512, z1);
   z = Fold512(z, k512, z2);
   z = Fold512(z, k512, z3);
-  const __m128i acc =
-      FoldInto(Lane<0>(z), Pair(kFold384),
-               FoldInto(Lane<1>(z), Pair(kFold256), FoldInto(Lane<2>(z), Pair(kFold128), Lane<3>(z))));
-  return Finish(acc, p, len);
+  return Finish(FoldFour(Lane<0>(z), Lane<1>(z), Lane<2>(z), Lane<3>(z)), p, len);
 }
 
 }  // namespace

@@ -42,30 +42,26 @@ class Answers {
 RingDiff DiffRings(const Ring& old_ring, const Ring& new_ring) {
   RingDiff diff;
   std::unordered_map<std::string, uint32_t> by_backend;
-  std::vector<uint32_t> old_index(old_ring.num_nodes()), new_index(new_ring.num_nodes());
-  for (uint32_t id = 0; id < old_ring.num_nodes(); ++id) {
-    std::string backend = BackendIdentity(old_ring.node(id), id);
-    const auto [it, inserted] =
-        by_backend.emplace(backend, static_cast<uint32_t>(diff.nodes.size()));
-    if (inserted) {
-      diff.nodes.push_back({.backend = std::move(backend),
-                            .address = old_ring.node(id).address.written,
-                            .old_node = id});
+  // index[id] = the entry of node id's backend; each ring's first node of a
+  // backend is that side's id; new backends are appended.
+  auto index_nodes = [&](const Ring& ring, uint32_t NodeDiff::*side) {
+    std::vector<uint32_t> index(ring.num_nodes());
+    for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+      std::string backend = BackendIdentity(ring.node(id), id);
+      const auto [it, inserted] =
+          by_backend.emplace(backend, static_cast<uint32_t>(diff.nodes.size()));
+      if (inserted) {
+        diff.nodes.push_back(
+            {.backend = std::move(backend), .address = ring.node(id).address.written});
+      }
+      NodeDiff& entry = diff.nodes[it->second];
+      if (entry.*side == kNone) entry.*side = id;
+      index[id] = it->second;
     }
-    old_index[id] = it->second;
-  }
-  for (uint32_t id = 0; id < new_ring.num_nodes(); ++id) {
-    std::string backend = BackendIdentity(new_ring.node(id), id);
-    const auto [it, inserted] =
-        by_backend.emplace(backend, static_cast<uint32_t>(diff.nodes.size()));
-    if (inserted) {
-      diff.nodes.push_back(
-          {.backend = std::move(backend), .address = new_ring.node(id).address.written});
-    }
-    NodeDiff& entry = diff.nodes[it->second];
-    if (entry.new_node == kNone) entry.new_node = id;
-    new_index[id] = it->second;
-  }
+    return index;
+  };
+  const std::vector<uint32_t> old_index = index_nodes(old_ring, &NodeDiff::old_node);
+  const std::vector<uint32_t> new_index = index_nodes(new_ring, &NodeDiff::new_node);
 
   Answers old_answers(old_ring), new_answers(new_ring);
   for (uint64_t start = 0; start < kKeySpace;) {

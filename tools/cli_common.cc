@@ -135,6 +135,29 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
   return BuildRingFromServers(servers.value(), ring_options, *path);
 }
 
+Result<FleetShape> FleetShapeFrom(const Options& options) {
+  Result<uint64_t> nodes = options.GetUint("nodes", 2048, 1, kMaxNodes);
+  Result<uint64_t> weight = options.GetUint("weight", 625, 1, UINT32_MAX);
+  Result<uint64_t> multiple = options.GetUint("multiple", 16, 1, UINT32_MAX);
+  for (const auto* value : {&nodes, &weight, &multiple}) {
+    if (!value->ok()) return value->status();
+  }
+  return FleetShape{.nodes = static_cast<uint32_t>(nodes.value()),
+                    .weight = static_cast<uint32_t>(weight.value()),
+                    .multiple = static_cast<uint32_t>(multiple.value())};
+}
+
+Result<Ring> BuildFleet(const FleetShape& fleet, Flavor flavor, uint32_t multiple) {
+  RingBuilder builder(
+      {.flavor = flavor, .point_multiple = multiple, .max_points = kHardMaxPoints});
+  for (uint32_t i = 0; i < fleet.nodes; ++i) {
+    const std::string address =
+        "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443";
+    if (Status status = builder.Add(address, fleet.weight); !status.ok()) return status;
+  }
+  return std::move(builder).Build();
+}
+
 Result<double> ParseFraction(std::string_view option, std::string_view text) {
   std::string number(text);
   double scale = 1;

@@ -50,6 +50,18 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
 // else 160). `old_options` is the first ring's.
 Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options);
 
+// The built-in synthetic fleet of `chash demo` and `chash bench` (the
+// addresses tools/fleet prints): servers 10.0.(i / 256).(i % 256):443, all of
+// one weight. --nodes N (default 2048, 1..65536), --weight W (default 625),
+// --multiple K (default 16, the v2 ring's).
+struct FleetShape {
+  uint32_t nodes = 0;
+  uint32_t weight = 0;
+  uint32_t multiple = 0;
+};
+Result<FleetShape> FleetShapeFrom(const Options& options);
+Result<Ring> BuildFleet(const FleetShape& fleet, Flavor flavor, uint32_t multiple);
+
 // "0.25", "25%" or "25.5%" -> 0.25, 0.255; kBadArgument outside 0..1.
 Result<double> ParseFraction(std::string_view option, std::string_view text);
 

@@ -115,12 +115,9 @@ int RunBench(const Args& args) {
       Options::Parse(args, {"nodes", "weight", "multiple", "target"}, {"json"});
   if (!parsed.ok()) return Fail("bench", parsed.status().message());
   const Options& options = parsed.value();
-  Result<uint64_t> nodes = options.GetUint("nodes", 2048, 1, kMaxNodes);
-  Result<uint64_t> weight = options.GetUint("weight", 625, 1, UINT32_MAX);
-  Result<uint64_t> multiple = options.GetUint("multiple", 16, 1, UINT32_MAX);
-  for (const auto* value : {&nodes, &weight, &multiple}) {
-    if (!value->ok()) return Fail("bench", value->status().message());
-  }
+  Result<FleetShape> shape = FleetShapeFrom(options);
+  if (!shape.ok()) return Fail("bench", shape.status().message());
+  const FleetShape& fleet = shape.value();
   if (const auto target = options.Get("target")) {
     if (Status status = ForceTarget(*target); !status.ok()) {
       return Fail("bench", status.message());
@@ -128,19 +125,12 @@ int RunBench(const Args& args) {
   }
   const bool json = options.Has("json");
 
-  RingBuilder builder({.flavor = Flavor::kPingoraV2,
-                       .point_multiple = static_cast<uint32_t>(multiple.value()),
-                       .max_points = kHardMaxPoints});
-  for (uint32_t i = 0; i < nodes.value(); ++i) {
-    const std::string address =
-        "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443";
-    if (Status status = builder.Add(address, static_cast<uint32_t>(weight.value()));
-        !status.ok()) {
-      return Fail("bench", status.message());
-    }
+  if (!json) {
+    std::fprintf(stderr, "building %s servers x weight %s x multiple %s...\n",
+                 WithCommas(fleet.nodes).c_str(), WithCommas(fleet.weight).c_str(),
+                 WithCommas(fleet.multiple).c_str());
   }
-  if (!json) std::fprintf(stderr, "building %s points...\n", WithCommas(builder.points_generated()).c_str());
-  Result<Ring> built = std::move(builder).Build();
+  Result<Ring> built = BuildFleet(fleet, Flavor::kPingoraV2, fleet.multiple);
   if (!built.ok()) return Fail("bench", built.status().message());
   const Ring& ring = built.value();
   if (ring.empty()) return Fail("bench", "the ring has no points");

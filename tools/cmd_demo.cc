@@ -13,19 +13,6 @@
 namespace chash::cli {
 namespace {
 
-std::string FleetAddress(uint32_t i) {
-  return "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443";
-}
-
-Result<Ring> BuildFleet(uint32_t nodes, uint32_t weight, Flavor flavor, uint32_t multiple) {
-  RingBuilder builder({.flavor = flavor, .point_multiple = multiple,
-                       .max_points = kHardMaxPoints});
-  for (uint32_t i = 0; i < nodes; ++i) {
-    if (Status status = builder.Add(FleetAddress(i), weight); !status.ok()) return status;
-  }
-  return std::move(builder).Build();
-}
-
 std::string MiB(uint64_t bytes) {
   char text[64];
   std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
@@ -48,26 +35,21 @@ int RunDemo(const Args& args) {
   Result<Options> parsed = Options::Parse(args, {"nodes", "weight", "multiple"}, {});
   if (!parsed.ok()) return Fail("demo", parsed.status().message());
   const Options& options = parsed.value();
-  Result<uint64_t> nodes = options.GetUint("nodes", 2048, 1, kMaxNodes);
-  Result<uint64_t> weight = options.GetUint("weight", 625, 1, UINT32_MAX);
-  Result<uint64_t> multiple = options.GetUint("multiple", 16, 1, UINT32_MAX);
-  for (const auto* value : {&nodes, &weight, &multiple}) {
-    if (!value->ok()) return Fail("demo", value->status().message());
-  }
+  Result<FleetShape> shape = FleetShapeFrom(options);
+  if (!shape.ok()) return Fail("demo", shape.status().message());
+  const FleetShape& fleet = shape.value();
 
-  const auto n = static_cast<uint32_t>(nodes.value());
-  const auto w = static_cast<uint32_t>(weight.value());
-  const auto m = static_cast<uint32_t>(multiple.value());
+  const uint32_t n = fleet.nodes, w = fleet.weight, m = fleet.multiple;
   std::printf("chash demo: %s servers x weight %s (10.0.x.y:443), built-in fleet\n",
               WithCommas(n).c_str(), WithCommas(w).c_str());
   std::printf("  v1 = pingora-ketama v1 / nginx point chain, 160 points per weight unit\n");
   std::printf("  v2 = pingora-ketama v2, multiple %u (address-order tie-break)\n\n", m);
 
   std::printf("building v2 ring...\n");
-  Result<Ring> v2 = BuildFleet(n, w, Flavor::kPingoraV2, m);
+  Result<Ring> v2 = BuildFleet(fleet, Flavor::kPingoraV2, m);
   if (!v2.ok()) return Fail("demo", v2.status().message());
   std::printf("building v1 ring...\n");
-  Result<Ring> v1 = BuildFleet(n, w, Flavor::kPingoraV1, kDefaultPointMultiple);
+  Result<Ring> v1 = BuildFleet(fleet, Flavor::kPingoraV1, kDefaultPointMultiple);
   if (!v1.ok()) return Fail("demo", v1.status().message());
   const uint64_t peak_rss = PeakRssBytes();
   std::printf("measuring shares (exact, one ring scan each)...\n\n");

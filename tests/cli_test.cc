@@ -1,50 +1,17 @@
 // The chash tool as a user meets it: errors on stderr naming FILE:LINE with
 // exit status 2, keys from a file or stdin, the servers file format.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <fstream>
 
+#include "cli_run.h"
 #include "test_util.h"
 
 namespace chash {
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-// ctest runs each test case as its own process, in parallel: names carry the pid.
-std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "chash_cli_" + std::to_string(getpid()) + "_" + name;
-}
-
-std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = TempPath(name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Runs `chash ARGS < stdin_text`, capturing stdout and stderr.
-CliRun Chash(const std::string& args, const std::string& stdin_text = "") {
-  const std::string in = WriteTemp("stdin", stdin_text);
-  const std::string out = TempPath("stdout"), err = TempPath("stderr");
-  const std::string command = std::string(CHASH_CLI_PATH) + " " + args + " <" + in + " >" +
-                              out + " 2>" + err;
-  CliRun run;
-  const int raw = std::system(command.c_str());
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  run.out = ReadAll(out);
-  run.err = ReadAll(err);
-  return run;
-}
+using testing::CliRun;
+using testing::RunChash;
+using testing::WriteTemp;
 
 void ExpectUsageError(const CliRun& run, const std::string& fragment) {
   EXPECT_EQ(run.status, 2) << run.err;
@@ -57,9 +24,9 @@ TEST(Cli, RoutesKeysFromStdinAndFileAlike) {
   const std::string servers =
       WriteTemp("s1", "# nginx sample\n127.0.0.1:7777\n\n127.0.0.1:7778 1  # weight 1\n");
   const std::string keys = "/some/path\n/some/longer/path\n\n/g";  // empty key; no final \n
-  const CliRun from_stdin = Chash("route --servers " + servers, keys);
+  const CliRun from_stdin = RunChash("route --servers " + servers, keys);
   EXPECT_EQ(from_stdin.status, 0) << from_stdin.err;
-  const CliRun from_file = Chash("route --servers " + servers + " --keys " + WriteTemp("k1", keys));
+  const CliRun from_file = RunChash("route --servers " + servers + " --keys " + WriteTemp("k1", keys));
   EXPECT_EQ(from_file.out, from_stdin.out);
   Result<Ring> ring = BuildRingFromServers(
       {{"127.0.0.1:7777", 1, 2}, {"127.0.0.1:7778", 1, 4}}, {}, "x");
@@ -73,50 +40,50 @@ TEST(Cli, RoutesKeysFromStdinAndFileAlike) {
 
 TEST(Cli, KeepsTheAddressAsWritten) {
   const std::string servers = WriteTemp("s2", "[2001:DB8::1]:80 1\n");
-  const CliRun run = Chash("route --mode pingora-v1 --servers " + servers, "a\n");
+  const CliRun run = RunChash("route --mode pingora-v1 --servers " + servers, "a\n");
   EXPECT_EQ(run.out, "a,[2001:DB8::1]:80\n");
 }
 
 TEST(Cli, ErrorsNameFileAndLine) {
   const std::string bad_address = WriteTemp("s3", "10.0.0.1:80\n# c\n10.0.0.2:99999 1\n");
-  ExpectUsageError(Chash("route --servers " + bad_address, "a\n"),
+  ExpectUsageError(RunChash("route --servers " + bad_address, "a\n"),
                    bad_address + ":3: node 1: address '10.0.0.2:99999'");
   const std::string bad_weight = WriteTemp("s4", "10.0.0.1:80 x1\n");
-  ExpectUsageError(Chash("stats --servers " + bad_weight), bad_weight + ":1: weight 'x1'");
+  ExpectUsageError(RunChash("stats --servers " + bad_weight), bad_weight + ":1: weight 'x1'");
   const std::string extra = WriteTemp("s5", "10.0.0.1:80 1 2\n");
-  ExpectUsageError(Chash("stats --servers " + extra), extra + ":1: expected 'ADDR [WEIGHT]'");
+  ExpectUsageError(RunChash("stats --servers " + extra), extra + ":1: expected 'ADDR [WEIGHT]'");
   const std::string dup = WriteTemp("s6", "10.0.0.1:80\n10.0.0.1:80\n");
-  ExpectUsageError(Chash("stats --servers " + dup), dup + ":2: node 1 '10.0.0.1:80'");
+  ExpectUsageError(RunChash("stats --servers " + dup), dup + ":2: node 1 '10.0.0.1:80'");
   const std::string name = WriteTemp("s7", "localhost:80\n");
-  ExpectUsageError(Chash("stats --mode pingora-v2 --servers " + name), name + ":1:");
+  ExpectUsageError(RunChash("stats --mode pingora-v2 --servers " + name), name + ":1:");
 }
 
 TEST(Cli, ErrorsInArguments) {
   const std::string servers = WriteTemp("s8", "10.0.0.1:80\n");
-  ExpectUsageError(Chash("route"), "--servers FILE is required");
-  ExpectUsageError(Chash("route --servers " + servers + " --multiple 16"),
+  ExpectUsageError(RunChash("route"), "--servers FILE is required");
+  ExpectUsageError(RunChash("route --servers " + servers + " --multiple 16"),
                    "--multiple is only for --mode pingora-v2");
-  ExpectUsageError(Chash("route --servers " + servers + " --mode pingora-v2 --multiple 0"),
+  ExpectUsageError(RunChash("route --servers " + servers + " --mode pingora-v2 --multiple 0"),
                    "--multiple must be an integer 1..");
-  ExpectUsageError(Chash("route --servers " + servers + " --mode haproxy"),
+  ExpectUsageError(RunChash("route --servers " + servers + " --mode haproxy"),
                    "unknown mode 'haproxy'");
-  ExpectUsageError(Chash("route --servers " + servers + " --bogus"), "unknown option '--bogus'");
-  ExpectUsageError(Chash("route --servers /nonexistent/x"), "/nonexistent/x:");
-  ExpectUsageError(Chash("route --servers " + servers + " --keys /nonexistent/k"),
+  ExpectUsageError(RunChash("route --servers " + servers + " --bogus"), "unknown option '--bogus'");
+  ExpectUsageError(RunChash("route --servers /nonexistent/x"), "/nonexistent/x:");
+  ExpectUsageError(RunChash("route --servers " + servers + " --keys /nonexistent/k"),
                    "/nonexistent/k:");
-  ExpectUsageError(Chash("frobnicate"), "unknown command 'frobnicate'");
+  ExpectUsageError(RunChash("frobnicate"), "unknown command 'frobnicate'");
   const std::string drained = WriteTemp("s9", "10.0.0.1:80 0\n");
-  ExpectUsageError(Chash("route --servers " + drained, "a\n"), "the ring has no points");
+  ExpectUsageError(RunChash("route --servers " + drained, "a\n"), "the ring has no points");
 }
 
 TEST(Cli, StatsJsonAndHelp) {
   const std::string servers = WriteTemp("s10", "10.0.0.1:80 2\n10.0.0.2:80 1\n");
-  const CliRun run = Chash("stats --json --servers " + servers);
+  const CliRun run = RunChash("stats --json --servers " + servers);
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("\"nodes\":2,\"points_generated\":480,\"points\":480"),
             std::string::npos)
       << run.out;
-  const CliRun help = Chash("--help");
+  const CliRun help = RunChash("--help");
   EXPECT_EQ(help.status, 0);
   for (const char* command : {"route", "stats", "demo"}) {
     EXPECT_NE(help.out.find(command), std::string::npos) << command;

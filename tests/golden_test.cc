@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_run.h"
 #include "test_util.h"
 
 namespace chash {
@@ -274,38 +275,15 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- Through the CLI -------------------------------------------------------
 
-std::string RunCommand(const std::string& command, int* status) {
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return output;
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, got);
-  *status = pclose(pipe);
-  return output;
-}
-
-std::vector<std::string> SplitLines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
-    lines.push_back(text.substr(start, nl - start));
-  }
-  return lines;
-}
-
 class NginxGoldenCli : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NginxGoldenCli, ChashRouteAgreesWithNginx) {
   const std::string set = GetParam();
-  int status = -1;
-  const std::string output =
-      RunCommand(std::string(CHASH_CLI_PATH) + " route --servers " +
-                     DataPath("nginx/" + set + ".servers") + " --keys " +
-                     DataPath("nginx/" + set + ".keys"),
-                 &status);
-  ASSERT_EQ(status, 0);
-  const std::vector<std::string> lines = SplitLines(output);
+  const testing::CliRun run = testing::RunChash("route --servers " +
+                                                DataPath("nginx/" + set + ".servers") +
+                                                " --keys " + DataPath("nginx/" + set + ".keys"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::vector<std::string> lines = testing::SplitLines(run.out);
   const std::vector<Expected> expected = ReadAnswers(DataPath("nginx/" + set + ".csv"));
   ASSERT_EQ(lines.size(), expected.size());
   size_t mismatches = 0;
@@ -324,14 +302,12 @@ INSTANTIATE_TEST_SUITE_P(Sets, NginxGoldenCli,
                          ::testing::Values("a", "b", "c", "d", "f", "g", "h"));
 
 TEST(PingoraGoldenCli, ChashRouteAgreesWithPingoraV2) {
-  int status = -1;
-  const std::string output = RunCommand(
-      std::string(CHASH_CLI_PATH) + " route --mode pingora-v2 --multiple 16 --servers " +
-          DataPath("pingora/servers_ipv6_format.txt") + " --keys " +
-          DataPath("pingora/keys_1000.txt"),
-      &status);
-  ASSERT_EQ(status, 0);
-  const std::vector<std::string> lines = SplitLines(output);
+  const testing::CliRun run =
+      testing::RunChash("route --mode pingora-v2 --multiple 16 --servers " +
+                        DataPath("pingora/servers_ipv6_format.txt") + " --keys " +
+                        DataPath("pingora/keys_1000.txt"));
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::vector<std::string> lines = testing::SplitLines(run.out);
   const std::vector<Expected> expected =
       ReadAnswers(DataPath("pingora/golden_v2m16_ipv6_format.csv"));
   ASSERT_EQ(lines.size(), expected.size());

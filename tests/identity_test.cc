@@ -13,7 +13,7 @@
 namespace chash {
 namespace {
 
-using testing::DataPath;
+using testing::LoadServers;
 
 std::string Hex(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -23,12 +23,6 @@ std::string Hex(std::string_view bytes) {
     hex.push_back(kDigits[c & 0xF]);
   }
   return hex;
-}
-
-std::vector<ServerEntry> LoadServers(const std::string& relative) {
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(DataPath(relative));
-  EXPECT_TRUE(servers.ok()) << servers.status().ToString();
-  return servers.ok() ? servers.value() : std::vector<ServerEntry>{};
 }
 
 std::vector<ServerEntry> Inline(std::string_view text) {

@@ -1,57 +1,21 @@
 // The operations commands through the real `chash` binary: their output
 // agrees with the library, and bad input fails with FILE:LINE and status 2.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 
+#include "cli_run.h"
 #include "test_util.h"
 
 namespace chash {
 namespace {
 
+using testing::CliRun;
 using testing::DataPath;
-
-struct CliRun {
-  int status = -1;  // exit status
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-CliRun RunCli(const std::string& args, const std::string& stdin_text = "") {
-  // Per process: ctest runs the tests of this binary in parallel.
-  const std::string base = ::testing::TempDir() + "chash_ops_cli_" + std::to_string(getpid());
-  {
-    std::ofstream in(base + ".in", std::ios::binary);
-    in << stdin_text;
-  }
-  const std::string command = std::string(CHASH_CLI_PATH) + " " + args + " <" + base + ".in >" +
-                              base + ".out 2>" + base + ".err";
-  CliRun run;
-  const int raw = std::system(command.c_str());
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  run.out = slurp(base + ".out");
-  run.err = slurp(base + ".err");
-  return run;
-}
-
-std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + std::to_string(getpid()) + "_" + name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
-}
-
-std::vector<ServerEntry> LoadServers(const std::string& relative) {
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(DataPath(relative));
-  EXPECT_TRUE(servers.ok());
-  return servers.ok() ? servers.value() : std::vector<ServerEntry>{};
-}
+using testing::LoadServers;
+using testing::RunChash;
+using testing::SplitLines;
+using testing::WriteTemp;
 
 // The value of "key": in a one-line JSON object (numbers and strings only).
 std::string JsonField(const std::string& json, const std::string& key) {
@@ -64,7 +28,7 @@ std::string JsonField(const std::string& json, const std::string& key) {
 
 TEST(DiffCli, JsonAgreesWithTheLibrary) {
   const std::string servers = DataPath("pingora/servers_50.txt");
-  const CliRun run = RunCli("diff --servers " + servers +
+  const CliRun run = RunChash("diff --servers " + servers +
                             " --mode pingora-v1 --new-mode pingora-v2 --new-multiple 16 "
                             "--rollout 25% --json");
   ASSERT_EQ(run.status, 0) << run.err;
@@ -84,27 +48,18 @@ TEST(DiffCli, JsonAgreesWithTheLibrary) {
 
 TEST(DiffCli, SameRingMovesNothingAndErrorsNameTheFile) {
   const std::string servers = DataPath("nginx/a.servers");
-  CliRun run = RunCli("diff --servers " + servers);
+  CliRun run = RunChash("diff --servers " + servers);
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("moved     0.000000% of the key space (0 of 4,294,967,296"),
             std::string::npos)
       << run.out;
   const std::string bad = WriteTemp("bad.servers", "10.0.0.1:443 1\n10.0.0.2:99999 1\n");
-  run = RunCli("diff --servers " + servers + " --new-servers " + bad);
+  run = RunChash("diff --servers " + servers + " --new-servers " + bad);
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find(bad + ":2:"), std::string::npos) << run.err;
-  run = RunCli("diff --servers " + servers + " --rollout 1.5");
+  run = RunChash("diff --servers " + servers + " --rollout 1.5");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("--rollout"), std::string::npos);
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
-    lines.push_back(text.substr(start, nl - start));
-  }
-  return lines;
 }
 
 std::string ServersText(const std::vector<ServerEntry>& servers) {
@@ -132,22 +87,22 @@ TEST(RouteCli, DownAndSubsetEqualTheSmallerServersFile) {
   const std::string subset_path = WriteTemp("subset.servers", ServersText(subset));
   const std::string full = DataPath("nginx/a.servers");
 
-  const CliRun masked = RunCli("route --servers " + full + " --keys " + keys + " --down " + down);
-  const CliRun rebuilt = RunCli("route --servers " + remaining_path + " --keys " + keys);
+  const CliRun masked = RunChash("route --servers " + full + " --keys " + keys + " --down " + down);
+  const CliRun rebuilt = RunChash("route --servers " + remaining_path + " --keys " + keys);
   ASSERT_EQ(masked.status, 0) << masked.err;
   ASSERT_EQ(rebuilt.status, 0) << rebuilt.err;
-  EXPECT_EQ(Lines(masked.out).size(), 5000u);
+  EXPECT_EQ(SplitLines(masked.out).size(), 5000u);
   EXPECT_EQ(masked.out, rebuilt.out);
-  const CliRun plain = RunCli("route --servers " + full + " --keys " + keys);
+  const CliRun plain = RunChash("route --servers " + full + " --keys " + keys);
   EXPECT_NE(masked.out, plain.out);  // some keys did fail over
 
   const CliRun sub =
-      RunCli("route --servers " + full + " --keys " + keys + " --subset " + subset_list);
-  const CliRun sub_rebuilt = RunCli("route --servers " + subset_path + " --keys " + keys);
+      RunChash("route --servers " + full + " --keys " + keys + " --subset " + subset_list);
+  const CliRun sub_rebuilt = RunChash("route --servers " + subset_path + " --keys " + keys);
   ASSERT_EQ(sub.status, 0) << sub.err;
   EXPECT_EQ(sub.out, sub_rebuilt.out);
   // Both: the subset minus the down servers (none of them here): unchanged.
-  const CliRun both = RunCli("route --servers " + full + " --keys " + keys + " --subset " +
+  const CliRun both = RunChash("route --servers " + full + " --keys " + keys + " --subset " +
                              subset_list + " --down " + down);
   EXPECT_EQ(both.out, sub_rebuilt.out);
 }
@@ -155,15 +110,15 @@ TEST(RouteCli, DownAndSubsetEqualTheSmallerServersFile) {
 TEST(RouteCli, DownErrors) {
   const std::string full = DataPath("nginx/b.servers");  // 127.0.0.1:7777, :7778
   const std::string all_down = WriteTemp("all_down.txt", "127.0.0.1:7777\n127.0.0.1:7778\n");
-  CliRun run = RunCli("route --servers " + full + " --down " + all_down, "/x\n");
+  CliRun run = RunChash("route --servers " + full + " --down " + all_down, "/x\n");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("no server is available"), std::string::npos) << run.err;
   const std::string unknown = WriteTemp("unknown.txt", "127.0.0.1:7777\n\n127.0.0.1:9\n");
-  run = RunCli("route --servers " + full + " --down " + unknown, "/x\n");
+  run = RunChash("route --servers " + full + " --down " + unknown, "/x\n");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find(unknown + ":3: '127.0.0.1:9' is not a server of"), std::string::npos)
       << run.err;
-  run = RunCli("route --servers " + full + " --down /nonexistent/down.txt", "/x\n");
+  run = RunChash("route --servers " + full + " --down /nonexistent/down.txt", "/x\n");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("/nonexistent/down.txt"), std::string::npos);
 }
@@ -174,14 +129,14 @@ TEST(RouteCli, Migration) {
   const std::string servers = DataPath("pingora/servers_50.txt");
   const std::string keys = DataPath("pingora/keys_10000.txt");
   const std::string rings = " --mode pingora-v1 --new-mode pingora-v2 --new-multiple 16";
-  const CliRun old_run = RunCli("route --servers " + servers + " --mode pingora-v1 --keys " + keys);
+  const CliRun old_run = RunChash("route --servers " + servers + " --mode pingora-v1 --keys " + keys);
   const CliRun new_run =
-      RunCli("route --servers " + servers + " --mode pingora-v2 --multiple 16 --keys " + keys);
+      RunChash("route --servers " + servers + " --mode pingora-v2 --multiple 16 --keys " + keys);
   const CliRun mixed =
-      RunCli("route --servers " + servers + rings + " --rollout 30% --keys " + keys);
+      RunChash("route --servers " + servers + rings + " --rollout 30% --keys " + keys);
   ASSERT_EQ(mixed.status, 0) << mixed.err;
-  const std::vector<std::string> old_lines = Lines(old_run.out), new_lines = Lines(new_run.out),
-                                 lines = Lines(mixed.out);
+  const std::vector<std::string> old_lines = SplitLines(old_run.out), new_lines = SplitLines(new_run.out),
+                                 lines = SplitLines(mixed.out);
   ASSERT_EQ(lines.size(), 10000u);
   ASSERT_EQ(old_lines.size(), lines.size());
   size_t on_new = 0;
@@ -196,27 +151,27 @@ TEST(RouteCli, Migration) {
   EXPECT_NEAR(on_new / 10000.0, 0.3, 5 * std::sqrt(0.21 / 10000));
   // Raising the rollout keeps every key already on the new ring there.
   const CliRun more =
-      RunCli("route --servers " + servers + rings + " --rollout 0.6 --keys " + keys);
-  const std::vector<std::string> more_lines = Lines(more.out);
+      RunChash("route --servers " + servers + rings + " --rollout 0.6 --keys " + keys);
+  const std::vector<std::string> more_lines = SplitLines(more.out);
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].ends_with(",new")) {
       EXPECT_TRUE(more_lines[i].ends_with(",new")) << i;
     }
   }
   const CliRun out_of_scope =
-      RunCli("route --servers " + servers + rings + " --rollout 100% --scope out --keys " + keys);
+      RunChash("route --servers " + servers + rings + " --rollout 100% --scope out --keys " + keys);
   EXPECT_EQ(out_of_scope.out.find(",new\n"), std::string::npos);
   // Another snapshot is refused unless allowed.
   const std::string other = DataPath("pingora/servers_5.txt");
-  CliRun run = RunCli(
+  CliRun run = RunChash(
       "route --servers " + servers + rings + " --new-servers " + other + " --rollout 10%", "/x\n");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("different backend snapshots"), std::string::npos) << run.err;
-  run = RunCli("route --servers " + servers + rings + " --new-servers " + other +
+  run = RunChash("route --servers " + servers + rings + " --new-servers " + other +
                    " --rollout 10% --allow-mismatch",
                "/x\n");
   EXPECT_EQ(run.status, 0) << run.err;
-  run = RunCli("route --servers " + servers + " --mode pingora-v1 --new-mode pingora-v2", "/x\n");
+  run = RunChash("route --servers " + servers + " --mode pingora-v1 --new-mode pingora-v2", "/x\n");
   EXPECT_EQ(run.status, 2);
   EXPECT_NE(run.err.find("needs --rollout"), std::string::npos);
 }
@@ -224,7 +179,7 @@ TEST(RouteCli, Migration) {
 TEST(PlanCli, JsonAgreesWithTheLibrary) {
   const std::string servers = DataPath("pingora/servers_50.txt");
   const CliRun run =
-      RunCli("plan --servers " + servers + " --mode pingora-v1 --cv-target 3% --rings 24 --json");
+      RunChash("plan --servers " + servers + " --mode pingora-v1 --cv-target 3% --rings 24 --json");
   ASSERT_EQ(run.status, 0) << run.err;
   Result<Plan> plan =
       PlanPointMultiples(LoadServers("pingora/servers_50.txt"), {.flavor = Flavor::kPingoraV1},
@@ -234,18 +189,18 @@ TEST(PlanCli, JsonAgreesWithTheLibrary) {
   EXPECT_EQ(JsonField(run.out, "recommended_multiple"), std::to_string(*plan.value().recommended));
   EXPECT_EQ(JsonField(run.out, "rings"), "24");
   EXPECT_EQ(JsonField(run.out, "cv_target"), "0.03");
-  const CliRun text = RunCli("plan --servers " + servers + " --mode pingora-v1 --cv-target 3%");
+  const CliRun text = RunChash("plan --servers " + servers + " --mode pingora-v1 --cv-target 3%");
   EXPECT_NE(text.out.find("recommended: --mode pingora-v2 --multiple " +
                           std::to_string(*plan.value().recommended) + ","),
             std::string::npos)
       << text.out;
-  const CliRun bad = RunCli("plan --servers " + servers + " --mode pingora-v1 --cv-target 0");
+  const CliRun bad = RunChash("plan --servers " + servers + " --mode pingora-v1 --cv-target 0");
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--cv-target"), std::string::npos);
 }
 
 TEST(StatsCli, PrintsTheFingerprints) {
-  const CliRun run = RunCli("stats --servers " + DataPath("nginx/a.servers"));
+  const CliRun run = RunChash("stats --servers " + DataPath("nginx/a.servers"));
   ASSERT_EQ(run.status, 0) << run.err;
   // tests/data/identity/expected_fingerprints.py
   EXPECT_NE(run.out.find("fingerprint       "
@@ -256,7 +211,7 @@ TEST(StatsCli, PrintsTheFingerprints) {
                          "888d99672476751518b76d32570f81e83422833dc310982180a0ccc93b654eec"),
             std::string::npos);
   EXPECT_NE(run.out.find("collision table   24 bytes"), std::string::npos);
-  const CliRun json = RunCli("stats --servers " + DataPath("nginx/a.servers") + " --json");
+  const CliRun json = RunChash("stats --servers " + DataPath("nginx/a.servers") + " --json");
   EXPECT_EQ(JsonField(json.out, "fingerprint"),
             "7e7742929309bdce1a3ea066e95231c52fde9cbb109bbe78fe3513e5fff6dff2");
   EXPECT_EQ(JsonField(json.out, "collision_table_bytes"), "24");

@@ -16,6 +16,15 @@ std::vector<std::string> ReadLines(const std::string& path) {
   return lines;
 }
 
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    lines.push_back(text.substr(start, nl - start));
+  }
+  return lines;
+}
+
 void ForEachTarget(const std::function<void(const std::string& target)>& body) {
   const std::vector<std::string> targets = SupportedTargetNames();
   ASSERT_FALSE(targets.empty());

@@ -18,6 +18,9 @@ inline std::string DataPath(const std::string& relative) {
 
 // The file's lines without '\n' (a last line without '\n' included).
 std::vector<std::string> ReadLines(const std::string& path);
+// The '\n'-terminated lines of `text`, without '\n' (an unterminated last
+// line is left out).
+std::vector<std::string> SplitLines(const std::string& text);
 
 // Runs `body` once on every SIMD target this machine supports, each forced
 // in turn (ForceTarget), and restores the default afterwards. Failures are

@@ -1,0 +1,58 @@
+// Running the real `chash` binary from a test: CHASH_CLI_PATH is the command
+// (through the emulator in a cross build), defined for every test binary by
+// tests/CMakeLists.txt. Header-only for that reason.
+#ifndef CHASH_TESTS_CLI_RUN_H_
+#define CHASH_TESTS_CLI_RUN_H_
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace chash::testing {
+
+struct CliRun {
+  int status = -1;  // exit status; -1 if it did not exit normally
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// A file in the test temp folder. ctest runs each test case as its own
+// process, in parallel: names carry the pid.
+inline std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "chash_cli_" + std::to_string(getpid()) + "_" + name;
+}
+
+inline std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = TempPath(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs `chash ARGS < stdin_text`, capturing stdout and stderr.
+inline CliRun RunChash(const std::string& args, const std::string& stdin_text = "") {
+  const std::string in = WriteTemp("stdin", stdin_text);
+  const std::string out = TempPath("stdout"), err = TempPath("stderr");
+  const std::string command =
+      std::string(CHASH_CLI_PATH) + " " + args + " <" + in + " >" + out + " 2>" + err;
+  CliRun run;
+  const int raw = std::system(command.c_str());
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  run.out = ReadAll(out);
+  run.err = ReadAll(err);
+  return run;
+}
+
+}  // namespace chash::testing
+
+#endif  // CHASH_TESTS_CLI_RUN_H_

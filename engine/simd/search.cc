@@ -21,10 +21,6 @@ uint32_t LowerBoundSlotImpl(const internal::SearchView& view, uint32_t x) {
   return LowerBoundSlot(view, x);
 }
 
-uint32_t FindNodeByHashImpl(const internal::SearchView& view, uint32_t x) {
-  return view.node[LowerBoundSlot(view, x)];
-}
-
 void FindNodesByHashImpl(const internal::SearchView& view, const uint32_t* HWY_RESTRICT hashes,
                          size_t count, uint32_t* HWY_RESTRICT out) {
   FindNodesByHashSpan(view, hashes, count, out);
@@ -54,28 +50,23 @@ HWY_AFTER_NAMESPACE();
 
 namespace chash {
 HWY_EXPORT(LowerBoundSlotImpl);
-HWY_EXPORT(FindNodeByHashImpl);
 HWY_EXPORT(FindNodesByHashImpl);
 HWY_EXPORT(FindNodesImpl);
 HWY_EXPORT(TargetNameImpl);
 
 namespace internal {
 
-uint32_t DispatchLowerBoundSlot(const SearchView& view, uint32_t x) {
-  return HWY_DYNAMIC_DISPATCH(LowerBoundSlotImpl)(view, x);
-}
-
 namespace {
 // The first lookup (and the first after ForceTarget) resolves the target.
-uint32_t ResolveAndFindNodeByHash(const SearchView& view, uint32_t x) {
+uint32_t ResolveAndLowerBoundSlot(const SearchView& view, uint32_t x) {
   ActiveTargetName();  // makes Highway choose, so the table index is final
-  const FindNodeByHashFunction kernel = &HWY_DYNAMIC_DISPATCH(FindNodeByHashImpl);
-  find_node_by_hash_kernel.store(kernel, std::memory_order_relaxed);
+  const LowerBoundSlotFunction kernel = &HWY_DYNAMIC_DISPATCH(LowerBoundSlotImpl);
+  lower_bound_slot_kernel.store(kernel, std::memory_order_relaxed);
   return kernel(view, x);
 }
 }  // namespace
 
-std::atomic<FindNodeByHashFunction> find_node_by_hash_kernel{&ResolveAndFindNodeByHash};
+std::atomic<LowerBoundSlotFunction> lower_bound_slot_kernel{&ResolveAndLowerBoundSlot};
 
 void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, size_t count,
                              uint32_t* out) {
@@ -121,8 +112,8 @@ std::vector<std::string> SupportedTargetNames() {
 }
 
 Status ForceTarget(std::string_view name) {
-  internal::find_node_by_hash_kernel.store(&internal::ResolveAndFindNodeByHash,
-                                           std::memory_order_relaxed);
+  internal::lower_bound_slot_kernel.store(&internal::ResolveAndLowerBoundSlot,
+                                          std::memory_order_relaxed);
   const std::vector<int64_t>& targets = CpuTargets();
   hwy::SetSupportedTargetsForTest(0);
   if (name.empty() || name == "best") return Status();

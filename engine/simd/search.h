@@ -14,17 +14,18 @@
 namespace chash::internal {
 
 // Slot of the first point with hash >= x, or view.size if there is none (the
-// wrap-around). view.size >= 1 for all of these.
-uint32_t DispatchLowerBoundSlot(const SearchView& view, uint32_t x);
-
-// node[DispatchLowerBoundSlot(x)], for one lookup at a time: the kernel of
-// the chosen target through one cached pointer (HWY_DYNAMIC_DISPATCH would
-// also call into libhwy for the chosen target on every lookup). ForceTarget
+// wrap-around; the node column's sentinel there holds slot 0's node).
+// view.size >= 1 for all of these. One lookup at a time: the kernel of the
+// chosen target through one cached pointer (HWY_DYNAMIC_DISPATCH would also
+// call into libhwy for the chosen target on every lookup). ForceTarget
 // re-resolves it.
-using FindNodeByHashFunction = uint32_t (*)(const SearchView&, uint32_t);
-extern std::atomic<FindNodeByHashFunction> find_node_by_hash_kernel;
+using LowerBoundSlotFunction = uint32_t (*)(const SearchView&, uint32_t);
+extern std::atomic<LowerBoundSlotFunction> lower_bound_slot_kernel;
+inline uint32_t DispatchLowerBoundSlot(const SearchView& view, uint32_t x) {
+  return lower_bound_slot_kernel.load(std::memory_order_relaxed)(view, x);
+}
 inline uint32_t DispatchFindNodeByHash(const SearchView& view, uint32_t x) {
-  return find_node_by_hash_kernel.load(std::memory_order_relaxed)(view, x);
+  return view.node[DispatchLowerBoundSlot(view, x)];
 }
 // out[i] = node of hashes[i]; groups of lookups descend together.
 void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, size_t count,

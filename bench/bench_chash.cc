@@ -28,6 +28,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -96,11 +97,13 @@ struct Fixture {
   Ring ring;
   std::unique_ptr<Ring> ring_small_pages;  // built on first use
   uint64_t points = 0;
-  // Baselines, made from the reference's points (not from chash's columns).
-  std::vector<uint32_t> sorted_hash;
-  std::vector<uint16_t> sorted_node;
-  std::vector<PingoraPoint> pingora;
-  std::vector<NginxPoint> nginx;
+  // Baselines, made from the reference's points (not from chash's columns),
+  // in the same memory as chash's columns: AlignedArray, 64-byte aligned,
+  // and 2 MiB-aligned transparent huge pages from 4 MiB up.
+  internal::AlignedArray<uint32_t> sorted_hash;
+  internal::AlignedArray<uint16_t> sorted_node;
+  internal::AlignedArray<PingoraPoint> pingora;
+  internal::AlignedArray<NginxPoint> nginx;
   std::vector<uint32_t> node_ids;  // what an nginx server pointer points at
   internal::AlignedArray<uint8_t> floor_buffer;
   // Queries and the reference's answers.
@@ -137,15 +140,16 @@ Fixture& GetFixture(size_t index) {
 
   f.node_ids.resize(f.spec->nodes);
   for (uint32_t i = 0; i < f.spec->nodes; ++i) f.node_ids[i] = i;
-  f.sorted_hash.reserve(points.size());
-  f.sorted_node.reserve(points.size());
-  f.pingora.reserve(points.size());
-  f.nginx.reserve(points.size());
-  for (const reference::Point& p : points) {
-    f.sorted_hash.push_back(p.hash);
-    f.sorted_node.push_back(static_cast<uint16_t>(p.node));
-    f.pingora.push_back({p.node, p.hash});
-    f.nginx.push_back({p.hash, &f.node_ids[p.node]});
+  if (!f.sorted_hash.Allocate(points.size()) || !f.sorted_node.Allocate(points.size()) ||
+      !f.pingora.Allocate(points.size()) || !f.nginx.Allocate(points.size())) {
+    std::abort();
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    const reference::Point& p = points[i];
+    f.sorted_hash[i] = p.hash;
+    f.sorted_node[i] = static_cast<uint16_t>(p.node);
+    f.pingora[i] = {p.node, p.hash};
+    f.nginx[i] = {p.hash, &f.node_ids[p.node]};
   }
   const size_t floor_bytes = f.ring.memory_usage().column_bytes;
   if (!f.floor_buffer.Allocate(floor_bytes)) std::abort();
@@ -183,9 +187,58 @@ const Ring& SmallPagesRing(Fixture& f) {
 // ---- Baseline lookups --------------------------------------------------------------
 
 inline uint32_t LowerBoundNode(const Fixture& f, uint32_t hash) {
-  const size_t i = std::lower_bound(f.sorted_hash.begin(), f.sorted_hash.end(), hash) -
-                   f.sorted_hash.begin();
-  return f.sorted_node[i == f.sorted_hash.size() ? 0 : i];
+  const uint32_t* begin = f.sorted_hash.data();
+  const size_t n = f.sorted_hash.size();
+  const size_t i = std::lower_bound(begin, begin + n, hash) - begin;
+  return f.sorted_node[i == n ? 0 : i];
+}
+
+// The batched baseline a good engineer would write over the same sorted
+// column: a group of queries descends together with a branchless binary
+// search, each query's next probe prefetched, so a group's misses overlap as
+// chash's groups' do. lower_bound index = base + (*base < x) once one
+// candidate is left; n wraps to 0.
+template <size_t kGroup>
+inline void BranchlessGroup(const uint32_t* a, const uint16_t* node, size_t n,
+                            const uint32_t* x, uint32_t* out) {
+  const uint32_t* base[kGroup];
+  for (size_t j = 0; j < kGroup; ++j) base[j] = a;
+  size_t len = n;
+  while (len > 1) {
+    const size_t half = len / 2;
+    len -= half;
+    const size_t next = len / 2;  // the next probe is base + next - 1 or base + half + next - 1
+    for (size_t j = 0; j < kGroup; ++j) {
+      base[j] += (base[j][half - 1] < x[j]) * half;  // no branch to mispredict
+      __builtin_prefetch(base[j] + (next > 0 ? next - 1 : 0));
+    }
+  }
+  for (size_t j = 0; j < kGroup; ++j) {
+    const size_t i = static_cast<size_t>(base[j] - a) + (*base[j] < x[j]);
+    out[j] = node[i == n ? 0 : i];
+  }
+}
+
+constexpr size_t kBaselineGroup = 32;
+
+[[gnu::noinline]] void BranchlessBatch(const Fixture& f, const uint32_t* x, size_t count, uint32_t* out) {
+  const uint32_t* a = f.sorted_hash.data();
+  const uint16_t* node = f.sorted_node.data();
+  const size_t n = f.sorted_hash.size();
+  size_t i = 0;
+  for (; i + kBaselineGroup <= count; i += kBaselineGroup) {
+    BranchlessGroup<kBaselineGroup>(a, node, n, x + i, out + i);
+  }
+  for (; i < count; ++i) {
+    const uint32_t* b = a;
+    for (size_t len = n; len > 1;) {
+      const size_t half = len / 2;
+      b += (b[half - 1] < x[i]) * half;
+      len -= half;
+    }
+    const size_t slot = static_cast<size_t>(b - a) + (*b < x[i]);
+    out[i] = node[slot == n ? 0 : slot];
+  }
 }
 
 // pingora-ketama: ring.binary_search_by(|p| p.hash.cmp(&hash)) (Rust's std
@@ -502,6 +555,181 @@ void BM_MemoryFloor(benchmark::State& state, size_t ring, bool small_pages) {
   SetPerOp(state, kOpsPerIteration);
 }
 
+// One random cache line per lookup over the ring's column bytes, each address
+// depending on the value loaded before: the latency of one miss, which a
+// dependent lookup (chash/dependent) is compared with.
+void BM_DependentLine(benchmark::State& state, size_t ring) {
+  Fixture& f = GetFixture(ring);
+  const uint8_t* buffer = f.floor_buffer.data();
+  const uint64_t lines = f.floor_buffer.size() / 64;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (auto _ : state) {
+    for (size_t i = 0; i < kOpsPerIteration; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      x ^= buffer[((x >> 32) * lines >> 32) * 64];
+    }
+  }
+  benchmark::DoNotOptimize(x);
+  SetPerOp(state, kOpsPerIteration);
+}
+
+// The like-for-like batch baseline: branchless binary search over the sorted
+// column (huge pages), groups of 32 with prefetch (BranchlessBatch).
+void BM_BranchlessBatch(benchmark::State& state, size_t ring) {
+  const Fixture& f = GetFixture(ring);
+  std::vector<uint32_t> out(f.check_hashes.size());
+  BranchlessBatch(f, f.check_hashes.data(), f.check_hashes.size(), out.data());
+  if (out != f.check_expected) return state.SkipWithError("branchless batch differs");
+  out.resize(kOpsPerIteration);
+  size_t pos = 0;
+  for (auto _ : state) {
+    BranchlessBatch(f, f.hashes.data() + pos, kOpsPerIteration, out.data());
+    benchmark::DoNotOptimize(out.data());
+    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
+  }
+  SetPerOp(state, kOpsPerIteration);
+}
+
+// Keys in batches the baseline way: pingora's table CRC32 for each key, then
+// the branchless batch above.
+void BM_BaselineKeyBatch(benchmark::State& state, size_t ring) {
+  const Fixture& f = GetFixture(ring);
+  std::vector<uint32_t> hashes(kOpsPerIteration), out(kOpsPerIteration);
+  const auto run = [&](size_t pos) {
+    for (size_t i = 0; i < kOpsPerIteration; ++i) hashes[i] = TableCrc32(f.key_views[pos + i]);
+    BranchlessBatch(f, hashes.data(), kOpsPerIteration, out.data());
+  };
+  for (size_t pos = 0; pos < kKeyCount; pos += kOpsPerIteration) {
+    run(pos);
+    for (size_t i = 0; i < kOpsPerIteration; ++i) {
+      if (out[i] != f.key_expected[pos + i]) return state.SkipWithError("key batch differs");
+    }
+  }
+  size_t pos = 0;
+  for (auto _ : state) {
+    run(pos);
+    benchmark::DoNotOptimize(out.data());
+    pos = (pos + kOpsPerIteration) & (kKeyCount - 1);
+  }
+  SetPerOp(state, kOpsPerIteration);
+}
+
+// ---- Proxy-shaped lookups -------------------------------------------------------------
+//
+// A proxy looks up one key per request, between other work that pushes the
+// ring out of the caches. Before each lookup this reads one word of every
+// cache line of a `pollution`-byte buffer (16 KiB: the L1; 256 KiB: most of
+// an L2; 4 MiB: the L2 and part of the L3), then times the one lookup alone
+// (steady_clock around it; the clock's own cost, measured the same way around
+// nothing after the same pollution, is subtracted). ns_per_op is the mean.
+
+enum class ProxyWhat { kChashKey, kPingoraKey, kNginxKey, kChashHash, kLowerBoundHash, kLine };
+
+uint32_t ProxyLookup(const Fixture& f, ProxyWhat what, size_t i, uint64_t& x) {
+  const std::string_view key = f.key_views[i & (kKeyCount - 1)];
+  const uint32_t hash = f.hashes[i & (kQueryCount - 1)];
+  switch (what) {
+    case ProxyWhat::kChashKey:
+      return f.ring.FindNode(key);
+    case ProxyWhat::kPingoraKey:
+      return PingoraNode(f, TableCrc32(key));
+    case ProxyWhat::kNginxKey:
+      return NginxNode(f, ByteTableCrc32(key));
+    case ProxyWhat::kChashHash:
+      return f.ring.FindNodeByHash(hash);
+    case ProxyWhat::kLowerBoundHash:
+      return LowerBoundNode(f, hash);
+    case ProxyWhat::kLine: {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      return f.floor_buffer[((x >> 32) * (f.floor_buffer.size() / 64) >> 32) * 64];
+    }
+  }
+  return 0;
+}
+
+void BM_Proxy(benchmark::State& state, size_t ring, ProxyWhat what, size_t pollution) {
+  Fixture& f = GetFixture(ring);
+  if (what == ProxyWhat::kChashKey || what == ProxyWhat::kPingoraKey ||
+      what == ProxyWhat::kNginxKey) {
+    uint64_t unused = 0;
+    for (size_t i = 0; i < kKeyCount; i += 7) {
+      if (ProxyLookup(f, what, i, unused) != f.key_expected[i]) {
+        return state.SkipWithError("proxy key lookup differs from the reference");
+      }
+    }
+  } else if (what == ProxyWhat::kChashHash &&
+             !CheckByHash(state, f, [&](uint32_t h) { return f.ring.FindNodeByHash(h); })) {
+    return;
+  } else if (what == ProxyWhat::kLowerBoundHash &&
+             !CheckByHash(state, f, [&](uint32_t h) { return LowerBoundNode(f, h); })) {
+    return;
+  }
+  internal::AlignedArray<uint64_t> polluter;
+  const size_t words = pollution / sizeof(uint64_t);
+  if (words > 0) {
+    if (!polluter.Allocate(words)) return state.SkipWithError("out of memory");
+    for (size_t i = 0; i < words; ++i) polluter[i] = i;
+  }
+  const auto pollute = [&] {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < words; i += 8) sum += polluter[i];
+    return sum;
+  };
+  // About 0.1 s of pollution a repetition, at least 2,048 lookups.
+  const size_t lookups = std::clamp<size_t>((size_t{1} << 33) / std::max<size_t>(pollution, 1),
+                                            2048, 65536);
+  uint64_t sink = 0, x = 0x9E3779B97F4A7C15ull;
+  std::vector<double> lookup_ns, clock_ns;
+  lookup_ns.reserve(lookups);
+  clock_ns.reserve(lookups / 4 + 1);
+  size_t base = 0;
+  using Clock = std::chrono::steady_clock;
+  for (auto _ : state) {
+    for (size_t i = 0; i < lookups; ++i) {
+      sink += pollute();
+      const auto t0 = Clock::now();
+      sink += ProxyLookup(f, what, base + i, x);
+      const auto t1 = Clock::now();
+      lookup_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+      // The clock around nothing, every fourth lookup.
+      if ((i & 3) == 0) {
+        sink += pollute();
+        const auto c0 = Clock::now();
+        const auto c1 = Clock::now();
+        clock_ns.push_back(std::chrono::duration<double, std::nano>(c1 - c0).count());
+      }
+    }
+    base += lookups;
+  }
+  benchmark::DoNotOptimize(sink);
+  // Means without the samples the scheduler interrupted (over 20 us: no
+  // lookup takes that long; a preemption on this shared machine takes ms).
+  const auto mean = [](const std::vector<double>& v, double& dropped) {
+    double sum = 0;
+    size_t kept = 0;
+    for (const double ns : v) {
+      if (ns < 20000) {
+        sum += ns;
+        ++kept;
+      }
+    }
+    dropped += static_cast<double>(v.size() - kept);
+    return kept ? sum / static_cast<double>(kept) : 0;
+  };
+  double dropped = 0;
+  const double clock = mean(clock_ns, dropped);
+  state.counters["ns_per_op"] = mean(lookup_ns, dropped) - clock;
+  state.counters["clock_ns"] = clock;
+  state.counters["dropped"] = dropped;
+  std::nth_element(lookup_ns.begin(), lookup_ns.begin() + lookup_ns.size() / 2, lookup_ns.end());
+  state.counters["median_ns"] = lookup_ns[lookup_ns.size() / 2] - clock;
+  state.counters["pollution_bytes"] = static_cast<double>(pollution);
+}
+
 // ---- CRC32 -----------------------------------------------------------------------------
 
 void BM_Crc32(benchmark::State& state, std::string name, size_t length) {
@@ -661,7 +889,10 @@ void BM_Build(benchmark::State& state, size_t ring, bool std_sort) {
   // Same answers as the reference: through the ring, or the sorted columns.
   if (std_sort) {
     const StdSortRing built = BuildWithStdSort(spec);
-    if (built.hash != f.sorted_hash || built.node != f.sorted_node) {
+    if (!std::equal(built.hash.begin(), built.hash.end(), f.sorted_hash.data(),
+                    f.sorted_hash.data() + f.sorted_hash.size()) ||
+        !std::equal(built.node.begin(), built.node.end(), f.sorted_node.data(),
+                    f.sorted_node.data() + f.sorted_node.size())) {
       return state.SkipWithError("std::sort build differs from the reference");
     }
   } else {
@@ -709,6 +940,10 @@ void RegisterAll() {
     reg("nginx/by_hash/" + r, [ring](benchmark::State& s) { BM_NginxByHash(s, ring); });
     reg("nginx/key/" + r, [ring](benchmark::State& s) { BM_NginxKey(s, ring); });
     reg("floor/" + r, [ring](benchmark::State& s) { BM_MemoryFloor(s, ring, false); });
+    reg("floor_dependent/" + r, [ring](benchmark::State& s) { BM_DependentLine(s, ring); });
+    reg("baseline/batch1024/" + r, [ring](benchmark::State& s) { BM_BranchlessBatch(s, ring); });
+    reg("baseline/key_batch1024/" + r,
+        [ring](benchmark::State& s) { BM_BaselineKeyBatch(s, ring); });
     for (const std::string& t : targets) {
       reg("chash/single/" + r + "/" + t,
           [ring, t](benchmark::State& s) { BM_ByHashSingle(s, ring, t, false); });
@@ -730,6 +965,23 @@ void RegisterAll() {
       reg("chash/batch1024_4k_pages/" + r + "/" + t,
           [ring, t](benchmark::State& s) { BM_ByHashBatch(s, ring, t, 1024, true); });
       reg("floor_4k_pages/" + r, [ring](benchmark::State& s) { BM_MemoryFloor(s, ring, true); });
+    }
+  }
+  // Proxy-shaped: the rings that outgrow the caches, one lookup after each
+  // pollution of the caches.
+  const std::pair<ProxyWhat, const char*> proxy_whats[] = {
+      {ProxyWhat::kChashKey, "chash_key"},         {ProxyWhat::kPingoraKey, "pingora_key"},
+      {ProxyWhat::kNginxKey, "nginx_key"},         {ProxyWhat::kChashHash, "chash_hash"},
+      {ProxyWhat::kLowerBoundHash, "lower_bound_hash"}, {ProxyWhat::kLine, "line"}};
+  const std::pair<size_t, const char*> pollutions[] = {
+      {0, "0"}, {size_t{16} << 10, "16K"}, {size_t{256} << 10, "256K"}, {size_t{4} << 20, "4M"}};
+  for (size_t ring = kLargeRings - 1; ring < rings; ++ring) {
+    for (const auto& [bytes, pname] : pollutions) {
+      for (const auto& [what, wname] : proxy_whats) {
+        reg(std::string("proxy/") + wname + "/" + pname + "/" + RingName(ring),
+            [ring, what, bytes](benchmark::State& s) { BM_Proxy(s, ring, what, bytes); })
+            ->Iterations(1);
+      }
     }
   }
   std::vector<std::string> crcs = {"zlib", "nginx-byte-table"};

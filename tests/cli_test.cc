@@ -90,6 +90,18 @@ TEST(Cli, StatsJsonAndHelp) {
   }
 }
 
+TEST(Cli, BenchThreadsJson) {
+  const CliRun run = RunChash("bench --nodes 4 --weight 2 --multiple 16 --threads 2 --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("\"points_generated\":128,"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\"threads\":2,"), std::string::npos) << run.out;
+  for (const char* field : {"\"mt_single_ns\":", "\"mt_batch_ns\":", "\"batch_baseline_ns\":",
+                            "\"line_ns\":", "\"anon_huge_pages_kb\":", "\"single_ns\":"}) {
+    EXPECT_NE(run.out.find(field), std::string::npos) << field;
+  }
+  EXPECT_EQ(RunChash("bench --nodes 4 --threads 0").status, 2);
+}
+
 TEST(ServersFile, ParsesCommentsBlankLinesCrlfAndDefaults) {
   Result<std::vector<ServerEntry>> entries =
       ParseServersText("# head\r\n10.0.0.1:80 3\r\n\n  [::1]:7777\t  # tail\nunix:/x 0", "f");

@@ -59,11 +59,14 @@ commands:
   demo   [--nodes N] [--weight W] [--multiple K]
          The Cloudflare scenario on a built-in fleet (2048 x 625): the v1
          ring (160 per weight) beside the v2 ring (multiple 16).
-  bench  [--nodes N] [--weight W] [--multiple K] [--target NAME] [--json]
+  bench  [--nodes N] [--weight W] [--multiple K] [--target NAME] [--threads T]
+         [--json]
          Measure this machine: build a pingora-v2 ring of N synthetic nodes
          (default 2048 x 625 x 16 = 20,480,000 points) and time lookups
-         (single, dependent, batched, by key), CRC32, std::lower_bound and
-         the memory floor. --target forces a SIMD target (AVX2, NEON, ...).
+         (single, dependent, batched, by key), CRC32, the baselines in the
+         same memory (std::lower_bound, a branchless batch), one dependent
+         cache line and the memory floor. --target forces a SIMD target
+         (AVX2, NEON, ...); --threads T also times T threads on the ring.
 
 options:
   --mode M       nginx (default), pingora-v1 or pingora-v2

@@ -9,11 +9,24 @@
 //   key_batch_ns    FindNodes, 1024 keys a call, per key
 //   crc_ns          Crc32 of a 30-byte key
 //   lower_bound_ns  std::lower_bound over the ring's own sorted hashes
+//   batch_baseline_ns  the batched baseline: branchless binary search over
+//                   the same sorted column, 32 queries descending together,
+//                   each next probe prefetched
 //   floor_ns        two random cache lines per lookup over a buffer of the
 //                   ring's column bytes, 16 loads in flight: the memory floor
+//   line_ns         one random cache line over that buffer, each address
+//                   depending on the line before: one miss's latency, what
+//                   dependent_ns is compared with
+//   mt_single_ns, mt_batch_ns (--threads N): the single and batch loops run
+//                   by N threads at once on the one ring; wall time per
+//                   lookup over all threads together
+//   anon_huge_pages_kb  AnonHugePages of this process: how much of the
+//                   columns the kernel backs with 2 MiB pages
 //
-// Each figure is the median of 5 rounds. Before timing, every lookup path is
-// checked to give the same node as std::lower_bound over the sorted points.
+// The baselines' columns get the same memory as chash's (64-byte aligned,
+// 2 MiB-aligned and advised as huge pages). Each figure is the median of 5
+// rounds. Before timing, every lookup path is checked to give the same node
+// as std::lower_bound over the sorted points.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -22,7 +35,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <fstream>
 #include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -52,26 +69,83 @@ double MedianNs(size_t ops, const std::function<void()>& round) {
   return ns[kRounds / 2];
 }
 
-// A buffer like the columns: huge pages when large, as the ring's are.
-struct FloorBuffer {
-  explicit FloorBuffer(size_t bytes) : size(std::max<size_t>(bytes, 4096)) {
+// A buffer like the columns: 2 MiB-aligned and advised as huge pages, as the
+// ring's are.
+template <typename T>
+struct HugeBuffer {
+  explicit HugeBuffer(size_t count) : size(std::max<size_t>(count, 1)) {
     const size_t huge = size_t{2} << 20;
-    const size_t rounded = (size + huge - 1) / huge * huge;
-    data = static_cast<uint8_t*>(std::aligned_alloc(huge, rounded));
+    const size_t rounded = (size * sizeof(T) + huge - 1) / huge * huge;
+    data = static_cast<T*>(std::aligned_alloc(huge, rounded));
     if (data == nullptr) return;
     madvise(data, rounded, MADV_HUGEPAGE);
-    std::memset(data, 1, size);
+    std::memset(static_cast<void*>(data), 1, size * sizeof(T));
   }
-  ~FloorBuffer() { std::free(data); }
-  uint8_t* data = nullptr;
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+  ~HugeBuffer() { std::free(data); }
+  T* data = nullptr;
   size_t size;
 };
 
+// The batched baseline: lower_bound for a group of queries at once, with a
+// branchless binary search (the probe's outcome is arithmetic, never a
+// branch) and each query's next probe prefetched, so the group's misses
+// overlap. Once one candidate is left, lower_bound = base + (*base < x).
+template <size_t kGroup>
+void BranchlessGroup(const uint32_t* a, const uint16_t* node, size_t n, const uint32_t* x,
+                     uint32_t* out) {
+  const uint32_t* base[kGroup];
+  for (size_t j = 0; j < kGroup; ++j) base[j] = a;
+  for (size_t len = n; len > 1;) {
+    const size_t half = len / 2;
+    len -= half;
+    const size_t next = len / 2;  // the next probe: base + next - 1
+    for (size_t j = 0; j < kGroup; ++j) {
+      base[j] += (base[j][half - 1] < x[j]) * half;
+      __builtin_prefetch(base[j] + (next > 0 ? next - 1 : 0));
+    }
+  }
+  for (size_t j = 0; j < kGroup; ++j) {
+    const size_t i = static_cast<size_t>(base[j] - a) + (*base[j] < x[j]);
+    out[j] = node[i == n ? 0 : i];
+  }
+}
+
+// kBatch hashes (a multiple of 32) at a time.
+void BranchlessBatch(const uint32_t* a, const uint16_t* node, size_t n, const uint32_t* x,
+                     size_t count, uint32_t* out) {
+  for (size_t i = 0; i < count; i += 32) BranchlessGroup<32>(a, node, n, x + i, out + i);
+}
+
+// Wall nanoseconds per operation of `work(thread)` run by `threads` threads
+// at once, each doing `ops_per_thread` operations; median of kRounds.
+double MedianNsThreads(unsigned threads, size_t ops_per_thread,
+                       const std::function<void(unsigned)>& work) {
+  return MedianNs(ops_per_thread * threads, [&] {
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (std::thread& thread : pool) thread.join();
+  });
+}
+
+uint64_t AnonHugePagesKb() {
+  std::ifstream smaps("/proc/self/smaps_rollup");
+  std::string line;
+  while (std::getline(smaps, line)) {
+    if (line.rfind("AnonHugePages:", 0) == 0) return std::strtoull(line.c_str() + 14, nullptr, 10);
+  }
+  return 0;
+}
+
 struct Figures {
   std::string target, crc;
-  uint64_t points = 0, points_generated = 0;
+  uint64_t points = 0, points_generated = 0, anon_huge_pages_kb = 0;
+  unsigned threads = 1;
   double build_ms = 0, single_ns = 0, dependent_ns = 0, batch_ns = 0, key_ns = 0,
-         key_batch_ns = 0, crc_ns = 0, lower_bound_ns = 0, floor_ns = 0;
+         key_batch_ns = 0, crc_ns = 0, lower_bound_ns = 0, floor_ns = 0, batch_baseline_ns = 0,
+         line_ns = 0, mt_single_ns = 0, mt_batch_ns = 0;
 };
 
 void PrintJson(const Figures& f) {
@@ -79,11 +153,13 @@ void PrintJson(const Figures& f) {
       "{\"target\":\"%s\",\"crc32\":\"%s\",\"points\":%llu,\"points_generated\":%llu,"
       "\"build_ms\":%.1f,\"single_ns\":%.2f,\"dependent_ns\":%.2f,\"batch_ns\":%.2f,"
       "\"key_ns\":%.2f,\"key_batch_ns\":%.2f,\"crc_ns\":%.2f,\"lower_bound_ns\":%.2f,"
-      "\"floor_ns\":%.2f}\n",
+      "\"floor_ns\":%.2f,\"batch_baseline_ns\":%.2f,\"line_ns\":%.2f,\"threads\":%u,"
+      "\"mt_single_ns\":%.2f,\"mt_batch_ns\":%.2f,\"anon_huge_pages_kb\":%llu}\n",
       f.target.c_str(), f.crc.c_str(), static_cast<unsigned long long>(f.points),
       static_cast<unsigned long long>(f.points_generated), f.build_ms, f.single_ns,
       f.dependent_ns, f.batch_ns, f.key_ns, f.key_batch_ns, f.crc_ns, f.lower_bound_ns,
-      f.floor_ns);
+      f.floor_ns, f.batch_baseline_ns, f.line_ns, f.threads, f.mt_single_ns, f.mt_batch_ns,
+      static_cast<unsigned long long>(f.anon_huge_pages_kb));
 }
 
 void PrintTable(const Figures& f) {
@@ -91,28 +167,41 @@ void PrintTable(const Figures& f) {
               WithCommas(f.points).c_str(), WithCommas(f.points_generated).c_str(),
               f.target.c_str(), f.crc.c_str());
   std::printf("  %-40s %10.1f ms\n", "build", f.build_ms);
-  const auto row = [](const char* what, double ns, double baseline) {
+  const auto row = [](const char* what, double ns, double baseline, const char* name) {
     std::printf("  %-40s %10.2f ns", what, ns);
-    if (baseline > 0 && ns > 0) std::printf("   %6.1fx vs std::lower_bound", baseline / ns);
+    if (baseline > 0 && ns > 0) std::printf("   %6.1fx vs %s", baseline / ns, name);
     std::printf("\n");
   };
-  row("lookup by hash, single", f.single_ns, f.lower_bound_ns);
-  row("lookup by hash, dependent chain", f.dependent_ns, 0);
-  row("lookup by hash, batches of 1024", f.batch_ns, f.lower_bound_ns);
-  row("key (30 B) to node, single", f.key_ns, 0);
-  row("key (30 B) to node, batches of 1024", f.key_batch_ns, 0);
-  row("crc32 of a 30-byte key", f.crc_ns, 0);
-  row("std::lower_bound on the sorted hashes", f.lower_bound_ns, 0);
+  row("lookup by hash, single", f.single_ns, f.lower_bound_ns, "std::lower_bound");
+  std::printf("  %-40s %10.2f ns   %6.2fx one dependent line\n", "lookup by hash, dependent chain",
+              f.dependent_ns, f.line_ns > 0 ? f.dependent_ns / f.line_ns : 0);
+  row("lookup by hash, batches of 1024", f.batch_ns, f.batch_baseline_ns, "branchless batch");
+  row("key (30 B) to node, single", f.key_ns, 0, "");
+  row("key (30 B) to node, batches of 1024", f.key_batch_ns, 0, "");
+  row("crc32 of a 30-byte key", f.crc_ns, 0, "");
+  row("std::lower_bound on the sorted hashes", f.lower_bound_ns, 0, "");
+  row("branchless batch (32, prefetch)", f.batch_baseline_ns, 0, "");
+  row("one dependent random line", f.line_ns, 0, "");
   std::printf("  %-40s %10.2f ns   batch is %.2fx the floor\n",
               "memory floor (2 random lines)", f.floor_ns,
               f.floor_ns > 0 ? f.batch_ns / f.floor_ns : 0);
+  if (f.threads > 1) {
+    const std::string single = std::to_string(f.threads) + " threads, single (wall per lookup)";
+    const std::string batch = std::to_string(f.threads) + " threads, batches (wall per lookup)";
+    std::printf("  %-40s %10.2f ns   %.2fx one thread's throughput\n", single.c_str(),
+                f.mt_single_ns, f.mt_single_ns > 0 ? f.single_ns / f.mt_single_ns : 0);
+    std::printf("  %-40s %10.2f ns   %.2fx one thread's throughput\n", batch.c_str(),
+                f.mt_batch_ns, f.mt_batch_ns > 0 ? f.batch_ns / f.mt_batch_ns : 0);
+  }
+  std::printf("  %-40s %10llu kB\n", "AnonHugePages",
+              static_cast<unsigned long long>(f.anon_huge_pages_kb));
 }
 
 }  // namespace
 
 int RunBench(const Args& args) {
   Result<Options> parsed =
-      Options::Parse(args, {"nodes", "weight", "multiple", "target"}, {"json"});
+      Options::Parse(args, {"nodes", "weight", "multiple", "target", "threads"}, {"json"});
   if (!parsed.ok()) return Fail("bench", parsed.status().message());
   const Options& options = parsed.value();
   Result<FleetShape> shape = FleetShapeFrom(options);
@@ -124,6 +213,8 @@ int RunBench(const Args& args) {
     }
   }
   const bool json = options.Has("json");
+  Result<uint64_t> threads = options.GetUint("threads", 1, 1, 256);
+  if (!threads.ok()) return Fail("bench", threads.status().message());
 
   if (!json) {
     std::fprintf(stderr, "building %s servers x weight %s x multiple %s...\n",
@@ -144,19 +235,22 @@ int RunBench(const Args& args) {
 
   // The ring's own points in ring order: the lower_bound baseline and the
   // answers every path is checked against.
-  std::vector<uint32_t> sorted_hash;
-  std::vector<uint16_t> sorted_node;
-  sorted_hash.reserve(ring.num_points());
-  sorted_node.reserve(ring.num_points());
+  // Both in huge pages, as the ring's columns are.
+  const size_t n = ring.num_points();
+  HugeBuffer<uint32_t> sorted_hash(n);
+  HugeBuffer<uint16_t> sorted_node(n);
+  if (sorted_hash.data == nullptr || sorted_node.data == nullptr) {
+    return Fail("bench", "out of memory for the baselines");
+  }
   PointCursor cursor = ring.Begin();
-  for (uint64_t i = 0; i < ring.num_points(); ++i, cursor.Advance()) {
-    sorted_hash.push_back(cursor.hash());
-    sorted_node.push_back(static_cast<uint16_t>(cursor.node()));
+  for (uint64_t i = 0; i < n; ++i, cursor.Advance()) {
+    sorted_hash.data[i] = cursor.hash();
+    sorted_node.data[i] = static_cast<uint16_t>(cursor.node());
   }
   const auto lower_bound_node = [&](uint32_t hash) -> uint32_t {
-    const size_t i = std::lower_bound(sorted_hash.begin(), sorted_hash.end(), hash) -
-                     sorted_hash.begin();
-    return sorted_node[i == sorted_hash.size() ? 0 : i];
+    const size_t i = std::lower_bound(sorted_hash.data, sorted_hash.data + n, hash) -
+                     sorted_hash.data;
+    return sorted_node.data[i == n ? 0 : i];
   };
 
   std::mt19937_64 rng(2024);
@@ -182,6 +276,16 @@ int RunBench(const Args& args) {
   for (size_t i = 0; i < kKeys; ++i) {
     if (key_out[i] != lower_bound_node(Crc32(keys[i])) || ring.FindNode(keys[i]) != key_out[i]) {
       return Fail("bench", "key answers disagree with std::lower_bound: please report this");
+    }
+  }
+  {
+    std::vector<uint32_t> baseline(kBatch);
+    for (size_t i = 0; i < kQueries; i += kBatch) {
+      BranchlessBatch(sorted_hash.data, sorted_node.data, n, hashes.data() + i, kBatch,
+                      baseline.data());
+      if (!std::equal(baseline.begin(), baseline.end(), out.begin() + i)) {
+        return Fail("bench", "the branchless baseline disagrees: please report this");
+      }
     }
   }
   if (!json) std::fprintf(stderr, "timing (median of %d rounds each)...\n", kRounds);
@@ -224,8 +328,39 @@ int RunBench(const Args& args) {
   f.lower_bound_ns = MedianNs(ops / 4, [&] {
     for (size_t i = 0; i < ops / 4; ++i) sink += lower_bound_node(hashes[i]);
   });
+  f.batch_baseline_ns = MedianNs(ops, [&] {
+    for (size_t i = 0; i < ops; i += kBatch) {
+      BranchlessBatch(sorted_hash.data, sorted_node.data, n, hashes.data() + i, kBatch,
+                      out.data() + i);
+    }
+  });
+  f.threads = static_cast<unsigned>(threads.value());
+  if (f.threads > 1) {
+    // Each thread its own quarter-offset slice of the queries and outputs.
+    std::vector<uint32_t> sinks(f.threads * 16);
+    std::vector<std::vector<uint32_t>> outs(f.threads, std::vector<uint32_t>(kBatch));
+    f.mt_single_ns = MedianNsThreads(f.threads, ops / 4, [&](unsigned t) {
+      uint32_t local = 0;
+      const size_t offset = (t * (ops / 8)) % ops;
+      for (size_t i = 0; i < ops / 4; ++i) {
+        local += ring.FindNodeByHash(hashes[(offset + i) % ops]);
+      }
+      sinks[t * 16] += local;
+    });
+    f.mt_batch_ns = MedianNsThreads(f.threads, ops, [&](unsigned t) {
+      const size_t offset = (t * (ops / 8)) % ops / kBatch * kBatch;
+      for (size_t i = 0; i < ops; i += kBatch) {
+        ring.FindNodesByHash(std::span(hashes).subspan((offset + i) % ops, kBatch), outs[t]);
+      }
+    });
+    for (const uint32_t value : sinks) sink += value;
+  } else {
+    f.mt_single_ns = f.single_ns;
+    f.mt_batch_ns = f.batch_ns;
+  }
+  f.anon_huge_pages_kb = AnonHugePagesKb();
   {
-    FloorBuffer buffer(ring.memory_usage().column_bytes);
+    HugeBuffer<uint8_t> buffer(ring.memory_usage().column_bytes);
     if (buffer.data == nullptr) return Fail("bench", "out of memory for the floor buffer");
     const uint64_t lines = buffer.size / 64;
     uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -241,6 +376,15 @@ int RunBench(const Args& args) {
         sink += sum;
       }
     });
+    f.line_ns = MedianNs(ops / 4, [&] {
+      for (size_t i = 0; i < ops / 4; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x ^= buffer.data[((x >> 32) * lines >> 32) * 64];
+      }
+    });
+    sink += static_cast<uint32_t>(x);
   }
   if (sink == 0x12345678) std::fprintf(stderr, " ");  // keeps the loops alive
   if (json) {

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "build/columns_builder.h"
+#include "build/parallel.h"
 #include "chash/chash.h"
 #include "hash/crc32_internal.h"
 #include "layout/aligned_array.h"
@@ -882,7 +883,12 @@ uint64_t PeakResidentGrowth(const std::function<void()>& build) {
   return growth;
 }
 
-void BM_Build(benchmark::State& state, size_t ring, bool std_sort) {
+// Builds with `threads` threads (0: every hardware thread, the default).
+void BM_Build(benchmark::State& state, size_t ring, bool std_sort, unsigned threads = 0) {
+  struct ThreadsScope {
+    explicit ThreadsScope(unsigned n) { internal::SetBuildThreads(n); }
+    ~ThreadsScope() { internal::SetBuildThreads(0); }
+  } threads_scope(threads);
   Fixture& f = GetFixture(ring);
   const RingSpec& spec = *f.spec;
   const double generated = double{1} * spec.nodes * spec.weight * spec.multiple;
@@ -906,7 +912,9 @@ void BM_Build(benchmark::State& state, size_t ring, bool std_sort) {
       benchmark::DoNotOptimize(BuildSpec(spec).ok());
     }
   });
-  state.SetLabel(std_sort ? "std::sort" : internal::Crc32ImplementationName());
+  state.SetLabel(std_sort ? "std::sort"
+                          : std::string(internal::Crc32ImplementationName()) + " threads=" +
+                                std::to_string(internal::BuildThreads()));
   for (auto _ : state) {
     if (std_sort) {
       benchmark::DoNotOptimize(BuildWithStdSort(spec).hash.data());
@@ -1003,7 +1011,9 @@ void RegisterAll() {
         reg("build/chash/" + r, [ring](benchmark::State& s) { BM_Build(s, ring, false); });
     auto* std_build =
         reg("build/std_sort/" + r, [ring](benchmark::State& s) { BM_Build(s, ring, true); });
-    for (auto* b : {chash_build, std_build}) {
+    auto* one_thread = reg("build/chash_1thread/" + r,
+                           [ring](benchmark::State& s) { BM_Build(s, ring, false, 1); });
+    for (auto* b : {chash_build, std_build, one_thread}) {
       b->Unit(benchmark::kMillisecond)->UseRealTime();
       if (iterations > 0) b->Iterations(iterations);
     }

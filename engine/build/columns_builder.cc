@@ -77,6 +77,11 @@ Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
   if (!SortKeys(keys, count)) {
     return Status(StatusCode::kOutOfMemory, "out of memory while sorting ring points");
   }
+  return BuildColumnsFromSortedKeys(keys, count, columns, losers);
+}
+
+Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns,
+                                  CollisionTable* losers) {
   size_t kept = 0;
   try {
     kept = DropCollisions(keys, count, losers);

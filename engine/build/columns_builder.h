@@ -49,6 +49,9 @@ class PointKeyBuffer {
 // side table (collision_table.h).
 Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
                             CollisionTable* losers = nullptr);
+// The same for keys already in ascending order (GenerateSortedPointKeys).
+Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns,
+                                  CollisionTable* losers = nullptr);
 
 }  // namespace chash::internal
 

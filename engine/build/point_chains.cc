@@ -1,6 +1,13 @@
 #include "build/point_chains.h"
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
+#include <new>
+#include <vector>
+
+#include "build/parallel.h"
+#include "hwy/contrib/sort/vqsort.h"
 
 #include "build/columns_builder.h"
 #include "hash/crc32_internal.h"
@@ -13,6 +20,44 @@ void GenerateOne(const PointChain& chain, uint64_t* out, uint32_t prev, uint64_t
     prev = Crc32PointStep(chain.base_state, prev);
     out[j] = PointSortKey(prev, chain.rank, chain.node);
   }
+}
+
+// Calls sink(key) for every point of the chains (in no particular order),
+// four chains hashed interleaved as in GeneratePointKeys.
+template <typename Sink>
+void ForEachPointKey(std::span<const PointChain> chains, Sink&& sink) noexcept {
+  constexpr size_t kWays = 4;
+  size_t c = 0;
+  for (; c + kWays <= chains.size(); c += kWays) {
+    const PointChain* group = &chains[c];
+    uint64_t common = group[0].count;
+    for (size_t k = 1; k < kWays; ++k) common = std::min(common, group[k].count);
+    uint32_t prev[kWays] = {};
+    for (uint64_t j = 0; j < common; ++j) {
+      for (size_t k = 0; k < kWays; ++k) {
+        prev[k] = Crc32PointStep(group[k].base_state, prev[k]);
+        sink(PointSortKey(prev[k], group[k].rank, group[k].node));
+      }
+    }
+    for (size_t k = 0; k < kWays; ++k) {
+      for (uint64_t j = common; j < group[k].count; ++j) {
+        prev[k] = Crc32PointStep(group[k].base_state, prev[k]);
+        sink(PointSortKey(prev[k], group[k].rank, group[k].node));
+      }
+    }
+  }
+  for (; c < chains.size(); ++c) {
+    uint32_t prev = 0;
+    for (uint64_t j = 0; j < chains[c].count; ++j) {
+      prev = Crc32PointStep(chains[c].base_state, prev);
+      sink(PointSortKey(prev, chains[c].rank, chains[c].node));
+    }
+  }
+}
+
+// Buckets of about 2^15 keys (a quarter of a 1 MiB L2 as u64), at most 2^16.
+int BucketBits(uint64_t total) noexcept {
+  return std::min(16, static_cast<int>(std::bit_width(total >> 15)));
 }
 
 }  // namespace
@@ -41,6 +86,73 @@ void GeneratePointKeys(std::span<const PointChain> chains, uint64_t* keys) noexc
   for (; c < chains.size(); ++c) {
     GenerateOne(chains[c], keys, 0, 0);
     keys += chains[c].count;
+  }
+}
+
+bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys, uint64_t total,
+                             unsigned threads) noexcept {
+  try {
+    const int bits = BucketBits(total);
+    threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(chains.size())));
+    if (bits == 0) {
+      GeneratePointKeys(chains, keys);
+      if (total < 2) return true;
+      const hwy::Sorter sorter;
+      sorter(keys, total, hwy::SortAscending());
+      return true;
+    }
+    const int shift = 64 - bits;
+    const size_t buckets = size_t{1} << bits;
+    // Run t: chains [first[t], first[t + 1]), about total / threads points.
+    std::vector<size_t> first(threads + 1, chains.size());
+    first[0] = 0;
+    uint64_t seen = 0;
+    for (size_t c = 0, t = 1; c < chains.size() && t < threads; ++c) {
+      seen += chains[c].count;
+      if (seen * threads >= total * t) first[t++] = c + 1;
+    }
+    for (unsigned t = 1; t <= threads; ++t) first[t] = std::max(first[t], first[t - 1]);
+    const auto run = [&](unsigned t) {
+      return chains.subspan(first[t], first[t + 1] - first[t]);
+    };
+    // cursor[t * buckets + b]: run t's points in bucket b, then where run t
+    // writes its next point of bucket b.
+    std::vector<uint64_t> cursor(threads * buckets, 0);
+    ParallelFor(threads, threads, [&](unsigned t) {
+      uint64_t* count = cursor.data() + t * buckets;
+      ForEachPointKey(run(t), [&](uint64_t key) { ++count[key >> shift]; });
+    });
+    std::vector<uint64_t> bucket_start(buckets + 1);
+    uint64_t offset = 0;
+    for (size_t b = 0; b < buckets; ++b) {
+      bucket_start[b] = offset;
+      for (unsigned t = 0; t < threads; ++t) {
+        const uint64_t count = cursor[t * buckets + b];
+        cursor[t * buckets + b] = offset;
+        offset += count;
+      }
+    }
+    bucket_start[buckets] = offset;  // == total
+    ParallelFor(threads, threads, [&](unsigned t) {
+      uint64_t* next = cursor.data() + t * buckets;
+      ForEachPointKey(run(t), [&](uint64_t key) { keys[next[key >> shift]++] = key; });
+    });
+    std::atomic<size_t> next_bucket{0};
+    std::atomic<bool> failed{false};
+    ParallelFor(threads, threads, [&](unsigned) {
+      try {
+        const hwy::Sorter sorter;
+        for (size_t b; (b = next_bucket.fetch_add(1, std::memory_order_relaxed)) < buckets;) {
+          const uint64_t size = bucket_start[b + 1] - bucket_start[b];
+          if (size > 1) sorter(keys + bucket_start[b], size, hwy::SortAscending());
+        }
+      } catch (const std::bad_alloc&) {
+        failed.store(true, std::memory_order_relaxed);
+      }
+    });
+    return !failed.load(std::memory_order_relaxed);
+  } catch (const std::bad_alloc&) {
+    return false;
   }
 }
 

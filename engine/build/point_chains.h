@@ -22,6 +22,19 @@ struct PointChain {
 // waits on its table lookups; four chains are hashed interleaved instead.
 void GeneratePointKeys(std::span<const PointChain> chains, uint64_t* keys) noexcept;
 
+// The same keys, sorted ascending, made on up to `threads` threads: the
+// chains are split into one run per thread and generated twice, first to
+// count each run's points per bucket (the top bits of the hash: CRC32 chains
+// are uniform, so buckets are even), then to write each point into its
+// bucket's slice; then every bucket is sorted on its own (Highway VQSort, one
+// sorter a thread; buckets of ~32K keys sort in the L2 cache). A set of u64
+// keys has one sorted order, so `keys` comes out bit-identical whatever the
+// thread count. Memory: `keys` (`total` = Σ count slots) plus bucket counters
+// (8 bytes x threads x at most 2^16 buckets) and the sorters' scratch.
+// False: out of memory.
+bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys, uint64_t total,
+                             unsigned threads) noexcept;
+
 }  // namespace chash::internal
 
 #endif  // CHASH_ENGINE_BUILD_POINT_CHAINS_H_

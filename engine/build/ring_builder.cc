@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "build/columns_builder.h"
+#include "build/parallel.h"
 #include "build/point_chains.h"
 #include "chash/ring.h"
 #include "hash/crc32_internal.h"
@@ -158,9 +159,12 @@ Result<Ring> RingBuilder::Build() && {
                                              bytes.size()),
                     uint64_t{nodes_[id].weight} * options_.point_multiple, rank[id], id};
     }
-    internal::GeneratePointKeys(chains, keys.data());
-    if (Status status = internal::BuildColumnsFromKeys(keys.data(), points_generated_,
-                                                       state->columns, &state->losers);
+    if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_,
+                                           internal::BuildThreads())) {
+      return Status(StatusCode::kOutOfMemory, "out of memory while sorting ring points");
+    }
+    if (Status status = internal::BuildColumnsFromSortedKeys(keys.data(), points_generated_,
+                                                             state->columns, &state->losers);
         !status.ok()) {
       return status;
     }

@@ -60,6 +60,10 @@ def main(path):
           f"{context.get('mhz_per_cpu')} MHz; best target {best}; "
           f"CRC32 {context.get('chash_crc32')}; targets {', '.join(targets)}.\n")
 
+    if any(f"baseline/batch1024/{r}" in m for r in lookup_rings):
+        print_like_for_like(m, best, lookup_rings)
+    if any(n.startswith("proxy/") for n in m):
+        print_proxy(m)
     if lookup_rings:
         print_lookups(m, targets, best, lookup_rings)
     crcs = sorted({n.split("/")[1] for n in m if n.startswith("crc32/") and "chash_api" not in n})
@@ -67,6 +71,55 @@ def main(path):
         print_crc(m, crcs, context)
     if any(f"build/chash/{r}" in m for r in rings):
         print_build(m, peak, rings)
+
+
+def print_like_for_like(m, best, lookup_rings):
+    print(f"### Like for like ({best}): each chash figure beside the baseline of the same shape, "
+          "baselines in the same huge-page memory, ns per lookup\n")
+    print("| ring | single | std::lower_bound | | dependent | one dependent line | dependent / line "
+          "| batch 1024 | branchless batch (32, prefetch) | | floor | batch / floor "
+          "| key single | pingora key path | | key batch | baseline key batch | |")
+    print("|---|" + "---|" * 17)
+    for r in lookup_rings:
+        g = lambda n: m.get(n)
+        single, lb = g(f"chash/single/{r}/{best}"), g(f"lower_bound/single/{r}")
+        dep, line = g(f"chash/dependent/{r}/{best}"), g(f"floor_dependent/{r}")
+        batch, bb = g(f"chash/batch1024/{r}/{best}"), g(f"baseline/batch1024/{r}")
+        floor = g(f"floor/{r}")
+        key, pk = g(f"chash/key/{r}/{best}"), g(f"pingora/key/{r}")
+        kb, bkb = g(f"chash/key_batch1024/{r}/{best}"), g(f"baseline/key_batch1024/{r}")
+        print(f"| {r} | {fmt(single)} | {fmt(lb)} | {ratio(lb, single)} | {fmt(dep)} | {fmt(line)} "
+              f"| {ratio(dep, line)} | {fmt(batch)} | {fmt(bb)} | {ratio(bb, batch)} | {fmt(floor)} "
+              f"| {ratio(batch, floor)} | {fmt(key)} | {fmt(pk)} | {ratio(pk, key)} | {fmt(kb)} "
+              f"| {fmt(bkb)} | {ratio(bkb, kb)} |")
+    print()
+
+
+PROXY_WHATS = ["chash_key", "pingora_key", "nginx_key", "chash_hash", "lower_bound_hash", "line"]
+
+
+def print_proxy(m):
+    rings = [r for r in RINGS if any(n.startswith("proxy/") and n.endswith("/" + r) for n in m)]
+    pollutions = []
+    for n in m:
+        if n.startswith("proxy/") and n.split("/")[2] not in pollutions:
+            pollutions.append(n.split("/")[2])
+    print("### Proxy-shaped: one lookup after touching P bytes of other memory, ns per lookup "
+          "(mean; the clock's own cost subtracted)\n")
+    print("| ring | P | chash key | pingora key path | | nginx key path | | chash by hash "
+          "| std::lower_bound by hash | | one random line |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rings:
+        for p in pollutions:
+            g = {w: m.get(f"proxy/{w}/{p}/{r}") for w in PROXY_WHATS}
+            if not any(g.values()):
+                continue
+            print(f"| {r} | {p} | {fmt(g['chash_key'])} | {fmt(g['pingora_key'])} "
+                  f"| {ratio(g['pingora_key'], g['chash_key'])} | {fmt(g['nginx_key'])} "
+                  f"| {ratio(g['nginx_key'], g['chash_key'])} | {fmt(g['chash_hash'])} "
+                  f"| {fmt(g['lower_bound_hash'])} | {ratio(g['lower_bound_hash'], g['chash_hash'])} "
+                  f"| {fmt(g['line'])} |")
+    print()
 
 
 def print_lookups(m, targets, best, lookup_rings):

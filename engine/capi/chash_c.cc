@@ -1,0 +1,937 @@
+// The C API (include/chash/chash_c.h) over the C++ one. Every entry point is
+// noexcept and catches everything the C++ side may throw (std::bad_alloc
+// above all) at this boundary: a C host has no way to handle an exception.
+#include "chash/chash_c.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "chash/crc32.h"
+#include "chash/dispatch.h"
+#include "chash/failover.h"
+#include "chash/identity.h"
+#include "chash/migration.h"
+#include "chash/ring.h"
+#include "chash/stats.h"
+#include "chash/status.h"
+
+struct chash_builder {
+  explicit chash_builder(const chash::RingOptions& ring_options)
+      : options(ring_options), builder(ring_options) {}
+  chash::RingOptions options;
+  chash::RingBuilder builder;
+  std::string error;  // message of the last failed call, "" if none
+};
+
+// A ring with a reference count: the caller's handle is one reference and
+// each migration that uses the ring holds another (through a shared_ptr
+// whose deleter drops it), so the caller may free its handle at any time.
+struct chash_ring {
+  explicit chash_ring(chash::Ring built) noexcept : ring(std::move(built)) {}
+  std::atomic<uint32_t> references{1};
+  chash::Ring ring;
+};
+
+struct chash_node_mask {
+  chash::NodeMask mask;
+};
+
+struct chash_availability {
+  explicit chash_availability(uint32_t num_nodes) : mask(num_nodes) {}
+  chash::AvailabilityMask mask;
+};
+
+struct chash_migration {
+  std::unique_ptr<chash::RingMigration> migration;
+  chash_ring* rings[2] = {nullptr, nullptr};  // a reference each, for chash_migration_ring
+};
+
+namespace {
+
+using chash::Ring;
+using chash::Status;
+using chash::StatusCode;
+
+static_assert(CHASH_NO_NODE == Ring::kNoNode);
+static_assert(CHASH_MAX_NODES == chash::kMaxNodes);
+static_assert(CHASH_DEFAULT_POINT_MULTIPLE == chash::kDefaultPointMultiple);
+static_assert(CHASH_ROLLOUT_SCALE == chash::kRolloutScale);
+static_assert(CHASH_FINGERPRINT_SIZE == sizeof(chash::Fingerprint{}.bytes));
+static_assert(CHASH_FLAVOR_NGINX == static_cast<int>(chash::Flavor::kNginx));
+static_assert(CHASH_FLAVOR_PINGORA_V1 == static_cast<int>(chash::Flavor::kPingoraV1));
+static_assert(CHASH_FLAVOR_PINGORA_V2 == static_cast<int>(chash::Flavor::kPingoraV2));
+static_assert(CHASH_SIDE_OLD == static_cast<int>(chash::RingSide::kOld));
+static_assert(CHASH_SIDE_NEW == static_cast<int>(chash::RingSide::kNew));
+
+// The caller's stack holds the C++ walk objects: their size and alignment
+// must fit the opaque C structs, and a cursor must be copyable as bytes.
+static_assert(std::is_trivially_copyable_v<chash::PointCursor>);
+static_assert(sizeof(chash::PointCursor) <= sizeof(chash_cursor::opaque));
+static_assert(alignof(chash::PointCursor) <= alignof(chash_cursor));
+static_assert(std::is_trivially_destructible_v<chash::DistinctNodeWalk>);
+static_assert(sizeof(chash::DistinctNodeWalk) <= sizeof(chash_distinct_walk::opaque));
+static_assert(alignof(chash::DistinctNodeWalk) <= alignof(chash_distinct_walk));
+
+// Lookups convert C arrays to spans in chunks on the stack: no allocation.
+constexpr size_t kChunk = 256;
+
+thread_local char last_error[1024] = "";
+
+void SetLastError(std::string_view message) noexcept {
+  const size_t length = std::min(message.size(), sizeof(last_error) - 1);
+  std::memcpy(last_error, message.data(), length);
+  last_error[length] = '\0';
+}
+
+int Fail(int code, std::string_view message) noexcept {
+  SetLastError(message);
+  return code;
+}
+
+int CodeOf(StatusCode code) noexcept {
+  switch (code) {
+    case StatusCode::kOk:
+      return CHASH_OK;
+    case StatusCode::kBadAddress:
+      return CHASH_E_BAD_ADDRESS;
+    case StatusCode::kDuplicateNode:
+      return CHASH_E_DUPLICATE_NODE;
+    case StatusCode::kTooManyNodes:
+      return CHASH_E_TOO_MANY_NODES;
+    case StatusCode::kTooManyPoints:
+      return CHASH_E_TOO_MANY_POINTS;
+    case StatusCode::kBadMultiple:
+      return CHASH_E_BAD_MULTIPLE;
+    case StatusCode::kBadNodeId:
+      return CHASH_E_BAD_NODE_ID;
+    case StatusCode::kBadWeight:
+      return CHASH_E_BAD_WEIGHT;
+    case StatusCode::kBadArgument:
+      return CHASH_E_BAD_ARGUMENT;
+    case StatusCode::kOutOfMemory:
+      return CHASH_E_OUT_OF_MEMORY;
+    case StatusCode::kIoError:
+      return CHASH_E_IO;
+  }
+  return CHASH_E_INTERNAL;
+}
+
+int Fail(const Status& status) noexcept {
+  if (status.ok()) return CHASH_OK;
+  return Fail(CodeOf(status.code()), status.message());
+}
+
+int NullArgument(const char* function, const char* argument) noexcept {
+  char message[160];
+  std::snprintf(message, sizeof(message), "%s: %s is NULL", function, argument);
+  return Fail(CHASH_E_NULL_ARGUMENT, message);
+}
+
+// Runs `body` (returning an int code), turning any exception into a code.
+template <typename Body>
+int Guard(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Fail(CHASH_E_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return Fail(CHASH_E_INTERNAL, e.what());
+  } catch (...) {
+    return Fail(CHASH_E_INTERNAL, "unexpected exception");
+  }
+}
+
+std::string_view View(const void* data, size_t length) noexcept {
+  return {static_cast<const char*>(data), length};
+}
+
+// The C arrays of keys as string_views, for one chunk. False if a key is
+// NULL with a length.
+bool KeyChunk(const char* const* keys, const size_t* key_lens, size_t begin, size_t count,
+              std::string_view* views) noexcept {
+  for (size_t i = 0; i < count; ++i) {
+    const char* key = keys[begin + i];
+    const size_t length = key_lens[begin + i];
+    if (key == nullptr && length != 0) return false;
+    views[i] = std::string_view(key, length);
+  }
+  return true;
+}
+
+int NullKey(const char* function, size_t index) noexcept {
+  char message[160];
+  std::snprintf(message, sizeof(message), "%s: keys[%zu] is NULL with a nonzero length", function,
+                index);
+  return Fail(CHASH_E_NULL_ARGUMENT, message);
+}
+
+// Batch lookups over C key arrays, chunk by chunk: lookup(views, out).
+template <typename Lookup>
+int FindKeysChunked(const char* function, const char* const* keys, const size_t* key_lens, size_t n,
+                    uint32_t* out, const Lookup& lookup) noexcept {
+  if (n == 0) return CHASH_OK;
+  if (keys == nullptr) return NullArgument(function, "keys");
+  if (key_lens == nullptr) return NullArgument(function, "key_lens");
+  if (out == nullptr) return NullArgument(function, "out");
+  std::string_view views[kChunk];
+  for (size_t begin = 0; begin < n; begin += kChunk) {
+    const size_t count = std::min(kChunk, n - begin);
+    if (!KeyChunk(keys, key_lens, begin, count, views)) {
+      for (size_t i = 0; i < count; ++i) {
+        if (keys[begin + i] == nullptr && key_lens[begin + i] != 0) {
+          return NullKey(function, begin + i);
+        }
+      }
+    }
+    lookup(std::span<const std::string_view>(views, count),
+           std::span<uint32_t>(out + begin, count));
+  }
+  return CHASH_OK;
+}
+
+void Release(chash_ring* ring) noexcept {
+  if (ring != nullptr && ring->references.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    delete ring;
+  }
+}
+
+// A shared_ptr that holds a reference to the handle. If making it throws,
+// shared_ptr calls the deleter, so the reference count stays balanced.
+std::shared_ptr<const Ring> Share(const chash_ring* handle) {
+  chash_ring* ring = const_cast<chash_ring*>(handle);
+  ring->references.fetch_add(1, std::memory_order_relaxed);
+  return std::shared_ptr<const Ring>(&ring->ring, [ring](const Ring*) { Release(ring); });
+}
+
+const char* FlavorText(uint32_t flavor) noexcept {
+  switch (flavor) {
+    case CHASH_FLAVOR_NGINX:
+      return "nginx";
+    case CHASH_FLAVOR_PINGORA_V1:
+      return "pingora-v1";
+    case CHASH_FLAVOR_PINGORA_V2:
+      return "pingora-v2";
+  }
+  return "?";
+}
+
+int NewRing(chash::Result<Ring> built, chash_ring** out) {
+  if (!built.ok()) return Fail(built.status());
+  *out = new chash_ring(std::move(built).value());
+  return CHASH_OK;
+}
+
+template <typename Digest>
+int WriteFingerprint(const char* function, const chash_ring* ring, uint8_t* out,
+                     const Digest& digest) noexcept {
+  if (ring == nullptr) return NullArgument(function, "ring");
+  if (out == nullptr) return NullArgument(function, "out");
+  return Guard([&] {
+    const chash::Fingerprint fingerprint = digest(ring->ring);
+    std::memcpy(out, fingerprint.bytes.data(), fingerprint.bytes.size());
+    return CHASH_OK;
+  });
+}
+
+const chash::NodeMask* MaskOf(const chash_node_mask* mask) noexcept {
+  return mask == nullptr ? nullptr : &mask->mask;
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- Library --------------------------------------------------------------------
+
+const char* chash_strerror(int code) noexcept {
+  switch (code) {
+    case CHASH_OK:
+      return "ok";
+    case CHASH_E_BAD_ADDRESS:
+      return "bad_address";
+    case CHASH_E_DUPLICATE_NODE:
+      return "duplicate_node";
+    case CHASH_E_TOO_MANY_NODES:
+      return "too_many_nodes";
+    case CHASH_E_TOO_MANY_POINTS:
+      return "too_many_points";
+    case CHASH_E_BAD_MULTIPLE:
+      return "bad_multiple";
+    case CHASH_E_BAD_NODE_ID:
+      return "bad_node_id";
+    case CHASH_E_BAD_WEIGHT:
+      return "bad_weight";
+    case CHASH_E_BAD_ARGUMENT:
+      return "bad_argument";
+    case CHASH_E_OUT_OF_MEMORY:
+      return "out_of_memory";
+    case CHASH_E_IO:
+      return "io_error";
+    case CHASH_E_NULL_ARGUMENT:
+      return "null_argument";
+    case CHASH_E_INTERNAL:
+      return "internal";
+  }
+  return "unknown";
+}
+
+const char* chash_last_error(void) noexcept { return last_error; }
+
+const char* chash_version(void) noexcept { return CHASH_VERSION_STRING; }
+
+uint32_t chash_version_number(void) noexcept { return CHASH_VERSION_NUMBER; }
+
+// Both names are string literals inside the library (NUL-terminated).
+const char* chash_simd_target(void) noexcept { return chash::ActiveTargetName().data(); }
+
+const char* chash_crc32_implementation(void) noexcept { return chash::ActiveCrc32Name().data(); }
+
+uint32_t chash_crc32(const void* data, size_t len) noexcept {
+  if (data == nullptr) return 0;  // the CRC of no bytes; len > 0 is a caller bug
+  return chash::Crc32(data, len);
+}
+
+uint32_t chash_crc32_extend(uint32_t crc, const void* data, size_t len) noexcept {
+  if (data == nullptr) return crc;
+  return chash::Crc32Extend(crc, data, len);
+}
+
+// ---- Building ---------------------------------------------------------------------
+
+int chash_builder_new(chash_flavor flavor, uint32_t point_multiple, chash_builder** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_builder_new", "out");
+  *out = nullptr;
+  const uint32_t flavor_value = static_cast<uint32_t>(flavor);
+  if (flavor_value > CHASH_FLAVOR_PINGORA_V2) {
+    char message[96];
+    std::snprintf(message, sizeof(message),
+                  "unknown flavor %u (0 nginx, 1 pingora-v1, 2 pingora-v2)", flavor_value);
+    return Fail(CHASH_E_BAD_ARGUMENT, message);
+  }
+  const uint32_t multiple = point_multiple == 0 ? chash::kDefaultPointMultiple : point_multiple;
+  if (flavor != CHASH_FLAVOR_PINGORA_V2 && multiple != chash::kDefaultPointMultiple) {
+    char message[160];
+    std::snprintf(message, sizeof(message),
+                  "%s uses 160 points per weight unit; only pingora-v2 takes a point multiple "
+                  "(got %u)",
+                  FlavorText(flavor_value), multiple);
+    return Fail(CHASH_E_BAD_MULTIPLE, message);
+  }
+  return Guard([&] {
+    *out = new chash_builder(
+        {.flavor = static_cast<chash::Flavor>(flavor_value), .point_multiple = multiple});
+    return CHASH_OK;
+  });
+}
+
+int chash_builder_set_max_points(chash_builder* builder, uint64_t max_points) noexcept {
+  if (builder == nullptr) return NullArgument("chash_builder_set_max_points", "builder");
+  return Guard([&] {
+    builder->error.clear();
+    const auto refuse = [&](std::string message) {
+      builder->error = std::move(message);
+      return Fail(CHASH_E_BAD_ARGUMENT, builder->error);
+    };
+    if (builder->builder.size() != 0) {
+      return refuse("max_points is set before the first chash_builder_add");
+    }
+    if (max_points == 0 || max_points > chash::kHardMaxPoints) {
+      return refuse("max_points must be 1.." + std::to_string(chash::kHardMaxPoints) + ", not " +
+                    std::to_string(max_points));
+    }
+    chash::RingOptions options = builder->options;
+    options.max_points = max_points;
+    builder->builder = chash::RingBuilder(options);
+    builder->options = options;
+    return CHASH_OK;
+  });
+}
+
+int chash_builder_add(chash_builder* builder, const char* address, size_t address_len,
+                      uint32_t weight) noexcept {
+  if (builder == nullptr) return NullArgument("chash_builder_add", "builder");
+  const int code = Guard([&] {
+    builder->error.clear();
+    if (address == nullptr) {
+      builder->error = "node " + std::to_string(builder->builder.size()) + ": address is NULL";
+      return CHASH_E_NULL_ARGUMENT;
+    }
+    const std::string_view text(address, address_len);
+    if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+      builder->error = "node " + std::to_string(builder->builder.size()) +
+                       ": address contains a NUL byte at offset " + std::to_string(nul);
+      return CHASH_E_BAD_ADDRESS;
+    }
+    const Status status = builder->builder.Add(text, weight);
+    if (!status.ok()) builder->error = status.message();
+    return CodeOf(status.code());
+  });
+  if (code != CHASH_OK) {
+    // Guard's own failures (out of memory while formatting) left the
+    // message in last_error; mirror whichever is known.
+    if (builder->error.empty()) {
+      try {
+        builder->error = last_error;
+      } catch (...) {
+      }
+    } else {
+      SetLastError(builder->error);
+    }
+  }
+  return code;
+}
+
+uint32_t chash_builder_num_nodes(const chash_builder* builder) noexcept {
+  return builder == nullptr ? 0 : static_cast<uint32_t>(builder->builder.size());
+}
+
+const char* chash_builder_error(const chash_builder* builder) noexcept {
+  return builder == nullptr ? "" : builder->error.c_str();
+}
+
+int chash_builder_build(chash_builder* builder, chash_ring** out) noexcept {
+  if (out != nullptr) *out = nullptr;
+  if (builder == nullptr) return NullArgument("chash_builder_build", "builder");
+  const std::unique_ptr<chash_builder> owned(builder);  // consumed on every path
+  if (out == nullptr) return NullArgument("chash_builder_build", "out");
+  return Guard([&] { return NewRing(std::move(owned->builder).Build(), out); });
+}
+
+void chash_builder_free(chash_builder* builder) noexcept { delete builder; }
+
+int chash_ring_from_points(uint32_t num_nodes, const chash_raw_point* points, size_t num_points,
+                           const uint32_t* tie_rank, uint64_t max_points,
+                           chash_ring** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_ring_from_points", "out");
+  *out = nullptr;
+  if (points == nullptr && num_points != 0) return NullArgument("chash_ring_from_points", "points");
+  static_assert(sizeof(chash_raw_point) == sizeof(chash::RawPoint));
+  static_assert(offsetof(chash_raw_point, hash) == offsetof(chash::RawPoint, hash));
+  static_assert(offsetof(chash_raw_point, node) == offsetof(chash::RawPoint, node));
+  return Guard([&] {
+    // Same layout (checked above); the C++ side only reads the fields.
+    const auto* raw = reinterpret_cast<const chash::RawPoint*>(points);
+    std::span<const uint32_t> ranks;
+    if (tie_rank != nullptr) ranks = {tie_rank, num_nodes};
+    return NewRing(
+        chash::BuildRingFromPoints(num_nodes, {raw, num_points}, ranks,
+                                   max_points == 0 ? chash::kDefaultMaxPoints : max_points),
+        out);
+  });
+}
+
+void chash_ring_free(chash_ring* ring) noexcept { Release(ring); }
+
+// ---- Lookups ------------------------------------------------------------------------
+
+uint32_t chash_ring_find(const chash_ring* ring, const void* key, size_t key_len) noexcept {
+  if (ring == nullptr || (key == nullptr && key_len != 0)) return CHASH_NO_NODE;
+  return ring->ring.FindNode(View(key, key_len));
+}
+
+uint32_t chash_ring_find_hash(const chash_ring* ring, uint32_t hash) noexcept {
+  if (ring == nullptr) return CHASH_NO_NODE;
+  return ring->ring.FindNodeByHash(hash);
+}
+
+int chash_ring_find_hashes(const chash_ring* ring, const uint32_t* hashes, size_t n,
+                           uint32_t* out) noexcept {
+  if (ring == nullptr) return NullArgument("chash_ring_find_hashes", "ring");
+  if (n == 0) return CHASH_OK;
+  if (hashes == nullptr) return NullArgument("chash_ring_find_hashes", "hashes");
+  if (out == nullptr) return NullArgument("chash_ring_find_hashes", "out");
+  ring->ring.FindNodesByHash({hashes, n}, {out, n});
+  return CHASH_OK;
+}
+
+int chash_ring_find_keys(const chash_ring* ring, const char* const* keys, const size_t* key_lens,
+                         size_t n, uint32_t* out) noexcept {
+  if (ring == nullptr) return NullArgument("chash_ring_find_keys", "ring");
+  return FindKeysChunked("chash_ring_find_keys", keys, key_lens, n, out,
+                         [&](std::span<const std::string_view> views, std::span<uint32_t> nodes) {
+                           ring->ring.FindNodes(views, nodes);
+                         });
+}
+
+// ---- Walks ----------------------------------------------------------------------------
+
+int chash_ring_walk(const chash_ring* ring, uint32_t hash, chash_cursor* cursor) noexcept {
+  if (cursor == nullptr) return NullArgument("chash_ring_walk", "cursor");
+  const chash::PointCursor walk =
+      ring == nullptr ? chash::PointCursor() : ring->ring.WalkFromHash(hash);
+  *cursor = chash_cursor{};
+  std::memcpy(cursor->opaque, &walk, sizeof(walk));
+  if (ring == nullptr) return NullArgument("chash_ring_walk", "ring");
+  return CHASH_OK;
+}
+
+namespace {
+chash::PointCursor LoadCursor(const chash_cursor* cursor) noexcept {
+  chash::PointCursor walk;
+  std::memcpy(&walk, cursor->opaque, sizeof(walk));
+  return walk;
+}
+}  // namespace
+
+uint32_t chash_cursor_next(chash_cursor* cursor) noexcept {
+  if (cursor == nullptr) return CHASH_NO_NODE;
+  chash::PointCursor walk = LoadCursor(cursor);
+  const uint32_t node = walk.Next();
+  std::memcpy(cursor->opaque, &walk, sizeof(walk));
+  return node;
+}
+
+uint32_t chash_cursor_node(const chash_cursor* cursor) noexcept {
+  if (cursor == nullptr) return CHASH_NO_NODE;
+  const chash::PointCursor walk = LoadCursor(cursor);
+  return walk.empty() ? CHASH_NO_NODE : walk.node();
+}
+
+uint32_t chash_cursor_hash(const chash_cursor* cursor) noexcept {
+  if (cursor == nullptr) return 0;
+  const chash::PointCursor walk = LoadCursor(cursor);
+  return walk.empty() ? 0 : walk.hash();
+}
+
+int chash_ring_walk_distinct(const chash_ring* ring, uint32_t hash,
+                             chash_distinct_walk* walk) noexcept {
+  if (walk == nullptr) return NullArgument("chash_ring_walk_distinct", "walk");
+  if (ring == nullptr) {
+    const Ring empty;  // a walk that is done at once
+    ::new (static_cast<void*>(walk->opaque)) chash::DistinctNodeWalk(empty.WalkDistinctFromHash(0));
+    return NullArgument("chash_ring_walk_distinct", "ring");
+  }
+  ::new (static_cast<void*>(walk->opaque))
+      chash::DistinctNodeWalk(ring->ring.WalkDistinctFromHash(hash));
+  return CHASH_OK;
+}
+
+uint32_t chash_distinct_walk_next(chash_distinct_walk* walk) noexcept {
+  if (walk == nullptr) return CHASH_NO_NODE;
+  return std::launder(reinterpret_cast<chash::DistinctNodeWalk*>(walk->opaque))->Next();
+}
+
+// ---- Shape ------------------------------------------------------------------------------
+
+uint32_t chash_ring_num_nodes(const chash_ring* ring) noexcept {
+  return ring == nullptr ? 0 : ring->ring.num_nodes();
+}
+
+uint64_t chash_ring_num_points(const chash_ring* ring) noexcept {
+  return ring == nullptr ? 0 : ring->ring.num_points();
+}
+
+uint64_t chash_ring_points_generated(const chash_ring* ring) noexcept {
+  return ring == nullptr ? 0 : ring->ring.points_generated();
+}
+
+uint32_t chash_ring_nodes_with_points(const chash_ring* ring) noexcept {
+  return ring == nullptr ? 0 : ring->ring.nodes_with_points();
+}
+
+int chash_ring_owns_points(const chash_ring* ring, uint32_t node) noexcept {
+  return ring != nullptr && ring->ring.owns_points(node) ? 1 : 0;
+}
+
+int chash_ring_flavor(const chash_ring* ring) noexcept {
+  if (ring == nullptr || ring->ring.is_raw()) return -1;
+  return static_cast<int>(ring->ring.flavor());
+}
+
+uint32_t chash_ring_point_multiple(const chash_ring* ring) noexcept {
+  return ring == nullptr ? 0 : ring->ring.point_multiple();
+}
+
+const char* chash_ring_node_address(const chash_ring* ring, uint32_t node, size_t* len) noexcept {
+  if (len != nullptr) *len = 0;
+  if (ring == nullptr || node >= ring->ring.num_nodes()) return nullptr;
+  const std::string& written = ring->ring.node(node).address.written;
+  if (len != nullptr) *len = written.size();
+  return written.c_str();
+}
+
+uint32_t chash_ring_node_weight(const chash_ring* ring, uint32_t node) noexcept {
+  if (ring == nullptr || node >= ring->ring.num_nodes()) return 0;
+  return ring->ring.node(node).weight;
+}
+
+// ---- Node masks ---------------------------------------------------------------------------
+
+int chash_node_mask_new(uint32_t num_nodes, int available, chash_node_mask** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_node_mask_new", "out");
+  *out = nullptr;
+  if (num_nodes > chash::kMaxNodes) {
+    char message[96];
+    std::snprintf(message, sizeof(message), "a node mask covers at most 65,536 nodes, not %u",
+                  num_nodes);
+    return Fail(CHASH_E_TOO_MANY_NODES, message);
+  }
+  return Guard([&] {
+    *out = new chash_node_mask{chash::NodeMask(num_nodes, available != 0)};
+    return CHASH_OK;
+  });
+}
+
+int chash_node_mask_set(chash_node_mask* mask, uint32_t node, int available) noexcept {
+  if (mask == nullptr) return NullArgument("chash_node_mask_set", "mask");
+  if (!mask->mask.Set(node, available != 0)) {
+    char message[96];
+    std::snprintf(message, sizeof(message), "node %u is past the mask's %u nodes", node,
+                  mask->mask.size());
+    return Fail(CHASH_E_BAD_NODE_ID, message);
+  }
+  return CHASH_OK;
+}
+
+int chash_node_mask_get(const chash_node_mask* mask, uint32_t node) noexcept {
+  return mask != nullptr && mask->mask.available(node) ? 1 : 0;
+}
+
+uint32_t chash_node_mask_size(const chash_node_mask* mask) noexcept {
+  return mask == nullptr ? 0 : mask->mask.size();
+}
+
+uint32_t chash_node_mask_count_available(const chash_node_mask* mask) noexcept {
+  return mask == nullptr ? 0 : mask->mask.count_available();
+}
+
+void chash_node_mask_free(chash_node_mask* mask) noexcept { delete mask; }
+
+uint32_t chash_ring_find_available(const chash_ring* ring, const chash_node_mask* mask,
+                                   const void* key, size_t key_len) noexcept {
+  if (ring == nullptr || mask == nullptr || (key == nullptr && key_len != 0)) return CHASH_NO_NODE;
+  return chash::FindAvailableNode(ring->ring, mask->mask, View(key, key_len));
+}
+
+uint32_t chash_ring_find_available_hash(const chash_ring* ring, const chash_node_mask* mask,
+                                        uint32_t hash) noexcept {
+  if (ring == nullptr || mask == nullptr) return CHASH_NO_NODE;
+  return chash::FindAvailableNodeByHash(ring->ring, mask->mask, hash);
+}
+
+int chash_ring_find_available_hashes(const chash_ring* ring, const chash_node_mask* mask,
+                                     const uint32_t* hashes, size_t n, uint32_t* out) noexcept {
+  constexpr const char* kName = "chash_ring_find_available_hashes";
+  if (ring == nullptr) return NullArgument(kName, "ring");
+  if (mask == nullptr) return NullArgument(kName, "mask");
+  if (n == 0) return CHASH_OK;
+  if (hashes == nullptr) return NullArgument(kName, "hashes");
+  if (out == nullptr) return NullArgument(kName, "out");
+  chash::FindAvailableNodesByHash(ring->ring, mask->mask, {hashes, n}, {out, n});
+  return CHASH_OK;
+}
+
+int chash_ring_find_available_keys(const chash_ring* ring, const chash_node_mask* mask,
+                                   const char* const* keys, const size_t* key_lens, size_t n,
+                                   uint32_t* out) noexcept {
+  constexpr const char* kName = "chash_ring_find_available_keys";
+  if (ring == nullptr) return NullArgument(kName, "ring");
+  if (mask == nullptr) return NullArgument(kName, "mask");
+  return FindKeysChunked(kName, keys, key_lens, n, out,
+                         [&](std::span<const std::string_view> views, std::span<uint32_t> nodes) {
+                           chash::FindAvailableNodes(ring->ring, mask->mask, views, nodes);
+                         });
+}
+
+// ---- Availability ----------------------------------------------------------------------------
+
+int chash_availability_new(uint32_t num_nodes, chash_availability** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_availability_new", "out");
+  *out = nullptr;
+  if (num_nodes > chash::kMaxNodes) {
+    char message[96];
+    std::snprintf(message, sizeof(message),
+                  "an availability mask covers at most 65,536 nodes, not %u", num_nodes);
+    return Fail(CHASH_E_TOO_MANY_NODES, message);
+  }
+  return Guard([&] {
+    *out = new chash_availability(num_nodes);
+    return CHASH_OK;
+  });
+}
+
+int chash_availability_publish(chash_availability* availability,
+                               const chash_node_mask* mask) noexcept {
+  if (availability == nullptr) return NullArgument("chash_availability_publish", "availability");
+  if (mask == nullptr) return NullArgument("chash_availability_publish", "mask");
+  return Guard([&] { return Fail(availability->mask.Publish(mask->mask)); });
+}
+
+uint64_t chash_availability_version(const chash_availability* availability) noexcept {
+  return availability == nullptr ? 0 : availability->mask.version();
+}
+
+int chash_availability_snapshot(const chash_availability* availability, chash_node_mask** out,
+                                uint64_t* version) noexcept {
+  if (out != nullptr) *out = nullptr;
+  if (availability == nullptr) return NullArgument("chash_availability_snapshot", "availability");
+  if (out == nullptr) return NullArgument("chash_availability_snapshot", "out");
+  return Guard([&] {
+    uint64_t snapshot_version = 0;
+    auto mask = std::make_unique<chash_node_mask>(
+        chash_node_mask{availability->mask.Snapshot(&snapshot_version)});
+    if (version != nullptr) *version = snapshot_version;
+    *out = mask.release();
+    return CHASH_OK;
+  });
+}
+
+uint32_t chash_availability_find(const chash_availability* availability, const chash_ring* ring,
+                                 const void* key, size_t key_len) noexcept {
+  if (availability == nullptr || ring == nullptr || (key == nullptr && key_len != 0)) {
+    return CHASH_NO_NODE;
+  }
+  return availability->mask.FindNode(ring->ring, View(key, key_len));
+}
+
+uint32_t chash_availability_find_hash(const chash_availability* availability,
+                                      const chash_ring* ring, uint32_t hash) noexcept {
+  if (availability == nullptr || ring == nullptr) return CHASH_NO_NODE;
+  return availability->mask.FindNodeByHash(ring->ring, hash);
+}
+
+int chash_availability_find_keys(const chash_availability* availability, const chash_ring* ring,
+                                 const char* const* keys, const size_t* key_lens, size_t n,
+                                 uint32_t* out) noexcept {
+  constexpr const char* kName = "chash_availability_find_keys";
+  if (availability == nullptr) return NullArgument(kName, "availability");
+  if (ring == nullptr) return NullArgument(kName, "ring");
+  return FindKeysChunked(kName, keys, key_lens, n, out,
+                         [&](std::span<const std::string_view> views, std::span<uint32_t> nodes) {
+                           availability->mask.FindNodes(ring->ring, views, nodes);
+                         });
+}
+
+void chash_availability_free(chash_availability* availability) noexcept { delete availability; }
+
+// ---- Bounded loads -----------------------------------------------------------------------------
+
+uint64_t chash_bounded_load_capacity(uint64_t total_load, uint32_t nodes,
+                                     double balance_factor) noexcept {
+  return chash::BoundedLoadCapacity(total_load, nodes, balance_factor);
+}
+
+uint32_t chash_ring_find_under_capacity(const chash_ring* ring, uint32_t hash,
+                                        const uint64_t* loads, size_t num_loads, uint64_t capacity,
+                                        const chash_node_mask* mask) noexcept {
+  if (ring == nullptr || (loads == nullptr && num_loads != 0)) return CHASH_NO_NODE;
+  return chash::FindNodeUnderCapacity(ring->ring, hash, std::span<const uint64_t>(loads, num_loads),
+                                      capacity, MaskOf(mask));
+}
+
+int chash_ring_find_bounded_load(const chash_ring* ring, uint32_t hash, const uint64_t* loads,
+                                 size_t num_loads, double balance_factor,
+                                 const chash_node_mask* mask, uint32_t* node) noexcept {
+  constexpr const char* kName = "chash_ring_find_bounded_load";
+  if (node != nullptr) *node = CHASH_NO_NODE;
+  if (ring == nullptr) return NullArgument(kName, "ring");
+  if (node == nullptr) return NullArgument(kName, "node");
+  if (loads == nullptr && num_loads != 0) return NullArgument(kName, "loads");
+  return Guard([&] {
+    chash::Result<uint32_t> found =
+        chash::FindNodeBoundedLoad(ring->ring, hash, std::span<const uint64_t>(loads, num_loads),
+                                   balance_factor, MaskOf(mask));
+    if (!found.ok()) return Fail(found.status());
+    *node = found.value();
+    return CHASH_OK;
+  });
+}
+
+// ---- Migration ---------------------------------------------------------------------------------
+
+int chash_migration_new(const chash_ring* old_ring, const chash_ring* new_ring, uint64_t seed,
+                        int allow_backend_mismatch, chash_migration** out) noexcept {
+  constexpr const char* kName = "chash_migration_new";
+  if (out == nullptr) return NullArgument(kName, "out");
+  *out = nullptr;
+  if (old_ring == nullptr) return NullArgument(kName, "old_ring");
+  if (new_ring == nullptr) return NullArgument(kName, "new_ring");
+  return Guard([&] {
+    auto migration = std::make_unique<chash_migration>();
+    auto created = chash::RingMigration::Create(
+        Share(old_ring), Share(new_ring),
+        {.seed = seed, .allow_backend_mismatch = allow_backend_mismatch != 0});
+    if (!created.ok()) return Fail(created.status());
+    migration->migration = std::move(created).value();
+    // The handles chash_migration_ring returns: one more reference each.
+    for (const chash_ring* ring : {old_ring, new_ring}) {
+      const_cast<chash_ring*>(ring)->references.fetch_add(1, std::memory_order_relaxed);
+    }
+    migration->rings[0] = const_cast<chash_ring*>(old_ring);
+    migration->rings[1] = const_cast<chash_ring*>(new_ring);
+    *out = migration.release();
+    return CHASH_OK;
+  });
+}
+
+int chash_migration_set_rollout(chash_migration* migration, double fraction) noexcept {
+  if (migration == nullptr) return NullArgument("chash_migration_set_rollout", "migration");
+  return Guard([&] { return Fail(migration->migration->SetRollout(fraction)); });
+}
+
+int chash_migration_set_rollout_ppm(chash_migration* migration, uint32_t ppm) noexcept {
+  if (migration == nullptr) return NullArgument("chash_migration_set_rollout_ppm", "migration");
+  if (ppm > chash::kRolloutScale) {
+    char message[96];
+    std::snprintf(message, sizeof(message), "rollout %u ppm is over 1,000,000 (100%%)", ppm);
+    return Fail(CHASH_E_BAD_ARGUMENT, message);
+  }
+  migration->migration->SetRolloutPpm(ppm);
+  return CHASH_OK;
+}
+
+int chash_migration_set_in_scope(chash_migration* migration, int in_scope) noexcept {
+  if (migration == nullptr) return NullArgument("chash_migration_set_in_scope", "migration");
+  migration->migration->SetInScope(in_scope != 0);
+  return CHASH_OK;
+}
+
+uint32_t chash_migration_rollout_ppm(const chash_migration* migration) noexcept {
+  return migration == nullptr ? 0 : migration->migration->rollout_ppm();
+}
+
+int chash_migration_in_scope(const chash_migration* migration) noexcept {
+  return migration != nullptr && migration->migration->in_scope() ? 1 : 0;
+}
+
+uint32_t chash_migration_find(const chash_migration* migration, const void* key, size_t key_len,
+                              chash_side* side) noexcept {
+  if (side != nullptr) *side = CHASH_SIDE_OLD;
+  if (migration == nullptr || (key == nullptr && key_len != 0)) return CHASH_NO_NODE;
+  const chash::MigrationAnswer answer = migration->migration->Find(View(key, key_len));
+  if (side != nullptr) *side = static_cast<chash_side>(answer.side);
+  return answer.node;
+}
+
+int chash_migration_find_keys(const chash_migration* migration, const char* const* keys,
+                              const size_t* key_lens, size_t n, uint32_t* nodes,
+                              uint8_t* sides) noexcept {
+  constexpr const char* kName = "chash_migration_find_keys";
+  if (migration == nullptr) return NullArgument(kName, "migration");
+  chash::RingSide side_chunk[kChunk];
+  size_t done = 0;
+  return FindKeysChunked(kName, keys, key_lens, n, nodes,
+                         [&](std::span<const std::string_view> views, std::span<uint32_t> out) {
+                           migration->migration->FindNodes(views, out,
+                                                           std::span(side_chunk, views.size()));
+                           if (sides != nullptr) {
+                             for (size_t i = 0; i < views.size(); ++i) {
+                               sides[done + i] = static_cast<uint8_t>(side_chunk[i]);
+                             }
+                           }
+                           done += views.size();
+                         });
+}
+
+int chash_migration_counters(const chash_migration* migration, uint64_t* old_ring,
+                             uint64_t* new_ring) noexcept {
+  if (migration == nullptr) return NullArgument("chash_migration_counters", "migration");
+  const chash::RingMigration::Counters counters = migration->migration->counters();
+  if (old_ring != nullptr) *old_ring = counters.old_ring;
+  if (new_ring != nullptr) *new_ring = counters.new_ring;
+  return CHASH_OK;
+}
+
+const chash_ring* chash_migration_ring(const chash_migration* migration, chash_side side) noexcept {
+  if (migration == nullptr) return nullptr;
+  if (side == CHASH_SIDE_OLD) return migration->rings[0];
+  if (side == CHASH_SIDE_NEW) return migration->rings[1];
+  return nullptr;
+}
+
+int chash_migration_backends_match(const chash_migration* migration) noexcept {
+  return migration != nullptr && migration->migration->backends_match() ? 1 : 0;
+}
+
+void chash_migration_free(chash_migration* migration) noexcept {
+  if (migration == nullptr) return;
+  chash_ring* rings[2] = {migration->rings[0], migration->rings[1]};
+  delete migration;  // drops the migration's shared_ptr references
+  Release(rings[0]);
+  Release(rings[1]);
+}
+
+uint64_t chash_migration_key_hash(const void* key, size_t key_len, uint64_t seed) noexcept {
+  if (key == nullptr) key_len = 0;
+  return chash::MigrationKeyHash(View(key, key_len), seed);
+}
+
+uint32_t chash_migration_bucket(uint64_t key_hash) noexcept {
+  return chash::MigrationBucket(key_hash);
+}
+
+// ---- Statistics and identity
+// ---------------------------------------------------------------------
+
+int chash_ring_memory_usage(const chash_ring* ring, chash_memory_usage* out) noexcept {
+  if (ring == nullptr) return NullArgument("chash_ring_memory_usage", "ring");
+  if (out == nullptr) return NullArgument("chash_ring_memory_usage", "out");
+  const chash::MemoryUsage usage = ring->ring.memory_usage();
+  *out = {usage.column_bytes, usage.other_bytes, usage.index_bytes, usage.collision_table_bytes};
+  return CHASH_OK;
+}
+
+int chash_ring_stats_compute(const chash_ring* ring, chash_ring_stats* out) noexcept {
+  if (ring == nullptr) return NullArgument("chash_ring_stats_compute", "ring");
+  if (out == nullptr) return NullArgument("chash_ring_stats_compute", "out");
+  return Guard([&] {
+    const chash::RingStats stats = chash::ComputeRingStats(ring->ring);
+    *out = chash_ring_stats{};
+    out->nodes = stats.nodes;
+    out->nodes_with_points = ring->ring.nodes_with_points();
+    out->points_generated = stats.points_generated;
+    out->points = stats.points;
+    out->collisions = stats.collisions;
+    out->column_bytes = stats.column_bytes;
+    out->other_bytes = stats.other_bytes;
+    out->index_bytes = stats.index_bytes;
+    out->collision_table_bytes = stats.collision_table_bytes;
+    out->bytes_per_point = stats.bytes_per_point;
+    out->build_ms = stats.build_ms;
+    out->cv_predicted = stats.cv_predicted;
+    out->cv_measured = stats.cv_measured;
+    out->max_share_ratio = stats.max_share_ratio;
+    out->min_share_ratio = stats.min_share_ratio;
+    return CHASH_OK;
+  });
+}
+
+int chash_ring_fingerprint(const chash_ring* ring, uint8_t* out) noexcept {
+  return WriteFingerprint("chash_ring_fingerprint", ring, out,
+                          [](const Ring& r) { return chash::RingFingerprint(r); });
+}
+
+int chash_ring_points_digest(const chash_ring* ring, uint8_t* out) noexcept {
+  return WriteFingerprint("chash_ring_points_digest", ring, out,
+                          [](const Ring& r) { return chash::PointsDigest(r); });
+}
+
+int chash_ring_backend_fingerprint(const chash_ring* ring, uint8_t* out) noexcept {
+  return WriteFingerprint("chash_ring_backend_fingerprint", ring, out,
+                          [](const Ring& r) { return chash::BackendFingerprint(r); });
+}
+
+int chash_fingerprint_hex(const uint8_t* fingerprint, char* out) noexcept {
+  if (fingerprint == nullptr) return NullArgument("chash_fingerprint_hex", "fingerprint");
+  if (out == nullptr) return NullArgument("chash_fingerprint_hex", "out");
+  constexpr char kDigits[] = "0123456789abcdef";
+  for (int i = 0; i < CHASH_FINGERPRINT_SIZE; ++i) {
+    out[2 * i] = kDigits[fingerprint[i] >> 4];
+    out[2 * i + 1] = kDigits[fingerprint[i] & 15];
+  }
+  out[2 * CHASH_FINGERPRINT_SIZE] = '\0';
+  return CHASH_OK;
+}
+
+}  // extern "C"

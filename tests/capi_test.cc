@@ -1,0 +1,687 @@
+// The C API (chash_c.h) against the C++ one it wraps: the same answers for
+// every lookup, walk, mask, bounded load, migration, statistic and
+// fingerprint on random rings; and every kind of bad input a C caller may
+// pass by mistake answered by an error code, never a crash.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "chash/chash_c.h"
+#include "ring_fixtures.h"
+#include "test_util.h"
+
+namespace chash {
+namespace {
+
+using testing::RandomRingSpec;
+using testing::RingSpec;
+
+struct RingDeleter {
+  void operator()(chash_ring* ring) const { chash_ring_free(ring); }
+};
+using RingHandle = std::unique_ptr<chash_ring, RingDeleter>;
+struct MaskDeleter {
+  void operator()(chash_node_mask* mask) const { chash_node_mask_free(mask); }
+};
+using MaskHandle = std::unique_ptr<chash_node_mask, MaskDeleter>;
+
+chash_flavor CFlavor(Flavor flavor) { return static_cast<chash_flavor>(flavor); }
+
+// Builds the spec's ring through the C API; fails the test on error.
+RingHandle BuildC(const RingSpec& spec) {
+  chash_builder* builder = nullptr;
+  EXPECT_EQ(chash_builder_new(CFlavor(spec.flavor), spec.multiple, &builder), CHASH_OK)
+      << chash_last_error();
+  if (builder == nullptr) return nullptr;
+  for (const auto& server : spec.servers) {
+    const int rc =
+        chash_builder_add(builder, server.address.data(), server.address.size(), server.weight);
+    EXPECT_EQ(rc, CHASH_OK) << chash_builder_error(builder);
+  }
+  chash_ring* ring = nullptr;
+  EXPECT_EQ(chash_builder_build(builder, &ring), CHASH_OK) << chash_last_error();
+  return RingHandle(ring);
+}
+
+// Hashes at every point, +-1, and the ends: every answer is decided there.
+std::vector<uint32_t> ProbeHashes(const Ring& ring) {
+  std::vector<uint32_t> hashes = {0, 1, UINT32_MAX};
+  PointCursor cursor = ring.Begin();
+  for (uint64_t i = 0; i < ring.num_points(); ++i) {
+    hashes.push_back(cursor.hash() - 1);
+    hashes.push_back(cursor.hash());
+    hashes.push_back(cursor.hash() + 1);
+    cursor.Advance();
+  }
+  return hashes;
+}
+
+std::vector<std::string> RandomKeys(std::mt19937_64& rng, size_t count) {
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < count; ++i) {
+    std::string key(rng() % 40, '\0');
+    for (char& c : key) c = static_cast<char>(rng());  // any byte, NUL included
+    keys.push_back(key);
+  }
+  return keys;
+}
+
+struct KeyArrays {
+  explicit KeyArrays(const std::vector<std::string>& keys) {
+    for (const std::string& key : keys) {
+      pointers.push_back(key.data());
+      lengths.push_back(key.size());
+      views.emplace_back(key);
+    }
+  }
+  std::vector<const char*> pointers;
+  std::vector<size_t> lengths;
+  std::vector<std::string_view> views;
+};
+
+class CApiRandomRings : public ::testing::TestWithParam<Flavor> {};
+
+TEST_P(CApiRandomRings, LookupsAndWalksMatchTheCppApi) {
+  std::mt19937_64 rng(1234 + static_cast<int>(GetParam()));
+  const size_t rings = testing::Scaled(30, 4);
+  for (size_t r = 0; r < rings; ++r) {
+    const uint32_t multiple = GetParam() == Flavor::kPingoraV2 ? 1 + rng() % 40 : 160;
+    const RingSpec spec = RandomRingSpec(rng, GetParam(), multiple, 1 + rng() % 60, 8);
+    SCOPED_TRACE(spec.Describe());
+    const Ring ring = testing::BuildEngine(spec);
+    const RingHandle c_ring = BuildC(spec);
+    ASSERT_NE(c_ring, nullptr);
+    ASSERT_EQ(chash_ring_num_nodes(c_ring.get()), ring.num_nodes());
+    ASSERT_EQ(chash_ring_num_points(c_ring.get()), ring.num_points());
+    ASSERT_EQ(chash_ring_points_generated(c_ring.get()), ring.points_generated());
+    ASSERT_EQ(chash_ring_nodes_with_points(c_ring.get()), ring.nodes_with_points());
+    ASSERT_EQ(chash_ring_flavor(c_ring.get()), static_cast<int>(GetParam()));
+    ASSERT_EQ(chash_ring_point_multiple(c_ring.get()), multiple);
+    for (uint32_t node = 0; node < ring.num_nodes(); ++node) {
+      size_t len = 0;
+      const char* address = chash_ring_node_address(c_ring.get(), node, &len);
+      ASSERT_NE(address, nullptr);
+      EXPECT_EQ(std::string(address, len), spec.servers[node].address);
+      EXPECT_EQ(address[len], '\0');
+      EXPECT_EQ(chash_ring_node_weight(c_ring.get(), node), spec.servers[node].weight);
+      EXPECT_EQ(chash_ring_owns_points(c_ring.get(), node), ring.owns_points(node) ? 1 : 0);
+    }
+
+    const std::vector<uint32_t> hashes = ProbeHashes(ring);
+    std::vector<uint32_t> batch(hashes.size());
+    ASSERT_EQ(chash_ring_find_hashes(c_ring.get(), hashes.data(), hashes.size(), batch.data()),
+              CHASH_OK);
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      const uint32_t want = ring.FindNodeByHash(hashes[i]);
+      ASSERT_EQ(chash_ring_find_hash(c_ring.get(), hashes[i]), want) << hashes[i];
+      ASSERT_EQ(batch[i], want) << hashes[i];
+    }
+
+    // Keys of any bytes, in batches longer than the API's internal chunk.
+    const std::vector<std::string> keys = RandomKeys(rng, 700);
+    const KeyArrays arrays(keys);
+    std::vector<uint32_t> key_batch(keys.size());
+    ASSERT_EQ(chash_ring_find_keys(c_ring.get(), arrays.pointers.data(), arrays.lengths.data(),
+                                   keys.size(), key_batch.data()),
+              CHASH_OK);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const uint32_t want = ring.FindNode(keys[i]);
+      ASSERT_EQ(chash_ring_find(c_ring.get(), keys[i].data(), keys[i].size()), want);
+      ASSERT_EQ(key_batch[i], want);
+      ASSERT_EQ(chash_crc32(keys[i].data(), keys[i].size()), Crc32(keys[i]));
+    }
+
+    // Walks from a sample of the probe hashes.
+    for (size_t i = 0; i < hashes.size(); i += 1 + hashes.size() / 50) {
+      chash_cursor cursor;
+      ASSERT_EQ(chash_ring_walk(c_ring.get(), hashes[i], &cursor), CHASH_OK);
+      PointCursor want = ring.WalkFromHash(hashes[i]);
+      for (int step = 0; step < 40; ++step) {
+        ASSERT_EQ(chash_cursor_hash(&cursor), want.empty() ? 0 : want.hash());
+        ASSERT_EQ(chash_cursor_node(&cursor), want.empty() ? Ring::kNoNode : want.node());
+        ASSERT_EQ(chash_cursor_next(&cursor), want.Next());
+      }
+      auto walk = std::make_unique<chash_distinct_walk>();
+      ASSERT_EQ(chash_ring_walk_distinct(c_ring.get(), hashes[i], walk.get()), CHASH_OK);
+      DistinctNodeWalk want_distinct = ring.WalkDistinctFromHash(hashes[i]);
+      for (uint32_t step = 0; step <= ring.num_nodes(); ++step) {
+        const uint32_t node = want_distinct.Next();
+        ASSERT_EQ(chash_distinct_walk_next(walk.get()), node);
+        if (node == Ring::kNoNode) break;
+      }
+    }
+  }
+}
+
+TEST_P(CApiRandomRings, MasksBoundedLoadsAndIdentityMatchTheCppApi) {
+  std::mt19937_64 rng(777 + static_cast<int>(GetParam()));
+  const size_t rings = testing::Scaled(20, 4);
+  for (size_t r = 0; r < rings; ++r) {
+    const uint32_t multiple = GetParam() == Flavor::kPingoraV2 ? 1 + rng() % 20 : 160;
+    const RingSpec spec = RandomRingSpec(rng, GetParam(), multiple, 1 + rng() % 40, 5);
+    SCOPED_TRACE(spec.Describe());
+    const Ring ring = testing::BuildEngine(spec);
+    const RingHandle c_ring = BuildC(spec);
+    ASSERT_NE(c_ring, nullptr);
+
+    NodeMask mask(ring.num_nodes());
+    chash_node_mask* c_mask_raw = nullptr;
+    ASSERT_EQ(chash_node_mask_new(ring.num_nodes(), 1, &c_mask_raw), CHASH_OK);
+    const MaskHandle c_mask(c_mask_raw);
+    for (uint32_t node = 0; node < ring.num_nodes(); ++node) {
+      if (rng() % 3 == 0) {
+        mask.Set(node, false);
+        ASSERT_EQ(chash_node_mask_set(c_mask.get(), node, 0), CHASH_OK);
+      }
+    }
+    ASSERT_EQ(chash_node_mask_count_available(c_mask.get()), mask.count_available());
+    ASSERT_EQ(chash_node_mask_size(c_mask.get()), mask.size());
+    for (uint32_t node = 0; node <= ring.num_nodes(); ++node) {
+      ASSERT_EQ(chash_node_mask_get(c_mask.get(), node), mask.available(node) ? 1 : 0);
+    }
+
+    chash_availability* availability = nullptr;
+    ASSERT_EQ(chash_availability_new(ring.num_nodes(), &availability), CHASH_OK);
+    ASSERT_EQ(chash_availability_publish(availability, c_mask.get()), CHASH_OK);
+    EXPECT_EQ(chash_availability_version(availability), 1u);
+    chash_node_mask* snapshot = nullptr;
+    uint64_t version = 0;
+    ASSERT_EQ(chash_availability_snapshot(availability, &snapshot, &version), CHASH_OK);
+    EXPECT_EQ(version, 1u);
+    EXPECT_EQ(chash_node_mask_count_available(snapshot), mask.count_available());
+    chash_node_mask_free(snapshot);
+
+    std::vector<uint64_t> loads(ring.num_nodes());
+    for (uint64_t& load : loads) load = rng() % 10;
+    const uint64_t capacity = BoundedLoadCapacity(100, ring.num_nodes(), 1.25);
+    ASSERT_EQ(chash_bounded_load_capacity(100, ring.num_nodes(), 1.25), capacity);
+
+    const std::vector<uint32_t> hashes = ProbeHashes(ring);
+    std::vector<uint32_t> batch(hashes.size());
+    ASSERT_EQ(chash_ring_find_available_hashes(c_ring.get(), c_mask.get(), hashes.data(),
+                                               hashes.size(), batch.data()),
+              CHASH_OK);
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      const uint32_t want = FindAvailableNodeByHash(ring, mask, hashes[i]);
+      ASSERT_EQ(batch[i], want);
+      ASSERT_EQ(chash_ring_find_available_hash(c_ring.get(), c_mask.get(), hashes[i]), want);
+      ASSERT_EQ(chash_availability_find_hash(availability, c_ring.get(), hashes[i]), want);
+      ASSERT_EQ(chash_ring_find_under_capacity(c_ring.get(), hashes[i], loads.data(), loads.size(),
+                                               5, c_mask.get()),
+                FindNodeUnderCapacity(ring, hashes[i], std::span<const uint64_t>(loads), 5, &mask));
+      uint32_t bounded = 0;
+      const Result<uint32_t> want_bounded = FindNodeBoundedLoad(
+          ring, hashes[i], std::span<const uint64_t>(loads), 1.25, i % 2 ? &mask : nullptr);
+      ASSERT_TRUE(want_bounded.ok());
+      ASSERT_EQ(chash_ring_find_bounded_load(c_ring.get(), hashes[i], loads.data(), loads.size(),
+                                             1.25, i % 2 ? c_mask.get() : nullptr, &bounded),
+                CHASH_OK);
+      ASSERT_EQ(bounded, want_bounded.value());
+    }
+    const std::vector<std::string> keys = RandomKeys(rng, 300);
+    const KeyArrays arrays(keys);
+    std::vector<uint32_t> masked(keys.size()), through(keys.size());
+    ASSERT_EQ(chash_ring_find_available_keys(c_ring.get(), c_mask.get(), arrays.pointers.data(),
+                                             arrays.lengths.data(), keys.size(), masked.data()),
+              CHASH_OK);
+    ASSERT_EQ(chash_availability_find_keys(availability, c_ring.get(), arrays.pointers.data(),
+                                           arrays.lengths.data(), keys.size(), through.data()),
+              CHASH_OK);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const uint32_t want = FindAvailableNode(ring, mask, keys[i]);
+      ASSERT_EQ(masked[i], want);
+      ASSERT_EQ(through[i], want);
+      ASSERT_EQ(
+          chash_ring_find_available(c_ring.get(), c_mask.get(), keys[i].data(), keys[i].size()),
+          want);
+      ASSERT_EQ(chash_availability_find(availability, c_ring.get(), keys[i].data(), keys[i].size()),
+                want);
+    }
+    chash_availability_free(availability);
+
+    uint8_t fingerprint[CHASH_FINGERPRINT_SIZE];
+    char hex[2 * CHASH_FINGERPRINT_SIZE + 1];
+    ASSERT_EQ(chash_ring_fingerprint(c_ring.get(), fingerprint), CHASH_OK);
+    ASSERT_EQ(chash_fingerprint_hex(fingerprint, hex), CHASH_OK);
+    EXPECT_EQ(std::string(hex), RingFingerprint(ring).Hex());
+    ASSERT_EQ(chash_ring_points_digest(c_ring.get(), fingerprint), CHASH_OK);
+    ASSERT_EQ(chash_fingerprint_hex(fingerprint, hex), CHASH_OK);
+    EXPECT_EQ(std::string(hex), PointsDigest(ring).Hex());
+    ASSERT_EQ(chash_ring_backend_fingerprint(c_ring.get(), fingerprint), CHASH_OK);
+    ASSERT_EQ(chash_fingerprint_hex(fingerprint, hex), CHASH_OK);
+    EXPECT_EQ(std::string(hex), BackendFingerprint(ring).Hex());
+
+    chash_ring_stats stats;
+    ASSERT_EQ(chash_ring_stats_compute(c_ring.get(), &stats), CHASH_OK);
+    const RingStats want = ComputeRingStats(ring);
+    EXPECT_EQ(stats.nodes, want.nodes);
+    EXPECT_EQ(stats.nodes_with_points, ring.nodes_with_points());
+    EXPECT_EQ(stats.points_generated, want.points_generated);
+    EXPECT_EQ(stats.points, want.points);
+    EXPECT_EQ(stats.collisions, want.collisions);
+    EXPECT_EQ(stats.column_bytes, want.column_bytes);
+    EXPECT_EQ(stats.index_bytes, want.index_bytes);
+    EXPECT_EQ(stats.collision_table_bytes, want.collision_table_bytes);
+    EXPECT_EQ(stats.cv_measured, want.cv_measured);
+    EXPECT_EQ(stats.cv_predicted, want.cv_predicted);
+    EXPECT_EQ(stats.max_share_ratio, want.max_share_ratio);
+    EXPECT_EQ(stats.min_share_ratio, want.min_share_ratio);
+    chash_memory_usage usage;
+    ASSERT_EQ(chash_ring_memory_usage(c_ring.get(), &usage), CHASH_OK);
+    EXPECT_EQ(usage.column_bytes, ring.memory_usage().column_bytes);
+    EXPECT_EQ(usage.other_bytes, ring.memory_usage().other_bytes);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Flavors, CApiRandomRings,
+                         ::testing::Values(Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2),
+                         [](const auto& param_info) {
+                           std::string name(FlavorName(param_info.param));
+                           name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
+                           return name;
+                         });
+
+TEST(CApiRawPoints, MatchesBuildRingFromPoints) {
+  const std::vector<chash_raw_point> points = {{10, 0}, {10, 1}, {20, 1}, {30, 2}, {30, 0}};
+  const std::vector<RawPoint> raw = {{10, 0}, {10, 1}, {20, 1}, {30, 2}, {30, 0}};
+  const std::vector<uint32_t> ranks = {2, 0, 1};
+  chash_ring* c_ring = nullptr;
+  ASSERT_EQ(chash_ring_from_points(3, points.data(), points.size(), ranks.data(), 0, &c_ring),
+            CHASH_OK);
+  const RingHandle handle(c_ring);
+  const Result<Ring> ring = BuildRingFromPoints(3, raw, ranks);
+  ASSERT_TRUE(ring.ok());
+  EXPECT_EQ(chash_ring_flavor(c_ring), -1);
+  size_t len = 99;
+  ASSERT_NE(chash_ring_node_address(c_ring, 0, &len), nullptr);
+  EXPECT_EQ(len, 0u);
+  for (uint32_t hash : {0u, 9u, 10u, 11u, 20u, 21u, 30u, 31u, UINT32_MAX}) {
+    EXPECT_EQ(chash_ring_find_hash(c_ring, hash), ring.value().FindNodeByHash(hash)) << hash;
+  }
+  // Errors carry the C++ message.
+  const chash_raw_point bad[] = {{1, 5}};
+  EXPECT_EQ(chash_ring_from_points(3, bad, 1, nullptr, 0, &c_ring), CHASH_E_BAD_NODE_ID);
+  EXPECT_EQ(c_ring, nullptr);
+  EXPECT_NE(std::string(chash_last_error()), "");
+  EXPECT_EQ(chash_ring_from_points(70000, nullptr, 0, nullptr, 0, &c_ring), CHASH_E_TOO_MANY_NODES);
+  const uint32_t not_a_permutation[] = {0, 0, 1};
+  EXPECT_EQ(chash_ring_from_points(3, points.data(), points.size(), not_a_permutation, 0, &c_ring),
+            CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_ring_from_points(3, points.data(), points.size(), nullptr, 2, &c_ring),
+            CHASH_E_TOO_MANY_POINTS);
+  EXPECT_EQ(chash_ring_from_points(3, nullptr, 1, nullptr, 0, &c_ring), CHASH_E_NULL_ARGUMENT);
+}
+
+RingSpec Fleet(Flavor flavor, uint32_t multiple) {
+  RingSpec spec{.flavor = flavor, .multiple = multiple, .servers = {}};
+  for (int i = 1; i <= 6; ++i) {
+    spec.servers.push_back({"10.0.0." + std::to_string(i) + ":443", uint32_t(i % 3 + 1)});
+  }
+  return spec;
+}
+
+TEST(CApiMigration, MatchesRingMigrationAndOutlivesTheCallersRings) {
+  const RingSpec old_spec = Fleet(Flavor::kPingoraV1, 160);
+  const RingSpec new_spec = Fleet(Flavor::kPingoraV2, 16);
+  chash_ring* old_ring = BuildC(old_spec).release();
+  chash_ring* new_ring = BuildC(new_spec).release();
+  auto cpp =
+      RingMigration::Create(std::make_shared<Ring>(testing::BuildEngine(old_spec)),
+                            std::make_shared<Ring>(testing::BuildEngine(new_spec)), {.seed = 42});
+  ASSERT_TRUE(cpp.ok());
+  chash_migration* migration = nullptr;
+  ASSERT_EQ(chash_migration_new(old_ring, new_ring, 42, 0, &migration), CHASH_OK);
+  // The migration holds its own references: the caller's go away now.
+  chash_ring_free(old_ring);
+  chash_ring_free(new_ring);
+  EXPECT_EQ(chash_migration_backends_match(migration), 1);
+  EXPECT_EQ(chash_migration_in_scope(migration), 0);
+  ASSERT_EQ(chash_migration_set_in_scope(migration, 1), CHASH_OK);
+  ASSERT_EQ(chash_migration_set_rollout(migration, 0.3), CHASH_OK);
+  EXPECT_EQ(chash_migration_rollout_ppm(migration), 300000u);
+  cpp.value()->SetInScope(true);
+  ASSERT_TRUE(cpp.value()->SetRollout(0.3).ok());
+  EXPECT_EQ(chash_migration_set_rollout(migration, 1.5), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_migration_set_rollout_ppm(migration, 1000001), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_migration_rollout_ppm(migration), 300000u);
+
+  std::mt19937_64 rng(5);
+  const std::vector<std::string> keys = RandomKeys(rng, 600);
+  const KeyArrays arrays(keys);
+  std::vector<uint32_t> nodes(keys.size());
+  std::vector<uint8_t> sides(keys.size());
+  ASSERT_EQ(chash_migration_find_keys(migration, arrays.pointers.data(), arrays.lengths.data(),
+                                      keys.size(), nodes.data(), sides.data()),
+            CHASH_OK);
+  size_t on_new = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const MigrationAnswer want = cpp.value()->Find(keys[i]);
+    chash_side side = CHASH_SIDE_NEW;
+    ASSERT_EQ(chash_migration_find(migration, keys[i].data(), keys[i].size(), &side), want.node);
+    ASSERT_EQ(static_cast<int>(side), static_cast<int>(want.side));
+    ASSERT_EQ(nodes[i], want.node);
+    ASSERT_EQ(sides[i], static_cast<uint8_t>(want.side));
+    ASSERT_EQ(chash_migration_key_hash(keys[i].data(), keys[i].size(), 42),
+              MigrationKeyHash(keys[i], 42));
+    on_new += side == CHASH_SIDE_NEW;
+    // The side's ring handle answers for its node ids.
+    const chash_ring* ring = chash_migration_ring(migration, side);
+    ASSERT_NE(ring, nullptr);
+    ASSERT_EQ(chash_ring_find(ring, keys[i].data(), keys[i].size()), want.node);
+  }
+  EXPECT_GT(on_new, 0u);
+  EXPECT_LT(on_new, keys.size());
+  uint64_t old_count = 0, new_count = 0;
+  ASSERT_EQ(chash_migration_counters(migration, &old_count, &new_count), CHASH_OK);
+  EXPECT_EQ(old_count + new_count, 2 * keys.size());
+  EXPECT_EQ(new_count, 2 * on_new);
+  chash_migration_free(migration);
+}
+
+TEST(CApiMigration, RefusesRingsOfDifferentSnapshotsWithTheirDifferences) {
+  RingSpec other = Fleet(Flavor::kPingoraV1, 160);
+  other.servers.pop_back();
+  const RingHandle a = BuildC(Fleet(Flavor::kPingoraV1, 160));
+  const RingHandle b = BuildC(other);
+  chash_migration* migration = reinterpret_cast<chash_migration*>(1);
+  EXPECT_EQ(chash_migration_new(a.get(), b.get(), 0, 0, &migration), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(migration, nullptr);
+  EXPECT_NE(std::string(chash_last_error()).find("10.0.0.6:443"), std::string::npos)
+      << chash_last_error();
+  ASSERT_EQ(chash_migration_new(a.get(), b.get(), 0, 1, &migration), CHASH_OK);
+  EXPECT_EQ(chash_migration_backends_match(migration), 0);
+  chash_migration_free(migration);
+}
+
+// ---- The builder's errors -----------------------------------------------------------
+
+TEST(CApiBuilder, ErrorsNameTheServerAsTheCppStatusDoes) {
+  chash_builder* builder = nullptr;
+  ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_NGINX, 0, &builder), CHASH_OK);
+  EXPECT_STREQ(chash_builder_error(builder), "");
+  ASSERT_EQ(chash_builder_add(builder, "10.0.0.1:443", 12, 1), CHASH_OK);
+  EXPECT_EQ(chash_builder_add(builder, "10.0.0.2:99999", 14, 1), CHASH_E_BAD_ADDRESS);
+  RingBuilder cpp({.flavor = Flavor::kNginx});
+  ASSERT_TRUE(cpp.Add("10.0.0.1:443", 1).ok());
+  const Status want = cpp.Add("10.0.0.2:99999", 1);
+  EXPECT_EQ(std::string(chash_builder_error(builder)), want.message());
+  EXPECT_EQ(std::string(chash_last_error()), want.message());
+  EXPECT_NE(std::string(chash_builder_error(builder)).find("node 1"), std::string::npos);
+  // A success clears it; a failed add changed nothing.
+  ASSERT_EQ(chash_builder_add(builder, "10.0.0.2:443", 12, 1), CHASH_OK);
+  EXPECT_STREQ(chash_builder_error(builder), "");
+  EXPECT_EQ(chash_builder_num_nodes(builder), 2u);
+  EXPECT_EQ(chash_builder_add(builder, "10.0.0.1:443", 12, 1), CHASH_E_DUPLICATE_NODE);
+  EXPECT_NE(std::string(chash_builder_error(builder)).find("node 0 '10.0.0.1:443'"),
+            std::string::npos)
+      << chash_builder_error(builder);
+  // Embedded NUL bytes are refused, with the offset.
+  EXPECT_EQ(chash_builder_add(builder, "10.0.0.3\0:443", 13, 1), CHASH_E_BAD_ADDRESS);
+  EXPECT_NE(std::string(chash_builder_error(builder)).find("NUL byte at offset 8"),
+            std::string::npos)
+      << chash_builder_error(builder);
+  EXPECT_EQ(chash_builder_add(builder, nullptr, 5, 1), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_builder_add(builder, nullptr, 0, 1), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_builder_set_max_points(builder, 100), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_num_nodes(builder), 2u);
+  chash_ring* ring = nullptr;
+  ASSERT_EQ(chash_builder_build(builder, &ring), CHASH_OK);
+  EXPECT_EQ(chash_ring_num_nodes(ring), 2u);
+  chash_ring_free(ring);
+}
+
+TEST(CApiBuilder, RefusesBadOptions) {
+  chash_builder* builder = reinterpret_cast<chash_builder*>(1);
+  EXPECT_EQ(chash_builder_new(CHASH_FLAVOR_PINGORA_V1, 16, &builder), CHASH_E_BAD_MULTIPLE);
+  EXPECT_EQ(builder, nullptr);
+  EXPECT_NE(std::string(chash_last_error()).find("pingora-v1"), std::string::npos);
+  EXPECT_EQ(chash_builder_new(static_cast<chash_flavor>(7), 0, &builder), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_new(static_cast<chash_flavor>(-1), 0, &builder), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_new(CHASH_FLAVOR_NGINX, 0, nullptr), CHASH_E_NULL_ARGUMENT);
+
+  ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_PINGORA_V2, 0, &builder), CHASH_OK);
+  EXPECT_EQ(chash_builder_set_max_points(builder, 0), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_set_max_points(builder, uint64_t{1} << 31), CHASH_E_BAD_ARGUMENT);
+  ASSERT_EQ(chash_builder_set_max_points(builder, 1000), CHASH_OK);
+  ASSERT_EQ(chash_builder_add(builder, "10.0.0.1:443", 12, 6), CHASH_OK);  // 960 points
+  EXPECT_EQ(chash_builder_add(builder, "10.0.0.2:443", 12, 1), CHASH_E_TOO_MANY_POINTS);
+  EXPECT_NE(std::string(chash_builder_error(builder)).find("node 1"), std::string::npos);
+  chash_builder_free(builder);
+}
+
+TEST(CApiBuilder, BuildConsumesTheBuilderOnEveryPath) {
+  chash_builder* builder = nullptr;
+  ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_NGINX, 0, &builder), CHASH_OK);
+  // NULL out: an error, and the builder is freed all the same (ASan checks
+  // that nothing leaks).
+  EXPECT_EQ(chash_builder_build(builder, nullptr), CHASH_E_NULL_ARGUMENT);
+  // An empty builder gives the empty ring.
+  ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_NGINX, 0, &builder), CHASH_OK);
+  chash_ring* ring = nullptr;
+  ASSERT_EQ(chash_builder_build(builder, &ring), CHASH_OK);
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(chash_ring_find(ring, "k", 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_hash(ring, 5), CHASH_NO_NODE);
+  chash_cursor cursor;
+  ASSERT_EQ(chash_ring_walk(ring, 5, &cursor), CHASH_OK);
+  EXPECT_EQ(chash_cursor_next(&cursor), CHASH_NO_NODE);
+  auto walk = std::make_unique<chash_distinct_walk>();
+  ASSERT_EQ(chash_ring_walk_distinct(ring, 5, walk.get()), CHASH_OK);
+  EXPECT_EQ(chash_distinct_walk_next(walk.get()), CHASH_NO_NODE);
+  chash_ring_free(ring);
+}
+
+// ---- Bad input: error codes, never a crash --------------------------------------------
+
+TEST(CApiBadInput, NullHandlesAndOutParameters) {
+  const RingHandle ring = BuildC(Fleet(Flavor::kNginx, 160));
+  ASSERT_NE(ring, nullptr);
+  uint32_t out[4] = {};
+  const uint32_t hashes[4] = {1, 2, 3, 4};
+  const char* keys[2] = {"a", nullptr};
+  const size_t lens[2] = {1, 3};
+
+  EXPECT_EQ(chash_builder_add(nullptr, "x", 1, 1), CHASH_E_NULL_ARGUMENT);
+  EXPECT_STREQ(chash_builder_error(nullptr), "");
+  EXPECT_EQ(chash_builder_build(nullptr, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_builder_set_max_points(nullptr, 5), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_builder_num_nodes(nullptr), 0u);
+  chash_builder_free(nullptr);
+  chash_ring_free(nullptr);
+
+  EXPECT_EQ(chash_ring_find(nullptr, "k", 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find(ring.get(), nullptr, 3), CHASH_NO_NODE);
+  EXPECT_NE(chash_ring_find(ring.get(), nullptr, 0), CHASH_NO_NODE);  // the empty key
+  EXPECT_EQ(chash_ring_find(ring.get(), nullptr, 0), chash_ring_find(ring.get(), "", 0));
+  EXPECT_EQ(chash_ring_find_hash(nullptr, 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_hashes(nullptr, hashes, 4, out), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_hashes(ring.get(), nullptr, 4, out), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_hashes(ring.get(), hashes, 4, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_hashes(ring.get(), nullptr, 0, nullptr), CHASH_OK);
+  EXPECT_EQ(chash_ring_find_keys(ring.get(), keys, lens, 2, out), CHASH_E_NULL_ARGUMENT);
+  EXPECT_NE(std::string(chash_last_error()).find("keys[1]"), std::string::npos);
+  EXPECT_EQ(chash_ring_find_keys(ring.get(), nullptr, lens, 2, out), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_keys(ring.get(), keys, nullptr, 2, out), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_keys(ring.get(), keys, lens, 1, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_keys(nullptr, keys, lens, 1, out), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_keys(ring.get(), keys, lens, 1, out), CHASH_OK);
+
+  chash_cursor cursor;
+  EXPECT_EQ(chash_ring_walk(ring.get(), 1, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_walk(nullptr, 1, &cursor), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_cursor_next(&cursor), CHASH_NO_NODE);  // left empty
+  EXPECT_EQ(chash_cursor_next(nullptr), CHASH_NO_NODE);
+  EXPECT_EQ(chash_cursor_node(nullptr), CHASH_NO_NODE);
+  EXPECT_EQ(chash_cursor_hash(nullptr), 0u);
+  chash_cursor zeroed = {};
+  EXPECT_EQ(chash_cursor_next(&zeroed), CHASH_NO_NODE);
+  EXPECT_EQ(chash_cursor_hash(&zeroed), 0u);
+  auto walk = std::make_unique<chash_distinct_walk>();
+  EXPECT_EQ(chash_ring_walk_distinct(nullptr, 1, walk.get()), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_distinct_walk_next(walk.get()), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_walk_distinct(ring.get(), 1, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_distinct_walk_next(nullptr), CHASH_NO_NODE);
+
+  EXPECT_EQ(chash_ring_num_nodes(nullptr), 0u);
+  EXPECT_EQ(chash_ring_num_points(nullptr), 0u);
+  EXPECT_EQ(chash_ring_points_generated(nullptr), 0u);
+  EXPECT_EQ(chash_ring_nodes_with_points(nullptr), 0u);
+  EXPECT_EQ(chash_ring_owns_points(nullptr, 0), 0);
+  EXPECT_EQ(chash_ring_flavor(nullptr), -1);
+  EXPECT_EQ(chash_ring_point_multiple(nullptr), 0u);
+  size_t len = 7;
+  EXPECT_EQ(chash_ring_node_address(nullptr, 0, &len), nullptr);
+  EXPECT_EQ(len, 0u);
+  EXPECT_EQ(chash_ring_node_weight(nullptr, 0), 0u);
+
+  chash_node_mask* mask = nullptr;
+  EXPECT_EQ(chash_node_mask_new(5, 1, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_node_mask_new(65537, 1, &mask), CHASH_E_TOO_MANY_NODES);
+  EXPECT_EQ(chash_node_mask_set(nullptr, 0, 1), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_node_mask_get(nullptr, 0), 0);
+  EXPECT_EQ(chash_node_mask_size(nullptr), 0u);
+  EXPECT_EQ(chash_node_mask_count_available(nullptr), 0u);
+  chash_node_mask_free(nullptr);
+  ASSERT_EQ(chash_node_mask_new(6, 1, &mask), CHASH_OK);
+  const MaskHandle mask_handle(mask);
+  EXPECT_EQ(chash_ring_find_available(nullptr, mask, "k", 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_available(ring.get(), nullptr, "k", 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_available(ring.get(), mask, nullptr, 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_available_hash(ring.get(), nullptr, 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_available_hashes(ring.get(), nullptr, hashes, 4, out),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_available_hashes(ring.get(), mask, hashes, 4, nullptr),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_available_keys(ring.get(), mask, keys, lens, 2, out),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_available_keys(ring.get(), nullptr, keys, lens, 1, out),
+            CHASH_E_NULL_ARGUMENT);
+
+  chash_availability* availability = nullptr;
+  EXPECT_EQ(chash_availability_new(5, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_availability_new(70000, &availability), CHASH_E_TOO_MANY_NODES);
+  EXPECT_EQ(chash_availability_publish(nullptr, mask), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_availability_version(nullptr), 0u);
+  chash_node_mask* snapshot = mask;
+  EXPECT_EQ(chash_availability_snapshot(nullptr, &snapshot, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(snapshot, nullptr);
+  EXPECT_EQ(chash_availability_find(nullptr, ring.get(), "k", 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_availability_find_hash(nullptr, ring.get(), 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_availability_find_keys(nullptr, ring.get(), keys, lens, 1, out),
+            CHASH_E_NULL_ARGUMENT);
+  chash_availability_free(nullptr);
+  ASSERT_EQ(chash_availability_new(7, &availability), CHASH_OK);
+  EXPECT_EQ(chash_availability_publish(availability, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_availability_publish(availability, mask), CHASH_E_BAD_ARGUMENT);  // 6 != 7
+  EXPECT_EQ(chash_availability_snapshot(availability, nullptr, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_availability_find(availability, nullptr, "k", 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_availability_find(availability, ring.get(), nullptr, 1), CHASH_NO_NODE);
+  chash_availability_free(availability);
+
+  const uint64_t loads[6] = {};
+  uint32_t node = 0;
+  EXPECT_EQ(chash_ring_find_under_capacity(nullptr, 1, loads, 6, 5, nullptr), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_under_capacity(ring.get(), 1, nullptr, 6, 5, nullptr), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_bounded_load(nullptr, 1, loads, 6, 1.25, nullptr, &node),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(node, CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_bounded_load(ring.get(), 1, loads, 6, 1.25, nullptr, nullptr),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_bounded_load(ring.get(), 1, nullptr, 6, 1.25, nullptr, &node),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_bounded_load(ring.get(), 1, loads, 5, 1.25, nullptr, &node),
+            CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_bounded_load(ring.get(), 1, loads, 6, 1.0, nullptr, &node),
+            CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_ring_find_bounded_load(ring.get(), 1, loads, 6, 1.25, nullptr, &node), CHASH_OK);
+  EXPECT_NE(node, CHASH_NO_NODE);
+
+  chash_migration* migration = nullptr;
+  EXPECT_EQ(chash_migration_new(nullptr, ring.get(), 0, 0, &migration), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_migration_new(ring.get(), nullptr, 0, 0, &migration), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_migration_new(ring.get(), ring.get(), 0, 0, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_migration_set_rollout(nullptr, 0.5), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_migration_set_rollout_ppm(nullptr, 5), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_migration_set_in_scope(nullptr, 1), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_migration_rollout_ppm(nullptr), 0u);
+  EXPECT_EQ(chash_migration_in_scope(nullptr), 0);
+  chash_side side = CHASH_SIDE_NEW;
+  EXPECT_EQ(chash_migration_find(nullptr, "k", 1, &side), CHASH_NO_NODE);
+  EXPECT_EQ(side, CHASH_SIDE_OLD);
+  EXPECT_EQ(chash_migration_find_keys(nullptr, keys, lens, 1, out, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_migration_counters(nullptr, nullptr, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_migration_ring(nullptr, CHASH_SIDE_OLD), nullptr);
+  EXPECT_EQ(chash_migration_backends_match(nullptr), 0);
+  chash_migration_free(nullptr);
+  ASSERT_EQ(chash_migration_new(ring.get(), ring.get(), 0, 0, &migration), CHASH_OK);
+  EXPECT_EQ(chash_migration_ring(migration, static_cast<chash_side>(5)), nullptr);
+  EXPECT_EQ(chash_migration_find(migration, nullptr, 1, nullptr), CHASH_NO_NODE);
+  EXPECT_EQ(chash_migration_find_keys(migration, keys, lens, 2, out, nullptr),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_migration_counters(migration, nullptr, nullptr), CHASH_OK);
+  chash_migration_free(migration);
+
+  uint8_t fingerprint[CHASH_FINGERPRINT_SIZE];
+  char hex[2 * CHASH_FINGERPRINT_SIZE + 1];
+  chash_ring_stats stats;
+  chash_memory_usage usage;
+  EXPECT_EQ(chash_ring_fingerprint(nullptr, fingerprint), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_fingerprint(ring.get(), nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_points_digest(nullptr, fingerprint), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_backend_fingerprint(ring.get(), nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_fingerprint_hex(nullptr, hex), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_fingerprint_hex(fingerprint, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_stats_compute(nullptr, &stats), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_stats_compute(ring.get(), nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_memory_usage(nullptr, &usage), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_ring_memory_usage(ring.get(), nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_crc32(nullptr, 0), 0u);
+  EXPECT_EQ(chash_crc32_extend(5, nullptr, 0), 5u);
+}
+
+TEST(CApiBadInput, NodeIdsOutOfRange) {
+  const RingHandle ring = BuildC(Fleet(Flavor::kNginx, 160));
+  size_t len = 7;
+  for (uint32_t node : {6u, 65535u, 65536u, CHASH_NO_NODE}) {
+    EXPECT_EQ(chash_ring_node_address(ring.get(), node, &len), nullptr);
+    EXPECT_EQ(len, 0u);
+    EXPECT_EQ(chash_ring_node_address(ring.get(), node, nullptr), nullptr);
+    EXPECT_EQ(chash_ring_node_weight(ring.get(), node), 0u);
+    EXPECT_EQ(chash_ring_owns_points(ring.get(), node), 0);
+  }
+  EXPECT_NE(chash_ring_node_address(ring.get(), 5, nullptr), nullptr);
+  chash_node_mask* mask = nullptr;
+  ASSERT_EQ(chash_node_mask_new(6, 0, &mask), CHASH_OK);
+  EXPECT_EQ(chash_node_mask_set(mask, 6, 1), CHASH_E_BAD_NODE_ID);
+  EXPECT_EQ(chash_node_mask_set(mask, CHASH_NO_NODE, 1), CHASH_E_BAD_NODE_ID);
+  EXPECT_EQ(chash_node_mask_get(mask, CHASH_NO_NODE), 0);
+  // No node available: no answer, at once.
+  EXPECT_EQ(chash_ring_find_available(ring.get(), mask, "k", 1), CHASH_NO_NODE);
+  chash_node_mask_free(mask);
+}
+
+TEST(CApiLibrary, ErrorNamesAndVersion) {
+  std::set<std::string> names;
+  for (int code = CHASH_OK; code >= CHASH_E_INTERNAL; --code) {
+    names.insert(chash_strerror(code));
+  }
+  EXPECT_EQ(names.size(), static_cast<size_t>(1 - CHASH_E_INTERNAL));
+  EXPECT_EQ(names.count("unknown"), 0u);
+  EXPECT_STREQ(chash_strerror(-1000), "unknown");
+  EXPECT_STREQ(chash_strerror(5), "unknown");
+  // The codes are the C++ StatusCode, negated.
+  EXPECT_EQ(std::string(chash_strerror(CHASH_E_OUT_OF_MEMORY)),
+            StatusCodeName(StatusCode::kOutOfMemory));
+  EXPECT_EQ(std::string(chash_strerror(CHASH_E_IO)), StatusCodeName(StatusCode::kIoError));
+  EXPECT_STREQ(chash_version(), CHASH_VERSION_STRING);
+  EXPECT_EQ(chash_version_number(), static_cast<uint32_t>(CHASH_VERSION_NUMBER));
+  EXPECT_EQ(std::string(chash_simd_target()), ActiveTargetName());
+  EXPECT_EQ(std::string(chash_crc32_implementation()), ActiveCrc32Name());
+}
+
+}  // namespace
+}  // namespace chash

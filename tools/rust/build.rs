@@ -1,0 +1,178 @@
+// Finds libchash and tells cargo how to link it, in this order:
+//
+// 1. CHASH_PREFIX=DIR: an installed chash (DIR/include/chash/chash_c.h and
+//    DIR/lib*/libchash*). Its pkg-config file is used when it has one.
+// 2. CHASH_LIB_DIR=DIR: a cmake build folder of this repository holding
+//    libchash.a (tools/rust/test passes the one tools/test builds).
+// 3. `pkg-config chash`: a chash installed system-wide.
+// 4. Otherwise: this repository (two folders up) built with cmake into
+//    OUT_DIR, the library target only, Release.
+//
+// CHASH_NO_PKG_CONFIG=1 skips step 2 (to test the repository build).
+// No registry crates: everything runs as commands (cmake, pkg-config).
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    for var in ["CHASH_PREFIX", "CHASH_LIB_DIR", "CHASH_NO_PKG_CONFIG", "PKG_CONFIG_PATH"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+
+    if let Some(prefix) = env::var_os("CHASH_PREFIX").filter(|p| !p.is_empty()) {
+        link_prefix(Path::new(&prefix));
+    } else if let Some(dir) = env::var_os("CHASH_LIB_DIR").filter(|p| !p.is_empty()) {
+        link_build_dir(Path::new(&dir));
+    } else if env::var_os("CHASH_NO_PKG_CONFIG").is_none() && link_pkg_config("chash", None) {
+        // linked from the system's pkg-config file
+    } else {
+        link_repository_build();
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("error: chash build.rs: {message}");
+    std::process::exit(1);
+}
+
+// Emits the -L/-l flags of `pkg-config --libs --static NAME`; false when
+// pkg-config or the package is missing.
+fn link_pkg_config(name: &str, path: Option<&str>) -> bool {
+    let mut command = Command::new("pkg-config");
+    command.args(["--libs", "--static", name]);
+    if let Some(path) = path {
+        command.env("PKG_CONFIG_PATH", path);
+    }
+    let output = match command.output() {
+        Ok(output) if output.status.success() => output,
+        _ => return false,
+    };
+    let flags = String::from_utf8_lossy(&output.stdout).into_owned();
+    let mut linked_chash = false;
+    for flag in flags.split_whitespace() {
+        if let Some(dir) = flag.strip_prefix("-L") {
+            println!("cargo:rustc-link-search=native={dir}");
+            // A shared libchash in that folder must be found at run time too.
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
+        } else if let Some(lib) = flag.strip_prefix("-l") {
+            linked_chash |= lib.starts_with("chash");
+            println!("cargo:rustc-link-lib={lib}");
+        }
+    }
+    if !linked_chash {
+        fail(&format!("pkg-config {name} names no chash library: '{}'", flags.trim()));
+    }
+    println!("cargo:rustc-link-lib=stdc++");
+    true
+}
+
+fn link_prefix(prefix: &Path) {
+    if !prefix.join("include/chash/chash_c.h").is_file() {
+        fail(&format!("CHASH_PREFIX={}: no include/chash/chash_c.h there", prefix.display()));
+    }
+    let libdirs: Vec<PathBuf> = ["lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"]
+        .iter()
+        .map(|d| prefix.join(d))
+        .filter(|d| d.is_dir())
+        .collect();
+    let pc_path: Vec<String> = libdirs
+        .iter()
+        .map(|d| d.join("pkgconfig"))
+        .filter(|d| d.is_dir())
+        .map(|d| d.display().to_string())
+        .collect();
+    if !pc_path.is_empty() && link_pkg_config("chash", Some(&pc_path.join(":"))) {
+        return;
+    }
+    let Some(libdir) = libdirs.iter().find(|d| has_library(d, "chash")) else {
+        fail(&format!("CHASH_PREFIX={}: no libchash under lib/", prefix.display()));
+    };
+    println!("cargo:rustc-link-search=native={}", libdir.display());
+    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", libdir.display());
+    println!("cargo:rustc-link-lib=chash");
+    link_dependencies();
+}
+
+fn has_library(dir: &Path, name: &str) -> bool {
+    ["a", "so"].iter().any(|ext| dir.join(format!("lib{name}.{ext}")).exists())
+}
+
+// What libchash.a needs from the system: Highway (Debian ships it shared
+// only) and the C++ runtime.
+fn link_dependencies() {
+    println!("cargo:rustc-link-lib=hwy_contrib");
+    println!("cargo:rustc-link-lib=hwy");
+    println!("cargo:rustc-link-lib=stdc++");
+}
+
+fn link_build_dir(dir: &Path) {
+    let library = dir.join("libchash.a");
+    if !library.is_file() {
+        fail(&format!("CHASH_LIB_DIR={}: no libchash.a there", dir.display()));
+    }
+    // Relink when the library is rebuilt.
+    println!("cargo:rerun-if-changed={}", library.display());
+    println!("cargo:rustc-link-search=native={}", dir.display());
+    println!("cargo:rustc-link-lib=static=chash");
+    link_dependencies();
+}
+
+fn run(command: &mut Command, what: &str) {
+    eprintln!("chash build.rs: running {command:?}");
+    match command.status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => fail(&format!("{what} failed ({status}); see the output above")),
+        Err(err) => fail(&format!("{what}: cannot run {:?}: {err}", command.get_program())),
+    }
+}
+
+fn link_repository_build() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest_dir.join("../..");
+    if !root.join("CMakeLists.txt").is_file() || !root.join("include/chash/chash_c.h").is_file() {
+        fail(&format!(
+            "no chash source tree at {} and no installed chash: set CHASH_PREFIX to an installed \
+             chash, or install chash.pc for pkg-config",
+            root.display()
+        ));
+    }
+    for dir in ["CMakeLists.txt", "cmake", "engine", "include"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap());
+    let build = out.join("chash-build");
+    let ninja = Command::new("ninja").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !build.join("CMakeCache.txt").is_file() {
+        let mut configure = Command::new("cmake");
+        configure.arg("-S").arg(&root).arg("-B").arg(&build);
+        if ninja {
+            configure.args(["-G", "Ninja"]);
+        }
+        configure.args([
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DCHASH_BUILD_TESTS=OFF",
+            "-DCHASH_BUILD_TOOLS=OFF",
+            "-DCHASH_BUILD_BENCH=OFF",
+            "-DCHASH_BUILD_FUZZ=OFF",
+        ]);
+        run(&mut configure, "cmake configure");
+    }
+    let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".to_string());
+    run(
+        Command::new("cmake").arg("--build").arg(&build).args([
+            "--target",
+            "chash",
+            "--parallel",
+            &jobs,
+        ]),
+        "cmake --build (libchash)",
+    );
+    if !has_library(&build, "chash") {
+        fail(&format!("the cmake build made no libchash in {}", build.display()));
+    }
+    println!("cargo:rustc-link-search=native={}", build.display());
+    println!("cargo:rustc-link-lib=static=chash");
+    link_dependencies();
+}

@@ -1,0 +1,161 @@
+//! The part of include/chash/chash_c.h this crate calls, declared by hand (no
+//! bindgen). Keep it in step with the header: names, argument types and the
+//! sizes of the caller-allocated structs.
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_int, c_void};
+
+#[repr(C)]
+pub struct chash_builder {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+pub struct chash_ring {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+pub struct chash_node_mask {
+    _private: [u8; 0],
+}
+
+/// `chash_flavor` (a C enum: int-sized).
+pub type chash_flavor = c_int;
+pub const CHASH_FLAVOR_PINGORA_V1: chash_flavor = 1;
+pub const CHASH_FLAVOR_PINGORA_V2: chash_flavor = 2;
+
+pub const CHASH_OK: c_int = 0;
+pub const CHASH_NO_NODE: u32 = 0xFFFF_FFFF;
+
+pub const CHASH_E_BAD_ADDRESS: c_int = -1;
+pub const CHASH_E_DUPLICATE_NODE: c_int = -2;
+pub const CHASH_E_TOO_MANY_NODES: c_int = -3;
+pub const CHASH_E_TOO_MANY_POINTS: c_int = -4;
+pub const CHASH_E_BAD_MULTIPLE: c_int = -5;
+pub const CHASH_E_OUT_OF_MEMORY: c_int = -9;
+
+/// A walk over the points in ring order, caller-allocated; all zeros is an
+/// empty walk. Valid while its ring lives; copyable as bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct chash_cursor {
+    pub opaque: [u64; 4],
+}
+
+/// Each node once from a point: an 8 KiB seen-set, caller-allocated.
+#[repr(C)]
+pub struct chash_distinct_walk {
+    pub opaque: [u64; 1032],
+}
+
+/// `chash_ring_stats`: what `chash stats` prints.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct chash_ring_stats {
+    pub nodes: u32,
+    pub nodes_with_points: u32,
+    pub points_generated: u64,
+    pub points: u64,
+    pub collisions: u64,
+    pub column_bytes: u64,
+    pub other_bytes: u64,
+    pub index_bytes: u64,
+    pub collision_table_bytes: u64,
+    pub bytes_per_point: f64,
+    pub build_ms: f64,
+    pub cv_predicted: f64,
+    pub cv_measured: f64,
+    pub max_share_ratio: f64,
+    pub min_share_ratio: f64,
+}
+
+pub const CHASH_FINGERPRINT_SIZE: usize = 32;
+
+extern "C" {
+    pub fn chash_strerror(code: c_int) -> *const c_char;
+    pub fn chash_last_error() -> *const c_char;
+    pub fn chash_version() -> *const c_char;
+    pub fn chash_crc32(data: *const c_void, len: usize) -> u32;
+
+    pub fn chash_builder_new(
+        flavor: chash_flavor,
+        point_multiple: u32,
+        out: *mut *mut chash_builder,
+    ) -> c_int;
+    pub fn chash_builder_add(
+        builder: *mut chash_builder,
+        address: *const c_char,
+        address_len: usize,
+        weight: u32,
+    ) -> c_int;
+    pub fn chash_builder_error(builder: *const chash_builder) -> *const c_char;
+    pub fn chash_builder_build(builder: *mut chash_builder, out: *mut *mut chash_ring) -> c_int;
+    pub fn chash_builder_free(builder: *mut chash_builder);
+    pub fn chash_ring_free(ring: *mut chash_ring);
+
+    pub fn chash_ring_find(ring: *const chash_ring, key: *const c_void, key_len: usize) -> u32;
+    pub fn chash_ring_find_hash(ring: *const chash_ring, hash: u32) -> u32;
+    pub fn chash_ring_find_hashes(
+        ring: *const chash_ring,
+        hashes: *const u32,
+        n: usize,
+        out: *mut u32,
+    ) -> c_int;
+    pub fn chash_ring_find_keys(
+        ring: *const chash_ring,
+        keys: *const *const c_char,
+        key_lens: *const usize,
+        n: usize,
+        out: *mut u32,
+    ) -> c_int;
+
+    pub fn chash_ring_walk(ring: *const chash_ring, hash: u32, cursor: *mut chash_cursor) -> c_int;
+    pub fn chash_cursor_next(cursor: *mut chash_cursor) -> u32;
+    pub fn chash_cursor_hash(cursor: *const chash_cursor) -> u32;
+    pub fn chash_ring_walk_distinct(
+        ring: *const chash_ring,
+        hash: u32,
+        walk: *mut chash_distinct_walk,
+    ) -> c_int;
+    pub fn chash_distinct_walk_next(walk: *mut chash_distinct_walk) -> u32;
+
+    pub fn chash_ring_num_points(ring: *const chash_ring) -> u64;
+    pub fn chash_ring_points_generated(ring: *const chash_ring) -> u64;
+    pub fn chash_ring_node_weight(ring: *const chash_ring, node: u32) -> u32;
+
+    pub fn chash_node_mask_new(
+        num_nodes: u32,
+        available: c_int,
+        out: *mut *mut chash_node_mask,
+    ) -> c_int;
+    pub fn chash_node_mask_set(mask: *mut chash_node_mask, node: u32, available: c_int) -> c_int;
+    pub fn chash_node_mask_get(mask: *const chash_node_mask, node: u32) -> c_int;
+    pub fn chash_node_mask_size(mask: *const chash_node_mask) -> u32;
+    pub fn chash_node_mask_count_available(mask: *const chash_node_mask) -> u32;
+    pub fn chash_node_mask_free(mask: *mut chash_node_mask);
+    pub fn chash_ring_find_available(
+        ring: *const chash_ring,
+        mask: *const chash_node_mask,
+        key: *const c_void,
+        key_len: usize,
+    ) -> u32;
+    pub fn chash_ring_find_available_hash(
+        ring: *const chash_ring,
+        mask: *const chash_node_mask,
+        hash: u32,
+    ) -> u32;
+    pub fn chash_ring_find_available_keys(
+        ring: *const chash_ring,
+        mask: *const chash_node_mask,
+        keys: *const *const c_char,
+        key_lens: *const usize,
+        n: usize,
+        out: *mut u32,
+    ) -> c_int;
+
+    pub fn chash_ring_stats_compute(ring: *const chash_ring, out: *mut chash_ring_stats) -> c_int;
+    pub fn chash_ring_fingerprint(ring: *const chash_ring, out: *mut u8) -> c_int;
+    pub fn chash_ring_points_digest(ring: *const chash_ring, out: *mut u8) -> c_int;
+    pub fn chash_ring_backend_fingerprint(ring: *const chash_ring, out: *mut u8) -> c_int;
+}

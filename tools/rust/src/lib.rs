@@ -1,0 +1,590 @@
+//! # chash: pingora-ketama's API on chash's ring
+//!
+//! The same node for every key as
+//! [pingora-ketama](https://docs.rs/pingora-ketama) 0.8 (`Continuum::new`, and
+//! `Version::V2 { point_multiple }`), from chash's C library: 6 bytes a point,
+//! a SIMD-searched index, and errors as [`Result`] where pingora-ketama panics
+//! or silently misroutes.
+//!
+//! ## Switching from pingora-ketama: one line
+//!
+//! In `Cargo.toml`, replace the dependency; every `use pingora_ketama::…` stays:
+//!
+//! ```toml
+//! pingora-ketama = { package = "chash", path = "…/chash/tools/rust" }
+//! ```
+//!
+//! or depend on `chash` and change the import to
+//! `use chash::{Bucket, Continuum, Version};`.
+//!
+//! ```
+//! use chash::{Bucket, Continuum, Version};
+//!
+//! let buckets: Vec<Bucket> = (1..=3)
+//!     .map(|i| Bucket::new(format!("127.0.0.{i}:12345").parse().unwrap(), i))
+//!     .collect();
+//! let ring = Continuum::new(&buckets); // pingora-ketama's v1 ring
+//! let v2 = Continuum::try_new_with_version(&buckets, Version::V2 { point_multiple: 16 })?;
+//! for key in ["some_key", "another_key", "last_key"] {
+//!     let (a, b) = (ring.node(key.as_bytes()), v2.node(key.as_bytes()));
+//!     println!("{key}: v1 {} v2 {}", a.unwrap(), b.unwrap());
+//! }
+//! assert_eq!(ring.node(b"last_key"), Some("127.0.0.2:12345".parse().unwrap()));
+//! # Ok::<(), chash::Error>(())
+//! ```
+//!
+//! ## What differs from pingora-ketama
+//!
+//! - [`Continuum::try_new`] and [`Continuum::try_new_with_version`] return an
+//!   [`Error`] for what pingora-ketama panics on or gets wrong: more than
+//!   65,536 buckets (pingora v1 wraps node ids and routes to the wrong
+//!   server), weight × multiple over 32 bits or a ring over 2^30 points
+//!   (pingora overflows), a point multiple of 0, and two buckets with the same
+//!   address (they would own identical points). [`Continuum::new`] keeps
+//!   pingora's signature and panics with that error instead.
+//! - [`Bucket::new`] accepts weight 0: a drained bucket that keeps its index
+//!   but owns no points (pingora-ketama panics).
+//! - [`Continuum::node_idx`] is a position for [`Continuum::get_addr`] (the
+//!   point's hash) rather than the point's rank: the same walk, not the same
+//!   number.
+//! - On a v1 hash collision chash keeps the bucket listed first; pingora's
+//!   winner is whatever its unstable sort leaves (unspecified). v2 keeps the
+//!   smallest socket address, as pingora does.
+//! - An IPv6 scope id or flow info is not hashed (pingora hashes `ip()` and
+//!   `port()` only), so two buckets that differ only there are duplicates.
+//!
+//! What chash adds: bucket indices ([`Continuum::bucket_idx`]), lookups in
+//! batches ([`Continuum::bucket_idxs`]) and by hash, the failover order over
+//! distinct buckets ([`Continuum::distinct_iter`]), lookups that skip
+//! unavailable buckets without a rebuild ([`NodeMask`],
+//! [`Continuum::node_available`]), [`Continuum::stats`] and fingerprints
+//! ([`Continuum::fingerprint`]).
+//!
+//! Thread safety: a [`Continuum`] is immutable; every lookup takes `&self`
+//! and may run from any number of threads.
+
+mod ffi;
+mod ops;
+
+pub use ops::{NodeMask, RingStats, FINGERPRINT_SIZE};
+
+use std::ffi::CStr;
+use std::fmt;
+use std::net::SocketAddr;
+use std::os::raw::{c_char, c_int};
+use std::ptr::NonNull;
+
+/// 160 points per weight unit: nginx's and pingora v1's multiple.
+pub const DEFAULT_POINT_MULTIPLE: u32 = 160;
+
+/// Most buckets a ring holds: bucket indices are 16 bits in a point.
+pub const MAX_BUCKETS: usize = 65_536;
+
+/// The answer of the batch lookups when the ring has no points.
+pub const NO_BUCKET: u32 = ffi::CHASH_NO_NODE;
+
+/// A server and its weight (pingora-ketama's `Bucket`).
+#[derive(Clone, Debug, Eq, PartialEq, PartialOrd, Ord, Hash)]
+pub struct Bucket {
+    node: SocketAddr,
+    weight: u32,
+}
+
+impl Bucket {
+    /// A bucket of `weight` units: `weight × point_multiple` points.
+    ///
+    /// Never panics. Weight 0 is a drained bucket: it keeps its index and
+    /// owns no points (pingora-ketama panics on 0).
+    pub fn new(node: SocketAddr, weight: u32) -> Self {
+        Bucket { node, weight }
+    }
+
+    pub fn node(&self) -> SocketAddr {
+        self.node
+    }
+
+    pub fn weight(&self) -> u32 {
+        self.weight
+    }
+}
+
+/// Which ring to build (pingora-ketama's `Version`).
+#[derive(Copy, Clone, Debug, Eq, PartialEq, Default)]
+pub enum Version {
+    /// 160 points per weight unit; a collision keeps the bucket listed first.
+    #[default]
+    V1,
+    /// `point_multiple` points per weight unit (>= 1); a collision keeps the
+    /// smallest socket address.
+    V2 { point_multiple: u32 },
+}
+
+impl Version {
+    /// Points per weight unit.
+    pub fn point_multiple(&self) -> u32 {
+        match self {
+            Version::V1 => DEFAULT_POINT_MULTIPLE,
+            Version::V2 { point_multiple } => *point_multiple,
+        }
+    }
+}
+
+/// What went wrong, by class.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An address the flavour cannot hash.
+    BadAddress,
+    /// Two buckets hash the same bytes (same IP and port).
+    DuplicateNode,
+    /// More than [`MAX_BUCKETS`] buckets.
+    TooManyNodes,
+    /// weight × multiple over 32 bits, or the ring over its point cap.
+    TooManyPoints,
+    /// Point multiple 0.
+    BadMultiple,
+    /// Out of memory; nothing was built.
+    OutOfMemory,
+    /// Any other error the C library reports (its code).
+    Other(i32),
+}
+
+/// A failed build: its class and the library's message, which names the
+/// bucket ("node 3 '10.0.0.1:443': ...").
+#[derive(Clone, Debug, Eq, PartialEq)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl Error {
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into() }
+    }
+
+    // `detail` is the library's message when it has one, else strerror.
+    fn from_code(code: c_int, detail: Option<String>) -> Self {
+        let kind = match code {
+            ffi::CHASH_E_BAD_ADDRESS => ErrorKind::BadAddress,
+            ffi::CHASH_E_DUPLICATE_NODE => ErrorKind::DuplicateNode,
+            ffi::CHASH_E_TOO_MANY_NODES => ErrorKind::TooManyNodes,
+            ffi::CHASH_E_TOO_MANY_POINTS => ErrorKind::TooManyPoints,
+            ffi::CHASH_E_BAD_MULTIPLE => ErrorKind::BadMultiple,
+            ffi::CHASH_E_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+            other => ErrorKind::Other(other),
+        };
+        let message = detail.filter(|m| !m.is_empty()).unwrap_or_else(|| strerror(code));
+        Error { kind, message }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn c_text(text: *const c_char) -> Option<String> {
+    if text.is_null() {
+        return None;
+    }
+    // SAFETY: the library returns NUL-terminated strings it owns.
+    Some(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
+}
+
+// The message of this thread's last failed chash call.
+fn last_error() -> Option<String> {
+    // SAFETY: chash_last_error returns a thread-local NUL-terminated string.
+    c_text(unsafe { ffi::chash_last_error() })
+}
+
+fn strerror(code: c_int) -> String {
+    // SAFETY: chash_strerror returns a static string for any code.
+    c_text(unsafe { ffi::chash_strerror(code) }).unwrap_or_else(|| format!("chash error {code}"))
+}
+
+/// CRC32 (IEEE, zlib's) of `data`: the hash a key is looked up by.
+pub fn crc32(data: &[u8]) -> u32 {
+    // SAFETY: data is a valid slice.
+    unsafe { ffi::chash_crc32(data.as_ptr().cast(), data.len()) }
+}
+
+/// The version of the linked chash library.
+pub fn library_version() -> String {
+    // SAFETY: chash_version returns a static string.
+    c_text(unsafe { ffi::chash_version() }).unwrap_or_default()
+}
+
+// The text pingora-ketama hashes for a bucket: `ip()` and `port()` as Rust
+// prints them. For IPv6 that is SocketAddr's Display without the scope id;
+// chash's pingora parser reads it back to the same bytes.
+fn hashed_address(addr: &SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(v4) => format!("{}:{}", v4.ip(), v4.port()),
+        SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),
+    }
+}
+
+struct Builder(NonNull<ffi::chash_builder>);
+
+impl Builder {
+    fn new(flavor: ffi::chash_flavor, point_multiple: u32) -> Result<Self, Error> {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: out is a valid out-pointer.
+        let code = unsafe { ffi::chash_builder_new(flavor, point_multiple, &mut out) };
+        match NonNull::new(out) {
+            Some(builder) if code == ffi::CHASH_OK => Ok(Builder(builder)),
+            _ => Err(Error::from_code(code, last_error())),
+        }
+    }
+
+    fn error(&self, code: c_int) -> Error {
+        // SAFETY: the builder is alive.
+        Error::from_code(code, c_text(unsafe { ffi::chash_builder_error(self.0.as_ptr()) }))
+    }
+
+    fn add(&mut self, address: &str, weight: u32) -> Result<(), Error> {
+        // SAFETY: address is valid for its length; the builder is alive.
+        let code = unsafe {
+            ffi::chash_builder_add(self.0.as_ptr(), address.as_ptr().cast(), address.len(), weight)
+        };
+        if code == ffi::CHASH_OK {
+            Ok(())
+        } else {
+            Err(self.error(code))
+        }
+    }
+
+    fn build(self) -> Result<NonNull<ffi::chash_ring>, Error> {
+        // Build frees the builder on success and on error alike; a failed
+        // build leaves its message in chash_last_error.
+        let builder = std::mem::ManuallyDrop::new(self);
+        let mut out = std::ptr::null_mut();
+        // SAFETY: build consumes the builder (never used again: ManuallyDrop).
+        let code = unsafe { ffi::chash_builder_build(builder.0.as_ptr(), &mut out) };
+        match NonNull::new(out) {
+            Some(ring) if code == ffi::CHASH_OK => Ok(ring),
+            _ => Err(Error::from_code(code, last_error())),
+        }
+    }
+}
+
+impl Drop for Builder {
+    fn drop(&mut self) {
+        // SAFETY: a builder not consumed by build is freed once.
+        unsafe { ffi::chash_builder_free(self.0.as_ptr()) }
+    }
+}
+
+/// The consistent-hash ring (pingora-ketama's `Continuum`).
+pub struct Continuum {
+    ring: NonNull<ffi::chash_ring>,
+    addrs: Box<[SocketAddr]>,
+    points: usize,
+}
+
+// SAFETY: the C ring is immutable after build; its lookups are documented
+// safe from any number of threads.
+unsafe impl Send for Continuum {}
+unsafe impl Sync for Continuum {}
+
+impl Drop for Continuum {
+    fn drop(&mut self) {
+        // SAFETY: the ring is freed once, after its last borrow.
+        unsafe { ffi::chash_ring_free(self.ring.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for Continuum {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Continuum")
+            .field("buckets", &self.addrs.len())
+            .field("points", &self.points)
+            .finish()
+    }
+}
+
+impl Continuum {
+    /// pingora-ketama's v1 ring of `buckets`.
+    ///
+    /// # Panics
+    ///
+    /// On any error [`Continuum::try_new`] returns (more than 65,536 buckets,
+    /// duplicate addresses, too many points). Use `try_new` to handle them.
+    pub fn new(buckets: &[Bucket]) -> Self {
+        Self::new_with_version(buckets, Version::V1)
+    }
+
+    /// The ring of `buckets` for `version`.
+    ///
+    /// # Panics
+    ///
+    /// On any error [`Continuum::try_new_with_version`] returns.
+    pub fn new_with_version(buckets: &[Bucket], version: Version) -> Self {
+        match Self::try_new_with_version(buckets, version) {
+            Ok(ring) => ring,
+            Err(err) => {
+                panic!("chash Continuum: {err} (Continuum::try_new returns this as an Error)")
+            }
+        }
+    }
+
+    /// The v1 ring of `buckets`, or why it cannot be built.
+    pub fn try_new(buckets: &[Bucket]) -> Result<Self, Error> {
+        Self::try_new_with_version(buckets, Version::V1)
+    }
+
+    /// The ring of `buckets` for `version`, or why it cannot be built.
+    /// Bucket `i` is bucket index `i` of the lookups that return one.
+    pub fn try_new_with_version(buckets: &[Bucket], version: Version) -> Result<Self, Error> {
+        let (flavor, multiple) = match version {
+            Version::V1 => (ffi::CHASH_FLAVOR_PINGORA_V1, DEFAULT_POINT_MULTIPLE),
+            // The C API reads multiple 0 as "the default": refuse it here.
+            Version::V2 { point_multiple: 0 } => {
+                return Err(Error::new(
+                    ErrorKind::BadMultiple,
+                    "Version::V2 point_multiple must be at least 1",
+                ))
+            }
+            Version::V2 { point_multiple } => (ffi::CHASH_FLAVOR_PINGORA_V2, point_multiple),
+        };
+        if buckets.len() > MAX_BUCKETS {
+            return Err(Error::new(
+                ErrorKind::TooManyNodes,
+                format!("{} buckets; a ring holds at most {MAX_BUCKETS}", buckets.len()),
+            ));
+        }
+        let mut builder = Builder::new(flavor, multiple)?;
+        let mut address = String::with_capacity(64);
+        for bucket in buckets {
+            address.clear();
+            address.push_str(&hashed_address(&bucket.node));
+            builder.add(&address, bucket.weight)?;
+        }
+        let ring = builder.build()?;
+        let addrs: Box<[SocketAddr]> = buckets.iter().map(|b| b.node).collect();
+        // SAFETY: the ring was just built.
+        let points = unsafe { ffi::chash_ring_num_points(ring.as_ptr()) } as usize;
+        Ok(Continuum { ring, addrs, points })
+    }
+
+    fn raw(&self) -> *const ffi::chash_ring {
+        self.ring.as_ptr()
+    }
+
+    fn cursor_at_hash(&self, hash: u32) -> ffi::chash_cursor {
+        let mut cursor = ffi::chash_cursor::default();
+        // SAFETY: the ring is alive; the cursor is caller-allocated.
+        unsafe { ffi::chash_ring_walk(self.raw(), hash, &mut cursor) };
+        cursor
+    }
+
+    /// The position of the point `input` lands on (the first point at or
+    /// after its CRC32, wrapping), for [`Continuum::get_addr`]; 0 on an empty
+    /// ring.
+    ///
+    /// Like pingora's, it is a token for `get_addr`, not an address. It is
+    /// the point's hash here (points have distinct hashes) where pingora
+    /// counts points: the same walk either way, but not the same number.
+    pub fn node_idx(&self, input: &[u8]) -> usize {
+        self.node_idx_by_hash(crc32(input))
+    }
+
+    /// [`Continuum::node_idx`] of a key whose CRC32 is `hash`.
+    pub fn node_idx_by_hash(&self, hash: u32) -> usize {
+        if self.points == 0 {
+            return 0;
+        }
+        let cursor = self.cursor_at_hash(hash);
+        // SAFETY: the cursor stands on one of this ring's points.
+        unsafe { ffi::chash_cursor_hash(&cursor) as usize }
+    }
+
+    /// The server of `hash_key`; `None` when the ring has no points.
+    pub fn node(&self, hash_key: &[u8]) -> Option<SocketAddr> {
+        self.bucket_idx(hash_key).map(|i| self.addrs[i])
+    }
+
+    /// The points from `hash_key`'s in ring order, forever (repeats
+    /// included): pingora's failover walk. Empty on an empty ring.
+    pub fn node_iter(&self, hash_key: &[u8]) -> NodeIterator<'_> {
+        NodeIterator { cursor: self.cursor_at_hash(crc32(hash_key)), continuum: self }
+    }
+
+    /// The server of the point at position `*idx` (from
+    /// [`Continuum::node_idx`] or a previous call), advancing `*idx` to the
+    /// next point, wrapping. `None`, `*idx` unchanged, on an empty ring or a
+    /// position past `u32::MAX`. O(log n) a call; [`Continuum::node_iter`]
+    /// walks in O(1) a step.
+    pub fn get_addr(&self, idx: &mut usize) -> Option<&SocketAddr> {
+        let hash = u32::try_from(*idx).ok().filter(|_| self.points > 0)?;
+        let mut cursor = self.cursor_at_hash(hash);
+        // SAFETY: the cursor walks this ring's points.
+        let node = unsafe { ffi::chash_cursor_next(&mut cursor) };
+        *idx = unsafe { ffi::chash_cursor_hash(&cursor) } as usize;
+        self.addrs.get(node as usize)
+    }
+
+    // ---- What chash adds ----
+
+    /// Each server once, in ring order from `hash_key`'s point: the failover
+    /// order (the distinct servers of [`Continuum::node_iter`]), ending after
+    /// the last server that owns points. Walks each point at most once in
+    /// total; its 8 KiB seen-set is one heap allocation a walk.
+    pub fn distinct_iter(&self, hash_key: &[u8]) -> DistinctNodeIterator<'_> {
+        self.distinct_iter_by_hash(crc32(hash_key))
+    }
+
+    /// [`Continuum::distinct_iter`] from a key whose CRC32 is `hash`.
+    pub fn distinct_iter_by_hash(&self, hash: u32) -> DistinctNodeIterator<'_> {
+        let mut walk = Box::new(ffi::chash_distinct_walk { opaque: [0; 1032] });
+        // SAFETY: the ring is alive; the walk is caller-allocated.
+        unsafe { ffi::chash_ring_walk_distinct(self.raw(), hash, &mut *walk) };
+        DistinctNodeIterator { walk, continuum: self }
+    }
+
+    /// The index in the `buckets` slice of `hash_key`'s server; `None` when
+    /// the ring has no points.
+    pub fn bucket_idx(&self, hash_key: &[u8]) -> Option<usize> {
+        // SAFETY: the key is a valid slice; the ring is alive.
+        let node =
+            unsafe { ffi::chash_ring_find(self.raw(), hash_key.as_ptr().cast(), hash_key.len()) };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// The bucket index of a key whose CRC32 is `hash`.
+    pub fn bucket_idx_by_hash(&self, hash: u32) -> Option<usize> {
+        // SAFETY: the ring is alive.
+        let node = unsafe { ffi::chash_ring_find_hash(self.raw(), hash) };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// Bucket indices of many keys at once (several times the throughput of
+    /// single lookups): `out[i]` for `keys[i]`, [`NO_BUCKET`] on an empty ring.
+    /// No heap allocation.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than `keys`.
+    pub fn bucket_idxs<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [u32]) {
+        for_key_chunks("bucket_idxs", keys, out, |keys, lens, n, out| {
+            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
+            unsafe { ffi::chash_ring_find_keys(self.raw(), keys, lens, n, out) }
+        });
+    }
+
+    /// Bucket indices of many key hashes at once: `out[i]` for `hashes[i]`.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than `hashes`.
+    pub fn bucket_idxs_by_hash(&self, hashes: &[u32], out: &mut [u32]) {
+        assert!(
+            out.len() >= hashes.len(),
+            "bucket_idxs_by_hash: out holds {} < {} hashes",
+            out.len(),
+            hashes.len()
+        );
+        // SAFETY: hashes.len() inputs, out holds as many.
+        let code = unsafe {
+            ffi::chash_ring_find_hashes(self.raw(), hashes.as_ptr(), hashes.len(), out.as_mut_ptr())
+        };
+        debug_assert_eq!(code, ffi::CHASH_OK, "{}", strerror(code));
+    }
+
+    /// The servers, by bucket index (the `buckets` order).
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// The number of buckets, drained ones included.
+    pub fn num_buckets(&self) -> usize {
+        self.addrs.len()
+    }
+
+    /// Points on the ring, after collisions: a walk returns to its start
+    /// after this many steps.
+    pub fn num_points(&self) -> usize {
+        self.points
+    }
+
+    /// Points generated (the sum of weight × multiple), before collisions.
+    pub fn points_generated(&self) -> u64 {
+        // SAFETY: the ring is alive.
+        unsafe { ffi::chash_ring_points_generated(self.raw()) }
+    }
+
+    /// The weight of bucket `idx`, as given.
+    pub fn weight(&self, idx: usize) -> Option<u32> {
+        // SAFETY: the ring is alive; idx is checked first.
+        (idx < self.addrs.len())
+            .then(|| unsafe { ffi::chash_ring_node_weight(self.raw(), idx as u32) })
+    }
+}
+
+// Calls `find(keys, key_lens, n, out)` on chunks of 256 keys, their pointers
+// and lengths in arrays on the stack: batch lookups without heap allocation.
+fn for_key_chunks<K: AsRef<[u8]>>(
+    what: &str,
+    keys: &[K],
+    out: &mut [u32],
+    mut find: impl FnMut(*const *const c_char, *const usize, usize, *mut u32) -> c_int,
+) {
+    assert!(out.len() >= keys.len(), "{what}: out holds {} < {} keys", out.len(), keys.len());
+    const CHUNK: usize = 256;
+    let mut pointers = [std::ptr::null::<c_char>(); CHUNK];
+    let mut lengths = [0usize; CHUNK];
+    for (chunk, out) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+        for (i, key) in chunk.iter().enumerate() {
+            let key = key.as_ref();
+            pointers[i] = key.as_ptr().cast();
+            lengths[i] = key.len();
+        }
+        let code = find(pointers.as_ptr(), lengths.as_ptr(), chunk.len(), out.as_mut_ptr());
+        // Only NULL arguments fail, and none is NULL here.
+        debug_assert_eq!(code, ffi::CHASH_OK, "{what}: {}", strerror(code));
+    }
+}
+
+/// The points from a key's in ring order (pingora-ketama's `NodeIterator`).
+/// Endless on a non-empty ring.
+pub struct NodeIterator<'a> {
+    cursor: ffi::chash_cursor,
+    continuum: &'a Continuum,
+}
+
+impl<'a> Iterator for NodeIterator<'a> {
+    type Item = &'a SocketAddr;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // SAFETY: the cursor walks the borrowed ring's points.
+        let node = unsafe { ffi::chash_cursor_next(&mut self.cursor) };
+        self.continuum.addrs.get(node as usize)
+    }
+}
+
+/// Each server once from a key's point (see [`Continuum::distinct_iter`]).
+pub struct DistinctNodeIterator<'a> {
+    walk: Box<ffi::chash_distinct_walk>,
+    continuum: &'a Continuum,
+}
+
+impl<'a> Iterator for DistinctNodeIterator<'a> {
+    type Item = &'a SocketAddr;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // SAFETY: the walk belongs to the borrowed ring.
+        let node = unsafe { ffi::chash_distinct_walk_next(&mut *self.walk) };
+        self.continuum.addrs.get(node as usize)
+    }
+}

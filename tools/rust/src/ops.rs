@@ -1,0 +1,218 @@
+//! What chash adds beyond pingora-ketama: node masks (lookups that skip
+//! unavailable buckets without a rebuild), ring statistics and fingerprints.
+
+use std::net::SocketAddr;
+use std::ptr::NonNull;
+
+use crate::{ffi, for_key_chunks, last_error, Continuum, Error, ErrorKind, NO_BUCKET};
+
+/// Bytes of a fingerprint (SHA-256).
+pub const FINGERPRINT_SIZE: usize = ffi::CHASH_FINGERPRINT_SIZE;
+
+/// Which buckets are available, by bucket index: the masked lookups answer
+/// exactly what the ring of the available buckets alone would answer.
+/// A plain value: change it while no lookup uses it (`&mut`).
+pub struct NodeMask(NonNull<ffi::chash_node_mask>);
+
+// SAFETY: the mask is plain memory; `&self` calls only read it.
+unsafe impl Send for NodeMask {}
+unsafe impl Sync for NodeMask {}
+
+impl NodeMask {
+    /// A mask of `len` buckets (at most 65,536), all available or none.
+    pub fn new(len: usize, available: bool) -> Result<Self, Error> {
+        let len =
+            u32::try_from(len).ok().filter(|&n| n as usize <= crate::MAX_BUCKETS).ok_or_else(
+                || Error::new(ErrorKind::TooManyNodes, format!("a mask of {len} buckets")),
+            )?;
+        let mut out = std::ptr::null_mut();
+        // SAFETY: out is a valid out-pointer.
+        let code = unsafe { ffi::chash_node_mask_new(len, available.into(), &mut out) };
+        match NonNull::new(out) {
+            Some(mask) if code == ffi::CHASH_OK => Ok(NodeMask(mask)),
+            _ => Err(Error::from_code(code, last_error())),
+        }
+    }
+
+    /// A mask of every bucket of `continuum`, all available.
+    pub fn all_available(continuum: &Continuum) -> Self {
+        // A continuum holds at most MAX_BUCKETS buckets: only memory can fail.
+        Self::new(continuum.num_buckets(), true).expect("a mask of a ring's buckets")
+    }
+
+    /// Marks bucket `idx`; an error if `idx` is not below `len()`.
+    pub fn set(&mut self, idx: usize, available: bool) -> Result<(), Error> {
+        let node = u32::try_from(idx).unwrap_or(u32::MAX);
+        // SAFETY: the mask is alive and exclusively borrowed.
+        let code = unsafe { ffi::chash_node_mask_set(self.0.as_ptr(), node, available.into()) };
+        if code == ffi::CHASH_OK {
+            Ok(())
+        } else {
+            Err(Error::from_code(code, last_error()))
+        }
+    }
+
+    /// Whether bucket `idx` is available (false past `len()`).
+    pub fn get(&self, idx: usize) -> bool {
+        let node = u32::try_from(idx).unwrap_or(u32::MAX);
+        // SAFETY: the mask is alive.
+        unsafe { ffi::chash_node_mask_get(self.0.as_ptr(), node) != 0 }
+    }
+
+    pub fn len(&self) -> usize {
+        // SAFETY: the mask is alive.
+        unsafe { ffi::chash_node_mask_size(self.0.as_ptr()) as usize }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn count_available(&self) -> usize {
+        // SAFETY: the mask is alive.
+        unsafe { ffi::chash_node_mask_count_available(self.0.as_ptr()) as usize }
+    }
+}
+
+impl Drop for NodeMask {
+    fn drop(&mut self) {
+        // SAFETY: freed once.
+        unsafe { ffi::chash_node_mask_free(self.0.as_ptr()) }
+    }
+}
+
+/// What `chash stats` prints, for one ring.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RingStats {
+    /// Buckets, drained ones included.
+    pub buckets: u32,
+    pub buckets_with_points: u32,
+    /// Σ weight × multiple.
+    pub points_generated: u64,
+    /// Kept after collisions.
+    pub points: u64,
+    pub collisions: u64,
+    /// The hash and node columns: 6 bytes a point.
+    pub column_bytes: u64,
+    pub other_bytes: u64,
+    pub index_bytes: u64,
+    pub collision_table_bytes: u64,
+    pub bytes_per_point: f64,
+    pub build_ms: f64,
+    /// sqrt((N-1)/(N*k+1)) over the N buckets with weight > 0.
+    pub cv_predicted: f64,
+    /// From the exact share of the 2^32 hashes each bucket owns.
+    pub cv_measured: f64,
+    pub max_share_ratio: f64,
+    pub min_share_ratio: f64,
+}
+
+impl Continuum {
+    /// The server of `hash_key` on the ring of the buckets `mask` leaves
+    /// available, without building that ring; `None` if none of them has a
+    /// point. One lookup and a bit test when the key's bucket is available.
+    pub fn node_available(&self, hash_key: &[u8], mask: &NodeMask) -> Option<SocketAddr> {
+        self.bucket_idx_available(hash_key, mask).map(|i| self.addrs[i])
+    }
+
+    /// The bucket index [`Continuum::node_available`] answers with.
+    pub fn bucket_idx_available(&self, hash_key: &[u8], mask: &NodeMask) -> Option<usize> {
+        // SAFETY: ring and mask are alive; the key is a valid slice.
+        let node = unsafe {
+            ffi::chash_ring_find_available(
+                self.raw(),
+                mask.0.as_ptr(),
+                hash_key.as_ptr().cast(),
+                hash_key.len(),
+            )
+        };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// [`Continuum::bucket_idx_available`] of a key whose CRC32 is `hash`.
+    pub fn bucket_idx_available_by_hash(&self, hash: u32, mask: &NodeMask) -> Option<usize> {
+        // SAFETY: ring and mask are alive.
+        let node =
+            unsafe { ffi::chash_ring_find_available_hash(self.raw(), mask.0.as_ptr(), hash) };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// Masked lookups in a batch: `out[i]` for `keys[i]`, [`NO_BUCKET`] when
+    /// no available bucket has a point.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than `keys`.
+    pub fn bucket_idxs_available<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        mask: &NodeMask,
+        out: &mut [u32],
+    ) {
+        for_key_chunks("bucket_idxs_available", keys, out, |keys, lens, n, out| {
+            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
+            unsafe {
+                ffi::chash_ring_find_available_keys(self.raw(), mask.0.as_ptr(), keys, lens, n, out)
+            }
+        });
+    }
+
+    /// The ring's statistics (one scan of the ring: O(points)).
+    pub fn stats(&self) -> Result<RingStats, Error> {
+        let mut raw = ffi::chash_ring_stats::default();
+        // SAFETY: the ring is alive; raw is a valid out-struct.
+        let code = unsafe { ffi::chash_ring_stats_compute(self.raw(), &mut raw) };
+        if code != ffi::CHASH_OK {
+            return Err(Error::from_code(code, last_error()));
+        }
+        Ok(RingStats {
+            buckets: raw.nodes,
+            buckets_with_points: raw.nodes_with_points,
+            points_generated: raw.points_generated,
+            points: raw.points,
+            collisions: raw.collisions,
+            column_bytes: raw.column_bytes,
+            other_bytes: raw.other_bytes,
+            index_bytes: raw.index_bytes,
+            collision_table_bytes: raw.collision_table_bytes,
+            bytes_per_point: raw.bytes_per_point,
+            build_ms: raw.build_ms,
+            cv_predicted: raw.cv_predicted,
+            cv_measured: raw.cv_measured,
+            max_share_ratio: raw.max_share_ratio,
+            min_share_ratio: raw.min_share_ratio,
+        })
+    }
+
+    fn digest(
+        &self,
+        f: unsafe extern "C" fn(*const ffi::chash_ring, *mut u8) -> std::os::raw::c_int,
+    ) -> Result<[u8; FINGERPRINT_SIZE], Error> {
+        let mut out = [0u8; FINGERPRINT_SIZE];
+        // SAFETY: the ring is alive; out holds FINGERPRINT_SIZE bytes.
+        let code = unsafe { f(self.raw(), out.as_mut_ptr()) };
+        if code == ffi::CHASH_OK {
+            Ok(out)
+        } else {
+            Err(Error::from_code(code, last_error()))
+        }
+    }
+
+    /// SHA-256 of what routes keys (hash, flavour, multiple, tie-break, the
+    /// canonical bucket list with weights): equal fingerprints route every
+    /// key alike, on every machine (`chash stats`' `fingerprint`).
+    pub fn fingerprint(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
+        self.digest(ffi::chash_ring_fingerprint)
+    }
+
+    /// SHA-256 of the points as built, bit for bit.
+    pub fn points_digest(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
+        self.digest(ffi::chash_ring_points_digest)
+    }
+
+    /// SHA-256 of the backend snapshot (servers and weights), whatever the
+    /// version or multiple.
+    pub fn backend_fingerprint(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
+        self.digest(ffi::chash_ring_backend_fingerprint)
+    }
+}

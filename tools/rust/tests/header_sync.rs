@@ -1,0 +1,121 @@
+//! src/ffi.rs declares the C API by hand: this checks it against the header
+//! it mirrors (include/chash/chash_c.h of this repository), so that a changed
+//! struct or constant fails here instead of corrupting memory.
+
+use std::path::PathBuf;
+
+fn read(path: PathBuf) -> String {
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn header() -> String {
+    read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../include/chash/chash_c.h"))
+}
+
+fn ffi() -> String {
+    read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/ffi.rs"))
+}
+
+// The body between `open` and the next `close` after it.
+fn body<'a>(text: &'a str, open: &str, close: &str) -> &'a str {
+    let start = text.find(open).unwrap_or_else(|| panic!("'{open}' not found")) + open.len();
+    let end = start + text[start..].find(close).unwrap();
+    &text[start..end]
+}
+
+// (type, name) of each field of a C struct, comments removed.
+fn c_fields(header: &str, name: &str) -> Vec<(String, String)> {
+    let text = body(header, &format!("typedef struct {name} {{"), "}");
+    let mut fields = Vec::new();
+    for decl in text.split(';') {
+        let decl =
+            decl.lines().map(|l| l.split("/*").next().unwrap()).collect::<Vec<_>>().join(" ");
+        let decl = decl.split("*/").last().unwrap().trim().to_string();
+        if decl.is_empty() {
+            continue;
+        }
+        let (ty, field) = decl.rsplit_once(' ').unwrap();
+        let ty = match ty.trim() {
+            "uint64_t" => "u64",
+            "uint32_t" => "u32",
+            "double" => "f64",
+            other => panic!("{name}: unmapped C type '{other}'"),
+        };
+        // `opaque[4]` -> ("[u64; 4]", "opaque")
+        match field.split_once('[') {
+            Some((f, n)) => fields.push((format!("[{ty}; {}]", n.trim_end_matches(']')), f.into())),
+            None => fields.push((ty.to_string(), field.to_string())),
+        }
+    }
+    fields
+}
+
+fn rust_fields(ffi: &str, name: &str) -> Vec<(String, String)> {
+    body(ffi, &format!("pub struct {name} {{"), "}")
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("pub "))
+        .map(|decl| {
+            let (field, ty) = decl.trim_end_matches(',').split_once(": ").unwrap();
+            (ty.to_string(), field.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn caller_allocated_structs_match_the_header() {
+    let (header, ffi) = (header(), ffi());
+    for name in ["chash_cursor", "chash_distinct_walk", "chash_ring_stats"] {
+        let c = c_fields(&header, name);
+        assert!(!c.is_empty(), "{name}");
+        assert_eq!(rust_fields(&ffi, name), c, "{name}: src/ffi.rs differs from chash_c.h");
+    }
+}
+
+#[test]
+fn constants_match_the_header() {
+    let (header, ffi) = (header(), ffi());
+    let mut checked = 0;
+    for line in ffi.lines() {
+        let Some(decl) = line.trim().strip_prefix("pub const ") else { continue };
+        let (name, rest) = decl.split_once(':').unwrap();
+        let value = rest.split('=').nth(1).unwrap().trim().trim_end_matches(';');
+        let c_value = header
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
+            .map(|v| v.split("/*").next().unwrap().trim().to_string())
+            .or_else(|| {
+                // enum members: `  NAME = 1,`
+                header.lines().find_map(|l| {
+                    l.trim().strip_prefix(&format!("{name} = ")).map(|v| {
+                        v.split(|c: char| c == ',' || c == ' ').next().unwrap().to_string()
+                    })
+                })
+            })
+            .unwrap_or_else(|| panic!("{name} is not in chash_c.h"));
+        let normalize = |v: &str| {
+            let v = v.trim_matches(|c| c == '(' || c == ')').trim_end_matches('u').replace('_', "");
+            if let Some(hex) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                i64::from_str_radix(hex, 16).unwrap()
+            } else {
+                v.parse::<i64>().unwrap_or_else(|_| panic!("{name}: value '{v}'"))
+            }
+        };
+        assert_eq!(normalize(value), normalize(&c_value), "{name}");
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} constants found in src/ffi.rs");
+}
+
+#[test]
+fn every_declared_function_is_in_the_header() {
+    let (header, ffi) = (header(), ffi());
+    let mut declared = 0;
+    for line in ffi.lines() {
+        let Some(rest) = line.trim().strip_prefix("pub fn ") else { continue };
+        let name = rest.split('(').next().unwrap();
+        let found = [" ", "*"].iter().any(|before| header.contains(&format!("{before}{name}(")));
+        assert!(found, "{name} is not in chash_c.h");
+        declared += 1;
+    }
+    assert!(declared >= 20, "only {declared} functions found in src/ffi.rs");
+}

@@ -36,6 +36,8 @@ Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const R
     return Status(StatusCode::kBadArgument, "point multiples must be at least 1");
   }
 
+  const size_t steps = multiples.size() + 1;
+  if (options.on_progress) options.on_progress(0, steps, 0);
   Result<Ring> current_ring = BuildRingFromServers(servers, current, source_name);
   if (!current_ring.ok()) return current_ring.status();
   Plan plan;
@@ -47,7 +49,9 @@ Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const R
 
   uint64_t total_weight = 0;
   for (const ServerEntry& server : servers) total_weight += server.weight;
-  for (const uint32_t multiple : multiples) {
+  for (size_t i = 0; i < multiples.size(); ++i) {
+    const uint32_t multiple = multiples[i];
+    if (options.on_progress) options.on_progress(i + 1, steps, multiple);
     PlanRow row;
     row.multiple = multiple;
     row.points_generated = total_weight * multiple;

@@ -13,6 +13,7 @@
 #define CHASH_PLAN_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct PlanOptions {
   // Candidates generating more points are skipped (their build would take
   // about 14 bytes a point at peak).
   uint64_t max_points = uint64_t{1} << 25;
+  // Optional: called before each ring is built, `step` of `steps` (the
+  // current ring is step 0 with multiple 0; skipped candidates count as
+  // steps). For progress reports; called on the planning thread.
+  std::function<void(size_t step, size_t steps, uint32_t multiple)> on_progress = {};
 };
 
 // 1, 2, 4, 8, 16, 32, 64, 100, 128, 160, 256, 512, 1024.

@@ -27,13 +27,17 @@ commands:
          diff); prints "KEY,ADDR,old|new". --scope out sends every key to
          the old ring. Both rings must come from one backend snapshot
          (same servers and weights) unless --allow-mismatch.
-  stats  --servers FILE [--mode M] [--multiple K] [--json]
+  stats  --servers FILE [--mode M] [--multiple K] [--json] [--plot FILE.svg]
          Points, collisions, memory, build time, CV predicted and measured,
          and the ring's identity: fingerprint (flavour, multiple, tie-break,
          canonical nodes and weights; equal on every machine), points
          digest (the points as built) and backends (the server snapshot).
+         JSON adds shares [{node, address, weight, hashes, ratio}] (ratio =
+         share of the 2^32 hashes / weight share). --plot: each server's
+         ratio, sorted, with the CV bands, as SVG.
   diff   --servers OLD [--new-servers NEW] [--mode M] [--multiple K]
          [--new-mode M2] [--new-multiple K2] [--rollout F] [--json]
+         [--plot FILE.svg]
          The exact share of the 2^32 key hashes whose server changes from
          the OLD ring to the NEW one (merging their points, no sampling),
          per server (moved out, moved in), and expected at a rollout F
@@ -43,8 +47,9 @@ commands:
          old/new {servers, mode, multiple, points, fingerprint}, nodes
          [{backend, address, in_old, in_new, old_share, new_share,
          moved_out, moved_in}] (shares are fractions of the key space).
+         --plot: per server, old and new share, moved out and in, as SVG.
   plan   --servers FILE [--mode M] [--multiple K] [--cv-target X] [--rings R]
-         [--multiples K1,K2,...] [--max-points N] [--json]
+         [--multiples K1,K2,...] [--max-points N] [--json] [--plot FILE.svg]
          For each point multiple K (pingora-v2 rings; default 1,2,4,...,1024,
          100 and 160 included), built for real: CV predicted and measured,
          collisions, bytes a ring, for R rings and for 1 ring + R masks, and
@@ -56,6 +61,9 @@ commands:
          skipped, points, collisions, cv_predicted, cv_measured,
          max_share_ratio, bytes_per_ring, bytes_for_rings,
          bytes_one_ring_with_masks, moved_fraction}], recommended_multiple.
+         --plot: CV measured and predicted against K (log), ring bytes on
+         a second axis, the current ring, the recommended K and the
+         target, as SVG.
   demo   [--nodes N] [--weight W] [--multiple K]
          The Cloudflare scenario on a built-in fleet (2048 x 625): the v1
          ring (160 per weight) beside the v2 ring (multiple 16).
@@ -76,6 +84,9 @@ servers file: one "ADDR [WEIGHT]" a line; '#' comments; weight 1 by default,
 0 = drained (keeps its id, owns no points). ADDR as in an nginx server line:
 10.0.0.1:443, [::1]:7777, 127.0.0.2, unix:/path, name:port (pingora modes
 need IP:PORT). Errors go to stderr with FILE:LINE; exit status 2.
+On a terminal, long phases (ring builds, exact shares, diffs) show their
+progress on stderr; never when stderr is not a terminal. Every --plot SVG
+carries its command line and the values drawn (<metadata>, as --json).
 )";
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "progress.h"
+
 namespace chash::cli {
 
 int Fail(std::string_view command, std::string_view message) {
@@ -74,6 +76,22 @@ Result<uint64_t> Options::GetUint(std::string_view name, uint64_t fallback, uint
   return value;
 }
 
+namespace {
+
+// BuildRingFromServers with a progress line on a terminal.
+Result<Ring> BuildWithProgress(const std::vector<ServerEntry>& servers, const RingOptions& options,
+                               const std::string& path) {
+  uint64_t points = 0;
+  for (const ServerEntry& server : servers) {
+    points += uint64_t{server.weight} * options.point_multiple;
+  }
+  ProgressPhase progress("building " + std::string(FlavorName(options.flavor)) +
+                         " ring: " + WithCommas(points) + " points");
+  return BuildRingFromServers(servers, options, path);
+}
+
+}  // namespace
+
 Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
                                     std::string_view multiple_option) {
   RingOptions ring_options;
@@ -104,7 +122,7 @@ Result<Ring> LoadRingFromOptions(const Options& options) {
   if (!ring_options.ok()) return ring_options.status();
   Result<std::vector<ServerEntry>> servers = ReadServersFile(*servers_path);
   if (!servers.ok()) return servers.status();
-  return BuildRingFromServers(servers.value(), ring_options.value(), *servers_path);
+  return BuildWithProgress(servers.value(), ring_options.value(), *servers_path);
 }
 
 Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options) {
@@ -132,7 +150,7 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
   }
   Result<std::vector<ServerEntry>> servers = ReadServersFile(*path);
   if (!servers.ok()) return servers.status();
-  return BuildRingFromServers(servers.value(), ring_options, *path);
+  return BuildWithProgress(servers.value(), ring_options, *path);
 }
 
 Result<FleetShape> FleetShapeFrom(const Options& options) {
@@ -148,6 +166,8 @@ Result<FleetShape> FleetShapeFrom(const Options& options) {
 }
 
 Result<Ring> BuildFleet(const FleetShape& fleet, Flavor flavor, uint32_t multiple) {
+  ProgressPhase progress("building " + std::string(FlavorName(flavor)) + " ring: " +
+                         WithCommas(uint64_t{fleet.nodes} * fleet.weight * multiple) + " points");
   RingBuilder builder(
       {.flavor = flavor, .point_multiple = multiple, .max_points = kHardMaxPoints});
   for (uint32_t i = 0; i < fleet.nodes; ++i) {

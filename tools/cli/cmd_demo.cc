@@ -5,10 +5,12 @@
 // (204,800,000 points) beside the v2 ring at multiple 16 (20,480,000 points).
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "progress.h"
 
 namespace chash::cli {
 namespace {
@@ -53,8 +55,12 @@ int RunDemo(const Args& args) {
   if (!v1.ok()) return Fail("demo", v1.status().message());
   const uint64_t peak_rss = PeakRssBytes();
   std::printf("measuring shares (exact, one ring scan each)...\n\n");
+  std::optional<ProgressPhase> progress;
+  progress.emplace("exact shares of " + WithCommas(v1.value().num_points()) + " + " +
+                   WithCommas(v2.value().num_points()) + " points");
   const RingStats s1 = ComputeRingStats(v1.value());
   const RingStats s2 = ComputeRingStats(v2.value());
+  progress.reset();
 
   Row("", "v1 (160/weight)", "v2 (" + std::to_string(m) + "/weight)");
   Row("points generated", WithCommas(s1.points_generated), WithCommas(s2.points_generated));

@@ -1,9 +1,13 @@
 // chash diff: the exact share of the key space that changes backend between
 // two rings (include/chash/diff.h), overall, per backend and at a rollout.
 #include <cstdio>
+#include <optional>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "plots.h"
+#include "progress.h"
+#include "svg.h"
 
 namespace chash::cli {
 namespace {
@@ -33,7 +37,8 @@ void PrintRing(const char* label, const Ring& ring, const std::string& path) {
 
 int RunDiff(const Args& args) {
   Result<Options> parsed = Options::Parse(
-      args, {"servers", "mode", "multiple", "new-servers", "new-mode", "new-multiple", "rollout"},
+      args,
+      {"servers", "mode", "multiple", "new-servers", "new-mode", "new-multiple", "rollout", "plot"},
       {"json"});
   if (!parsed.ok()) return Fail("diff", parsed.status().message());
   const Options& options = parsed.value();
@@ -52,8 +57,12 @@ int RunDiff(const Args& args) {
   const std::string old_path = *options.Get("servers");
   const std::string new_path = options.Get("new-servers").value_or(old_path);
 
+  std::optional<ProgressPhase> progress;
+  progress.emplace("diff: merging " + WithCommas(old_ring.value().num_points()) + " and " +
+                   WithCommas(new_ring.value().num_points()) + " points");
   const RingDiff diff = DiffRings(old_ring.value(), new_ring.value());
-  if (options.Has("json")) {
+  progress.reset();
+  if (options.Has("json") || options.Has("plot")) {
     std::string json =
         "{\"moved_fraction\":" + JsonNumber(diff.moved_fraction()) +
         ",\"moved_hashes\":" + std::to_string(diff.moved_hashes) +
@@ -74,8 +83,22 @@ int RunDiff(const Args& args) {
               ",\"in_old\":" + (node.old_node != Ring::kNoNode ? "true" : "false") +
               ",\"in_new\":" + (node.new_node != Ring::kNoNode ? "true" : "false") + numbers;
     }
-    std::printf("%s]}\n", json.c_str());
-    return 0;
+    json += "]}";
+    if (const auto plot = options.Get("plot")) {
+      const auto label = [](const Ring& ring, const std::string& path) {
+        return path + ", " + std::string(FlavorName(ring.flavor())) + " " +
+               std::to_string(ring.point_multiple()) + "/weight, " + WithCommas(ring.num_points()) +
+               " points";
+      };
+      const Status written = WritePlot(
+          *plot, DiffSvg(diff, label(old_ring.value(), old_path), label(new_ring.value(), new_path),
+                         json, svg::CommandLine("diff", args)));
+      if (!written.ok()) return Fail("diff", written.message());
+    }
+    if (options.Has("json")) {
+      std::printf("%s\n", json.c_str());
+      return 0;
+    }
   }
   PrintRing("old ring", old_ring.value(), old_path);
   PrintRing("new ring", new_ring.value(), new_path);

@@ -5,6 +5,9 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "plots.h"
+#include "progress.h"
+#include "svg.h"
 
 namespace chash::cli {
 namespace {
@@ -38,7 +41,8 @@ Result<std::vector<uint32_t>> ParseMultiples(const std::string& text) {
 
 int RunPlan(const Args& args) {
   Result<Options> parsed = Options::Parse(
-      args, {"servers", "mode", "multiple", "cv-target", "rings", "multiples", "max-points"},
+      args,
+      {"servers", "mode", "multiple", "cv-target", "rings", "multiples", "max-points", "plot"},
       {"json"});
   if (!parsed.ok()) return Fail("plan", parsed.status().message());
   const Options& options = parsed.value();
@@ -69,13 +73,22 @@ int RunPlan(const Args& args) {
   }
   Result<std::vector<ServerEntry>> servers = ReadServersFile(*path);
   if (!servers.ok()) return Fail("plan", servers.status().message());
+  std::optional<ProgressPhase> progress;
+  if (ProgressEnabled()) {
+    progress.emplace("plan: building the current ring and each candidate");
+    plan_options.on_progress = [&progress](size_t step, size_t steps, uint32_t multiple) {
+      progress->SetDetail(multiple == 0 ? "current ring" : "K = " + std::to_string(multiple));
+      progress->SetFraction(static_cast<double>(step) / static_cast<double>(steps));
+    };
+  }
   Result<Plan> result = PlanPointMultiples(servers.value(), current.value(), plan_options, *path);
+  progress.reset();
   if (!result.ok()) return Fail("plan", result.status().message());
   const Plan& plan = result.value();
   const uint64_t r = plan.rings;
   const std::string current_name = std::string(FlavorName(current.value().flavor));
 
-  if (options.Has("json")) {
+  if (options.Has("json") || options.Has("plot")) {
     std::string json =
         "{\"servers\":" + JsonString(*path) + ",\"nodes\":" + std::to_string(plan.current.nodes) +
         ",\"cv_target\":" + JsonNumber(plan.cv_target) + ",\"rings\":" + std::to_string(r) +
@@ -109,8 +122,15 @@ int RunPlan(const Args& args) {
     }
     json += "],\"recommended_multiple\":" +
             (plan.recommended ? std::to_string(*plan.recommended) : std::string("null")) + "}";
-    std::printf("%s\n", json.c_str());
-    return 0;
+    if (const auto plot = options.Get("plot")) {
+      const Status written = WritePlot(*plot, PlanSvg(plan, current.value(), servers.value(), *path,
+                                                      json, svg::CommandLine("plan", args)));
+      if (!written.ok()) return Fail("plan", written.message());
+    }
+    if (options.Has("json")) {
+      std::printf("%s\n", json.c_str());
+      return 0;
+    }
   }
 
   std::printf("servers   %s: %s nodes\n", path->c_str(), WithCommas(plan.current.nodes).c_str());

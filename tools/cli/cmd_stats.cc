@@ -1,27 +1,87 @@
 // chash stats: what a ring costs and how evenly it spreads keys.
 #include <cstdio>
+#include <optional>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "plots.h"
+#include "progress.h"
+#include "svg.h"
 
 namespace chash::cli {
+namespace {
+
+// Each server's exact share (one more O(points) scan), with the ratio
+// computed as ComputeRingStats does, so its max and min are the stats'.
+std::vector<NodeShare> Shares(const Ring& ring) {
+  const std::vector<uint64_t> hashes = NodeHashShares(ring);
+  double total_weight = 0;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) total_weight += ring.node(id).weight;
+  std::vector<NodeShare> shares(ring.num_nodes());
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    const uint32_t weight = ring.node(id).weight;
+    const double share = static_cast<double>(hashes[id]) / 4294967296.0;
+    shares[id] = {.node = id,
+                  .address = ring.node(id).address.written,
+                  .weight = weight,
+                  .hashes = hashes[id],
+                  .ratio = weight == 0 ? 0 : share / (weight / total_weight)};
+  }
+  return shares;
+}
+
+// "shares":[{"node","address","weight","hashes","ratio"}], ratio null for
+// drained servers.
+std::string SharesJson(const std::vector<NodeShare>& shares) {
+  std::string json = "\"shares\":[";
+  for (const NodeShare& share : shares) {
+    json += (share.node ? ",{" : "{") + std::string("\"node\":") + std::to_string(share.node) +
+            ",\"address\":" + JsonString(share.address) +
+            ",\"weight\":" + std::to_string(share.weight) +
+            ",\"hashes\":" + std::to_string(share.hashes) +
+            ",\"ratio\":" + (share.weight == 0 ? std::string("null") : JsonNumber(share.ratio)) +
+            "}";
+  }
+  return json + "]";
+}
+
+}  // namespace
 
 int RunStats(const Args& args) {
-  Result<Options> options = Options::Parse(args, {"servers", "mode", "multiple"}, {"json"});
+  Result<Options> options = Options::Parse(args, {"servers", "mode", "multiple", "plot"}, {"json"});
   if (!options.ok()) return Fail("stats", options.status().message());
   Result<Ring> ring = LoadRingFromOptions(options.value());
   if (!ring.ok()) return Fail("stats", ring.status().message());
+  std::optional<ProgressPhase> progress;
+  progress.emplace("stats: exact shares and fingerprints of " +
+                   WithCommas(ring.value().num_points()) + " points");
   const RingStats stats = ComputeRingStats(ring.value());
   // Identity (include/chash/identity.h): the configuration, the points as
   // held (one more O(points) pass), and the backend snapshot.
   const std::string fingerprint = RingFingerprint(ring.value()).Hex();
   const std::string points_digest = PointsDigest(ring.value()).Hex();
   const std::string backends = BackendFingerprint(ring.value()).Hex();
+  const bool per_server = options.value().Has("json") || options.value().Has("plot");
+  const std::vector<NodeShare> shares =
+      per_server ? Shares(ring.value()) : std::vector<NodeShare>{};
+  progress.reset();
+  if (const auto plot = options.value().Get("plot")) {
+    // The values drawn, without build_ms, so the picture is deterministic.
+    const std::string data = "{\"cv_predicted\":" + JsonNumber(stats.cv_predicted) +
+                             ",\"cv_measured\":" + JsonNumber(stats.cv_measured) + "," +
+                             SharesJson(shares) + "}";
+    std::string label = std::string(FlavorName(ring.value().flavor())) + " ring, " +
+                        std::to_string(ring.value().point_multiple()) + " points per weight, " +
+                        WithCommas(stats.points) + " points";
+    const Status written =
+        WritePlot(*plot, StatsSvg(stats, shares, label, data, svg::CommandLine("stats", args)));
+    if (!written.ok()) return Fail("stats", written.message());
+  }
   if (options.value().Has("json")) {
     std::string json = RingStatsJson(stats);
     json.pop_back();  // '}'
     json += ",\"fingerprint\":\"" + fingerprint + "\",\"points_digest\":\"" + points_digest +
-            "\",\"backend_fingerprint\":\"" + backends + "\"}";
+            "\",\"backend_fingerprint\":\"" + backends + "\"," + SharesJson(shares) + "}";
     std::printf("%s\n", json.c_str());
     return 0;
   }

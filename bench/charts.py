@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""The README's benchmark charts, from the committed Google Benchmark JSON.
+
+usage: bench/charts.sh [RESULTS_DIR]     (default bench/results/x86_64)
+       (charts.sh installs python3-matplotlib if missing, then runs this)
+
+Reads every bench_chash*.json in RESULTS_DIR (a benchmark in several files:
+the run with the latest context date wins) and writes, next to them, the
+charts whose families exist (a missing family is left out, with a note):
+
+  chart_lookup.svg  ns per lookup against ring points, log-log: chash single,
+                    batch 1024 and dependent, std::lower_bound, pingora's and
+                    nginx's layouts, the branchless batch baseline, and the
+                    memory floor (two random cache lines a lookup)
+  chart_build.svg   ring build time against points: chash and std::sort
+  chart_proxy.svg   proxy-shaped lookups: ns per lookup after touching P bytes
+                    of other memory, one panel a ring
+
+Figures are medians over repetitions of ns_per_op (as bench/summarize.py).
+Output is deterministic (fixed svg.hashsalt, no date), so a chart changes
+only when its data does. Needs Debian's python3-matplotlib.
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("svg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+plt.rcParams.update({"svg.hashsalt": "chash-charts", "svg.fonttype": "none",
+                     "font.family": "DejaVu Sans", "font.size": 10})
+
+RINGS = ["1.6K", "16K", "160K", "1.6M", "20.5M", "204.8M"]
+SCALE = {"K": 1e3, "M": 1e6}
+
+
+def points(ring):
+    return float(ring[:-1]) * SCALE[ring[-1]]
+
+
+def load(directory):
+    """{benchmark name: median ns_per_op}, the best target, the files read."""
+    files = sorted(glob.glob(os.path.join(directory, "bench_chash*.json")))
+    runs = []
+    for path in files:
+        with open(path) as f:
+            data = json.load(f)
+        runs.append((data["context"].get("date", ""), path, data))
+    runs.sort(key=lambda run: (run[0], run[1]))  # later runs override earlier ones
+    median, best = {}, None
+    for _, path, data in runs:
+        samples = defaultdict(list)
+        for b in data["benchmarks"]:
+            if b.get("run_type") == "aggregate" or "error_occurred" in b or "ns_per_op" not in b:
+                continue
+            name = b["run_name"].split("/iterations:")[0].removesuffix("/real_time")
+            samples[name].append(b["ns_per_op"])
+        median.update({n: statistics.median(v) for n, v in samples.items()})
+        targets = data["context"].get("chash_targets", "")
+        if targets and best is None:
+            best = targets.split(",")[0]
+    return median, best, [os.path.basename(p) for _, p, _ in runs]
+
+
+def footer(fig, sources):
+    fig.text(0.01, 0.01, "made by: bench/charts.sh, from " + ", ".join(sources),
+             fontsize=7, color="#666666", family="DejaVu Sans Mono")
+
+
+def save(fig, path):
+    fig.savefig(path, format="svg", metadata={"Date": None, "Creator": "bench/charts.py"})
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
+def series_over_rings(m, pattern):
+    xs, ys = [], []
+    for ring in RINGS:
+        value = m.get(pattern.format(r=ring))
+        if value is not None:
+            xs.append(points(ring))
+            ys.append(value)
+    return xs, ys
+
+
+def chart_lookup(m, best, sources, out):
+    lines = [
+        ("chash, single lookup", f"chash/single/{{r}}/{best}", "#d62728", "-", "o"),
+        ("chash, batches of 1024", f"chash/batch1024/{{r}}/{best}", "#d62728", "--", "s"),
+        ("chash, dependent lookups", f"chash/dependent/{{r}}/{best}", "#d62728", ":", "^"),
+        ("std::lower_bound, single", "lower_bound/single/{r}", "#1f77b4", "-", "o"),
+        ("pingora's layout, by hash", "pingora/by_hash/{r}", "#ff7f0e", "-", "o"),
+        ("nginx's layout, by hash", "nginx/by_hash/{r}", "#2ca02c", "-", "o"),
+        ("branchless batch baseline (1024)", "baseline/batch1024/{r}", "#9467bd", "--", "s"),
+        ("memory floor: 2 random cache lines", "floor/{r}", "#7f7f7f", "--", None),
+    ]
+    fig, ax = plt.subplots(figsize=(9, 5.6))
+    drawn = 0
+    for label, pattern, color, style, marker in lines:
+        xs, ys = series_over_rings(m, pattern)
+        if not xs:
+            print(f"chart_lookup: no {pattern.format(r='R')} in the JSON, left out")
+            continue
+        ax.plot(xs, ys, style, color=color, marker=marker, markersize=5, label=label)
+        drawn += 1
+    if drawn == 0:
+        plt.close(fig)
+        return False
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("ring size, points (log scale)")
+    ax.set_ylabel("ns per lookup by hash, median (log scale)")
+    ax.set_title(f"Lookup time against ring size: chash ({best}) and the baselines",
+                 loc="left", fontweight="bold")
+    ax.grid(True, which="major", color="#e2e2e2")
+    ax.legend(fontsize=8, loc="upper left")
+    footer(fig, sources)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    save(fig, out)
+    return True
+
+
+def chart_build(m, sources, out):
+    fig, ax = plt.subplots(figsize=(9, 5))
+    drawn = 0
+    for label, pattern, color in (("chash build", "build/chash/{r}", "#d62728"),
+                                  ("std::sort build", "build/std_sort/{r}", "#1f77b4")):
+        xs, ys = series_over_rings(m, pattern)
+        if xs:
+            ax.plot(xs, [y / 1e6 for y in ys], "-o", color=color, label=label)
+            drawn += 1
+    if drawn == 0:
+        print("chart_build: no build/ benchmarks in the JSON, left out")
+        plt.close(fig)
+        return False
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("ring size, points (log scale)")
+    ax.set_ylabel("build time, ms, median (log scale)")
+    ax.set_title("Ring build time against ring size", loc="left", fontweight="bold")
+    ax.grid(True, which="major", color="#e2e2e2")
+    ax.legend(fontsize=8, loc="upper left")
+    footer(fig, sources)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    save(fig, out)
+    return True
+
+
+PROXY = [("chash_key", "chash, by key", "#d62728"),
+         ("pingora_key", "pingora's key path", "#ff7f0e"),
+         ("nginx_key", "nginx's key path", "#2ca02c"),
+         ("chash_hash", "chash, by hash", "#ff9896"),
+         ("lower_bound_hash", "std::lower_bound, by hash", "#1f77b4"),
+         ("line", "one random cache line", "#7f7f7f")]
+
+
+def chart_proxy(m, sources, out):
+    names = [n.split("/") for n in m if n.startswith("proxy/") and n.count("/") == 3]
+    rings = [r for r in RINGS if any(n[3] == r for n in names)]
+    pollutions = []
+    for n in names:
+        if n[2] not in pollutions:
+            pollutions.append(n[2])
+    pollutions.sort(key=lambda p: 0 if p == "0" else points(p) if p[-1] in SCALE else float(p))
+    if not rings:
+        print("chart_proxy: no proxy/ benchmarks in the JSON, left out")
+        return False
+    fig, axes = plt.subplots(1, len(rings), figsize=(4.6 * len(rings) + 1, 5), squeeze=False)
+    width = 0.8 / len(PROXY)
+    for ax, ring in zip(axes[0], rings):
+        for i, (what, label, color) in enumerate(PROXY):
+            xs, ys = [], []
+            for j, p in enumerate(pollutions):
+                value = m.get(f"proxy/{what}/{p}/{ring}")
+                if value is not None:
+                    xs.append(j - 0.4 + width * (i + 0.5))
+                    ys.append(value)
+            if xs:
+                ax.bar(xs, ys, width, color=color, label=label)
+        ax.set_xticks(range(len(pollutions)), [f"{p} B" for p in pollutions])
+        ax.set_xlabel("other memory touched before each lookup (P)")
+        ax.set_title(f"{ring}-point ring", fontsize=10)
+        ax.grid(True, axis="y", color="#e2e2e2")
+        ax.set_axisbelow(True)
+    axes[0][0].set_ylabel("ns per lookup (mean)")
+    axes[0][-1].legend(fontsize=8)
+    fig.suptitle("Proxy-shaped lookups: one lookup after other work evicts the caches",
+                 x=0.01, ha="left", fontweight="bold")
+    footer(fig, sources)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    save(fig, out)
+    return True
+
+
+def main(directory):
+    m, best, sources = load(directory)
+    if not m:
+        sys.exit(f"charts.py: no bench_chash*.json with ns_per_op in {directory}")
+    chart_lookup(m, best or "?", sources, os.path.join(directory, "chart_lookup.svg"))
+    chart_build(m, sources, os.path.join(directory, "chart_build.svg"))
+    chart_proxy(m, sources, os.path.join(directory, "chart_proxy.svg"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else
+         os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "x86_64"))

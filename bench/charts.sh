@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Regenerates the README's benchmark charts (bench/charts.py) from the
+# committed JSON under bench/results/x86_64/, installing Debian's
+# python3-matplotlib first if it is missing. Arguments go to charts.py.
+set -euo pipefail
+source "$(dirname "$0")/../tools/lib/common.sh"
+chash_ensure_packages python3-matplotlib
+exec /usr/bin/python3 "$CHASH_ROOT/bench/charts.py" "$@"

@@ -20,6 +20,11 @@ pub struct chash_node_mask {
     _private: [u8; 0],
 }
 
+#[repr(C)]
+pub struct chash_availability {
+    _private: [u8; 0],
+}
+
 /// `chash_flavor` (a C enum: int-sized).
 pub type chash_flavor = c_int;
 pub const CHASH_FLAVOR_PINGORA_V1: chash_flavor = 1;
@@ -33,6 +38,8 @@ pub const CHASH_E_DUPLICATE_NODE: c_int = -2;
 pub const CHASH_E_TOO_MANY_NODES: c_int = -3;
 pub const CHASH_E_TOO_MANY_POINTS: c_int = -4;
 pub const CHASH_E_BAD_MULTIPLE: c_int = -5;
+pub const CHASH_E_BAD_NODE_ID: c_int = -6;
+pub const CHASH_E_BAD_ARGUMENT: c_int = -8;
 pub const CHASH_E_OUT_OF_MEMORY: c_int = -9;
 
 /// A walk over the points in ring order, caller-allocated; all zeros is an
@@ -158,4 +165,41 @@ extern "C" {
     pub fn chash_ring_fingerprint(ring: *const chash_ring, out: *mut u8) -> c_int;
     pub fn chash_ring_points_digest(ring: *const chash_ring, out: *mut u8) -> c_int;
     pub fn chash_ring_backend_fingerprint(ring: *const chash_ring, out: *mut u8) -> c_int;
+
+    pub fn chash_availability_new(num_nodes: u32, out: *mut *mut chash_availability) -> c_int;
+    pub fn chash_availability_publish(
+        availability: *mut chash_availability,
+        mask: *const chash_node_mask,
+    ) -> c_int;
+    pub fn chash_availability_version(availability: *const chash_availability) -> u64;
+    pub fn chash_availability_snapshot(
+        availability: *const chash_availability,
+        out: *mut *mut chash_node_mask,
+        version: *mut u64,
+    ) -> c_int;
+    pub fn chash_availability_find(
+        availability: *const chash_availability,
+        ring: *const chash_ring,
+        key: *const c_void,
+        key_len: usize,
+    ) -> u32;
+    pub fn chash_availability_find_keys(
+        availability: *const chash_availability,
+        ring: *const chash_ring,
+        keys: *const *const c_char,
+        key_lens: *const usize,
+        n: usize,
+        out: *mut u32,
+    ) -> c_int;
+    pub fn chash_availability_free(availability: *mut chash_availability);
+
+    pub fn chash_ring_find_bounded_load(
+        ring: *const chash_ring,
+        hash: u32,
+        loads: *const u64,
+        num_loads: usize,
+        balance_factor: f64,
+        mask: *const chash_node_mask,
+        node: *mut u32,
+    ) -> c_int;
 }

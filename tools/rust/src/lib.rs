@@ -57,8 +57,9 @@
 //! batches ([`Continuum::bucket_idxs`]) and by hash, the failover order over
 //! distinct buckets ([`Continuum::distinct_iter`]), lookups that skip
 //! unavailable buckets without a rebuild ([`NodeMask`],
-//! [`Continuum::node_available`]), [`Continuum::stats`] and fingerprints
-//! ([`Continuum::fingerprint`]).
+//! [`Continuum::node_available`]; [`Availability`] publishes masks while
+//! lookups run), bounded loads ([`Continuum::bucket_idx_bounded_load`]),
+//! [`Continuum::stats`] and fingerprints ([`Continuum::fingerprint`]).
 //!
 //! Thread safety: a [`Continuum`] is immutable; every lookup takes `&self`
 //! and may run from any number of threads.
@@ -66,7 +67,7 @@
 mod ffi;
 mod ops;
 
-pub use ops::{NodeMask, RingStats, FINGERPRINT_SIZE};
+pub use ops::{Availability, NodeMask, RingStats, FINGERPRINT_SIZE};
 
 use std::ffi::CStr;
 use std::fmt;
@@ -143,6 +144,10 @@ pub enum ErrorKind {
     TooManyPoints,
     /// Point multiple 0.
     BadMultiple,
+    /// A bucket index past the end (of a mask).
+    BadNodeId,
+    /// Any other malformed argument (a balance factor, a mask's length).
+    BadArgument,
     /// Out of memory; nothing was built.
     OutOfMemory,
     /// Any other error the C library reports (its code).
@@ -178,6 +183,8 @@ impl Error {
             ffi::CHASH_E_TOO_MANY_NODES => ErrorKind::TooManyNodes,
             ffi::CHASH_E_TOO_MANY_POINTS => ErrorKind::TooManyPoints,
             ffi::CHASH_E_BAD_MULTIPLE => ErrorKind::BadMultiple,
+            ffi::CHASH_E_BAD_NODE_ID => ErrorKind::BadNodeId,
+            ffi::CHASH_E_BAD_ARGUMENT => ErrorKind::BadArgument,
             ffi::CHASH_E_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
             other => ErrorKind::Other(other),
         };

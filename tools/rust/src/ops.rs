@@ -81,6 +81,104 @@ impl Drop for NodeMask {
     }
 }
 
+/// A [`NodeMask`] published atomically while lookups run: health checkers
+/// publish from any thread (`&self`), lookups take no lock and each answers
+/// under exactly one published mask. Share it in an `Arc`.
+pub struct Availability(NonNull<ffi::chash_availability>);
+
+// SAFETY: the C object is documented thread-safe for publish and lookups.
+unsafe impl Send for Availability {}
+unsafe impl Sync for Availability {}
+
+impl Availability {
+    /// `len` buckets (at most 65,536), all available, version 0.
+    pub fn new(len: usize) -> Result<Self, Error> {
+        let len =
+            u32::try_from(len).ok().filter(|&n| n as usize <= crate::MAX_BUCKETS).ok_or_else(
+                || Error::new(ErrorKind::TooManyNodes, format!("availability of {len} buckets")),
+            )?;
+        let mut out = std::ptr::null_mut();
+        // SAFETY: out is a valid out-pointer.
+        let code = unsafe { ffi::chash_availability_new(len, &mut out) };
+        match NonNull::new(out) {
+            Some(availability) if code == ffi::CHASH_OK => Ok(Availability(availability)),
+            _ => Err(Error::from_code(code, last_error())),
+        }
+    }
+
+    /// Replaces the mask (its length must be this one's); the version then
+    /// increments. Any thread; publishers serialize on a mutex.
+    pub fn publish(&self, mask: &NodeMask) -> Result<(), Error> {
+        // SAFETY: both are alive; the C call synchronizes publishers.
+        let code = unsafe { ffi::chash_availability_publish(self.0.as_ptr(), mask.0.as_ptr()) };
+        if code == ffi::CHASH_OK {
+            Ok(())
+        } else {
+            Err(Error::from_code(code, last_error()))
+        }
+    }
+
+    /// How many masks were published.
+    pub fn version(&self) -> u64 {
+        // SAFETY: alive.
+        unsafe { ffi::chash_availability_version(self.0.as_ptr()) }
+    }
+
+    /// A copy of the current mask and its version.
+    pub fn snapshot(&self) -> Result<(NodeMask, u64), Error> {
+        let (mut out, mut version) = (std::ptr::null_mut(), 0u64);
+        // SAFETY: valid out-pointers; alive.
+        let code =
+            unsafe { ffi::chash_availability_snapshot(self.0.as_ptr(), &mut out, &mut version) };
+        match NonNull::new(out) {
+            Some(mask) if code == ffi::CHASH_OK => Ok((NodeMask(mask), version)),
+            _ => Err(Error::from_code(code, last_error())),
+        }
+    }
+
+    /// The bucket index of `hash_key` on `ring` under the current mask
+    /// ([`Continuum::bucket_idx_available`] with it).
+    pub fn bucket_idx(&self, ring: &Continuum, hash_key: &[u8]) -> Option<usize> {
+        // SAFETY: both alive; the key is a valid slice.
+        let node = unsafe {
+            ffi::chash_availability_find(
+                self.0.as_ptr(),
+                ring.raw(),
+                hash_key.as_ptr().cast(),
+                hash_key.len(),
+            )
+        };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// The server of `hash_key` on `ring` under the current mask.
+    pub fn node(&self, ring: &Continuum, hash_key: &[u8]) -> Option<SocketAddr> {
+        self.bucket_idx(ring, hash_key).map(|i| ring.addrs[i])
+    }
+
+    /// Batch form of [`Availability::bucket_idx`]; [`NO_BUCKET`] where no
+    /// available bucket has a point.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than `keys`.
+    pub fn bucket_idxs<K: AsRef<[u8]>>(&self, ring: &Continuum, keys: &[K], out: &mut [u32]) {
+        for_key_chunks("Availability::bucket_idxs", keys, out, |keys, lens, n, out| {
+            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
+            unsafe {
+                ffi::chash_availability_find_keys(self.0.as_ptr(), ring.raw(), keys, lens, n, out)
+            }
+        });
+    }
+}
+
+impl Drop for Availability {
+    fn drop(&mut self) {
+        // SAFETY: freed once, after its last borrow.
+        unsafe { ffi::chash_availability_free(self.0.as_ptr()) }
+    }
+}
+
 /// What `chash stats` prints, for one ring.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RingStats {
@@ -155,6 +253,39 @@ impl Continuum {
                 ffi::chash_ring_find_available_keys(self.raw(), mask.0.as_ptr(), keys, lens, n, out)
             }
         });
+    }
+
+    /// Consistent hashing with bounded loads (Mirrokni et al., SODA 2018):
+    /// the first bucket in the (masked) walk from `hash_key`'s point whose
+    /// load is below `ceil(c × (total + 1) / n)`, n and total over the
+    /// available buckets that own points. `loads[i]` is bucket i's load.
+    /// `Ok(None)` if no available bucket owns a point; an error if `c` is not
+    /// a finite number > 1 or `loads` is shorter than the buckets.
+    pub fn bucket_idx_bounded_load(
+        &self,
+        hash_key: &[u8],
+        loads: &[u64],
+        balance_factor: f64,
+        mask: Option<&NodeMask>,
+    ) -> Result<Option<usize>, Error> {
+        let mask = mask.map_or(std::ptr::null(), |m| m.0.as_ptr().cast_const());
+        let mut node = NO_BUCKET;
+        // SAFETY: loads.len() loads; the ring (and mask) are alive.
+        let code = unsafe {
+            ffi::chash_ring_find_bounded_load(
+                self.raw(),
+                crate::crc32(hash_key),
+                loads.as_ptr(),
+                loads.len(),
+                balance_factor,
+                mask,
+                &mut node,
+            )
+        };
+        if code != ffi::CHASH_OK {
+            return Err(Error::from_code(code, last_error()));
+        }
+        Ok((node != NO_BUCKET).then_some(node as usize))
     }
 
     /// The ring's statistics (one scan of the ring: O(points)).

@@ -59,7 +59,7 @@ fn masks_refuse_bad_indices_and_empty_masks_answer_none() {
     let mut out = [0u32; 1];
     ring.bucket_idxs_available(&["k"], &mask, &mut out);
     assert_eq!(out, [NO_BUCKET]);
-    assert!(mask.set(3, true).is_err());
+    assert_eq!(mask.set(3, true).unwrap_err().kind(), ErrorKind::BadNodeId);
     assert_eq!(NodeMask::new(65_537, true).err().map(|e| e.kind()), Some(ErrorKind::TooManyNodes));
     mask.set(1, true).unwrap();
     assert_eq!(ring.node_available(b"k", &mask), Some(addr("10.0.0.2:443")));
@@ -108,4 +108,89 @@ fn stats_describe_the_ring() {
     assert!((stats.cv_predicted - 0.023621).abs() < 5e-6, "{stats:?}");
     assert!((stats.cv_measured - 0.045914).abs() < 5e-6, "{stats:?}");
     assert!(stats.min_share_ratio <= 1.0 && stats.max_share_ratio >= 1.0);
+}
+
+#[test]
+fn availability_publishes_masks_while_lookups_run() {
+    use chash::Availability;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let buckets: Vec<Bucket> = (0..12u32)
+        .map(|i| Bucket::new(SocketAddr::from((Ipv4Addr::from(0x0A02_0000 + i), 80)), 2))
+        .collect();
+    let ring = Arc::new(Continuum::new(&buckets));
+    let availability = Arc::new(Availability::new(12).unwrap());
+    assert_eq!(availability.version(), 0);
+    let mut down = NodeMask::all_available(&ring);
+    down.set(0, false).unwrap();
+    down.set(5, false).unwrap();
+    let keys: Vec<String> = (0..500).map(|i| format!("u/{i}")).collect();
+    // Every answer under either mask: the full ring's or the masked one's.
+    let full: Vec<Option<usize>> = keys.iter().map(|k| ring.bucket_idx(k.as_bytes())).collect();
+    let masked: Vec<Option<usize>> =
+        keys.iter().map(|k| ring.bucket_idx_available(k.as_bytes(), &down)).collect();
+    assert_ne!(full, masked);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (ring, availability, stop, keys) =
+            (ring.clone(), availability.clone(), stop.clone(), keys.clone());
+        let (full, masked) = (full.clone(), masked.clone());
+        std::thread::spawn(move || {
+            let mut rounds = 0;
+            while !stop.load(Ordering::Relaxed) && rounds < 10_000 {
+                for (i, key) in keys.iter().enumerate() {
+                    let got = availability.bucket_idx(&ring, key.as_bytes());
+                    assert!(got == full[i] || got == masked[i], "{key}: {got:?}");
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let all = NodeMask::all_available(&ring);
+    for _ in 0..50 {
+        availability.publish(&down).unwrap();
+        availability.publish(&all).unwrap();
+    }
+    availability.publish(&down).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+    assert_eq!(availability.version(), 101);
+    let mut out = vec![0u32; keys.len()];
+    availability.bucket_idxs(&ring, &keys, &mut out);
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(Some(out[i] as usize), masked[i], "{key}");
+        assert_eq!(availability.node(&ring, key.as_bytes()), masked[i].map(|b| ring.addrs()[b]));
+    }
+    let (snapshot, version) = availability.snapshot().unwrap();
+    assert_eq!((snapshot.count_available(), version), (10, 101));
+    let err = availability.publish(&NodeMask::new(11, true).unwrap()).unwrap_err();
+    assert_eq!(err.kind(), chash::ErrorKind::BadArgument, "{err}");
+    assert_eq!(availability.version(), 101);
+}
+
+#[test]
+fn bounded_loads_move_keys_off_full_buckets() {
+    let ring = Continuum::new(&fleet(&[0, 1, 2, 3, 4, 5]));
+    let idle = [0u64; 6];
+    for i in 0..300 {
+        let key = format!("s/{i}");
+        let home = ring.bucket_idx(key.as_bytes());
+        assert_eq!(ring.bucket_idx_bounded_load(key.as_bytes(), &idle, 1.25, None).unwrap(), home);
+        // The home bucket far over capacity: the next one in the walk that is not.
+        let mut loads = [10u64; 6];
+        loads[home.unwrap()] = 1000;
+        let moved = ring.bucket_idx_bounded_load(key.as_bytes(), &loads, 1.25, None).unwrap();
+        let expected = ring
+            .distinct_iter(key.as_bytes())
+            .map(|a| ring.addrs().iter().position(|b| b == a).unwrap())
+            .nth(1);
+        assert_eq!(moved, expected, "{key}");
+    }
+    let err = ring.bucket_idx_bounded_load(b"k", &idle, 1.0, None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadArgument, "{err}");
+    assert!(ring.bucket_idx_bounded_load(b"k", &idle[..5], 1.25, None).is_err());
+    let none = NodeMask::new(6, false).unwrap();
+    assert_eq!(ring.bucket_idx_bounded_load(b"k", &idle, 1.25, Some(&none)).unwrap(), None);
 }

@@ -397,8 +397,10 @@ std::string DiffSvg(const RingDiff& diff, std::string_view old_label, std::strin
                  "Ring diff: " + Format("%.4f%%", 100 * diff.moved_fraction()) +
                      " of the key space moves, " + WithCommas(count) + " servers",
                  "old: " + std::string(old_label) + ";  new: " + std::string(new_label), command);
+  // Bars are labelled by address below; lines get server numbers.
   const std::vector<svg::Tick> no_ticks;
   svg::DrawXAxis(doc, top, x, no_ticks, "");
+  if (!bars) svg::DrawXAxis(doc, bottom, x, svg::LinearTicks(0, n, 8, CountLabel), "");
   svg::DrawYAxis(doc, top, y, svg::LinearTicks(0, share_hi, 6, SharePercentLabel),
                  "share of the key space");
   svg::DrawYAxis(doc, bottom, y_moved, svg::LinearTicks(-moved_hi, moved_hi, 6, SharePercentLabel),

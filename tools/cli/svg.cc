@@ -20,28 +20,22 @@ std::string Format(const char* format, double value) {
 
 }  // namespace
 
-std::string Escape(std::string_view text) {
+std::string Escape(std::string_view text, bool attribute) {
   std::string out;
   out.reserve(text.size());
   for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') ? '?' : c;
+    if (c == '&') {
+      out += "&amp;";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '"' && attribute) {
+      out += "&quot;";
+    } else if (c == '\'' && attribute) {
+      out += "&apos;";
+    } else {
+      out += (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') ? '?' : c;
     }
   }
   return out;
@@ -103,7 +97,7 @@ void Document::Text(double x, double y, std::string_view text, double size, std:
     body_ += " transform=\"rotate(" + Num(rotate) + " " + Num(x) + " " + Num(y) + ")\"";
   }
   if (!extra_style.empty()) body_ += " " + std::string(extra_style);
-  body_ += ">" + Escape(text) + "</text>\n";
+  body_ += ">" + Escape(text, false) + "</text>\n";
 }
 
 void Document::OpenGroup(const Attrs& attrs) {
@@ -116,8 +110,9 @@ void Document::CloseGroup() { body_ += "</g>\n"; }
 
 void Document::SetHeader(std::string_view title, std::string_view desc,
                          std::string_view metadata_json) {
-  header_ = "<title>" + Escape(title) + "</title>\n<desc>" + Escape(desc) +
-            "</desc>\n<metadata id=\"chash-plot-data\">" + Escape(metadata_json) + "</metadata>\n";
+  header_ = "<title>" + Escape(title, false) + "</title>\n<desc>" + Escape(desc, false) +
+            "</desc>\n<metadata id=\"chash-plot-data\">" + Escape(metadata_json, false) +
+            "</metadata>\n";
 }
 
 std::string Document::Finish() const {

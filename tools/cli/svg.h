@@ -13,9 +13,9 @@
 
 namespace chash::cli::svg {
 
-// `text` with & < > " ' as XML entities; bytes below 0x20 other than tab and
-// newline (not allowed in XML 1.0) become '?'.
-std::string Escape(std::string_view text);
+// `text` with & < > (and in an attribute value " ') as XML entities; bytes
+// below 0x20 other than tab and newline (not allowed in XML 1.0) become '?'.
+std::string Escape(std::string_view text, bool attribute = true);
 // A coordinate or length: at most 2 decimals, trailing zeros dropped ("12.5").
 std::string Num(double value);
 

@@ -102,14 +102,15 @@ class Upstream:
         return "\n".join(lines)
 
 
-LOG_FORMAT = "$arg_i\\t$upstream_addr\\t$status"
+LOG_FORMAT = "$arg_i\\t$upstream_addr\\t$status\\t$connection\\t$connection_requests\\t$request_time\\t$request_length\\t$bytes_sent\\t$upstream_status"
 
 
 class Nginx:
     """The real nginx in a temporary prefix, a child process stopped by PID."""
 
     def __init__(self, module=None, hosts=None, workers=1, error_level="notice",
-                 nginx=NGINX, keep=False):
+                 nginx=NGINX, keep=False, worker_connections=1024):
+        self.worker_connections = worker_connections
         self.module = module
         self.hosts = hosts or {}
         self.workers = workers
@@ -129,6 +130,7 @@ class Nginx:
 
     # ---- configuration
     def conf_text(self, upstreams, http_extra=""):
+        # the access log: $arg_i, $upstream_addr, $status, diagnostics, [$chash_ring]
         self.generation += 1
         ring_var = "\\t$chash_ring" if self.module else ""
         locations = "\n".join(
@@ -143,7 +145,7 @@ master_process on;
 pid {p}/logs/nginx.pid;
 error_log {p}/logs/error.log {self.error_level};
 {"user root;" if os.geteuid() == 0 else ""}
-events {{ worker_connections 1024; }}
+events {{ worker_connections {self.worker_connections}; }}
 http {{
     access_log off;
     client_body_temp_path {p}/tmp/body;
@@ -301,7 +303,8 @@ http {{
                 if len(fields) < 3 or not fields[0]:
                     continue
                 addrs = [a.strip() for a in fields[1].split(",")] if fields[1] != "-" else []
-                out[fields[0]] = (addrs, fields[2], fields[3] if len(fields) > 3 else "")
+                out[fields[0]] = (addrs, fields[2], fields[-1] if len(fields) > 9 else "",
+                                  fields[3:9])
         return out
 
     def truncate_access_log(self):

@@ -54,8 +54,11 @@ class PortPool:
         self.used = set()
 
     def take(self):
+        # below the ephemeral range: a connect to 127.0.0.1:P from the
+        # ephemeral port P connects to itself (TCP simultaneous open)
+        low, _ = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
         for _ in range(1000):
-            p = self.rng.randint(20000, 60999)
+            p = self.rng.randint(10000, min(low, 32768) - 1)
             if p not in self.used:
                 self.used.add(p)
                 return p
@@ -196,8 +199,14 @@ def normalize(addrs, upstream_name):
 
 
 def compare_pairs(results, pairs, keys, label):
-    """results: {(upstream, key index): (addrs, status, ring)}."""
+    """results: {(upstream, key index): (addrs, status, ring, diagnostics)}."""
     for hname, cname in pairs:
+        for name in (hname, cname):
+            odd = [(keys[ki], results[(name, ki)]) for ki in range(len(keys))
+                   if results[(name, ki)][1] != "502"]
+            check(not odd, "%s: %s: %d requests did not end in 502 (an upstream address "
+                  "answered, or the client connection broke); first: %s" %
+                  (label, name, len(odd), odd[:1]))
         same = 0
         first = set()
         lengths = []

@@ -4,7 +4,9 @@ nginx, on one upstream of N servers x weight W (default 2,048 x 100: 32.8M
 points):
 
   nginx -t          wall time and peak RSS of `nginx -t` (parse + ring build)
-  start, reload     wall time until the new configuration answers
+  start, reload     wall time until the new configuration answers (reload:
+                    SIGHUP to the master, what `nginx -s reload` sends after
+                    parsing the configuration itself)
   memory            RSS and PSS of the master and of each worker after start
                     (/proc/PID/smaps_rollup): the ring is built in the master
                     and shared copy-on-write by the workers
@@ -167,7 +169,7 @@ def bench_one(args, balancer, weight, ports):
             # the same upstream, a new generation number: a full new cycle
             ngx.write_conf([up], tries=1, http_extra=backend_block(ports))
             t0 = time.monotonic()
-            ngx.reload(timeout=1800)
+            ngx.reload(timeout=1800, sighup=True)
             rel.append(time.monotonic() - t0)
         result["reload_s"] = rel
         time.sleep(1)

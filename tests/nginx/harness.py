@@ -218,13 +218,18 @@ http {{
             time.sleep(0.05)
         raise RuntimeError("nginx did not answer on 127.0.0.1:%d" % self.port)
 
-    def reload(self, timeout=120):
-        """`nginx -s reload`, then waits until a new connection is served by
-        the new configuration (its /generation answers)."""
-        r = subprocess.run(self.command("-s", "reload"), capture_output=True,
-                           text=True, timeout=60)
-        if r.returncode != 0:
-            raise RuntimeError("nginx -s reload failed: " + r.stderr)
+    def reload(self, timeout=120, sighup=False):
+        """`nginx -s reload` (or, sighup=True, the SIGHUP it sends, to the
+        master's PID: `nginx -s` first parses the whole configuration itself,
+        rings included), then waits until a new connection is served by the
+        new configuration (its /generation answers)."""
+        if sighup:
+            self.proc.send_signal(signal.SIGHUP)
+        else:
+            r = subprocess.run(self.command("-s", "reload"), capture_output=True,
+                               text=True, timeout=600)
+            if r.returncode != 0:
+                raise RuntimeError("nginx -s reload failed: " + r.stderr)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.close_conn()

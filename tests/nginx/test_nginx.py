@@ -394,16 +394,21 @@ def main():
     upstreams = []
     pairs = []
 
-    def pair(name, servers, key="$arg_k"):
-        upstreams.append(Upstream(name + "_hash", "hash %s consistent" % key, servers))
+    def pair(name, servers, key="$arg_k", zone=False):
+        def extra(u):
+            return "zone %s 1m;" % u if zone else ""
+        upstreams.append(Upstream(name + "_hash", "hash %s consistent" % key, servers,
+                                  extra=extra(name + "_hash")))
         if args.module:
-            upstreams.append(Upstream(name + "_chash", "chash %s" % key, servers))
+            upstreams.append(Upstream(name + "_chash", "chash %s" % key, servers,
+                                      extra=extra(name + "_chash")))
             pairs.append((name + "_hash", name + "_chash"))
 
     pair("mixed", plain)
     pair("down", down)
     pair("fails", fails)
     pair("single", single)
+    pair("zone", fails, zone=True)  # peers (and their state) in shared memory
     hang_names = []
     for j, (_, servers) in enumerate(hang_sets if args.module else ()):
         for kind, bal in (("hash", "hash $arg_k consistent"), ("chash", "chash $arg_k")):

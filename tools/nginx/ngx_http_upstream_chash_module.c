@@ -354,17 +354,8 @@ ngx_http_upstream_chash_one_per_peer(ngx_conf_t *cf,
         ccf->node_first[i] = i;
         ccf->node_peers[i] = i;
 
+        /* the builder refuses anything but IP:port: one peer a line */
         server = &ccf->peer[i]->server;
-
-        if (i > 0 && server == &ccf->peer[i - 1]->server) {
-            /* one server line, several addresses: a name */
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "chash flavor=%s takes IP:port servers only, "
-                               "\"%V\" resolves to several addresses",
-                               ngx_http_upstream_chash_flavors[ccf->flavor],
-                               server);
-            return NGX_DECLINED;
-        }
 
         if (ngx_http_upstream_chash_add(cf, ccf, b, server,
                                         ccf->peer[i]->weight)
@@ -441,6 +432,16 @@ ngx_http_upstream_chash_init(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
     if (rc != CHASH_OK) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
                            chash_strerror(rc));
+        return NGX_ERROR;
+    }
+
+    /* refuse only what libchash cannot hold (2^31 - 1 points, 12 GiB of
+     * columns), not its 2^30 default: nginx's own hash has no limit */
+    rc = chash_builder_set_max_points(b, 0x7fffffff);
+    if (rc != CHASH_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
+                           chash_strerror(rc));
+        chash_builder_free(b);
         return NGX_ERROR;
     }
 

@@ -366,6 +366,8 @@ def main():
         ap.error("--module is required (or --stock-only)")
     if args.stock_only:
         args.module = None
+    if args.chash_cli and not os.access(args.chash_cli, os.X_OK):
+        ap.error("no chash command at %s" % args.chash_cli)
 
     started = time.monotonic()
     rng = random.Random(args.seed)

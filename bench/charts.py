@@ -159,6 +159,13 @@ PROXY = [("chash_key", "chash, by key", "#d62728"),
          ("line", "one random cache line", "#7f7f7f")]
 
 
+def pollution_label(p):
+    """"0" -> "none", "16K" -> "16 KiB", "4M" -> "4 MiB" (binary, as the benchmark's)."""
+    if p == "0":
+        return "none"
+    return f"{p[:-1]} {p[-1]}iB" if p[-1] in SCALE else f"{p} B"
+
+
 def chart_proxy(m, sources, out):
     names = [n.split("/") for n in m if n.startswith("proxy/") and n.count("/") == 3]
     rings = [r for r in RINGS if any(n[3] == r for n in names)]
@@ -182,12 +189,12 @@ def chart_proxy(m, sources, out):
                     ys.append(value)
             if xs:
                 ax.bar(xs, ys, width, color=color, label=label)
-        ax.set_xticks(range(len(pollutions)), [f"{p} B" for p in pollutions])
+        ax.set_xticks(range(len(pollutions)), [pollution_label(p) for p in pollutions])
         ax.set_xlabel("other memory touched before each lookup (P)")
         ax.set_title(f"{ring}-point ring", fontsize=10)
         ax.grid(True, axis="y", color="#e2e2e2")
         ax.set_axisbelow(True)
-    axes[0][0].set_ylabel("ns per lookup (mean)")
+    axes[0][0].set_ylabel("ns per lookup (a run's mean, median of runs)")
     axes[0][-1].legend(fontsize=8)
     fig.suptitle("Proxy-shaped lookups: one lookup after other work evicts the caches",
                  x=0.01, ha="left", fontweight="bold")

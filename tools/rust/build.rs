@@ -100,11 +100,11 @@ fn has_library(dir: &Path, name: &str) -> bool {
 }
 
 // What libchash.a needs from the system: Highway (Debian ships it shared
-// only) and the C++ runtime.
+// only), the C++ runtime and threads (parallel builds).
 fn link_dependencies() {
-    println!("cargo:rustc-link-lib=hwy_contrib");
-    println!("cargo:rustc-link-lib=hwy");
-    println!("cargo:rustc-link-lib=stdc++");
+    for lib in ["hwy_contrib", "hwy", "stdc++", "m", "pthread"] {
+        println!("cargo:rustc-link-lib={lib}");
+    }
 }
 
 fn link_build_dir(dir: &Path) {

@@ -192,6 +192,46 @@ def bench_one(args, balancer, weight, ports):
     return result
 
 
+def interleaved_wrk(args, weight, ports):
+    """Both upstreams in one nginx, wrk runs alternating between them: the
+    same process, the same machine load, interleaved in time."""
+    servers = [Server("127.0.0.1:%d" % p, weight) for p in ports]
+    ups = [Upstream("bench_hash", "hash $arg_k consistent", servers),
+           Upstream("bench_chash", "chash $arg_k", servers)]
+    ngx = Nginx(module=args.module, workers=args.workers, worker_connections=8192)
+    runs = {u.name: [] for u in ups}
+    try:
+        ngx.write_conf(ups, tries=1, http_extra=backend_block(ports))
+        ngx.start(timeout=3600)
+        workers = children(ngx.proc.pid)
+        for u in ups:
+            if ngx.get("/u/%s?k=check" % u.name) != "ok":
+                raise RuntimeError("no answer through " + u.name)
+        ngx.close_conn()
+        for _ in range(args.repeat):
+            for u in ups:
+                cpu0 = sum(cpu_seconds(w) for w in workers)
+                w = run_wrk(ngx.port, "/u/" + u.name, args.seconds, args.connections, ngx.prefix)
+                cpu1 = sum(cpu_seconds(w2) for w2 in workers)
+                w["worker_cpu_us_per_request"] = (cpu1 - cpu0) * 1e6 / max(1, w["requests"])
+                del w["raw"]
+                runs[u.name].append(w)
+    finally:
+        ngx.cleanup()
+    return {"weight": weight, "servers": len(servers), "runs": runs}
+
+
+def interleaved_summary(r):
+    lines = ["interleaved in one nginx, %d servers x weight %d, wrk runs alternating:" %
+             (r["servers"], r["weight"])]
+    for name, runs in r["runs"].items():
+        lines.append("  %-12s %s req/s, worker CPU %s us a request, p50 %s us" % (
+            name, " / ".join(format(round(w["rps"]), ",") for w in runs),
+            " / ".join("%.1f" % w["worker_cpu_us_per_request"] for w in runs),
+            " / ".join("%.0f" % w["p50_us"] for w in runs)))
+    return "\n".join(lines)
+
+
 def fmt_bytes(n):
     return "%.1f MiB" % (n / 2**20)
 
@@ -236,12 +276,24 @@ def main():
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="only the requests: both upstreams in one nginx, wrk alternating")
     args = ap.parse_args()
 
     ports = list(range(12000, 12000 + args.servers))  # below the ephemeral range
     for p in ports:
         if not harness.refuses("127.0.0.1", p):
             raise SystemExit("127.0.0.1:%d is in use; the backend needs it" % p)
+    if args.interleaved:
+        r = interleaved_wrk(args, int(args.weights.split(",")[0]), ports)
+        text = interleaved_summary(r)
+        print(text)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump({"command": " ".join(sys.argv), "result": r}, f, indent=1)
+            with open(os.path.splitext(args.out)[0] + ".txt", "w") as f:
+                f.write("$ %s\n\n%s\n" % (" ".join(sys.argv), text))
+        return
     results = []
     for weight in [int(w) for w in args.weights.split(",")]:
         for balancer in ("hash $arg_k consistent", "chash $arg_k"):

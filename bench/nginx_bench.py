@@ -276,6 +276,8 @@ def main():
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--only-chash", action="store_true",
+                    help="skip the stock hash upstream (weight 625 takes it long)")
     ap.add_argument("--interleaved", action="store_true",
                     help="only the requests: both upstreams in one nginx, wrk alternating")
     args = ap.parse_args()
@@ -296,7 +298,10 @@ def main():
         return
     results = []
     for weight in [int(w) for w in args.weights.split(",")]:
-        for balancer in ("hash $arg_k consistent", "chash $arg_k"):
+        balancers = ("hash $arg_k consistent", "chash $arg_k")
+        if args.only_chash:
+            balancers = balancers[1:]
+        for balancer in balancers:
             print("== %s, weight %d" % (balancer, weight), file=sys.stderr, flush=True)
             results.append(bench_one(args, balancer, weight, ports))
             print(summary(results[-1:]), flush=True)

@@ -6,6 +6,7 @@
 #include <set>
 #include <string_view>
 
+#include "capacity_model.h"
 #include "chash/crc32.h"
 #include "chash/failover.h"
 #include "chash/stats.h"
@@ -207,13 +208,13 @@ void CheckNodeMask(const DiffContext& c) {
   }
 }
 
-// BoundedLoadCapacity against failover.h's formula.
+// BoundedLoadCapacity against its definition, derived in capacity_model.cc.
 void CheckBoundedLoadCapacity(const DiffContext& c) {
   const double factor = c.mask->balance_factor;
   uint64_t sum = 0;
   for (const uint64_t load : c.mask->loads) sum = load > UINT64_MAX - sum ? UINT64_MAX : sum + load;
   for (const uint64_t total : {uint64_t{0}, uint64_t{1}, sum, UINT64_MAX - 1, UINT64_MAX}) {
-    for (const uint32_t nodes : {0u, 1u, 3u, c.ref.num_nodes(), kMaxNodes}) {
+    for (const uint32_t nodes : {0u, 1u, 3u, c.ref.num_nodes(), kMaxNodes, 1u << 20, UINT32_MAX}) {
       const uint64_t want = ModelBoundedLoadCapacity(total, nodes, factor);
       const uint64_t got = BoundedLoadCapacity(total, nodes, factor);
       if (got != want) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "chash/ring.h"
@@ -137,22 +138,17 @@ MaskCase DecodeMaskCase(FuzzReader& r, uint32_t num_nodes) {
   const uint8_t b = r.U8();
   static constexpr double kFactors[8] = {
       1.0, std::numeric_limits<double>::quiet_NaN(), HUGE_VAL, 0.5, -3.0, 1e12, 2e9, 1.000000001};
-  c.balance_factor = b < 8 ? kFactors[b] : 1.0 + r.U16() / 1000.0;
+  if (b < 8) {
+    c.balance_factor = kFactors[b];
+  } else if (b < 192) {
+    c.balance_factor = 1.0 + r.U16() / 1000.0;
+  } else if (b < 224) {
+    c.balance_factor = 1.0 + r.U16() / 1e7;  // 1.0000015: a half part per million
+  } else {
+    const uint64_t bits = uint64_t{r.U32()} << 32 | r.U32();
+    std::memcpy(&c.balance_factor, &bits, sizeof bits);  // any double, NaNs included
+  }
   return c;
-}
-
-uint64_t ModelBoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance_factor) {
-  if (nodes == 0 || !std::isfinite(balance_factor) || !(balance_factor > 1.0)) return 0;
-  using u128 = unsigned __int128;
-  const double ppm = std::round(balance_factor * 1e6);  // parts per million
-  // Past 2^100 ppm the capacity is over 2^100 / (2^16 * 10^6) > 2^64.
-  if (ppm >= 0x1p100) return UINT64_MAX;
-  const u128 c_ppm = static_cast<u128>(ppm);
-  const u128 balls = u128{total_load} + 1;
-  const u128 bins = u128{nodes} * 1000000u;
-  if (c_ppm > ~u128{0} / balls) return UINT64_MAX;  // the product alone is > 2^128
-  const u128 capacity = (c_ppm * balls + bins - 1) / bins;
-  return capacity > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(capacity);
 }
 
 std::string MaskCaseWriter::Bytes() const {
@@ -165,7 +161,7 @@ std::string MaskCaseWriter::Bytes() const {
   w.U8(capacity_mode);
   if (capacity_mode > 2) w.U16(capacity);
   w.U8(factor_mode);
-  if (factor_mode >= 8) w.U16(factor_thousandths);
+  if (factor_mode >= 8 && factor_mode < 192) w.U16(factor_thousandths);
   return w.bytes();
 }
 

@@ -21,7 +21,9 @@
 //          2^64 - 1 (sums saturate), all one U16; then a U32 seed for x
 //   U8 k   capacity: 0 -> 0, 1 -> 1, 2 -> 2^64 - 1, else U16
 //   U8 b   balance factor: 0 -> 1.0, 1 -> NaN, 2 -> +inf, 3 -> 0.5, 4 -> -3,
-//          5 -> 1e12, 6 -> 2e9, 7 -> 1 + 1e-9, else 1 + U16 / 1000
+//          5 -> 1e12, 6 -> 2e9, 7 -> 1 + 1e-9, 8-191 -> 1 + U16 / 1000,
+//          192-223 -> 1 + U16 / 10^7 (halves of a part per million),
+//          224-255 -> the double whose bits are U32 hi, U32 lo
 #ifndef CHASH_FUZZ_MASK_CASE_H_
 #define CHASH_FUZZ_MASK_CASE_H_
 
@@ -49,11 +51,6 @@ struct MaskCase {
 };
 
 MaskCase DecodeMaskCase(FuzzReader& r, uint32_t num_nodes);
-
-// BoundedLoadCapacity as failover.h states it: ceil(c * (total + 1) / nodes)
-// with c rounded to parts per million, saturated to 2^64 - 1; 0 if nodes is 0
-// or c is not a finite number > 1.
-uint64_t ModelBoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance_factor);
 
 // Writes the mask fields for the seeds (`which` 0-3 and 5-7 only).
 struct MaskCaseWriter {

@@ -394,6 +394,22 @@ TEST(BoundedLoad, CapacityRuleForHugeFactors) {
   EXPECT_EQ(BoundedLoadCapacity(UINT64_MAX - 1, 65536, 1.000001), 281475258185633u);
 }
 
+// Found by the fuzzer's own derivation of the capacity (fuzz/capacity_model.cc,
+// exact integers from the factor's IEEE bits): the engine rounded the double
+// product c * 1e6, a second rounding, and saturated every factor from 2^80
+// on, assuming at most 2^16 nodes although `nodes` is any u32.
+TEST(BoundedLoad, CapacityRuleRoundsTheFactorsExactValueOnce) {
+  // 1.0000015 is stored as 1.00000149999999998...: 1000001 parts per million.
+  EXPECT_EQ(BoundedLoadCapacity(999999, 1, 1.0000015), 1000001u);
+  // 1.0000005 is stored as 1.00000050000000006...: 1000001 too.
+  EXPECT_EQ(BoundedLoadCapacity(999999, 1, 1.0000005), 1000001u);
+  EXPECT_EQ(BoundedLoadCapacity(999999, 1, 1.000001), 1000001u);
+  // ceil(2^81 / (2^32 - 1)), far below 2^64.
+  EXPECT_EQ(BoundedLoadCapacity(0, UINT32_MAX, 0x1p81), 562949953552385u);
+  EXPECT_EQ(BoundedLoadCapacity(0, UINT32_MAX, 0x1p95), 9223372039002259457u);
+  EXPECT_EQ(BoundedLoadCapacity(0, UINT32_MAX, 0x1p97), UINT64_MAX);
+}
+
 TEST(BoundedLoad, RejectsBadInput) {
   const Ring ring = testing::MustBuild(LoadServers("nginx/a.servers"), {});
   std::vector<uint64_t> loads(ring.num_nodes(), 0);

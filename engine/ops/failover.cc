@@ -188,17 +188,32 @@ uint64_t BoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance
   // 1.1 as a double is 1.10000000000000008882, and ceil(c * m / n) of it
   // would add one whenever 1.1 * m / n is an integer.
   if (nodes == 0 || !std::isfinite(balance_factor) || !(balance_factor > 1.0)) return 0;
-  // Rounded half away from zero, as llround would, but without its 2^63
-  // limit. From 2^100 ppm on, the capacity is over 2^100 / (2^16 nodes x
-  // 10^6) > 2^64: saturated (this also keeps the conversion in range).
-  const double ppm = std::round(balance_factor * 1e6);
-  if (ppm >= 0x1p100) return UINT64_MAX;
-  const auto c_ppm = static_cast<unsigned __int128>(ppm);
-  const unsigned __int128 balls = static_cast<unsigned __int128>(total_load) + 1;
-  const unsigned __int128 bins = static_cast<unsigned __int128>(nodes) * 1000000u;
+  using u128 = unsigned __int128;
+  // p = c * 10^6 rounded half away from zero, from c's exact value
+  // significand * 2^exponent (significand < 2^53). Rounding the double
+  // product c * 1e6 instead would round twice: 1.0000015 (exactly
+  // 1.00000149999999998...) gave 1000002, not 1000001.
+  int exponent = 0;
+  const double fraction = std::frexp(balance_factor, &exponent);  // in [0.5, 1)
+  const auto significand = static_cast<uint64_t>(std::ldexp(fraction, 53));
+  exponent -= 53;
+  const u128 scaled = u128{significand} * 1000000u;  // < 2^73
+  // scaled >= 2^52 * 10^6 > 2^71.9 and bins < 2^32 * 10^6 < 2^52, so from
+  // exponent 44 on the capacity is over 2^(71.9 + 44 - 52) > 2^64:
+  // saturated. Below that, scaled << exponent < 2^116 fits.
+  if (exponent >= 44) return UINT64_MAX;
+  u128 c_ppm;
+  if (exponent >= 0) {
+    c_ppm = scaled << exponent;
+  } else {
+    const int shift = -exponent;  // <= 52, since c > 1
+    c_ppm = (scaled >> shift) + ((scaled >> (shift - 1)) & 1);
+  }
+  const u128 balls = u128{total_load} + 1;
+  const u128 bins = u128{nodes} * 1000000u;
   // c_ppm * balls would pass 2^128: the capacity is then over 2^64 too.
-  if (c_ppm > ~static_cast<unsigned __int128>(0) / balls) return UINT64_MAX;
-  const unsigned __int128 capacity = (c_ppm * balls + bins - 1) / bins;
+  if (c_ppm > ~u128{0} / balls) return UINT64_MAX;
+  const u128 capacity = (c_ppm * balls + bins - 1) / bins;
   return capacity > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(capacity);
 }
 

@@ -161,8 +161,10 @@ class AvailabilityMask {
 // hash_balance_factor and HAProxy's hash-balance-factor are this rule.
 
 // ceil(c * (total_load + 1) / nodes), saturated to UINT64_MAX; 0 if nodes is
-// 0 or c is not a finite number > 1. c is rounded to parts per million and
-// the rest is integer arithmetic, so c = 1.1 means exactly 11/10.
+// 0 or c is not a finite number > 1. c is rounded to parts per million (the
+// double's exact value times 10^6, to the nearest integer, halves away from
+// zero) and the rest is exact integer arithmetic, so c = 1.1 means exactly
+// 11/10.
 uint64_t BoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance_factor) noexcept;
 
 // The first node, in the order of the (masked) walk from `hash`, whose load is

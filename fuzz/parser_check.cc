@@ -28,7 +28,7 @@ std::vector<std::string_view> Fields(std::string_view line) {
 // The engine's parse of `text` under `flavor` against the model.
 void CompareAddress(Flavor flavor, std::string_view text, const std::string& description) {
   const Result<NodeAddress> engine = ParseNodeAddress(flavor, text);
-  const ModelAddress model = FlavorModel(flavor, text);
+  const reference::ParsedAddress model = reference::ParseAddress(flavor, text);
   const std::string where = std::string(FlavorName(flavor)) + " address " + Printable(text);
   if (engine.ok() != model.accepted) {
     Fail(where + ": engine " +

@@ -586,7 +586,11 @@ void AddParserSeeds(std::vector<Seed>& seeds) {
       {"ipv4_nginx_empty_octets", "10..0.1:80", true, false},
       {"ipv4_nginx_all_empty", "...", true, false},
       {"ipv4_octet_256", "10.0.0.256:80", false, false},
-      {"ipv4_three_octets", "127.1:80", false, false},
+      // nginx resolves numeric hosts that are not dotted quads with
+      // getaddrinfo; glibc's inet_aton reads "127.1" as 127.0.0.1.
+      {"ipv4_three_octets", "127.1:80", true, false},
+      {"ipv4_inet_aton_octal", "0377.0.0.1:80", true, false},
+      {"ipv4_five_parts", "1.2.3.4.5:80", false, false},
       {"port_0", "10.0.0.1:0", false, true},
       {"port_65535", "10.0.0.1:65535", true, true},
       {"port_65536", "10.0.0.1:65536", false, false},
@@ -599,6 +603,8 @@ void AddParserSeeds(std::vector<Seed>& seeds) {
       {"ipv6_embedded_ipv4", "[64:ff9b::192.0.2.33]:80", true, true},
       {"ipv6_embedded_ipv4_leading_zero", "[::01.2.3.4]:80", true, false},
       {"ipv6_leading_colon", "[:1::2]:80", true, false},
+      // ngx_inet6_addr takes ngx_inet_addr's INADDR_NONE for an error.
+      {"ipv6_embedded_broadcast", "[::ffff:255.255.255.255]:80", false, true},
       {"ipv6_trailing_single_group_gap", "[1:2:3:4:5:6:7::]:80", false, true},
       {"ipv6_leading_single_group_gap", "[::2:3:4:5:6:7:8]:80", true, true},
       {"ipv6_two_gaps", "[1::2::3]:80", false, false},

@@ -36,7 +36,7 @@ TEST(NginxAddress, SplitsAsNginxDoes) {
 TEST(NginxAddress, RefusesMalformedText) {
   for (const std::string& text : std::vector<std::string>{"", " 10.0.0.1:80", "10.0.0.1:80 ", "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536",
         "10.0.0.1:99999999999", "10.0.0.1:8a", "::1:80", "[::1", "[::1]80", "[::g]:80",
-        "[fe80::1%eth0]:80", "1.2.3.256:80", "1.2.3:80", "a,b:80", "a#b", "unix:",
+        "[fe80::1%eth0]:80", "1.2.3.256:80", "1.2.3.4.5:80", "a,b:80", "a#b", "unix:",
         "host name:80", std::string("a\0b", 3), "héllo:80", ":80"}) {
     Result<NodeAddress> address = ParseNginxAddress(text);
     EXPECT_FALSE(address.ok()) << "accepted '" << text << "'";
@@ -138,11 +138,49 @@ TEST(NginxAddress, DottedQuadAsNgxInetAddr) {
            {"10.0.0.256:80", false, "", ""},
            {"10.0.0.0255", true, "10.0.0.0255", ""},
            {"10.0.0.1.2", false, "", ""},  // four dots: only a resolver could say
-           {"127.1", false, "", ""},
-           {"2130706433:80", false, "", ""},
        }) {
     ExpectNginx(c);
   }
+}
+
+// Found by the address golden data (tests/data/address/, real nginx 1.22.1):
+// a numeric host ngx_inet_addr refuses goes to getaddrinfo, and glibc's
+// inet_aton reads 1 to 4 numbers, octal after a leading 0, the last one
+// filling the bytes left. nginx takes those; chash refused 29 such hosts.
+TEST(NginxAddress, NumericHostsAsGetaddrinfoReadsThem) {
+  for (const NginxCase& c : std::vector<NginxCase>{
+           {"127.1", true, "127.1", ""},
+           {"127.0.1:80", true, "127.0.1", "80"},
+           {"2130706433:80", true, "2130706433", "80"},
+           {"0", true, "0", ""},
+           {"017:80", true, "017", "80"},
+           {"127.000000000000000001", true, "127.000000000000000001", ""},
+           {"0377.0.0.1", true, "0377.0.0.1", ""},  // octal 255: not ngx_inet_addr's
+           {"255.65535", true, "255.65535", ""},
+           {"4294967295", true, "4294967295", ""},
+           {"4294967296", false, "", ""},
+           {"255.65536:80", true, "255.65536", "80"},
+           {"255.16777216", false, "", ""},
+           {"1.2.65536", false, "", ""},
+           {"256.1", false, "", ""},
+           {"08.1", false, "", ""},  // not octal
+           {"1.", false, "", ""},
+           {".1", false, "", ""},
+           {"1.2.3.4.5", false, "", ""},
+       }) {
+    ExpectNginx(c);
+  }
+}
+
+// Found by the address golden data: ngx_inet6_addr reads an embedded IPv4
+// with ngx_inet_addr, whose error value INADDR_NONE is 255.255.255.255, so
+// nginx refuses that address inside [...] (and takes it on its own).
+TEST(NginxAddress, EmbeddedBroadcastIpv4IsRefusedInIpv6) {
+  ExpectNginx({"[::ffff:255.255.255.255]:80", false, "", ""});
+  ExpectNginx({"[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]", false, "", ""});
+  ExpectNginx({"[::ffff:0255.255.255.255]:80", false, "", ""});
+  ExpectNginx({"[::ffff:255.255.255.254]:80", true, "[::ffff:255.255.255.254]", "80"});
+  ExpectNginx({"255.255.255.255:80", true, "255.255.255.255", "80"});
 }
 
 // Found by fuzz_parser: nginx refuses a unix socket path that does not fit

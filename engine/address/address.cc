@@ -210,18 +210,53 @@ bool IsNginxPort(std::string_view digits) {
 // nginx's ngx_inet_addr: only digits and dots, exactly three dots, every
 // octet's value 0..255. nginx takes an octet with any number of leading
 // zeros, and an empty one as 0 ("10..1.2", even "..."); all hash as written.
-bool IsNginxDottedQuad(std::string_view text) {
+// The address, or nothing. nginx's callers take 255.255.255.255 for a
+// failure: it is ngx_inet_addr's INADDR_NONE.
+std::optional<uint32_t> NginxInetAddr(std::string_view text) {
   int dots = 0;
-  uint32_t value = 0;
+  uint32_t octet = 0, address = 0;
   for (const char c : text) {
     if (c == '.') {
       ++dots;
-      value = 0;
-    } else if (c < '0' || c > '9' || (value = value * 10 + static_cast<uint32_t>(c - '0')) > 255) {
-      return false;
+      address = address << 8 | octet;
+      octet = 0;
+    } else if (c < '0' || c > '9' || (octet = octet * 10 + static_cast<uint32_t>(c - '0')) > 255) {
+      return std::nullopt;
     }
   }
-  return dots == 3;
+  if (dots != 3) return std::nullopt;
+  return address << 8 | octet;
+}
+
+// glibc's inet_aton over digits and dots: the numeric parse of getaddrinfo,
+// which nginx resolves every other host with. 1 to 4 numbers, each octal
+// after a leading '0' and decimal otherwise; all but the last at most 255,
+// the last filling the bytes left ("127.1" = 127.0.0.1, "2130706433" too).
+bool IsInetAtonNumber(std::string_view text) {
+  int part = 0;        // dots seen
+  uint64_t value = 0;  // of the current part
+  size_t digits = 0;   // of the current part
+  bool octal = false;  // the current part started with '0'
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const char c = i < text.size() ? text[i] : '.';
+    if (c == '.') {
+      const bool last = i == text.size();
+      if (digits == 0 || part > 3 || value > (last ? 0xFFFFFFFFu >> (8 * part) : 0xFF)) {
+        return false;
+      }
+      ++part;
+      value = 0;
+      digits = 0;
+      continue;
+    }
+    if (c < '0' || c > '9') return false;
+    if (digits == 0) octal = c == '0';
+    if (octal && c > '7') return false;
+    value = value * (octal ? 8 : 10) + static_cast<uint64_t>(c - '0');
+    ++digits;
+    if (value > 0xFFFFFFFFu) return false;
+  }
+  return true;
 }
 
 bool IsHexDigit(char c) {
@@ -233,7 +268,7 @@ bool IsHexDigit(char c) {
 // the server line accordingly: one leading ':' is skipped (":1::2" is
 // taken); a "::" that ends the text must stand for two or more groups
 // ("1:2:3:4:5:6:7::" is refused); an embedded IPv4 is read by ngx_inet_addr
-// ("::01.2.3.4" is taken).
+// ("::01.2.3.4" is taken), and refused if it is 255.255.255.255.
 bool IsNginxIpv6(std::string_view text) {
   if (text.empty()) return false;
   int groups_left = 8;
@@ -258,9 +293,8 @@ bool IsNginxIpv6(std::string_view text) {
     }
     if (c == '.' && digits > 0) {
       // The rest is a dotted quad filling two groups.
-      if (groups_left < 2 || !colon_seen || !IsNginxDottedQuad(text.substr(group_start))) {
-        return false;
-      }
+      const std::optional<uint32_t> quad = NginxInetAddr(text.substr(group_start));
+      if (groups_left < 2 || !colon_seen || !quad || *quad == 0xFFFFFFFFu) return false;
       groups_left -= 2;
       return groups_left == 0 ? !zero_run : zero_run;
     }
@@ -341,9 +375,9 @@ Status ValidateNginxText(std::string_view text) {
       if (!IsNameByte(c)) return BadAddress(text, "host has a byte outside [A-Za-z0-9._-]");
       if (c != '.' && (c < '0' || c > '9')) all_digits_and_dots = false;
     }
-    // Numeric hosts other than ngx_inet_addr's dotted quads would go to the
-    // resolver: refused.
-    if (all_digits_and_dots && !IsNginxDottedQuad(host)) {
+    // A numeric host that is not ngx_inet_addr's goes to getaddrinfo, which
+    // takes what inet_aton takes ("127.1"); no resolver takes the rest.
+    if (all_digits_and_dots && !NginxInetAddr(host) && !IsInetAtonNumber(host)) {
       return BadAddress(text, "not a valid IPv4 address");
     }
   }

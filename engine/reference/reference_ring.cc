@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "reference/reference_address.h"
+
 namespace chash::reference {
 
 uint32_t BitwiseCrc32(uint32_t crc, const void* data, size_t len) {
@@ -55,21 +57,21 @@ Result<ReferenceRing> ReferenceRing::Build(Flavor flavor, uint32_t point_multipl
   if (max_points == 0 || max_points > kHardMaxPoints) {
     return Status(StatusCode::kBadArgument, "bad max_points");
   }
-  std::vector<NodeAddress> addresses;
+  std::vector<ParsedAddress> addresses;
   std::set<std::string> seen_bytes;
   uint64_t total = 0;
   for (size_t i = 0; i < servers.size(); ++i) {
     if (i >= 65536) return Status(StatusCode::kTooManyNodes, "more than 65536 nodes");
-    Result<NodeAddress> address = ParseNodeAddress(flavor, servers[i].address);
-    if (!address.ok()) return address.status();
-    if (!seen_bytes.insert(address.value().HashedBytes()).second) {
+    ParsedAddress address = ParseAddress(flavor, servers[i].address);
+    if (!address.accepted) return Status(StatusCode::kBadAddress, address.why);
+    if (!seen_bytes.insert(address.HashedBytes()).second) {
       return Status(StatusCode::kDuplicateNode, "duplicate node");
     }
     const uint64_t node_points = uint64_t{servers[i].weight} * point_multiple;
     if (node_points > 0xFFFFFFFFu) return Status(StatusCode::kTooManyPoints, "overflow");
     total += node_points;
     if (total > max_points) return Status(StatusCode::kTooManyPoints, "over the cap");
-    addresses.push_back(address.value());
+    addresses.push_back(std::move(address));
   }
 
   // nginx: for each server in configuration order, weight x 160 points:

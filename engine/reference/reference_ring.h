@@ -2,9 +2,9 @@
 //
 // A deliberately plain transliteration of nginx's ngx_http_upstream_init_chash
 // and pingora-ketama's Continuum::new: a vector of (hash, node) points, a
-// sort, the tie-break, lower_bound with wrap-around. It shares nothing with the
-// engine beyond the parsed addresses (the bytes each node hashes): its own
-// bitwise CRC32, its own validation, no Highway, no layout tricks. Slow on
+// sort, the tie-break, lower_bound with wrap-around. It shares no code with
+// the engine: its own address parsing (reference_address.h), its own bitwise
+// CRC32, its own validation, no Highway, no layout tricks. Slow on
 // purpose; keep it boring enough to check line by line against the peers.
 #ifndef CHASH_ENGINE_REFERENCE_REFERENCE_RING_H_
 #define CHASH_ENGINE_REFERENCE_REFERENCE_RING_H_

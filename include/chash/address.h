@@ -56,17 +56,24 @@ struct NodeAddress {
 // nginx: accepts what an nginx `server` line accepts for a single address:
 //   unix:PATH             (prefix case-insensitive, PATH 1..107 bytes: sun_path)
 //   IPV4[:PORT]           dotted quad as ngx_inet_addr reads it (octets
-//                         0..255, any leading zeros, an empty octet is 0)
+//                         0..255, any leading zeros, an empty octet is 0),
+//                         or digits and dots that glibc's inet_aton reads,
+//                         as nginx's getaddrinfo does ("127.1", "2130706433",
+//                         "0377.0.0.1": octal after a leading 0)
 //   NAME[:PORT]           letters, digits, '-', '.', '_' (not all digits/dots)
 //   [IPV6][:PORT]         what ngx_inet6_addr accepts inside the brackets:
 //                         RFC 4291 text, except that one leading ':' is
 //                         skipped, a trailing "::" must cover 2+ groups and
-//                         an embedded IPv4 is read as above
+//                         an embedded IPv4 is read by ngx_inet_addr and must
+//                         not be 255.255.255.255 (its INADDR_NONE)
+// tests/data/address/ records what the real nginx 1.22.1 answered for ~10,000
+// spellings; address_golden_test holds this parser to it.
 // PORT is 1..65535 in decimal (leading zeros allowed, hashed as written).
 // Rejects empty text, whitespace, control bytes, ',' and '#' with kBadAddress.
 Result<NodeAddress> ParseNginxAddress(std::string_view text);
 
-// pingora: accepts what Rust's `SocketAddr::from_str` accepts:
+// pingora: accepts what Rust's `SocketAddr::from_str` accepts (recorded from
+// Rust's standard library in tests/data/address/ too):
 //   A.B.C.D:PORT   (octets 0..255 without leading zeros)
 //   [IPV6]:PORT    (1-4 hex digits a group, one "::", a trailing dotted quad)
 // PORT is 0..65535. IPv6 scope ids ("%eth0") are refused: pingora hashes the

@@ -79,6 +79,14 @@ commands:
 options:
   --mode M       nginx (default), pingora-v1 or pingora-v2
   --multiple K   points per weight unit, pingora-v2 only (default 160)
+  --nginx-conf FILE --upstream NAME
+                 route, stats, diff, plan: instead of --servers, the server
+                 lines of upstream NAME (http or stream) in an nginx config
+                 (includes followed), which must use `hash KEY consistent;`:
+                 weight= counts, `down` servers stay on the ring and route
+                 skips them as nginx does, backup is refused after `hash`.
+                 diff and route --rollout: --new-nginx-conf FILE and/or
+                 --new-upstream NAME for the new ring.
 
 servers file: one "ADDR [WEIGHT]" a line; '#' comments; weight 1 by default,
 0 = drained (keeps its id, owns no points). ADDR as in an nginx server line:

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "nginx_conf.h"
 #include "progress.h"
 
 namespace chash::cli {
@@ -115,20 +116,120 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
   return ring_options;
 }
 
-Result<Ring> LoadRingFromOptions(const Options& options) {
-  const std::optional<std::string> servers_path = options.Get("servers");
-  if (!servers_path) return Status(StatusCode::kBadArgument, "--servers FILE is required");
+namespace {
+
+// Which option names the servers of the ring `prefix` selects: "servers" or
+// "nginx-conf" (with its upstream name), after the fallbacks of
+// ReadServersInput.
+struct InputChoice {
+  std::string servers_option;  // set for a servers file
+  std::string conf_option;     // set for an nginx config
+  std::string upstream;
+};
+
+Result<InputChoice> ChooseInput(const Options& options, std::string_view prefix) {
+  const std::string p(prefix);
+  if (options.Has("upstream") && !options.Has("nginx-conf")) {
+    return Status(StatusCode::kBadArgument, "--upstream needs --nginx-conf FILE");
+  }
+  if (!p.empty()) {
+    if (options.Has(p + "upstream") && !options.Has(p + "nginx-conf") &&
+        !options.Has("nginx-conf")) {
+      return Status(StatusCode::kBadArgument,
+                    "--" + p + "upstream needs --" + p + "nginx-conf or --nginx-conf");
+    }
+    const bool own = options.Has(p + "servers") || options.Has(p + "nginx-conf") ||
+                     options.Has(p + "upstream");
+    if (!own) return ChooseInput(options, "");
+  }
+  if (options.Has(p + "servers") && options.Has(p + "nginx-conf")) {
+    return Status(StatusCode::kBadArgument,
+                  "--" + p + "servers and --" + p + "nginx-conf cannot be combined");
+  }
+  InputChoice choice;
+  if (options.Has(p + "servers")) {
+    choice.servers_option = p + "servers";
+    return choice;
+  }
+  choice.conf_option = options.Has(p + "nginx-conf") ? p + "nginx-conf" : "nginx-conf";
+  if (!options.Has(choice.conf_option)) {
+    return Status(StatusCode::kBadArgument,
+                  "--servers FILE is required (or --nginx-conf FILE --upstream NAME)");
+  }
+  const std::optional<std::string> upstream =
+      options.Has(p + "upstream") ? options.Get(p + "upstream") : options.Get("upstream");
+  if (!upstream) {
+    return Status(StatusCode::kBadArgument,
+                  "--" + choice.conf_option + " needs --upstream NAME (the upstream to read)");
+  }
+  choice.upstream = *upstream;
+  return choice;
+}
+
+}  // namespace
+
+std::string ServersInputName(const Options& options, std::string_view prefix) {
+  Result<InputChoice> choice = ChooseInput(options, prefix);
+  if (!choice.ok()) return "";
+  if (!choice.value().servers_option.empty()) return *options.Get(choice.value().servers_option);
+  return *options.Get(choice.value().conf_option) + " upstream " + choice.value().upstream;
+}
+
+Result<ServersInput> ReadServersInput(const Options& options, std::string_view prefix) {
+  Result<InputChoice> choice = ChooseInput(options, prefix);
+  if (!choice.ok()) return choice.status();
+  ServersInput input;
+  input.name = ServersInputName(options, prefix);
+  if (!choice.value().servers_option.empty()) {
+    Result<std::vector<ServerEntry>> servers =
+        ReadServersFile(*options.Get(choice.value().servers_option));
+    if (!servers.ok()) return servers.status();
+    input.servers = std::move(servers).value();
+    return input;
+  }
+  Result<NginxUpstream> upstream =
+      ReadNginxUpstream(*options.Get(choice.value().conf_option), choice.value().upstream);
+  if (!upstream.ok()) return upstream.status();
+  for (const std::string& note : upstream.value().notes) {
+    std::fprintf(stderr, "chash: note: %s\n", note.c_str());
+  }
+  for (const NginxServer& server : upstream.value().servers) {
+    input.servers.push_back({server.address, server.weight, server.line});
+    input.where.push_back(server.file + ":" + std::to_string(server.line));
+    if (server.down) input.down.push_back(server.address);
+  }
+  return input;
+}
+
+Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& options) {
+  if (input.where.empty()) return BuildWithProgress(input.servers, options, input.name);
+  uint64_t points = 0;
+  for (const ServerEntry& server : input.servers) {
+    points += uint64_t{server.weight} * options.point_multiple;
+  }
+  ProgressPhase progress("building " + std::string(FlavorName(options.flavor)) +
+                         " ring: " + WithCommas(points) + " points");
+  RingBuilder builder(options);
+  for (size_t i = 0; i < input.servers.size(); ++i) {
+    Status status = builder.Add(input.servers[i].address, input.servers[i].weight);
+    if (!status.ok()) return Status(status.code(), input.where[i] + ": " + status.message());
+  }
+  return std::move(builder).Build();
+}
+
+Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input) {
   Result<RingOptions> ring_options = RingOptionsFrom(options, "mode", "multiple");
   if (!ring_options.ok()) return ring_options.status();
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(*servers_path);
-  if (!servers.ok()) return servers.status();
-  return BuildWithProgress(servers.value(), ring_options.value(), *servers_path);
+  Result<ServersInput> read = ReadServersInput(options);
+  if (!read.ok()) return read.status();
+  Result<Ring> ring = BuildServersInput(read.value(), ring_options.value());
+  if (input != nullptr) *input = std::move(read).value();
+  return ring;
 }
 
 Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options) {
-  const std::optional<std::string> path =
-      options.Has("new-servers") ? options.Get("new-servers") : options.Get("servers");
-  if (!path) return Status(StatusCode::kBadArgument, "--servers FILE is required");
+  Result<ServersInput> input = ReadServersInput(options, "new-");
+  if (!input.ok()) return input.status();
   RingOptions ring_options = old_options;
   if (const auto mode = options.Get("new-mode")) {
     Result<Flavor> flavor = ParseFlavor(*mode);
@@ -148,9 +249,7 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
     if (!multiple.ok()) return multiple.status();
     ring_options.point_multiple = static_cast<uint32_t>(multiple.value());
   }
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(*path);
-  if (!servers.ok()) return servers.status();
-  return BuildWithProgress(servers.value(), ring_options, *path);
+  return BuildServersInput(input.value(), ring_options);
 }
 
 Result<FleetShape> FleetShapeFrom(const Options& options) {

@@ -38,14 +38,34 @@ class Options {
   std::map<std::string, std::string> values_;
 };
 
-// --servers FILE [--mode M] [--multiple K]: loads and builds the ring.
-// Errors name the file and line.
-Result<Ring> LoadRingFromOptions(const Options& options);
+// The servers of a ring: --servers FILE, or --nginx-conf FILE --upstream NAME
+// (the `server` lines of that upstream, nginx_conf.h). With prefix "new-",
+// the second ring of diff and of a migrating route: --new-servers FILE,
+// --new-nginx-conf FILE [--new-upstream NAME, default --upstream], or
+// --new-upstream NAME alone (another upstream of --nginx-conf); with none of
+// them, the first ring's servers.
+struct ServersInput {
+  std::string name;                  // the servers file, or "FILE upstream NAME"
+  std::vector<ServerEntry> servers;  // config order
+  std::vector<std::string> where;    // nginx configs: each server's "FILE:LINE"
+  std::vector<std::string> down;     // nginx configs: the servers marked `down`
+};
+Result<ServersInput> ReadServersInput(const Options& options, std::string_view prefix = "");
+// What ReadServersInput would call its servers, without reading them.
+std::string ServersInputName(const Options& options, std::string_view prefix = "");
+// Builds the ring of `input`; errors name the server's file and line.
+Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& options);
+
+// --servers FILE or --nginx-conf FILE --upstream NAME, [--mode M]
+// [--multiple K]: loads and builds the ring; `input` (if given) receives
+// the servers read. Errors name the file and line.
+Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input = nullptr);
 Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
                                     std::string_view multiple_option);
 
 // The second ring of `chash diff` and of a migrating `chash route`:
-// --new-servers FILE (default: --servers), --new-mode M (default: --mode),
+// --new-servers FILE or --new-nginx-conf (ReadServersInput, prefix "new-";
+// default: the first ring's servers), --new-mode M (default: --mode),
 // --new-multiple K (default: --multiple when both rings are pingora-v2,
 // else 160). `old_options` is the first ring's.
 Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options);

@@ -38,7 +38,8 @@ void PrintRing(const char* label, const Ring& ring, const std::string& path) {
 int RunDiff(const Args& args) {
   Result<Options> parsed = Options::Parse(
       args,
-      {"servers", "mode", "multiple", "new-servers", "new-mode", "new-multiple", "rollout", "plot"},
+      {"servers", "mode", "multiple", "new-servers", "new-mode", "new-multiple", "rollout", "plot",
+       "nginx-conf", "upstream", "new-nginx-conf", "new-upstream"},
       {"json"});
   if (!parsed.ok()) return Fail("diff", parsed.status().message());
   const Options& options = parsed.value();
@@ -54,8 +55,8 @@ int RunDiff(const Args& args) {
     if (!fraction.ok()) return Fail("diff", fraction.status().message());
     rollout = fraction.value();
   }
-  const std::string old_path = *options.Get("servers");
-  const std::string new_path = options.Get("new-servers").value_or(old_path);
+  const std::string old_path = ServersInputName(options);
+  const std::string new_path = ServersInputName(options, "new-");
 
   std::optional<ProgressPhase> progress;
   progress.emplace("diff: merging " + WithCommas(old_ring.value().num_points()) + " and " +

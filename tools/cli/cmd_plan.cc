@@ -42,12 +42,14 @@ Result<std::vector<uint32_t>> ParseMultiples(const std::string& text) {
 int RunPlan(const Args& args) {
   Result<Options> parsed = Options::Parse(
       args,
-      {"servers", "mode", "multiple", "cv-target", "rings", "multiples", "max-points", "plot"},
+      {"servers", "mode", "multiple", "cv-target", "rings", "multiples", "max-points", "plot",
+       "nginx-conf", "upstream"},
       {"json"});
   if (!parsed.ok()) return Fail("plan", parsed.status().message());
   const Options& options = parsed.value();
-  const std::optional<std::string> path = options.Get("servers");
-  if (!path) return Fail("plan", "--servers FILE is required");
+  Result<ServersInput> input = ReadServersInput(options);
+  if (!input.ok()) return Fail("plan", input.status().message());
+  const std::optional<std::string> path = input.value().name;
   Result<RingOptions> current = RingOptionsFrom(options, "mode", "multiple");
   if (!current.ok()) return Fail("plan", current.status().message());
   PlanOptions plan_options;
@@ -71,8 +73,11 @@ int RunPlan(const Args& args) {
     if (!multiples.ok()) return Fail("plan", multiples.status().message());
     plan_options.multiples = multiples.value();
   }
-  Result<std::vector<ServerEntry>> servers = ReadServersFile(*path);
-  if (!servers.ok()) return Fail("plan", servers.status().message());
+  const Result<std::vector<ServerEntry>> servers = input.value().servers;
+  if (!input.value().where.empty()) {  // an nginx config: errors name each server's file
+    Result<Ring> current_ring = BuildServersInput(input.value(), current.value());
+    if (!current_ring.ok()) return Fail("plan", current_ring.status().message());
+  }
   std::optional<ProgressPhase> progress;
   if (ProgressEnabled()) {
     progress.emplace("plan: building the current ring and each candidate");

@@ -76,7 +76,7 @@ Result<std::vector<uint32_t>> ReadAddressList(const std::string& path, const Rin
 
 // The availability mask of --down and --subset (both may be given).
 Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring) {
-  const std::string servers_path = *options.Get("servers");
+  const std::string servers_path = ServersInputName(options);
   NodeMask mask(ring.num_nodes(), !options.Has("subset"));
   if (const auto path = options.Get("subset")) {
     Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path);
@@ -100,17 +100,49 @@ Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring) {
   return mask;
 }
 
+// Ids of the servers an nginx config marks `down` (by their text), as a
+// per-id flag; an error if no server with points is left up.
+Result<std::vector<bool>> DownServers(const std::vector<std::string>& addresses, const Ring& ring,
+                                      const std::string& source) {
+  const std::unordered_map<std::string, uint32_t> ids = IdsByAddress(ring);
+  std::vector<bool> down(ring.num_nodes(), false);
+  for (const std::string& address : addresses) down[ids.at(address)] = true;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    if (!down[id] && ring.owns_points(id)) return down;
+  }
+  return Status(StatusCode::kBadArgument,
+                source + ": every server with points is `down`: nginx has no live upstream");
+}
+
+// nginx's ngx_http_upstream_get_chash_peer for a key whose server is down:
+// the next point, and the next, until a server that is not down; after 21
+// points (tries > 20) nginx gives up on the ring and picks by round robin,
+// which no ring predicts: counted in `round_robin_keys`, and the walk goes
+// on to the next server up.
+uint32_t NginxSkipDown(const Ring& ring, std::string_view key, const std::vector<bool>& is_down,
+                       uint64_t& round_robin_keys) {
+  PointCursor cursor = ring.Walk(key);
+  for (uint64_t tries = 0; tries < ring.num_points(); ++tries, cursor.Advance()) {
+    if (is_down[cursor.node()]) continue;
+    if (tries > 20) ++round_robin_keys;
+    return cursor.node();
+  }
+  return Ring::kNoNode;  // unreachable: DownServers leaves a server with points up
+}
+
 }  // namespace
 
 int RunRoute(const Args& args) {
   Result<Options> options =
       Options::Parse(args,
                      {"servers", "mode", "multiple", "keys", "down", "subset", "new-servers",
-                      "new-mode", "new-multiple", "rollout", "scope", "seed"},
+                      "new-mode", "new-multiple", "rollout", "scope", "seed", "nginx-conf",
+                      "upstream", "new-nginx-conf", "new-upstream"},
                      {"allow-mismatch"});
   if (!options.ok()) return Fail("route", options.status().message());
   const Options& opts = options.value();
-  Result<Ring> ring = LoadRingFromOptions(opts);
+  ServersInput input;
+  Result<Ring> ring = LoadRingFromOptions(opts, &input);
   if (!ring.ok()) return Fail("route", ring.status().message());
   if (ring.value().empty()) {
     return Fail("route", "the ring has no points (no servers, or every weight is 0)");
@@ -118,13 +150,18 @@ int RunRoute(const Args& args) {
   const bool masked = opts.Has("down") || opts.Has("subset");
   const bool migrating = opts.Has("rollout");
   for (const char* name :
-       {"new-servers", "new-mode", "new-multiple", "scope", "seed", "allow-mismatch"}) {
+       {"new-servers", "new-mode", "new-multiple", "scope", "seed", "allow-mismatch",
+        "new-nginx-conf", "new-upstream"}) {
     if (opts.Has(name) && !migrating) {
       return Fail("route", std::string("--") + name + " needs --rollout (a migration)");
     }
   }
   if (masked && migrating) {
     return Fail("route", "--down/--subset and --rollout cannot be combined");
+  }
+  if (!input.down.empty() && (masked || migrating)) {
+    return Fail("route", input.name + " marks servers `down` (routed as nginx skips them); " +
+                             "--down, --subset and --rollout cannot be combined with that");
   }
 
   // Plain: the batch kernel. Masked: the batch kernel, then a walk for the
@@ -139,6 +176,24 @@ int RunRoute(const Args& args) {
       AppendLine(out, keys[i], ring.value().node(nodes[i]).address.written);
     }
   };
+  // Servers the nginx config marks `down`: nginx still builds their points
+  // and skips them at request time, walking the ring point by point.
+  uint64_t round_robin_keys = 0;
+  std::vector<bool> is_down;
+  if (!input.down.empty()) {
+    Result<std::vector<bool>> down = DownServers(input.down, ring.value(), input.name);
+    if (!down.ok()) return Fail("route", down.status().message());
+    is_down = std::move(down).value();
+    router = [&](const std::vector<std::string_view>& keys, OutputBuffer& out) {
+      nodes.resize(keys.size());
+      ring.value().FindNodes(keys, nodes);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (is_down[nodes[i]]) nodes[i] = NginxSkipDown(ring.value(), keys[i], is_down,
+                                                        round_robin_keys);
+        AppendLine(out, keys[i], ring.value().node(nodes[i]).address.written);
+      }
+    };
+  }
   NodeMask mask;
   if (masked) {
     Result<NodeMask> built = MaskFromOptions(opts, ring.value());
@@ -241,6 +296,13 @@ int RunRoute(const Args& args) {
   }
   if (fd != STDIN_FILENO) close(fd);
   out.Flush();
+  if (round_robin_keys > 0) {
+    std::fprintf(stderr,
+                 "chash route: note: %llu keys met 21 points of `down` servers in a row: nginx "
+                 "falls back to round robin for them; printed is the next server up on the "
+                 "ring\n",
+                 static_cast<unsigned long long>(round_robin_keys));
+  }
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
     return Fail("route", std::string("writing output: ") + std::strerror(errno));
   }

@@ -48,7 +48,8 @@ std::string SharesJson(const std::vector<NodeShare>& shares) {
 }  // namespace
 
 int RunStats(const Args& args) {
-  Result<Options> options = Options::Parse(args, {"servers", "mode", "multiple", "plot"}, {"json"});
+  Result<Options> options = Options::Parse(
+      args, {"servers", "mode", "multiple", "plot", "nginx-conf", "upstream"}, {"json"});
   if (!options.ok()) return Fail("stats", options.status().message());
   Result<Ring> ring = LoadRingFromOptions(options.value());
   if (!ring.ok()) return Fail("stats", ring.status().message());

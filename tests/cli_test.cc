@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "chash/version.h"
 #include "cli_run.h"
 #include "test_util.h"
 
@@ -88,6 +89,13 @@ TEST(Cli, StatsJsonAndHelp) {
   for (const char* command : {"route", "stats", "demo"}) {
     EXPECT_NE(help.out.find(command), std::string::npos) << command;
   }
+}
+
+TEST(Cli, PrintsTheVersion) {
+  const CliRun run = RunChash("--version");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "chash " CHASH_VERSION_STRING "\n");
+  EXPECT_EQ(std::string(CHASH_VERSION_STRING), "0.2.0");
 }
 
 TEST(Cli, BenchThreadsJson) {

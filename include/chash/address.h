@@ -20,6 +20,8 @@
 
 #include "chash/status.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 enum class Flavor : uint8_t {
@@ -89,5 +91,6 @@ Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text);
 std::string FormatIpv6(const std::array<uint8_t, 16>& bytes);
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_ADDRESS_H_

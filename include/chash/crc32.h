@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 // Runs the fastest implementation this CPU has, chosen once per process
@@ -25,5 +27,6 @@ inline uint32_t Crc32(std::string_view bytes) noexcept {
 }
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_CRC32_H_

@@ -22,6 +22,8 @@
 
 #include "chash/ring.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 inline constexpr uint64_t kKeySpace = uint64_t{1} << 32;  // CRC32 key hashes
@@ -60,5 +62,6 @@ struct RingDiff {
 RingDiff DiffRings(const Ring& old_ring, const Ring& new_ring);
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_DIFF_H_

@@ -12,6 +12,8 @@
 
 #include "chash/status.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 // Name of the target lookups dispatch to now ("AVX3", "NEON", "SVE2", ...).
@@ -33,5 +35,6 @@ std::vector<std::string> SupportedTargetNames();
 Status ForceTarget(std::string_view name);
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_DISPATCH_H_

@@ -48,6 +48,8 @@
 #include "chash/ring.h"
 #include "chash/status.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 // One bit a node id: set = available. A plain value; share a fixed one
@@ -193,5 +195,6 @@ Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
                                      const NodeMask* mask = nullptr);
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_FAILOVER_H_

@@ -47,6 +47,8 @@
 
 #include "chash/ring.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 struct Fingerprint {
@@ -76,5 +78,6 @@ Fingerprint BackendFingerprint(const Ring& ring);
 std::string BackendIdentity(const NodeInfo& node, uint32_t id);
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_IDENTITY_H_

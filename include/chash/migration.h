@@ -42,6 +42,8 @@
 #include "chash/ring.h"
 #include "chash/status.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 // The rollout's unit: parts per million of the keys.
@@ -152,5 +154,6 @@ class RingMigration {
 };
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_MIGRATION_H_

@@ -21,6 +21,8 @@
 #include "chash/servers_file.h"
 #include "chash/stats.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 struct PlanOptions {
@@ -72,5 +74,6 @@ Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const R
                                 std::string_view source_name = "servers");
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_PLAN_H_

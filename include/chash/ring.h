@@ -27,6 +27,8 @@
 #include "chash/address.h"
 #include "chash/status.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 namespace internal {
@@ -286,5 +288,6 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
                                  uint64_t max_points = kDefaultMaxPoints);
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_RING_H_

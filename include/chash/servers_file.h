@@ -18,6 +18,8 @@
 #include "chash/ring.h"
 #include "chash/status.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 struct ServerEntry {
@@ -42,5 +44,6 @@ Result<Ring> BuildRingFromServers(const std::vector<ServerEntry>& servers,
 Result<std::string> ReadFileBytes(const std::string& path);
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_SERVERS_FILE_H_

@@ -8,6 +8,8 @@
 
 #include "chash/ring.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 struct RingStats {
@@ -46,5 +48,6 @@ double PredictedCv(uint64_t nodes, double points_per_node);
 std::string RingStatsJson(const RingStats& stats);
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_STATS_H_

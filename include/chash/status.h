@@ -14,6 +14,8 @@
 #include <utility>
 #include <variant>
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
 namespace chash {
 
 enum class StatusCode : uint8_t {
@@ -95,5 +97,6 @@ class Result {
 };
 
 }  // namespace chash
+#pragma GCC visibility pop
 
 #endif  // CHASH_STATUS_H_

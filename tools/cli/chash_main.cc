@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "chash/chash_c.h"
 #include "cli_common.h"
 #include "commands.h"
 
@@ -10,6 +11,7 @@ namespace {
 constexpr const char* kUsage = R"(chash: nginx- and pingora-compatible consistent-hash rings
 
 usage: chash COMMAND [OPTIONS]
+       chash --version
 
 commands:
   route  --servers FILE [--mode M] [--multiple K] [--keys FILE]
@@ -107,6 +109,11 @@ int main(int argc, char** argv) {
   }
   const std::string_view command = argv[1];
   const Args args(argv + 2, argv + argc);
+  if (command == "--version" || command == "version") {
+    // The library's version (chash_version), which is this program's.
+    std::printf("chash %s\n", chash_version());
+    return 0;
+  }
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# chash as its users get it: installed into a temporary prefix, then used
+# from outside the tree. Run by ctest (tests/CMakeLists.txt), one step a test:
+#
+#   consumer_test.sh install BUILD WORK   cmake --install BUILD into WORK/prefix
+#   consumer_test.sh symbols BUILD WORK   libchash.so exports only the public
+#                                         C and C++ API; SONAME libchash.so.MAJOR
+#   consumer_test.sh c BUILD WORK         a C99 program built with nothing but
+#                                         cc prog.c $(pkg-config --cflags --libs chash)
+#   consumer_test.sh cxx BUILD WORK [TARGET]  a C++ project with find_package(chash)
+#
+# Each consumer routes golden answers of the real nginx and pingora-ketama
+# (tests/data/) and checks every key.
+set -euo pipefail
+step="$1" build="$2" work="$3"
+here="$(cd "$(dirname "$0")" && pwd)"
+data="$here/../data"
+prefix="$work/prefix"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# The golden sets every consumer routes: FLAVOR MULTIPLE SERVERS GOLDEN.
+golden_sets=(
+  "nginx 0 $data/nginx/a.servers $data/nginx/a.csv"
+  "nginx 0 $data/nginx/f.servers $data/nginx/f.csv"
+  "pingora-v1 0 $data/pingora/servers_nginx9.txt $data/pingora/golden_v1_nginx9.csv"
+)
+
+run_golden() {  # BINARY: every golden set, each must print "ok N"
+  local set out
+  for set in "${golden_sets[@]}"; do
+    # shellcheck disable=SC2086
+    out="$("$@" $set)" || fail "$* $set"
+    [[ "$out" =~ ^ok\ [1-9][0-9]*$ ]] || fail "$* $set printed '$out'"
+    echo "  ${set%% *} $(basename "${set##* }"): $out"
+  done
+}
+
+libdir() {
+  local lib
+  lib="$(find "$prefix" -name 'libchash.so' -print -quit)"
+  [ -n "$lib" ] || fail "no libchash.so under $prefix"
+  dirname "$lib"
+}
+
+case "$step" in
+  install)
+    rm -rf "$prefix"
+    cmake --install "$build" --prefix "$prefix" >/dev/null
+    for file in include/chash/chash_c.h include/chash/version.h include/chash/chash.h bin/chash; do
+      [ -e "$prefix/$file" ] || fail "$file is not installed"
+    done
+    lib="$(libdir)"
+    for file in libchash.a libchash.so libchash.so.0 cmake/chash/chash-config.cmake \
+                cmake/chash/chash-config-version.cmake pkgconfig/chash.pc; do
+      [ -e "$lib/$file" ] || fail "$lib/$file is not installed"
+    done
+    version="$("$prefix/bin/chash" --version)"
+    [ "$version" = "chash 0.2.0" ] || fail "chash --version printed '$version'"
+    (cd "$prefix" && find . | sort)
+    ;;
+
+  symbols)
+    lib="$(libdir)/libchash.so"
+    soname="$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
+    [ "$soname" = "libchash.so.0" ] || fail "SONAME is '$soname'"
+    readelf -d "$lib" | grep NEEDED | grep -qi mimalloc && fail "libchash.so links mimalloc"
+    # Every defined dynamic symbol: a C API function, or C++ in namespace
+    # chash, and the version node.
+    stray="$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' | grep -v '^chash_' |
+             grep -v '^CHASH_0$' | c++filt | grep -v '^chash::' || true)"
+    [ -z "$stray" ] || fail "libchash.so exports more than the public API:
+$stray"
+    c_count="$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -c '^chash_')"
+    cxx_count="$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' | c++filt |
+                 grep -c '^chash::')"
+    # Every function chash_c.h declares is exported, and nothing else chash_.
+    declared="$(grep -o 'chash_[a-z0-9_]*(' "$here/../../include/chash/chash_c.h" | tr -d '(' |
+                LC_ALL=C sort -u)"
+    exported="$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' |
+                grep '^chash_' | LC_ALL=C sort -u)"
+    [ "$declared" = "$exported" ] || fail "chash_c.h and the exports differ:
+$(diff <(echo "$declared") <(echo "$exported"))"
+    [ "$(nm -D --defined-only "$lib" | grep -c .)" -eq $((c_count + cxx_count + 1)) ] ||
+      fail "symbol count"
+    echo "libchash.so ($soname): $((c_count + cxx_count)) symbols exported:" \
+         "$c_count C (chash_*), $cxx_count C++ (chash::)"
+    ;;
+
+  c)
+    export PKG_CONFIG_PATH="$(libdir)/pkgconfig"
+    cflags="$(pkg-config --cflags chash)"
+    libs="$(pkg-config --libs chash)"
+    # Only chash's own include folder: Highway and libstdc++ stay private.
+    read -r -a words <<<"$cflags"
+    [ ${#words[@]} -eq 1 ] && [ "$(realpath -m "${words[0]#-I}")" = "$prefix/include" ] ||
+      fail "pkg-config --cflags: '$cflags'"
+    read -r -a words <<<"$libs"
+    [ ${#words[@]} -eq 2 ] && [ "$(realpath -m "${words[0]#-L}")" = "$(libdir)" ] &&
+      [ "${words[1]}" = "-lchash" ] || fail "pkg-config --libs: '$libs'"
+    mkdir -p "$work/c"
+    # shellcheck disable=SC2046
+    cc -std=c99 -Wall -Wextra -pedantic -Werror "$here/golden_route.c" \
+      $(pkg-config --cflags --libs chash) -o "$work/c/golden_route"
+    needed="$(readelf -d "$work/c/golden_route" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | LC_ALL=C sort |
+              tr '\n' ' ')"
+    [ "$needed" = "libc.so.6 libchash.so.0 " ] || fail "the C program needs: $needed"
+    echo "C consumer: cc golden_route.c $cflags $libs (needs $needed)"
+    LD_LIBRARY_PATH="$(libdir)" run_golden "$work/c/golden_route"
+    ;;
+
+  cxx)
+    target="${4:-chash::chash}"
+    dir="$work/cxx-${target##*::}"
+    rm -rf "$dir"
+    cmake -S "$here/cpp" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$prefix" -DCHASH_TARGET="$target" >"$work/cmake-${target##*::}.log" ||
+      { cat "$work/cmake-${target##*::}.log"; fail "configure"; }
+    cmake --build "$dir" >>"$work/cmake-${target##*::}.log" ||
+      { cat "$work/cmake-${target##*::}.log"; fail "build"; }
+    # No include folder but chash's own on the consumer's command line.
+    includes="$(grep -o -- ' -I[^ ]*\| -isystem [^ ]*' "$dir/build.ninja" | LC_ALL=C sort -u | tr -d '\n')"
+    [ "$includes" = " -isystem $prefix/include" ] || fail "include folders: '$includes'"
+    echo "C++ consumer: find_package(chash) -> $target, includes:$includes"
+    LD_LIBRARY_PATH="$(libdir)" run_golden "$dir/golden_route_cxx"
+    ;;
+
+  *)
+    fail "unknown step $step"
+    ;;
+esac

@@ -44,6 +44,7 @@
 #include "build/columns_builder.h"
 #include "build/parallel.h"
 #include "chash/chash.h"
+#include "dispatch_control.h"
 #include "hash/crc32_internal.h"
 #include "layout/aligned_array.h"
 #include "reference/reference_ring.h"

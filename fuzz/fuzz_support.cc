@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "chash/dispatch.h"
+#include "dispatch_control.h"
 
 namespace chash::fuzz {
 

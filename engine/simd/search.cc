@@ -1,8 +1,18 @@
-// Highway dispatch skeleton for the lookups: foreach_target.h compiles this
-// file once per target; HWY_EXPORT builds the table and HWY_DYNAMIC_DISPATCH
-// picks the entry for the running CPU (once per call, not per key).
+// The lookup kernels of every Highway target, and chash's own dispatch
+// among them: foreach_target.h compiles this file once per target (each in
+// its namespace N_<TARGET>); below, a constant table lists each compiled
+// target's kernels, and one atomic pointer names the target lookups run on.
+// Single lookups read a cached function pointer; a batch reads the target
+// once and runs every key of the batch there.
+//
+// Highway's own dispatch (HWY_DYNAMIC_DISPATCH and its global chosen
+// target) is not used: forcing a target through it meant
+// hwy::SetSupportedTargetsForTest and GetChosenTarget().DeInit(), which
+// rewrite process-wide state that other threads' lookups (and VQSort) read.
+// Here forcing a target is two atomic stores, safe while lookups run.
 #include "simd/search.h"
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -39,94 +49,178 @@ void FindNodesImpl(const internal::SearchView& view, const std::string_view* HWY
   }
 }
 
-const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
-
 }  // namespace HWY_NAMESPACE
 }  // namespace chash
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include "chash/dispatch.h"
+#include "dispatch_control.h"
 
 namespace chash {
-HWY_EXPORT(LowerBoundSlotImpl);
-HWY_EXPORT(FindNodesByHashImpl);
-HWY_EXPORT(FindNodesImpl);
-HWY_EXPORT(TargetNameImpl);
-
 namespace internal {
 
 namespace {
-// The first lookup (and the first after ForceTarget) resolves the target.
-uint32_t ResolveAndLowerBoundSlot(const SearchView& view, uint32_t x) {
-  ActiveTargetName();  // makes Highway choose, so the table index is final
-  const LowerBoundSlotFunction kernel = &HWY_DYNAMIC_DISPATCH(LowerBoundSlotImpl);
-  lower_bound_slot_kernel.store(kernel, std::memory_order_relaxed);
-  return kernel(view, x);
+
+using FindNodesByHashFunction = void (*)(const SearchView&, const uint32_t*, size_t, uint32_t*);
+using FindNodesFunction = void (*)(const SearchView&, const std::string_view*, size_t,
+                                   uint32_t*);
+
+struct TargetKernels {
+  int64_t target;  // a Highway target bit (HWY_AVX2, ...)
+  LowerBoundSlotFunction lower_bound_slot;
+  FindNodesByHashFunction find_nodes_by_hash;
+  FindNodesFunction find_nodes;
+};
+
+#define CHASH_TARGET_KERNELS(TARGET, NS) \
+  {TARGET, &NS::LowerBoundSlotImpl, &NS::FindNodesByHashImpl, &NS::FindNodesImpl},
+
+// Every compiled target, best first (Highway numbers better targets with
+// lower bits). Constant: listing a target runs none of its code.
+constexpr TargetKernels kCompiled[] = {
+#if HWY_TARGETS & HWY_AVX3_DL
+    CHASH_TARGET_KERNELS(HWY_AVX3_DL, N_AVX3_DL)
+#endif
+#if HWY_TARGETS & HWY_AVX3
+    CHASH_TARGET_KERNELS(HWY_AVX3, N_AVX3)
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    CHASH_TARGET_KERNELS(HWY_AVX2, N_AVX2)
+#endif
+#if HWY_TARGETS & HWY_SSE4
+    CHASH_TARGET_KERNELS(HWY_SSE4, N_SSE4)
+#endif
+#if HWY_TARGETS & HWY_SSSE3
+    CHASH_TARGET_KERNELS(HWY_SSSE3, N_SSSE3)
+#endif
+#if HWY_TARGETS & HWY_SVE2_128
+    CHASH_TARGET_KERNELS(HWY_SVE2_128, N_SVE2_128)
+#endif
+#if HWY_TARGETS & HWY_SVE_256
+    CHASH_TARGET_KERNELS(HWY_SVE_256, N_SVE_256)
+#endif
+#if HWY_TARGETS & HWY_SVE2
+    CHASH_TARGET_KERNELS(HWY_SVE2, N_SVE2)
+#endif
+#if HWY_TARGETS & HWY_SVE
+    CHASH_TARGET_KERNELS(HWY_SVE, N_SVE)
+#endif
+#if HWY_TARGETS & HWY_NEON
+    CHASH_TARGET_KERNELS(HWY_NEON, N_NEON)
+#endif
+#if HWY_TARGETS & HWY_EMU128
+    CHASH_TARGET_KERNELS(HWY_EMU128, N_EMU128)
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+    CHASH_TARGET_KERNELS(HWY_SCALAR, N_SCALAR)
+#endif
+};
+#undef CHASH_TARGET_KERNELS
+
+constexpr int64_t kListedTargets = HWY_AVX3_DL | HWY_AVX3 | HWY_AVX2 | HWY_SSE4 | HWY_SSSE3 |
+                                   HWY_SVE2_128 | HWY_SVE_256 | HWY_SVE2 | HWY_SVE | HWY_NEON |
+                                   HWY_EMU128 | HWY_SCALAR;
+static_assert((HWY_TARGETS & ~kListedTargets) == 0,
+              "Highway compiles a target that kCompiled does not list: add it");
+
+// The compiled targets this CPU supports, best first; found once.
+struct CpuTargets {
+  const TargetKernels* supported[sizeof(kCompiled) / sizeof(kCompiled[0])] = {};
+  size_t count = 0;
+};
+
+const CpuTargets& Cpu() noexcept {
+  static const CpuTargets cpu = [] {
+    CpuTargets found;
+    const int64_t bits = hwy::SupportedTargets();
+    for (const TargetKernels& kernels : kCompiled) {
+      if ((bits & kernels.target) != 0) found.supported[found.count++] = &kernels;
+    }
+    // The last compiled target is the baseline (SSSE3 and up are checked;
+    // SCALAR/EMU128 run anywhere): never leave lookups without one.
+    if (found.count == 0) found.supported[found.count++] = &kCompiled[std::size(kCompiled) - 1];
+    return found;
+  }();
+  return cpu;
 }
+
+const TargetKernels* Best() noexcept { return Cpu().supported[0]; }
+
+uint32_t ResolveAndLowerBoundSlot(const SearchView& view, uint32_t x);
+
+// The target batches run on (null until the first lookup resolves it).
+std::atomic<const TargetKernels*> active_kernels{nullptr};
+
+const TargetKernels& ActiveKernels() noexcept {
+  const TargetKernels* kernels = active_kernels.load(std::memory_order_relaxed);
+  if (kernels != nullptr) [[likely]] {
+    return *kernels;
+  }
+  // First use: the best target, unless ForceTarget got there first.
+  const TargetKernels* expected = nullptr;
+  const TargetKernels* best = Best();
+  active_kernels.compare_exchange_strong(expected, best, std::memory_order_relaxed);
+  LowerBoundSlotFunction unresolved = &ResolveAndLowerBoundSlot;
+  lower_bound_slot_kernel.compare_exchange_strong(unresolved, best->lower_bound_slot,
+                                                  std::memory_order_relaxed);
+  return *active_kernels.load(std::memory_order_relaxed);
+}
+
+uint32_t ResolveAndLowerBoundSlot(const SearchView& view, uint32_t x) {
+  return ActiveKernels().lower_bound_slot(view, x);
+}
+
+void Activate(const TargetKernels* kernels) noexcept {
+  active_kernels.store(kernels, std::memory_order_relaxed);
+  lower_bound_slot_kernel.store(kernels->lower_bound_slot, std::memory_order_relaxed);
+}
+
 }  // namespace
 
+// The first single lookup resolves the target, then calls its kernel directly.
 std::atomic<LowerBoundSlotFunction> lower_bound_slot_kernel{&ResolveAndLowerBoundSlot};
 
 void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, size_t count,
                              uint32_t* out) {
-  HWY_DYNAMIC_DISPATCH(FindNodesByHashImpl)(view, hashes, count, out);
+  ActiveKernels().find_nodes_by_hash(view, hashes, count, out);
 }
 
 void DispatchFindNodes(const SearchView& view, const std::string_view* keys, size_t count,
                        uint32_t* out) {
-  HWY_DYNAMIC_DISPATCH(FindNodesImpl)(view, keys, count, out);
+  ActiveKernels().find_nodes(view, keys, count, out);
 }
 
 }  // namespace internal
 
 std::string_view ActiveTargetName() noexcept {
-  return HWY_DYNAMIC_DISPATCH(TargetNameImpl)();
+  return hwy::TargetName(internal::ActiveKernels().target);
 }
-
-namespace {
-
-// The CPU's targets, best first, found once. hwy::SupportedTargets() (1.0.3)
-// answers the forced target while one is forced, and, when none is, re-detects
-// the CPU and sets the chosen target to the detected set *before* it adds the
-// vector-length targets (SVE_256, SVE2_128), relying on its dispatch caller
-// to choose again: called directly, it left an SVE_256 CPU dispatching SVE2.
-// So it is called once, before any ForceTarget (which needs this list), and
-// the next dispatch is made to choose again from the full set.
-const std::vector<int64_t>& CpuTargets() {
-  static const std::vector<int64_t> targets = [] {
-    ActiveTargetName();  // dispatch once first: see toolchain.md pitfall 4
-    std::vector<int64_t> found = hwy::SupportedAndGeneratedTargets();
-    hwy::GetChosenTarget().DeInit();
-    return found;
-  }();
-  return targets;
-}
-
-}  // namespace
 
 std::vector<std::string> SupportedTargetNames() {
+  const internal::CpuTargets& cpu = internal::Cpu();
   std::vector<std::string> names;
-  for (const int64_t target : CpuTargets()) names.emplace_back(hwy::TargetName(target));
+  for (size_t i = 0; i < cpu.count; ++i) names.emplace_back(hwy::TargetName(cpu.supported[i]->target));
   return names;
 }
 
 Status ForceTarget(std::string_view name) {
-  internal::lower_bound_slot_kernel.store(&internal::ResolveAndLowerBoundSlot,
-                                          std::memory_order_relaxed);
-  const std::vector<int64_t>& targets = CpuTargets();
-  hwy::SetSupportedTargetsForTest(0);
-  if (name.empty() || name == "best") return Status();
-  for (const int64_t target : targets) {
-    if (name == hwy::TargetName(target)) {
-      hwy::SetSupportedTargetsForTest(target);
+  const internal::CpuTargets& cpu = internal::Cpu();
+  if (name.empty() || name == "best") {
+    internal::Activate(internal::Best());
+    return Status();
+  }
+  for (size_t i = 0; i < cpu.count; ++i) {
+    if (name == hwy::TargetName(cpu.supported[i]->target)) {
+      internal::Activate(cpu.supported[i]);
       return Status();
     }
   }
+  internal::Activate(internal::Best());
   std::string supported;
-  for (const std::string& target : SupportedTargetNames()) {
+  for (size_t i = 0; i < cpu.count; ++i) {
     supported += supported.empty() ? "" : ", ";
-    supported += target;
+    supported += hwy::TargetName(cpu.supported[i]->target);
   }
   return Status(StatusCode::kBadArgument, "target '" + std::string(name) +
                                               "' is not supported here (supported: " +

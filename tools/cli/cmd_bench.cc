@@ -43,6 +43,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "dispatch_control.h"
 
 namespace chash::cli {
 namespace {

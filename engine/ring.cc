@@ -1,7 +1,7 @@
 // Ring methods that are the same on every target: lookups hand whole batches
 // to the dispatched kernels (simd/search.cc); walks step through the columns,
 // which are in ring order.
-#include <cassert>
+#include <algorithm>
 
 #include "chash/crc32.h"
 #include "chash/ring.h"
@@ -12,8 +12,8 @@ namespace chash {
 
 // ---- PointCursor --------------------------------------------------------------
 
-uint32_t PointCursor::node() const noexcept { return nodes_[slot_]; }
-uint32_t PointCursor::hash() const noexcept { return hashes_[slot_]; }
+uint32_t PointCursor::node() const noexcept { return size_ == 0 ? Ring::kNoNode : nodes_[slot_]; }
+uint32_t PointCursor::hash() const noexcept { return size_ == 0 ? 0 : hashes_[slot_]; }
 
 void PointCursor::Advance() noexcept {
   if (size_ == 0) return;
@@ -88,24 +88,26 @@ uint32_t Ring::FindNode(std::string_view key) const noexcept {
   return FindNodeByHash(Crc32(key));
 }
 
-void Ring::FindNodesByHash(std::span<const uint32_t> hashes,
-                           std::span<uint32_t> out) const noexcept {
-  assert(out.size() >= hashes.size());
+size_t Ring::FindNodesByHash(std::span<const uint32_t> hashes,
+                             std::span<uint32_t> out) const noexcept {
+  const size_t count = std::min(hashes.size(), out.size());
   if (size_ == 0) {
-    std::fill(out.begin(), out.begin() + static_cast<ptrdiff_t>(hashes.size()), kNoNode);
-    return;
+    std::fill_n(out.begin(), count, kNoNode);
+    return count;
   }
-  internal::DispatchFindNodesByHash(*view_, hashes.data(), hashes.size(), out.data());
+  internal::DispatchFindNodesByHash(*view_, hashes.data(), count, out.data());
+  return count;
 }
 
-void Ring::FindNodes(std::span<const std::string_view> keys,
-                     std::span<uint32_t> out) const noexcept {
-  assert(out.size() >= keys.size());
+size_t Ring::FindNodes(std::span<const std::string_view> keys,
+                       std::span<uint32_t> out) const noexcept {
+  const size_t count = std::min(keys.size(), out.size());
   if (size_ == 0) {
-    std::fill(out.begin(), out.begin() + static_cast<ptrdiff_t>(keys.size()), kNoNode);
-    return;
+    std::fill_n(out.begin(), count, kNoNode);
+    return count;
   }
-  internal::DispatchFindNodes(*view_, keys.data(), keys.size(), out.data());
+  internal::DispatchFindNodes(*view_, keys.data(), count, out.data());
+  return count;
 }
 
 PointCursor Ring::WalkFromHash(uint32_t hash) const noexcept {
@@ -159,8 +161,9 @@ TieBreak Ring::tie_break() const noexcept { return StateOf(state_).tie_break; }
 bool Ring::is_raw() const noexcept { return StateOf(state_).raw; }
 double Ring::build_seconds() const noexcept { return StateOf(state_).build_seconds; }
 const NodeInfo& Ring::node(uint32_t id) const noexcept {
-  assert(id < num_nodes());
-  return state_->nodes[id];
+  static const NodeInfo kNoNodeInfo;  // empty strings: constant-initialized
+  const std::vector<NodeInfo>& nodes = StateOf(state_).nodes;
+  return id < nodes.size() ? nodes[id] : kNoNodeInfo;
 }
 
 MemoryUsage Ring::memory_usage() const noexcept {

@@ -3,6 +3,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
+
+#include "out_of_memory.h"
 
 namespace chash {
 namespace {
@@ -13,10 +17,8 @@ std::string Where(std::string_view source, size_t line) {
   return std::string(source) + ":" + std::to_string(line) + ": ";
 }
 
-}  // namespace
-
-Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
-                                                  std::string_view source_name) {
+Result<std::vector<ServerEntry>> ParseServersTextOrThrow(std::string_view text,
+                                                         std::string_view source_name) {
   std::vector<ServerEntry> entries;
   size_t line_number = 0;
   size_t pos = 0;
@@ -71,25 +73,44 @@ Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
   return entries;
 }
 
+struct FileCloser {
+  void operator()(std::FILE* file) const noexcept { std::fclose(file); }
+};
+
+// The whole file (kIoError naming the path and errno text). Throws
+// std::bad_alloc.
 Result<std::string> ReadFileBytes(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
+  const std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (file == nullptr) {
     return Status(StatusCode::kIoError, path + ": " + std::strerror(errno));
   }
   std::string bytes;
   char buffer[1 << 16];
   size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) bytes.append(buffer, got);
-  const bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) return Status(StatusCode::kIoError, path + ": read error");
+  while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) bytes.append(buffer, got);
+  if (std::ferror(file.get()) != 0) return Status(StatusCode::kIoError, path + ": read error");
   return bytes;
 }
 
+}  // namespace
+
+Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
+                                                  std::string_view source_name) {
+  try {
+    return ParseServersTextOrThrow(text, source_name);
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("parsing a servers file");
+  }
+}
+
 Result<std::vector<ServerEntry>> ReadServersFile(const std::string& path) {
-  Result<std::string> bytes = ReadFileBytes(path);
-  if (!bytes.ok()) return bytes.status();
-  return ParseServersText(bytes.value(), path);
+  try {
+    Result<std::string> bytes = ReadFileBytes(path);
+    if (!bytes.ok()) return Status(bytes.status());
+    return ParseServersTextOrThrow(bytes.value(), path);
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("reading a servers file");
+  }
 }
 
 Result<Ring> BuildRingFromServers(const std::vector<ServerEntry>& servers,
@@ -98,7 +119,12 @@ Result<Ring> BuildRingFromServers(const std::vector<ServerEntry>& servers,
   for (const ServerEntry& entry : servers) {
     Status status = builder.Add(entry.address, entry.weight);
     if (!status.ok()) {
-      return Status(status.code(), Where(source_name, entry.line) + status.message());
+      if (status.code() == StatusCode::kOutOfMemory) return status;
+      try {
+        return Status(status.code(), Where(source_name, entry.line) + status.message());
+      } catch (const std::bad_alloc&) {
+        return status;  // the error without its line
+      }
     }
   }
   return std::move(builder).Build();

@@ -8,6 +8,9 @@
 
 #include <cstdio>
 #include <optional>
+#include <new>
+
+#include "out_of_memory.h"
 
 namespace chash {
 namespace {
@@ -403,9 +406,13 @@ Result<Flavor> ParseFlavor(std::string_view name) {
   for (const Flavor flavor : {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2}) {
     if (name == FlavorName(flavor)) return flavor;
   }
-  return Status(StatusCode::kBadArgument,
-                "unknown mode '" + std::string(name) +
-                    "' (expected nginx, pingora-v1 or pingora-v2)");
+  try {
+    return Status(StatusCode::kBadArgument,
+                  "unknown mode '" + std::string(name) +
+                      "' (expected nginx, pingora-v1 or pingora-v2)");
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("reporting an unknown mode");
+  }
 }
 
 std::string NodeAddress::HashedBytes() const {
@@ -458,7 +465,7 @@ std::string FormatIpv6(const std::array<uint8_t, 16>& bytes) {
   return out;
 }
 
-Result<NodeAddress> ParseNginxAddress(std::string_view text) {
+static Result<NodeAddress> ParseNginxAddressOrThrow(std::string_view text) {
   if (Status status = ValidateNginxText(text); !status.ok()) return status;
   NodeAddress address;
   address.written.assign(text);
@@ -466,7 +473,7 @@ Result<NodeAddress> ParseNginxAddress(std::string_view text) {
   return address;
 }
 
-Result<NodeAddress> ParsePingoraAddress(std::string_view text) {
+static Result<NodeAddress> ParsePingoraAddressOrThrow(std::string_view text) {
   if (text.empty()) return BadAddress(text, "empty");
   NodeAddress address;
   address.written.assign(text);
@@ -503,8 +510,33 @@ Result<NodeAddress> ParsePingoraAddress(std::string_view text) {
   return address;
 }
 
+// The public parsers report allocation failure (the texts they copy, their
+// error messages) as kOutOfMemory.
+Result<NodeAddress> ParseNginxAddress(std::string_view text) {
+  try {
+    return ParseNginxAddressOrThrow(text);
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("parsing an address");
+  }
+}
+
+Result<NodeAddress> ParsePingoraAddress(std::string_view text) {
+  try {
+    return ParsePingoraAddressOrThrow(text);
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("parsing an address");
+  }
+}
+
 Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text) {
-  return flavor == Flavor::kNginx ? ParseNginxAddress(text) : ParsePingoraAddress(text);
+  switch (flavor) {
+    case Flavor::kNginx:
+      return ParseNginxAddress(text);
+    case Flavor::kPingoraV1:
+    case Flavor::kPingoraV2:
+      return ParsePingoraAddress(text);
+  }
+  return Status(StatusCode::kBadArgument, "unknown flavour");
 }
 
 }  // namespace chash

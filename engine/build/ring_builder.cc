@@ -1,6 +1,7 @@
 // RingBuilder and BuildRingFromPoints: validation, point generation, and the
 // hand-off to the shared column builder.
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <memory>
 #include <new>
@@ -11,6 +12,7 @@
 #include "build/point_chains.h"
 #include "chash/ring.h"
 #include "hash/crc32_internal.h"
+#include "out_of_memory.h"
 #include "ring_state.h"
 
 namespace chash {
@@ -29,6 +31,10 @@ std::string NodeLabel(size_t id, std::string_view text) {
 }
 
 Status ValidateOptions(const RingOptions& options) {
+  if (options.flavor > Flavor::kPingoraV2) {
+    return Status(StatusCode::kBadArgument,
+                  "unknown flavour " + std::to_string(static_cast<int>(options.flavor)));
+  }
   if (options.point_multiple == 0) {
     return Status(StatusCode::kBadMultiple, "point multiple must be at least 1");
   }
@@ -48,11 +54,11 @@ Status ValidateOptions(const RingOptions& options) {
 
 // Counts the distinct nodes in the node column (slots 0..n-1) and records them
 // in state.owns_points (one bit per node id); state.has_points adds the nodes
-// of the collision losers.
-void CountNodesWithPoints(RingState& state) {
+// of the collision losers. Throws std::bad_alloc.
+void CountNodesWithPoints(RingState& state, size_t num_nodes) {
   const internal::Columns& columns = state.columns;
   std::vector<uint64_t>& seen = state.owns_points;
-  seen.assign((state.nodes.size() + 63) / 64, 0);
+  seen.assign((num_nodes + 63) / 64, 0);
   uint32_t count = 0;
   for (uint32_t slot = 0; slot < columns.size; ++slot) {
     const uint16_t node = columns.node[slot];
@@ -74,9 +80,11 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-Status OutOfMemory(uint64_t points) {
-  return Status(StatusCode::kOutOfMemory,
-                "out of memory: cannot hold " + std::to_string(points) + " ring points");
+Status OutOfMemory(uint64_t points) noexcept {
+  char what[64];
+  std::snprintf(what, sizeof what, "cannot hold %llu ring points",
+                static_cast<unsigned long long>(points));
+  return internal::OutOfMemory(what);
 }
 
 }  // namespace
@@ -85,11 +93,23 @@ TieBreak FlavorTieBreak(Flavor flavor) noexcept {
   return flavor == Flavor::kPingoraV2 ? TieBreak::kAddressOrder : TieBreak::kConfigOrder;
 }
 
-RingBuilder::RingBuilder(RingOptions options)
-    : options_(options), options_status_(ValidateOptions(options)) {}
+RingBuilder::RingBuilder(RingOptions options) noexcept : options_(options) {}
 
 Status RingBuilder::Add(std::string_view address, uint32_t weight) {
-  if (!options_status_.ok()) return options_status_;
+  // Strong guarantee: every allocation comes before the first change, and
+  // the changes (a table entry, then a push_back into reserved room) are
+  // undone if the second one fails.
+  try {
+    return AddNode(address, weight);
+  } catch (const std::bad_alloc&) {
+    char what[48];
+    std::snprintf(what, sizeof what, "adding node %zu", nodes_.size());
+    return internal::OutOfMemory(what);
+  }
+}
+
+Status RingBuilder::AddNode(std::string_view address, uint32_t weight) {
+  if (Status status = ValidateOptions(options_); !status.ok()) return status;
   const size_t id = nodes_.size();
   if (id >= kMaxNodes) {
     return Status(StatusCode::kTooManyNodes,
@@ -119,14 +139,15 @@ Status RingBuilder::Add(std::string_view address, uint32_t weight) {
                       std::to_string(points_generated_ + node_points) +
                       " points, over the cap of " + std::to_string(options_.max_points));
   }
+  nodes_.reserve(id + 1);
   node_by_hashed_bytes_.emplace(std::move(hashed), static_cast<uint32_t>(id));
-  nodes_.push_back(NodeInfo{std::move(parsed).value(), weight});
+  nodes_.push_back(NodeInfo{std::move(parsed).value(), weight});  // reserved: no throw
   points_generated_ += node_points;
   return Status();
 }
 
 Result<Ring> RingBuilder::Build() && {
-  if (!options_status_.ok()) return options_status_;
+  if (Status status = ValidateOptions(options_); !status.ok()) return status;
   const auto start = std::chrono::steady_clock::now();
   try {
     auto state = std::make_unique<RingState>();
@@ -169,8 +190,12 @@ Result<Ring> RingBuilder::Build() && {
       return status;
     }
     keys = internal::PointKeyBuffer();
+    CountNodesWithPoints(*state, num_nodes);
+    // Nothing below allocates: the builder gives up its nodes only now.
     state->nodes = std::move(nodes_);
-    CountNodesWithPoints(*state);
+    nodes_.clear();
+    node_by_hashed_bytes_.clear();
+    points_generated_ = 0;
     state->build_seconds = SecondsSince(start);
     return internal::RingFactory::Make(std::move(state));
   } catch (const std::bad_alloc&) {
@@ -237,7 +262,7 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
         !status.ok()) {
       return status;
     }
-    CountNodesWithPoints(*state);
+    CountNodesWithPoints(*state, num_nodes);
     state->build_seconds = SecondsSince(start);
     return internal::RingFactory::Make(std::move(state));
   } catch (const std::bad_alloc&) {

@@ -3,12 +3,13 @@
 #include "chash/failover.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
+#include <new>
 #include <string>
 
 #include "chash/crc32.h"
 #include "ops/masked_walk.h"
+#include "out_of_memory.h"
 
 namespace chash {
 namespace {
@@ -21,11 +22,40 @@ constexpr auto kAlways = [](uint32_t) { return true; };
 
 // ---- NodeMask ---------------------------------------------------------------------
 
-NodeMask::NodeMask(uint32_t num_nodes, bool available)
-    : words_(WordsFor(std::min(num_nodes, kMaxNodes)), available ? ~uint64_t{0} : 0),
-      size_(std::min(num_nodes, kMaxNodes)),
-      available_(available ? size_ : 0) {
+NodeMask::NodeMask(uint32_t num_nodes, bool available) noexcept {
+  const uint32_t size = std::min(num_nodes, kMaxNodes);
+  try {
+    words_.assign(WordsFor(size), available ? ~uint64_t{0} : 0);
+  } catch (const std::bad_alloc&) {
+    return;  // covers no node: fails closed
+  }
+  size_ = size;
+  available_ = available ? size_ : 0;
   if (available && size_ % 64 != 0) words_.back() = (uint64_t{1} << (size_ % 64)) - 1;
+}
+
+Result<NodeMask> NodeMask::Create(uint32_t num_nodes, bool available) noexcept {
+  NodeMask mask(num_nodes, available);
+  if (mask.size() != std::min(num_nodes, kMaxNodes)) {
+    return internal::OutOfMemory("node mask");
+  }
+  return mask;
+}
+
+NodeMask::NodeMask(const NodeMask& other) noexcept { *this = other; }
+
+NodeMask& NodeMask::operator=(const NodeMask& other) noexcept {
+  if (this == &other) return *this;
+  try {
+    words_ = other.words_;
+    size_ = other.size_;
+    available_ = other.available_;
+  } catch (const std::bad_alloc&) {
+    words_.clear();
+    size_ = 0;
+    available_ = 0;
+  }
+  return *this;
 }
 
 bool NodeMask::Set(uint32_t node, bool available) noexcept {
@@ -50,22 +80,24 @@ uint32_t FindAvailableNode(const Ring& ring, const NodeMask& mask, std::string_v
   return FindAvailableNodeByHash(ring, mask, Crc32(key));
 }
 
-void FindAvailableNodesByHash(const Ring& ring, const NodeMask& mask,
-                              std::span<const uint32_t> hashes, std::span<uint32_t> out) noexcept {
-  assert(out.size() >= hashes.size());
-  ring.FindNodesByHash(hashes, out);
-  for (size_t i = 0; i < hashes.size(); ++i) {
+size_t FindAvailableNodesByHash(const Ring& ring, const NodeMask& mask,
+                                std::span<const uint32_t> hashes,
+                                std::span<uint32_t> out) noexcept {
+  const size_t count = ring.FindNodesByHash(hashes, out);
+  for (size_t i = 0; i < count; ++i) {
     if (!mask.available(out[i])) out[i] = FindAvailableNodeByHash(ring, mask, hashes[i]);
   }
+  return count;
 }
 
-void FindAvailableNodes(const Ring& ring, const NodeMask& mask,
-                        std::span<const std::string_view> keys, std::span<uint32_t> out) noexcept {
-  assert(out.size() >= keys.size());
-  ring.FindNodes(keys, out);
-  for (size_t i = 0; i < keys.size(); ++i) {
+size_t FindAvailableNodes(const Ring& ring, const NodeMask& mask,
+                          std::span<const std::string_view> keys,
+                          std::span<uint32_t> out) noexcept {
+  const size_t count = ring.FindNodes(keys, out);
+  for (size_t i = 0; i < count; ++i) {
     if (!mask.available(out[i])) out[i] = FindAvailableNode(ring, mask, keys[i]);
   }
+  return count;
 }
 
 // ---- AvailabilityMask ---------------------------------------------------------------
@@ -82,23 +114,45 @@ void FindAvailableNodes(const Ring& ring, const NodeMask& mask,
 // buffer was rewritten during its lookup sees the sequence change and redoes
 // the lookup against the buffer now active.
 
-AvailabilityMask::AvailabilityMask(uint32_t num_nodes)
-    : size_(std::min(num_nodes, kMaxNodes)), num_words_(WordsFor(size_)) {
-  const NodeMask all(size_, true);
-  for (Buffer& buffer : buffers_) {
+AvailabilityMask::AvailabilityMask(uint32_t num_nodes) noexcept {
+  const uint32_t size = std::min(num_nodes, kMaxNodes);
+  const NodeMask all(size, true);
+  if (all.size() != size) return;  // out of memory: covers no node
+  const uint32_t num_words = WordsFor(size);
+  std::unique_ptr<std::atomic<uint64_t>[]> words[2];
+  for (auto& buffer_words : words) {
+    buffer_words.reset(new (std::nothrow) std::atomic<uint64_t>[num_words]);
+    if (buffer_words == nullptr && num_words != 0) return;
+  }
+  size_ = size;
+  num_words_ = num_words;
+  for (int b = 0; b < 2; ++b) {
+    Buffer& buffer = buffers_[b];
     buffer.available.store(all.count_available(), std::memory_order_relaxed);
-    buffer.words = std::make_unique<std::atomic<uint64_t>[]>(num_words_);
+    buffer.words = std::move(words[b]);
     for (uint32_t i = 0; i < num_words_; ++i) {
       buffer.words[i].store(all.words()[i], std::memory_order_relaxed);
     }
   }
 }
 
+Result<std::unique_ptr<AvailabilityMask>> AvailabilityMask::Create(uint32_t num_nodes) noexcept {
+  std::unique_ptr<AvailabilityMask> mask(new (std::nothrow) AvailabilityMask(num_nodes));
+  if (mask == nullptr || mask->size() != std::min(num_nodes, kMaxNodes)) {
+    return internal::OutOfMemory("availability mask");
+  }
+  return mask;
+}
+
 Status AvailabilityMask::Publish(const NodeMask& mask) {
   if (mask.size() != size_) {
-    return Status(StatusCode::kBadArgument, "mask covers " + std::to_string(mask.size()) +
-                                                " nodes; this AvailabilityMask " + "covers " +
-                                                std::to_string(size_));
+    try {
+      return Status(StatusCode::kBadArgument, "mask covers " + std::to_string(mask.size()) +
+                                                  " nodes; this AvailabilityMask covers " +
+                                                  std::to_string(size_));
+    } catch (const std::bad_alloc&) {
+      return internal::OutOfMemory("reporting a mask of the wrong size");
+    }
   }
   const std::lock_guard<std::mutex> lock(publish_mutex_);
   const uint32_t target = 1 - active_.load(std::memory_order_relaxed);
@@ -135,7 +189,7 @@ uint32_t AvailabilityMask::ReadConsistent(const Lookup& lookup) const noexcept {
   }
 }
 
-NodeMask AvailabilityMask::Snapshot(uint64_t* version) const {
+NodeMask AvailabilityMask::Snapshot(uint64_t* version) const noexcept {
   NodeMask copy(size_, false);
   uint64_t seen_version = 0;
   ReadConsistent([&](const auto& is_up, const Buffer& buffer) {
@@ -167,11 +221,11 @@ uint32_t AvailabilityMask::FindNode(const Ring& ring, std::string_view key) cons
   return FindNodeByHash(ring, Crc32(key));
 }
 
-void AvailabilityMask::FindNodes(const Ring& ring, std::span<const std::string_view> keys,
-                                 std::span<uint32_t> out) const noexcept {
-  assert(out.size() >= keys.size());
-  ring.FindNodes(keys, out);  // the unmasked answers, then each key under one mask
-  for (size_t i = 0; i < keys.size(); ++i) {
+size_t AvailabilityMask::FindNodes(const Ring& ring, std::span<const std::string_view> keys,
+                                   std::span<uint32_t> out) const noexcept {
+  // The unmasked answers, then each key under one mask.
+  const size_t count = ring.FindNodes(keys, out);
+  for (size_t i = 0; i < count; ++i) {
     const uint32_t plain = out[i];
     out[i] = ReadConsistent([&](const auto& is_up, const Buffer& buffer) {
       if (is_up(plain)) return plain;
@@ -179,6 +233,7 @@ void AvailabilityMask::FindNodes(const Ring& ring, std::span<const std::string_v
       return internal::WalkAvailable(ring, Crc32(keys[i]), is_up, kAlways);
     });
   }
+  return count;
 }
 
 // ---- Bounded loads --------------------------------------------------------------------

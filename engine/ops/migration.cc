@@ -2,10 +2,12 @@
 #include "chash/migration.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <map>
+#include <new>
 #include <string>
+
+#include "out_of_memory.h"
 
 namespace chash {
 namespace {
@@ -85,6 +87,16 @@ uint64_t MigrationKeyHash(std::string_view key, uint64_t seed) noexcept {
 Result<std::unique_ptr<RingMigration>> RingMigration::Create(std::shared_ptr<const Ring> old_ring,
                                                              std::shared_ptr<const Ring> new_ring,
                                                              MigrationOptions options) {
+  try {
+    return CreateOrThrow(std::move(old_ring), std::move(new_ring), options);
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("creating a ring migration");
+  }
+}
+
+Result<std::unique_ptr<RingMigration>> RingMigration::CreateOrThrow(
+    std::shared_ptr<const Ring> old_ring, std::shared_ptr<const Ring> new_ring,
+    MigrationOptions options) {
   if (!old_ring || !new_ring) {
     return Status(StatusCode::kBadArgument, "a migration needs both an old and a new ring");
   }
@@ -111,8 +123,12 @@ RingMigration::RingMigration(std::shared_ptr<const Ring> old_ring,
       backends_match_(backends_match) {}
 
 Status RingMigration::SetRollout(double fraction) noexcept {
-  if (!(fraction >= 0 && fraction <= 1)) {
-    return Status(StatusCode::kBadArgument, "rollout must be a fraction 0..1");
+  if (!(fraction >= 0 && fraction <= 1)) {  // NaN included
+    try {
+      return Status(StatusCode::kBadArgument, "rollout must be a fraction 0..1");
+    } catch (const std::bad_alloc&) {
+      return Status(StatusCode::kBadArgument, "bad rollout");  // inline: no allocation
+    }
   }
   SetRolloutPpm(static_cast<uint32_t>(std::floor(fraction * kRolloutScale)));
   return Status();
@@ -164,9 +180,10 @@ MigrationAnswer RingMigration::Find(std::string_view key) const noexcept {
   return {ring(side).FindNode(key), side};
 }
 
-void RingMigration::FindNodes(std::span<const std::string_view> keys, std::span<uint32_t> nodes,
-                              std::span<RingSide> sides) const noexcept {
-  assert(nodes.size() >= keys.size() && sides.size() >= keys.size());
+size_t RingMigration::FindNodes(std::span<const std::string_view> keys,
+                                std::span<uint32_t> nodes,
+                                std::span<RingSide> sides) const noexcept {
+  keys = keys.first(std::min({keys.size(), nodes.size(), sides.size()}));
   constexpr size_t kChunk = 64;
   std::string_view grouped[2][kChunk];
   uint32_t position[2][kChunk];
@@ -188,6 +205,7 @@ void RingMigration::FindNodes(std::span<const std::string_view> keys, std::span<
       Count(static_cast<RingSide>(s), count[s]);
     }
   }
+  return keys.size();
 }
 
 RingMigration::Counters RingMigration::counters() const noexcept {

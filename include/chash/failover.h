@@ -56,11 +56,23 @@ namespace chash {
 // between threads freely, or publish changing ones through AvailabilityMask.
 // Node ids at or past size() count as unavailable (a mask made for a smaller
 // fleet never routes to nodes it does not know).
+//
+// Allocation: a mask holds ceil(size / 64) words on the heap. Making or
+// copying one never throws: if the words cannot be allocated the mask covers
+// no node (size() == 0, every lookup through it answers kNoNode: it fails
+// closed). Create reports that as kOutOfMemory instead.
 class NodeMask {
  public:
-  NodeMask() = default;  // covers no node
-  // `num_nodes` ids (clamped to kMaxNodes), all available or all not.
-  explicit NodeMask(uint32_t num_nodes, bool available = true);
+  NodeMask() noexcept = default;  // covers no node
+  // `num_nodes` ids (clamped to kMaxNodes), all available or all not; size()
+  // 0 if memory ran out.
+  explicit NodeMask(uint32_t num_nodes, bool available = true) noexcept;
+  // The same, or kOutOfMemory.
+  static Result<NodeMask> Create(uint32_t num_nodes, bool available = true) noexcept;
+  NodeMask(const NodeMask& other) noexcept;             // size() 0 if memory ran out
+  NodeMask& operator=(const NodeMask& other) noexcept;  // likewise
+  NodeMask(NodeMask&&) noexcept = default;
+  NodeMask& operator=(NodeMask&&) noexcept = default;
 
   uint32_t size() const noexcept { return size_; }
   bool available(uint32_t node) const noexcept {
@@ -94,11 +106,14 @@ uint32_t FindAvailableNodeByHash(const Ring& ring, const NodeMask& mask, uint32_
 // The same for a key (CRC32 of its bytes, as Ring::FindNode).
 uint32_t FindAvailableNode(const Ring& ring, const NodeMask& mask, std::string_view key) noexcept;
 // Batch forms: the plain batch lookup, then a walk only for the keys whose
-// node is unavailable. Precondition out.size() >= input size.
-void FindAvailableNodesByHash(const Ring& ring, const NodeMask& mask,
-                              std::span<const uint32_t> hashes, std::span<uint32_t> out) noexcept;
-void FindAvailableNodes(const Ring& ring, const NodeMask& mask,
-                        std::span<const std::string_view> keys, std::span<uint32_t> out) noexcept;
+// node is unavailable. As Ring::FindNodes, they answer the first
+// n = min(input size, out.size()) inputs and return n.
+size_t FindAvailableNodesByHash(const Ring& ring, const NodeMask& mask,
+                                std::span<const uint32_t> hashes,
+                                std::span<uint32_t> out) noexcept;
+size_t FindAvailableNodes(const Ring& ring, const NodeMask& mask,
+                          std::span<const std::string_view> keys,
+                          std::span<uint32_t> out) noexcept;
 
 // ---- A mask replaced atomically while lookups run -----------------------------
 
@@ -113,10 +128,16 @@ void FindAvailableNodes(const Ring& ring, const NodeMask& mask,
 // Publish calls serialize on a mutex and cost O(size / 64).
 // Reader cost over a NodeMask lookup: two loads of the sequence and a fence
 // (free on x86, a dmb on ARM). Not copyable or movable.
+// Allocation: the constructor allocates two buffers of ceil(size / 64)
+// words and never throws: if they cannot be had, the mask covers no node
+// (size() 0: lookups answer kNoNode, Publish refuses every mask). Create
+// reports kOutOfMemory instead. Publish allocates nothing but its error
+// message.
 class AvailabilityMask {
  public:
   // `num_nodes` ids (clamped to kMaxNodes), every one available; version 0.
-  explicit AvailabilityMask(uint32_t num_nodes);
+  explicit AvailabilityMask(uint32_t num_nodes) noexcept;
+  static Result<std::unique_ptr<AvailabilityMask>> Create(uint32_t num_nodes) noexcept;
   AvailabilityMask(const AvailabilityMask&) = delete;
   AvailabilityMask& operator=(const AvailabilityMask&) = delete;
 
@@ -125,16 +146,18 @@ class AvailabilityMask {
   // Replaces the mask; kBadArgument unless mask.size() == size(). Each
   // successful call increments version().
   Status Publish(const NodeMask& mask);
-  // The current mask and its version, consistent with each other.
-  NodeMask Snapshot(uint64_t* version = nullptr) const;
+  // The current mask and its version, consistent with each other. Allocates
+  // the copy; size() 0 if memory ran out.
+  NodeMask Snapshot(uint64_t* version = nullptr) const noexcept;
   uint64_t version() const noexcept;
 
   // FindAvailableNode* through the current mask. The batch form answers
-  // each key under one published mask (a batch may straddle a Publish).
+  // each key under one published mask (a batch may straddle a Publish); it
+  // answers the first min(keys.size(), out.size()) keys and returns that.
   uint32_t FindNodeByHash(const Ring& ring, uint32_t hash) const noexcept;
   uint32_t FindNode(const Ring& ring, std::string_view key) const noexcept;
-  void FindNodes(const Ring& ring, std::span<const std::string_view> keys,
-                 std::span<uint32_t> out) const noexcept;
+  size_t FindNodes(const Ring& ring, std::span<const std::string_view> keys,
+                   std::span<uint32_t> out) const noexcept;
 
  private:
   struct Buffer {

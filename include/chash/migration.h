@@ -83,6 +83,7 @@ class RingMigration {
  public:
   // kBadArgument: a null ring, or (unless allowed) rings whose backend
   // snapshots differ; the message lists the first differences.
+  // kOutOfMemory. Allocates the migration and O(nodes) while comparing.
   static Result<std::unique_ptr<RingMigration>> Create(std::shared_ptr<const Ring> old_ring,
                                                        std::shared_ptr<const Ring> new_ring,
                                                        MigrationOptions options = {});
@@ -90,7 +91,9 @@ class RingMigration {
   RingMigration& operator=(const RingMigration&) = delete;
 
   // ---- Controls (any thread, lock-free) ---------------------------------------
-  // kBadArgument unless 0 <= fraction <= 1; rounded down to whole ppm.
+  // kBadArgument unless 0 <= fraction <= 1 (NaN too); rounded down to whole
+  // ppm. Allocates nothing on success; the error's message may allocate, and
+  // falls back to an inline one if it cannot.
   Status SetRollout(double fraction) noexcept;
   void SetRolloutPpm(uint32_t ppm) noexcept;  // clamped to kRolloutScale
   void SetInScope(bool in_scope) noexcept;
@@ -107,9 +110,11 @@ class RingMigration {
   // Zen core; bench/bench_ops.cc).
   MigrationAnswer Find(std::string_view key) const noexcept;
   // Batch: nodes[i], sides[i] for keys[i], each ring's keys looked up with
-  // its batch kernel in chunks of 64. Precondition: outputs >= keys.size().
-  void FindNodes(std::span<const std::string_view> keys, std::span<uint32_t> nodes,
-                 std::span<RingSide> sides) const noexcept;
+  // its batch kernel in chunks of 64, for i < n = the smallest of the three
+  // sizes; returns n (shorter outputs are a caller's bug: the keys past them
+  // are not looked up, nothing is written past an output).
+  size_t FindNodes(std::span<const std::string_view> keys, std::span<uint32_t> nodes,
+                   std::span<RingSide> sides) const noexcept;
 
   // ---- Observability ---------------------------------------------------------------
   struct Counters {
@@ -132,6 +137,9 @@ class RingMigration {
   bool backends_match() const noexcept { return backends_match_; }
 
  private:
+  static Result<std::unique_ptr<RingMigration>> CreateOrThrow(std::shared_ptr<const Ring> old_ring,
+                                                              std::shared_ptr<const Ring> new_ring,
+                                                              MigrationOptions options);
   RingMigration(std::shared_ptr<const Ring> old_ring, std::shared_ptr<const Ring> new_ring,
                 uint64_t seed, bool backends_match);
   void Count(RingSide side, uint64_t lookups) const noexcept;

@@ -16,6 +16,7 @@
 #define CHASH_RING_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -108,7 +109,8 @@ class PointCursor {
   PointCursor() = default;  // an empty walk
 
   bool empty() const noexcept { return size_ == 0; }
-  // Node and hash of the current point. Undefined on an empty cursor.
+  // Node and hash of the current point; Ring::kNoNode and 0 on an empty
+  // cursor.
   uint32_t node() const noexcept;
   uint32_t hash() const noexcept;
   // Moves to the next point, wrapping from the largest hash to the smallest.
@@ -175,14 +177,17 @@ class Ring {
   // (prefetched together).
   uint32_t FindNodeByHash(uint32_t hash) const noexcept;
 
-  // Batch forms: out[i] = FindNodeByHash(hashes[i]) / FindNode(keys[i]).
-  // Precondition out.size() >= input size (checked in debug builds). One
-  // target dispatch per call; groups of lookups descend level by level with
-  // each next line prefetched, so many cache misses are in flight at once.
-  void FindNodesByHash(std::span<const uint32_t> hashes,
-                       std::span<uint32_t> out) const noexcept;
-  void FindNodes(std::span<const std::string_view> keys,
-                 std::span<uint32_t> out) const noexcept;
+  // Batch forms: out[i] = FindNodeByHash(hashes[i]) / FindNode(keys[i]) for
+  // i < n = min(input size, out.size()); returns n. An `out` shorter than
+  // the input is a caller's bug: the inputs past it are not looked up (and
+  // nothing is written past `out`), in every build; the check is one compare
+  // a call. The kernel is read once a call (one target for the whole
+  // batch); groups of lookups descend level by level with each next line
+  // prefetched, so many cache misses are in flight at once.
+  size_t FindNodesByHash(std::span<const uint32_t> hashes,
+                         std::span<uint32_t> out) const noexcept;
+  size_t FindNodes(std::span<const std::string_view> keys,
+                   std::span<uint32_t> out) const noexcept;
 
   // Failover walk starting at the point FindNode would answer with.
   PointCursor Walk(std::string_view key) const noexcept;
@@ -219,7 +224,9 @@ class Ring {
   TieBreak tie_break() const noexcept;
   bool is_raw() const noexcept;  // built from raw points, no addresses
 
-  // Node `id` (0 <= id < num_nodes()): its address and weight.
+  // Node `id`: its address and weight. For an id past num_nodes() (e.g.
+  // kNoNode, the answer of an empty ring) an empty NodeInfo: empty address
+  // texts, weight 0. Valid while the ring lives.
   const NodeInfo& node(uint32_t id) const noexcept;
   MemoryUsage memory_usage() const noexcept;
   // Wall time of the Build that made this ring, in seconds.
@@ -245,26 +252,33 @@ class Ring {
 // past 65,536), the address for the flavour (kBadAddress), a node that hashes
 // the same bytes as an earlier one (kDuplicateNode: it would own an identical
 // point chain), weight x multiple over 2^32-1 and the running total over
-// max_points (kTooManyPoints). A failed Add leaves the builder unchanged.
-// Weight 0 is accepted: a drained node that keeps its id but owns no points.
+// max_points (kTooManyPoints); kOutOfMemory if the node cannot be stored. A
+// failed Add leaves the builder unchanged. Weight 0 is accepted: a drained
+// node that keeps its id but owns no points. Add allocates the node's
+// address texts and a table entry; its error messages allocate too (an
+// error that cannot allocate its message reports kOutOfMemory).
 class RingBuilder {
  public:
-  explicit RingBuilder(RingOptions options = {});
+  // Allocates nothing; invalid options are reported by Add and Build.
+  explicit RingBuilder(RingOptions options = {}) noexcept;
 
   Status Add(std::string_view address, uint32_t weight);
   size_t size() const noexcept { return nodes_.size(); }
   uint64_t points_generated() const noexcept { return points_generated_; }
 
-  // Builds the ring; the builder is consumed. An empty builder gives the
-  // empty ring. kOutOfMemory if the point buffer cannot be allocated.
+  // Builds the ring. An empty builder gives the empty ring. On success the
+  // builder is left empty (as newly made with the same options); on an
+  // error, kOutOfMemory included, it keeps its nodes, so Build can be
+  // called again.
   // Cost: O(points) time (Highway VQSort included); at peak 10 bytes a
   // generated point for rings of 512K points and more (the sort keys become
   // the hash column), 14 below that.
   Result<Ring> Build() &&;
 
  private:
+  Status AddNode(std::string_view address, uint32_t weight);
+
   RingOptions options_;
-  Status options_status_;
   std::vector<NodeInfo> nodes_;
   std::unordered_map<std::string, uint32_t> node_by_hashed_bytes_;
   uint64_t points_generated_ = 0;
@@ -282,7 +296,7 @@ struct RawPoint {
 // if it is empty, by node id (the smaller id wins: configuration order).
 // Errors: num_nodes > kMaxNodes (kTooManyNodes), a point's node >= num_nodes
 // (kBadNodeId), more than max_points points (kTooManyPoints), a tie_rank that
-// is not such a permutation (kBadArgument).
+// is not such a permutation (kBadArgument), kOutOfMemory.
 Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> points,
                                  std::span<const uint32_t> tie_rank = {},
                                  uint64_t max_points = kDefaultMaxPoints);

@@ -28,6 +28,9 @@ struct ServerEntry {
   size_t line = 0;      // 1-based line in the file
 };
 
+// Allocation: each call allocates its result, and reports kOutOfMemory if
+// it cannot.
+
 // Splits the text into entries. Errors (kBadWeight, kBadArgument) name
 // "SOURCE:LINE". Addresses are checked later, by the ring flavour.
 Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
@@ -39,9 +42,6 @@ Result<std::vector<ServerEntry>> ReadServersFile(const std::string& path);
 // "SOURCE:LINE: " of the entry that caused it.
 Result<Ring> BuildRingFromServers(const std::vector<ServerEntry>& servers,
                                   const RingOptions& options, std::string_view source_name);
-
-// The whole file as bytes (kIoError naming the path and errno text).
-Result<std::string> ReadFileBytes(const std::string& path);
 
 }  // namespace chash
 #pragma GCC visibility pop

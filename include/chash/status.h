@@ -7,7 +7,6 @@
 #ifndef CHASH_STATUS_H_
 #define CHASH_STATUS_H_
 
-#include <cassert>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -35,10 +34,14 @@ enum class StatusCode : uint8_t {
 // Stable, human-readable name of a code ("too_many_nodes").
 std::string_view StatusCodeName(StatusCode code) noexcept;
 
-class Status {
+// Allocation: an OK Status, and moving any Status, allocate nothing; an error
+// Status owns its message (the caller built it). Messages of up to 15 bytes
+// ("out of memory") are held inline by std::string and never allocate, which
+// is how kOutOfMemory errors are reported without allocating.
+class [[nodiscard]] Status {
  public:
   Status() noexcept = default;  // OK
-  Status(StatusCode code, std::string message)
+  Status(StatusCode code, std::string message) noexcept
       : code_(code), message_(std::move(message)) {}
 
   static Status Ok() noexcept { return Status(); }
@@ -59,37 +62,64 @@ class Status {
   std::string message_;
 };
 
-// Either a T or a non-OK Status. `value()` on an error is a bug: it is checked
-// in debug builds only, the same stance as Highway's HWY_DASSERT.
+namespace internal {
+// Prints "chash: CONTRACT VIOLATED: <what>" and the status to stderr, then
+// aborts. For the few contracts whose violation has no value to return.
+[[noreturn]] void ContractViolation(const char* what, const Status& status) noexcept;
+}  // namespace internal
+
+// Either a T or a non-OK Status.
+//
+// Contracts, checked in every build (NDEBUG included):
+// - A Result made from an OK Status is not a value: it holds kBadArgument
+//   ("Result from OK"), so ok() is true only with a value.
+// - value() on an error stops the process with a message naming the error
+//   (a checked contract: there is no T to return, and carrying on would read
+//   memory that holds none). Test ok() first, or use Get(). The check is one
+//   branch; Result is returned by builds and queries, not by lookups.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : state_(std::move(value)) {}                // NOLINT
-  Result(Status status) : state_(std::move(status)) {}         // NOLINT
+  Result(Status status) noexcept : state_(std::move(status)) {  // NOLINT
+    if (std::get_if<Status>(&state_)->ok()) {
+      // 14 bytes: held inline, so this allocates nothing.
+      *std::get_if<Status>(&state_) = Status(StatusCode::kBadArgument, "Result from OK");
+    }
+  }
 
   bool ok() const noexcept { return std::holds_alternative<T>(state_); }
   const Status& status() const noexcept {
     static const Status kOkStatus;
-    return ok() ? kOkStatus : std::get<Status>(state_);
+    return ok() ? kOkStatus : *std::get_if<Status>(&state_);
   }
   T& value() & noexcept {
-    assert(ok());
+    CheckValue();
     return *std::get_if<T>(&state_);
   }
   const T& value() const& noexcept {
-    assert(ok());
+    CheckValue();
     return *std::get_if<T>(&state_);
   }
   T&& value() && noexcept {
-    assert(ok());
+    CheckValue();
     return std::move(*std::get_if<T>(&state_));
   }
 
-  // simdjson's `.get()` idiom: moves the value out on success.
+  // simdjson's `.get()` idiom: moves the value out on success; on an error
+  // moves the error out and leaves `out` unchanged. No allocation when T's
+  // move assignment allocates nothing.
   Status Get(T& out) && {
-    if (!ok()) return std::get<Status>(state_);
+    if (!ok()) return std::move(*std::get_if<Status>(&state_));
     out = std::move(*std::get_if<T>(&state_));
     return Status();
+  }
+
+ private:
+  void CheckValue() const noexcept {
+    if (!ok()) [[unlikely]] {
+      internal::ContractViolation("Result::value() called on an error", status());
+    }
   }
 
  private:

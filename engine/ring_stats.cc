@@ -2,10 +2,12 @@
 #include <cstdio>
 
 #include "chash/stats.h"
+#include "ops/ops_internal.h"
 
 namespace chash {
+namespace internal {
 
-std::vector<uint64_t> NodeHashShares(const Ring& ring) {
+std::vector<uint64_t> NodeHashSharesOrThrow(const Ring& ring) {
   std::vector<uint64_t> shares(ring.num_nodes(), 0);
   if (ring.empty()) return shares;
   // A point owns the hashes above its predecessor up to and including its
@@ -23,13 +25,25 @@ std::vector<uint64_t> NodeHashShares(const Ring& ring) {
   return shares;
 }
 
+}  // namespace internal
+
+std::vector<uint64_t> NodeHashShares(const Ring& ring) noexcept {
+  try {
+    return internal::NodeHashSharesOrThrow(ring);
+  } catch (...) {
+    return {};
+  }
+}
+
 double PredictedCv(uint64_t nodes, double points_per_node) {
   if (nodes == 0) return 0;
   const double n = static_cast<double>(nodes);
   return std::sqrt((n - 1) / (n * points_per_node + 1));
 }
 
-RingStats ComputeRingStats(const Ring& ring) {
+namespace internal {
+
+RingStats ComputeRingStatsOrThrow(const Ring& ring) {
   RingStats stats;
   stats.nodes = ring.num_nodes();
   stats.points_generated = ring.points_generated();
@@ -59,7 +73,7 @@ RingStats ComputeRingStats(const Ring& ring) {
                                             static_cast<double>(weighted_nodes));
   if (weighted_nodes == 0 || ring.empty()) return stats;
 
-  const std::vector<uint64_t> shares = NodeHashShares(ring);
+  const std::vector<uint64_t> shares = NodeHashSharesOrThrow(ring);
   double sum = 0, sum_sq = 0;
   stats.min_share_ratio = INFINITY;
   for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
@@ -77,6 +91,22 @@ RingStats ComputeRingStats(const Ring& ring) {
   const double variance = std::max(0.0, sum_sq / count - mean * mean);
   stats.cv_measured = std::sqrt(variance) / mean;
   return stats;
+}
+
+}  // namespace internal
+
+RingStats ComputeRingStats(const Ring& ring) noexcept {
+  try {
+    return internal::ComputeRingStatsOrThrow(ring);
+  } catch (...) {
+    RingStats stats;  // the fields that need no allocation, the shares unknown
+    stats.nodes = ring.num_nodes();
+    stats.points_generated = ring.points_generated();
+    stats.points = ring.num_points();
+    stats.collisions = ring.collisions();
+    stats.cv_measured = stats.max_share_ratio = stats.min_share_ratio = std::nan("");
+    return stats;
+  }
 }
 
 std::string RingStatsJson(const RingStats& s) {

@@ -93,7 +93,7 @@ TEST(DiffRingsTest, EqualsReferenceRecomputation) {
   for (const auto& c : cases) {
     const Ring a = testing::MustBuild(c[0].servers, c[0].options);
     const Ring b = testing::MustBuild(c[1].servers, c[1].options);
-    const RingDiff diff = DiffRings(a, b);
+    const RingDiff diff = DiffRings(a, b).value();
     uint64_t moved = 0;
     const std::map<std::string, uint64_t> moved_out = ReferenceMovedOut(c[0], c[1], &moved);
     EXPECT_EQ(diff.moved_hashes, moved);
@@ -124,7 +124,7 @@ TEST(DiffRingsTest, AgreesWithSampling) {
   const std::vector<ServerEntry> servers = LoadServers("pingora/servers_50.txt");
   const Ring v1 = testing::MustBuild(servers, {.flavor = Flavor::kPingoraV1});
   const Ring v2 = testing::MustBuild(servers, {.flavor = Flavor::kPingoraV2, .point_multiple = 16});
-  const RingDiff diff = DiffRings(v1, v2);
+  const RingDiff diff = DiffRings(v1, v2).value();
   std::mt19937 rng(77);
   const size_t kSamples = testing::Scaled(1000000, 200000);
   uint64_t moved = 0;
@@ -160,8 +160,8 @@ TEST(DiffRingsTest, ClosedFormCases) {
   // the same way: nothing moves.
   const Ring nginx = testing::MustBuild(nine, {.flavor = Flavor::kNginx});
   const Ring v1 = testing::MustBuild(nine, {.flavor = Flavor::kPingoraV1});
-  EXPECT_EQ(DiffRings(nginx, v1).moved_hashes, 0u);
-  EXPECT_EQ(DiffRings(nginx, nginx).moved_hashes, 0u);
+  EXPECT_EQ(DiffRings(nginx, v1).value().moved_hashes, 0u);
+  EXPECT_EQ(DiffRings(nginx, nginx).value().moved_hashes, 0u);
 
   // v1 vs v2 at the same multiple differ only at the collided hash of
   // servers_50: exactly the arc that point owns, if the winners differ.
@@ -178,13 +178,13 @@ TEST(DiffRingsTest, ClosedFormCases) {
   }
   ASSERT_TRUE(has_previous);
   const bool winners_differ = f1.FindNodeByHash(collided) != f2.FindNodeByHash(collided);
-  EXPECT_EQ(DiffRings(f1, f2).moved_hashes, winners_differ ? collided - previous : 0u);
+  EXPECT_EQ(DiffRings(f1, f2).value().moved_hashes, winners_differ ? collided - previous : 0u);
 
   // Adding a server moves exactly its new share, all of it onto it.
   std::vector<ServerEntry> ten = nine;
   ten.push_back({"10.0.0.10:443", 100, 0});
   const Ring bigger = testing::MustBuild(ten, {});
-  const RingDiff added = DiffRings(nginx, bigger);
+  const RingDiff added = DiffRings(nginx, bigger).value();
   const NodeDiff* newcomer = Find(added, "10.0.0.10:443");
   ASSERT_NE(newcomer, nullptr);
   EXPECT_EQ(newcomer->old_node, Ring::kNoNode);
@@ -193,11 +193,11 @@ TEST(DiffRingsTest, ClosedFormCases) {
   EXPECT_EQ(newcomer->new_hashes, added.moved_hashes);
   EXPECT_EQ(added.moved_hashes, NodeHashShares(bigger)[9]);
   // Removing it (the other direction) moves the same hashes back.
-  EXPECT_EQ(DiffRings(bigger, nginx).moved_hashes, added.moved_hashes);
+  EXPECT_EQ(DiffRings(bigger, nginx).value().moved_hashes, added.moved_hashes);
 
   // Empty rings.
-  EXPECT_EQ(DiffRings(Ring(), Ring()).moved_hashes, 0u);
-  const RingDiff from_empty = DiffRings(Ring(), nginx);
+  EXPECT_EQ(DiffRings(Ring(), Ring()).value().moved_hashes, 0u);
+  const RingDiff from_empty = DiffRings(Ring(), nginx).value();
   EXPECT_EQ(from_empty.moved_hashes, kKeySpace);
   EXPECT_DOUBLE_EQ(from_empty.moved_fraction(), 1.0);
   EXPECT_DOUBLE_EQ(from_empty.moved_fraction_at(0.25), 0.25);
@@ -209,7 +209,7 @@ TEST(DiffRingsTest, MatchesBackendsNotIds) {
   const std::vector<ServerEntry> five = LoadServers("pingora/servers_5.txt");
   std::vector<ServerEntry> reversed(five.rbegin(), five.rend());
   const RingOptions v2{.flavor = Flavor::kPingoraV2, .point_multiple = 16};
-  const RingDiff diff = DiffRings(testing::MustBuild(five, v2), testing::MustBuild(reversed, v2));
+  const RingDiff diff = DiffRings(testing::MustBuild(five, v2), testing::MustBuild(reversed, v2)).value();
   EXPECT_EQ(diff.moved_hashes, 0u);
   ASSERT_EQ(diff.nodes.size(), 5u);
   EXPECT_EQ(diff.nodes[0].old_node, 0u);
@@ -219,7 +219,7 @@ TEST(DiffRingsTest, MatchesBackendsNotIds) {
   Result<std::vector<ServerEntry>> b = ParseServersText("[::1]:7777\n", "b");
   ASSERT_TRUE(a.ok() && b.ok());
   const RingDiff spelled =
-      DiffRings(testing::MustBuild(a.value(), {}), testing::MustBuild(b.value(), v2));
+      DiffRings(testing::MustBuild(a.value(), {}), testing::MustBuild(b.value(), v2)).value();
   EXPECT_EQ(spelled.moved_hashes, 0u);  // one backend owns everything on both
   EXPECT_EQ(spelled.nodes.size(), 1u);
 }

@@ -176,7 +176,7 @@ TEST_F(MigrationTest, AnswersCountersAndBatch) {
 // at rollout f are f times the exact diff, and the new-ring share is the
 // same in every CRC32 range.
 TEST_F(MigrationTest, ChoiceIsIndependentOfTheRingHash) {
-  const double moved = DiffRings(*old_ring_, *new_ring_).moved_fraction();
+  const double moved = DiffRings(*old_ring_, *new_ring_).value().moved_fraction();
   migration_->SetInScope(true);
   migration_->SetRolloutPpm(300000);
   size_t changed = 0;

@@ -35,7 +35,7 @@ TEST(DiffCli, JsonAgreesWithTheLibrary) {
   const std::vector<ServerEntry> list = LoadServers("pingora/servers_50.txt");
   const RingDiff diff =
       DiffRings(testing::MustBuild(list, {.flavor = Flavor::kPingoraV1}),
-                testing::MustBuild(list, {.flavor = Flavor::kPingoraV2, .point_multiple = 16}));
+                testing::MustBuild(list, {.flavor = Flavor::kPingoraV2, .point_multiple = 16})).value();
   EXPECT_EQ(JsonField(run.out, "moved_hashes"), std::to_string(diff.moved_hashes));
   EXPECT_EQ(JsonField(run.out, "key_space"), "4294967296");
   EXPECT_NEAR(std::stod(JsonField(run.out, "moved_fraction")), diff.moved_fraction(), 1e-9);

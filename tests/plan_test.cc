@@ -41,7 +41,7 @@ TEST(PlanTest, RowsAreRealRings) {
     const MemoryUsage memory = ring.memory_usage();
     EXPECT_EQ(row.bytes_per_ring,
               memory.column_bytes + memory.index_bytes + memory.collision_table_bytes);
-    EXPECT_DOUBLE_EQ(row.moved_fraction, DiffRings(current_ring, ring).moved_fraction());
+    EXPECT_DOUBLE_EQ(row.moved_fraction, DiffRings(current_ring, ring).value().moved_fraction());
     if (!first_within && stats.cv_measured <= 0.05) first_within = row.multiple;
   }
   EXPECT_EQ(plan.value().recommended, first_within);

@@ -15,6 +15,7 @@ namespace chash::internal {
 namespace {
 
 std::atomic<bool> huge_pages_enabled{true};
+std::atomic<BlockAllocationFailureHook> block_failure_hook{nullptr};
 
 constexpr size_t kPageBytes = 4096;
 
@@ -29,8 +30,16 @@ void SetHugePagesEnabled(bool enabled) noexcept {
 }
 bool HugePagesEnabled() noexcept { return huge_pages_enabled.load(std::memory_order_relaxed); }
 
+void SetBlockAllocationFailureHook(BlockAllocationFailureHook hook) noexcept {
+  block_failure_hook.store(hook, std::memory_order_relaxed);
+}
+
 AlignedBlock AllocateAlignedBlock(size_t bytes) noexcept {
   AlignedBlock block;
+  if (const BlockAllocationFailureHook fail = block_failure_hook.load(std::memory_order_relaxed);
+      fail != nullptr && fail()) {
+    return block;
+  }
 #if CHASH_HAVE_MMAP
   if (bytes >= kHugePageThreshold) {
     // Over-map by one huge page, then trim both ends so that the block starts

@@ -28,6 +28,14 @@ inline constexpr size_t kHugePageThreshold = size_t{4} << 20;
 void SetHugePagesEnabled(bool enabled) noexcept;
 bool HugePagesEnabled() noexcept;
 
+// Fault injection (tests/alloc_failure_test.cc): when set, called before
+// each block allocation; true makes that allocation fail as if the memory
+// could not be had. The blocks come from aligned_alloc or mmap, which a
+// test's operator new cannot see. Null by default (one relaxed load an
+// allocation).
+using BlockAllocationFailureHook = bool (*)() noexcept;
+void SetBlockAllocationFailureHook(BlockAllocationFailureHook hook) noexcept;
+
 // Raw storage behind AlignedArray. `bytes` is a multiple of kCacheLineBytes.
 struct AlignedBlock {
   void* data = nullptr;

@@ -2,9 +2,12 @@
 #include "chash/diff.h"
 
 #include <algorithm>
+#include <new>
 #include <unordered_map>
 
 #include "chash/identity.h"
+#include "ops/ops_internal.h"
+#include "out_of_memory.h"
 
 namespace chash {
 namespace {
@@ -39,7 +42,9 @@ class Answers {
 
 }  // namespace
 
-RingDiff DiffRings(const Ring& old_ring, const Ring& new_ring) {
+namespace {
+
+RingDiff DiffRingsOrThrow(const Ring& old_ring, const Ring& new_ring) {
   RingDiff diff;
   std::unordered_map<std::string, uint32_t> by_backend;
   // index[id] = the entry of node id's backend; each ring's first node of a
@@ -47,7 +52,7 @@ RingDiff DiffRings(const Ring& old_ring, const Ring& new_ring) {
   auto index_nodes = [&](const Ring& ring, uint32_t NodeDiff::*side) {
     std::vector<uint32_t> index(ring.num_nodes());
     for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
-      std::string backend = BackendIdentity(ring.node(id), id);
+      std::string backend = internal::BackendIdentityOrThrow(ring.node(id), id);
       const auto [it, inserted] =
           by_backend.emplace(backend, static_cast<uint32_t>(diff.nodes.size()));
       if (inserted) {
@@ -82,6 +87,16 @@ RingDiff DiffRings(const Ring& old_ring, const Ring& new_ring) {
     start = end + 1;
   }
   return diff;
+}
+
+}  // namespace
+
+Result<RingDiff> DiffRings(const Ring& old_ring, const Ring& new_ring) {
+  try {
+    return DiffRingsOrThrow(old_ring, new_ring);
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("diffing two rings");
+  }
 }
 
 }  // namespace chash

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/ops_internal.h"
 #include "ops/sha256.h"
 
 namespace chash {
@@ -106,7 +107,25 @@ Fingerprint FromDigest(const std::array<uint8_t, 32>& digest) {
 
 }  // namespace
 
-std::string Fingerprint::Hex() const {
+std::string Fingerprint::Hex() const noexcept {
+  try {
+    return internal::HexOrThrow(bytes);
+  } catch (...) {
+    return std::string();
+  }
+}
+
+std::string Fingerprint::Short() const noexcept {
+  try {
+    return internal::HexOrThrow(bytes).substr(0, 16);
+  } catch (...) {
+    return std::string();
+  }
+}
+
+namespace internal {
+
+std::string HexOrThrow(const std::array<uint8_t, 32>& bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(64);
@@ -117,13 +136,17 @@ std::string Fingerprint::Hex() const {
   return hex;
 }
 
+}  // namespace internal
+
 Fingerprint Sha256(std::string_view bytes) noexcept {
   internal::Sha256Hasher hasher;
   hasher.Update(bytes.data(), bytes.size());
   return FromDigest(hasher.Finish());
 }
 
-std::string RingIdentityBytes(const Ring& ring) {
+namespace internal {
+
+std::string RingIdentityBytesOrThrow(const Ring& ring) {
   std::string out = "chash-ring";
   AppendU16(out, kFormatVersion);
   out.push_back(static_cast<char>(kHashFunctionKetamaCrc32));
@@ -146,16 +169,14 @@ std::string RingIdentityBytes(const Ring& ring) {
   return out;
 }
 
-Fingerprint RingFingerprint(const Ring& ring) { return Sha256(RingIdentityBytes(ring)); }
-
-std::string PointsDigestBytes(const Ring& ring) {
+std::string PointsDigestBytesOrThrow(const Ring& ring) {
   std::string out = "chash-points";
   AppendU16(out, kFormatVersion);
   SerializePoints(ring, CanonicalNumbers(ring), [&](uint32_t v) { AppendU32(out, v); });
   return out;
 }
 
-Fingerprint PointsDigest(const Ring& ring) {
+Fingerprint PointsDigestOrThrow(const Ring& ring) {
   // Streamed: the serialization is 8 bytes a point.
   internal::Sha256Hasher hasher;
   hasher.Update("chash-points", 12);
@@ -164,7 +185,7 @@ Fingerprint PointsDigest(const Ring& ring) {
   return FromDigest(hasher.Finish());
 }
 
-std::string BackendIdentity(const NodeInfo& node, uint32_t id) {
+std::string BackendIdentityOrThrow(const NodeInfo& node, uint32_t id) {
   const NodeAddress& address = node.address;
   if (address.written.empty()) {
     std::string text = "#";  // (not "#" + ...: GCC 12 false -Wrestrict)
@@ -182,11 +203,11 @@ std::string BackendIdentity(const NodeInfo& node, uint32_t id) {
   return address.written;
 }
 
-std::string BackendIdentityBytes(const Ring& ring) {
+std::string BackendIdentityBytesOrThrow(const Ring& ring) {
   std::vector<std::pair<std::string, uint32_t>> backends;
   for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
     const NodeInfo& node = ring.node(id);
-    if (node.weight > 0) backends.emplace_back(BackendIdentity(node, id), node.weight);
+    if (node.weight > 0) backends.emplace_back(BackendIdentityOrThrow(node, id), node.weight);
   }
   std::sort(backends.begin(), backends.end());
   std::string out = "chash-backends";
@@ -200,6 +221,40 @@ std::string BackendIdentityBytes(const Ring& ring) {
   return out;
 }
 
-Fingerprint BackendFingerprint(const Ring& ring) { return Sha256(BackendIdentityBytes(ring)); }
+}  // namespace internal
+
+// The public calls: the sentinel when memory runs out (identity.h).
+namespace {
+template <typename F>
+auto OrEmpty(F&& f) noexcept -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {  // std::bad_alloc: the only exception the cores throw
+    return {};
+  }
+}
+}  // namespace
+
+std::string RingIdentityBytes(const Ring& ring) noexcept {
+  return OrEmpty([&] { return internal::RingIdentityBytesOrThrow(ring); });
+}
+Fingerprint RingFingerprint(const Ring& ring) noexcept {
+  return OrEmpty([&] { return Sha256(internal::RingIdentityBytesOrThrow(ring)); });
+}
+std::string PointsDigestBytes(const Ring& ring) noexcept {
+  return OrEmpty([&] { return internal::PointsDigestBytesOrThrow(ring); });
+}
+Fingerprint PointsDigest(const Ring& ring) noexcept {
+  return OrEmpty([&] { return internal::PointsDigestOrThrow(ring); });
+}
+std::string BackendIdentityBytes(const Ring& ring) noexcept {
+  return OrEmpty([&] { return internal::BackendIdentityBytesOrThrow(ring); });
+}
+Fingerprint BackendFingerprint(const Ring& ring) noexcept {
+  return OrEmpty([&] { return Sha256(internal::BackendIdentityBytesOrThrow(ring)); });
+}
+std::string BackendIdentity(const NodeInfo& node, uint32_t id) noexcept {
+  return OrEmpty([&] { return internal::BackendIdentityOrThrow(node, id); });
+}
 
 }  // namespace chash

@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "ops/ops_internal.h"
 #include "out_of_memory.h"
 
 namespace chash {
@@ -47,7 +48,7 @@ std::string SnapshotDifferences(const Ring& old_ring, const Ring& new_ring) {
     std::map<std::string, uint64_t> weights;
     for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
       const NodeInfo& node = ring.node(id);
-      if (node.weight > 0) weights[BackendIdentity(node, id)] += node.weight;
+      if (node.weight > 0) weights[internal::BackendIdentityOrThrow(node, id)] += node.weight;
     }
     return weights;
   };
@@ -100,7 +101,8 @@ Result<std::unique_ptr<RingMigration>> RingMigration::CreateOrThrow(
   if (!old_ring || !new_ring) {
     return Status(StatusCode::kBadArgument, "a migration needs both an old and a new ring");
   }
-  const bool match = BackendFingerprint(*old_ring) == BackendFingerprint(*new_ring);
+  const bool match = internal::BackendIdentityBytesOrThrow(*old_ring) ==
+                     internal::BackendIdentityBytesOrThrow(*new_ring);
   if (!match && !options.allow_backend_mismatch) {
     return Status(StatusCode::kBadArgument,
                   "the old and new rings come from different backend snapshots (" +
@@ -117,8 +119,8 @@ RingMigration::RingMigration(std::shared_ptr<const Ring> old_ring,
                              bool backends_match)
     : old_ring_(std::move(old_ring)),
       new_ring_(std::move(new_ring)),
-      old_fingerprint_(RingFingerprint(*old_ring_)),
-      new_fingerprint_(RingFingerprint(*new_ring_)),
+      old_fingerprint_(Sha256(internal::RingIdentityBytesOrThrow(*old_ring_))),
+      new_fingerprint_(Sha256(internal::RingIdentityBytesOrThrow(*new_ring_))),
       seed_(seed),
       backends_match_(backends_match) {}
 

@@ -2,9 +2,12 @@
 #include "chash/plan.h"
 
 #include <algorithm>
+#include <new>
 #include <string>
 
 #include "chash/diff.h"
+#include "ops/ops_internal.h"
+#include "out_of_memory.h"
 
 namespace chash {
 namespace {
@@ -22,8 +25,10 @@ std::vector<uint32_t> DefaultPlanMultiples() {
   return {1, 2, 4, 8, 16, 32, 64, 100, 128, 160, 256, 512, 1024};
 }
 
-Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const RingOptions& current,
-                                const PlanOptions& options, std::string_view source_name) {
+namespace {
+
+Result<Plan> PlanOrThrow(const std::vector<ServerEntry>& servers, const RingOptions& current,
+                         const PlanOptions& options, std::string_view source_name) {
   if (!(options.cv_target > 0 && options.cv_target <= 1)) {
     return Status(StatusCode::kBadArgument, "the CV target must be in (0, 1]");
   }
@@ -41,7 +46,7 @@ Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const R
   Result<Ring> current_ring = BuildRingFromServers(servers, current, source_name);
   if (!current_ring.ok()) return current_ring.status();
   Plan plan;
-  plan.current = ComputeRingStats(current_ring.value());
+  plan.current = internal::ComputeRingStatsOrThrow(current_ring.value());
   plan.current_bytes = PointBytes(current_ring.value());
   plan.rings = options.rings;
   plan.cv_target = options.cv_target;
@@ -63,15 +68,28 @@ Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const R
     Result<Ring> candidate = BuildRingFromServers(
         servers, {.flavor = Flavor::kPingoraV2, .point_multiple = multiple}, source_name);
     if (!candidate.ok()) return candidate.status();
-    row.stats = ComputeRingStats(candidate.value());
+    row.stats = internal::ComputeRingStatsOrThrow(candidate.value());
     row.bytes_per_ring = PointBytes(candidate.value());
-    row.moved_fraction = DiffRings(current_ring.value(), candidate.value()).moved_fraction();
+    Result<RingDiff> diff = DiffRings(current_ring.value(), candidate.value());
+    if (!diff.ok()) return diff.status();
+    row.moved_fraction = diff.value().moved_fraction();
     if (!plan.recommended && row.stats.cv_measured <= options.cv_target) {
       plan.recommended = multiple;
     }
     plan.rows.push_back(row);
   }
   return plan;
+}
+
+}  // namespace
+
+Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const RingOptions& current,
+                                const PlanOptions& options, std::string_view source_name) {
+  try {
+    return PlanOrThrow(servers, current, options, source_name);
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("planning point multiples");
+  }
 }
 
 }  // namespace chash

@@ -1,7 +1,7 @@
 // Exact ring diff: the share of the 2^32 key hashes whose backend differs
 // between two rings, overall and per backend, with no sampling.
 //
-//   chash::RingDiff diff = chash::DiffRings(old_ring, new_ring);
+//   chash::RingDiff diff = chash::DiffRings(old_ring, new_ring).value();  // after .ok()
 //   printf("%.4f%% of keys move\n", 100 * diff.moved_fraction());
 //
 // Each ring maps the hash space to nodes piecewise: the hashes in (previous
@@ -59,7 +59,8 @@ struct RingDiff {
 };
 
 // O(old points + new points + nodes log nodes). Thread-safe (reads only).
-RingDiff DiffRings(const Ring& old_ring, const Ring& new_ring);
+// Allocates O(nodes); kOutOfMemory if that fails.
+Result<RingDiff> DiffRings(const Ring& old_ring, const Ring& new_ring);
 
 }  // namespace chash
 #pragma GCC visibility pop

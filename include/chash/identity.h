@@ -51,11 +51,16 @@
 #pragma GCC visibility push(default)
 namespace chash {
 
+// Allocation. The fingerprints allocate while they serialize (O(nodes), or
+// O(points) for raw rings), and never throw: if memory runs out they return
+// a sentinel, the all-zero Fingerprint{} (SHA-256 does not produce it), and
+// the *Bytes and text calls return an empty string (never empty otherwise).
+// Sha256 allocates nothing.
 struct Fingerprint {
   std::array<uint8_t, 32> bytes{};
 
-  std::string Hex() const;                                   // 64 lower-case hex digits
-  std::string Short() const { return Hex().substr(0, 16); }  // for log lines
+  std::string Hex() const noexcept;    // 64 lower-case hex digits; "" if out of memory
+  std::string Short() const noexcept;  // the first 16, for log lines; likewise
   friend bool operator==(const Fingerprint&, const Fingerprint&) = default;
 };
 
@@ -63,19 +68,19 @@ struct Fingerprint {
 Fingerprint Sha256(std::string_view bytes) noexcept;
 
 // The serializations above, and their SHA-256.
-std::string RingIdentityBytes(const Ring& ring);
-Fingerprint RingFingerprint(const Ring& ring);
-std::string PointsDigestBytes(const Ring& ring);
-Fingerprint PointsDigest(const Ring& ring);
-std::string BackendIdentityBytes(const Ring& ring);
-Fingerprint BackendFingerprint(const Ring& ring);
+std::string RingIdentityBytes(const Ring& ring) noexcept;
+Fingerprint RingFingerprint(const Ring& ring) noexcept;
+std::string PointsDigestBytes(const Ring& ring) noexcept;
+Fingerprint PointsDigest(const Ring& ring) noexcept;
+std::string BackendIdentityBytes(const Ring& ring) noexcept;
+Fingerprint BackendFingerprint(const Ring& ring) noexcept;
 
 // The canonical name of a backend, the same whichever flavour parsed it:
 // an IP socket address as Rust prints it ("10.0.0.1:443", "[::1]:7777"; an
 // nginx text such as "[0::1]:07777" included), any other nginx text as
 // written ("unix:/run/a.sock", "cache-1:8080", "127.0.0.2"), and "#ID" for
 // a raw ring's node. Diffs and migrations match nodes across rings by it.
-std::string BackendIdentity(const NodeInfo& node, uint32_t id);
+std::string BackendIdentity(const NodeInfo& node, uint32_t id) noexcept;
 
 }  // namespace chash
 #pragma GCC visibility pop

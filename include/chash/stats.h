@@ -36,11 +36,15 @@ struct RingStats {
 };
 
 // Exact share of the 2^32 key hashes each node owns (counts sum to 2^32 on a
-// non-empty ring). One ring-order scan: O(points), allocates O(nodes).
-std::vector<uint64_t> NodeHashShares(const Ring& ring);
+// non-empty ring), one a node id. One ring-order scan: O(points), allocates
+// O(nodes); if that allocation fails, an empty vector (size() !=
+// num_nodes() tells, on a ring with nodes).
+std::vector<uint64_t> NodeHashShares(const Ring& ring) noexcept;
 
-// O(points) (one scan). Builds nothing.
-RingStats ComputeRingStats(const Ring& ring);
+// O(points) (one scan). Builds nothing; allocates O(nodes) for the shares.
+// If that allocation fails, cv_measured, max_share_ratio and
+// min_share_ratio are NaN (never NaN otherwise) and the byte counts 0.
+RingStats ComputeRingStats(const Ring& ring) noexcept;
 
 double PredictedCv(uint64_t nodes, double points_per_node);
 

@@ -1,5 +1,6 @@
 // chash: the command-line face of the library.
 #include <cstdio>
+#include <new>
 #include <string_view>
 
 #include "chash/chash_c.h"
@@ -124,12 +125,22 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (command == "route") return chash::cli::RunRoute(args);
-  if (command == "stats") return chash::cli::RunStats(args);
-  if (command == "demo") return chash::cli::RunDemo(args);
-  if (command == "diff") return chash::cli::RunDiff(args);
-  if (command == "plan") return chash::cli::RunPlan(args);
-  if (command == "bench") return chash::cli::RunBench(args);
+  // The library reports allocation failure as kOutOfMemory errors, which the
+  // commands print with what they were building; this catches the CLI's own
+  // allocations (keys, output lines), so that running out of memory ends
+  // with one line and exit status 2, never std::terminate.
+  try {
+    if (command == "route") return chash::cli::RunRoute(args);
+    if (command == "stats") return chash::cli::RunStats(args);
+    if (command == "demo") return chash::cli::RunDemo(args);
+    if (command == "diff") return chash::cli::RunDiff(args);
+    if (command == "plan") return chash::cli::RunPlan(args);
+    if (command == "bench") return chash::cli::RunBench(args);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "chash %.*s: out of memory\n", static_cast<int>(command.size()),
+                 command.data());
+    return chash::cli::kExitUsage;
+  }
   std::fprintf(stderr, "chash: unknown command '%.*s' (see chash --help)\n",
                static_cast<int>(command.size()), command.data());
   return chash::cli::kExitUsage;

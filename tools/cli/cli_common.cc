@@ -116,6 +116,15 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
   return ring_options;
 }
 
+Result<Ring> NameWhatWasBuilt(Result<Ring> ring, std::string_view source,
+                              const RingOptions& options) {
+  if (ring.ok() || ring.status().code() != StatusCode::kOutOfMemory) return ring;
+  return Status(StatusCode::kOutOfMemory,
+                std::string(source) + ": building the " + std::string(FlavorName(options.flavor)) +
+                    " ring (" + std::to_string(options.point_multiple) +
+                    " points per weight unit): " + ring.status().message());
+}
+
 namespace {
 
 // Which option names the servers of the ring `prefix` selects: "servers" or
@@ -202,7 +211,10 @@ Result<ServersInput> ReadServersInput(const Options& options, std::string_view p
 }
 
 Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& options) {
-  if (input.where.empty()) return BuildWithProgress(input.servers, options, input.name);
+  if (input.where.empty()) {
+    return NameWhatWasBuilt(BuildWithProgress(input.servers, options, input.name), input.name,
+                            options);
+  }
   uint64_t points = 0;
   for (const ServerEntry& server : input.servers) {
     points += uint64_t{server.weight} * options.point_multiple;
@@ -214,7 +226,7 @@ Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& opt
     Status status = builder.Add(input.servers[i].address, input.servers[i].weight);
     if (!status.ok()) return Status(status.code(), input.where[i] + ": " + status.message());
   }
-  return std::move(builder).Build();
+  return NameWhatWasBuilt(std::move(builder).Build(), input.name, options);
 }
 
 Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input) {
@@ -274,7 +286,10 @@ Result<Ring> BuildFleet(const FleetShape& fleet, Flavor flavor, uint32_t multipl
         "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443";
     if (Status status = builder.Add(address, fleet.weight); !status.ok()) return status;
   }
-  return std::move(builder).Build();
+  return NameWhatWasBuilt(std::move(builder).Build(),
+                          "the built-in fleet (" + std::to_string(fleet.nodes) + " x " +
+                              std::to_string(fleet.weight) + ")",
+                          {.flavor = flavor, .point_multiple = multiple});
 }
 
 Result<double> ParseFraction(std::string_view option, std::string_view text) {

@@ -38,6 +38,12 @@ class Options {
   std::map<std::string, std::string> values_;
 };
 
+// An out-of-memory error of building a ring from `source`, prefixed with
+// what was being built ("servers.txt: building the pingora-v1 ring (160
+// points per weight unit): out of memory: ..."); other results unchanged.
+Result<Ring> NameWhatWasBuilt(Result<Ring> ring, std::string_view source,
+                              const RingOptions& options);
+
 // The servers of a ring: --servers FILE, or --nginx-conf FILE --upstream NAME
 // (the `server` lines of that upstream, nginx_conf.h). With prefix "new-",
 // the second ring of diff and of a migrating route: --new-servers FILE,

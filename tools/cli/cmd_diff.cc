@@ -61,8 +61,10 @@ int RunDiff(const Args& args) {
   std::optional<ProgressPhase> progress;
   progress.emplace("diff: merging " + WithCommas(old_ring.value().num_points()) + " and " +
                    WithCommas(new_ring.value().num_points()) + " points");
-  const RingDiff diff = DiffRings(old_ring.value(), new_ring.value());
+  Result<RingDiff> diffed = DiffRings(old_ring.value(), new_ring.value());
   progress.reset();
+  if (!diffed.ok()) return Fail("diff", diffed.status().message());
+  const RingDiff& diff = diffed.value();
   if (options.Has("json") || options.Has("plot")) {
     std::string json =
         "{\"moved_fraction\":" + JsonNumber(diff.moved_fraction()) +

@@ -1,6 +1,6 @@
-// Entry points of the per-target lookup kernels. Each call dispatches once to
-// the best Highway target this CPU supports (or the one forced by
-// ForceTarget), then runs the whole batch there.
+// Entry points of the per-target lookup kernels. Each call reads the active
+// target once (the best one this CPU supports, or the one ForceTarget
+// chose; simd/search.cc), then runs the whole batch there.
 #ifndef CHASH_ENGINE_SIMD_SEARCH_H_
 #define CHASH_ENGINE_SIMD_SEARCH_H_
 

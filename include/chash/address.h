@@ -1,7 +1,7 @@
 // Node identities and the exact bytes each ring flavour hashes for them.
 //
 // A ring point chain starts from CRC32(HOST_BYTES + "\0" + PORT_BYTES). The
-// three flavours disagree on what HOST and PORT are (compat-spec.md §2):
+// three flavours disagree on what HOST and PORT are (engine/reference/COMPATIBILITY.md §2):
 //   nginx       the server text as written, split by nginx's scan from the
 //               end: "[::1]:7777" -> "[::1]" and "7777"; "127.0.0.2" ->
 //               "127.0.0.2" and ""; "unix:/p" -> "/p" and "".
@@ -82,7 +82,10 @@ Result<NodeAddress> ParseNginxAddress(std::string_view text);
 // IP without them, so two such nodes would collide.
 Result<NodeAddress> ParsePingoraAddress(std::string_view text);
 
-// Dispatches on the flavour: nginx -> ParseNginxAddress, else pingora.
+// Dispatches on the flavour: nginx -> ParseNginxAddress, pingora-v1/v2 ->
+// ParsePingoraAddress; kBadArgument for a value that is no Flavor.
+// Allocation: the parsers copy the text into the NodeAddress; if memory
+// runs out they report kOutOfMemory.
 Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text);
 
 // RFC 5952 text of a 16-byte IPv6 address exactly as Rust's Display prints it:

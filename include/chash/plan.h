@@ -68,7 +68,8 @@ struct Plan {
 
 // Builds the current ring and one candidate at a time (so peak memory is two
 // rings). Errors: those of building the rings (prefixed "SOURCE:LINE: "),
-// kBadArgument for a target not in (0, 1], rings 0, or a multiple 0.
+// kBadArgument for a target not in (0, 1], rings 0, or a multiple 0;
+// kOutOfMemory.
 Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const RingOptions& current,
                                 const PlanOptions& options,
                                 std::string_view source_name = "servers");

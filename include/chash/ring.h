@@ -68,7 +68,7 @@ struct RingOptions {
   uint64_t max_points = kDefaultMaxPoints;
 };
 
-// The tie-break a flavour uses (compat-spec.md §2).
+// The tie-break a flavour uses (engine/reference/COMPATIBILITY.md §2).
 TieBreak FlavorTieBreak(Flavor flavor) noexcept;
 
 struct NodeInfo {

@@ -139,7 +139,10 @@ Status RingBuilder::AddNode(std::string_view address, uint32_t weight) {
                       std::to_string(points_generated_ + node_points) +
                       " points, over the cap of " + std::to_string(options_.max_points));
   }
-  nodes_.reserve(id + 1);
+  // Geometric growth (reserve(id + 1) would copy the nodes on every Add).
+  if (nodes_.size() == nodes_.capacity()) {
+    nodes_.reserve(std::max<size_t>(16, 2 * nodes_.capacity()));
+  }
   node_by_hashed_bytes_.emplace(std::move(hashed), static_cast<uint32_t>(id));
   nodes_.push_back(NodeInfo{std::move(parsed).value(), weight});  // reserved: no throw
   points_generated_ += node_points;

@@ -1,5 +1,5 @@
 // The reference's own address parsing: which server texts each peer accepts,
-// and the exact HOST and PORT bytes it then hashes (compat-spec §2). The
+// and the exact HOST and PORT bytes it then hashes (COMPATIBILITY.md §2). The
 // reference ring builds from these; the parser fuzzer and the address golden
 // test hold chash's parsers (engine/address/address.cc) against them.
 //

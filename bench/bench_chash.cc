@@ -28,6 +28,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -618,6 +619,108 @@ void BM_BaselineKeyBatch(benchmark::State& state, size_t ring) {
   SetPerOp(state, kOpsPerIteration);
 }
 
+// ---- Layout lab: a radix table straight into the hash column -----------------------
+//
+// The experiment behind the README's latency and memory notes (not the
+// shipped layout): CRC32 points are uniform, so a table of 2^bits entries,
+// entry p = the first slot whose hash is >= p << (32 - bits), bounds the
+// answer of a query of bucket p to [table[p], table[p + 1]]: one table read
+// (L2/L3), then the bucket's few hash lines, loaded together with their node
+// lines, then a count. The index is 4 x 2^bits bytes and nothing else.
+
+struct RadixLab {
+  std::vector<uint32_t> table;
+  int shift = 32;
+};
+
+RadixLab& GetRadixLab(Fixture& f, int bits) {
+  static std::map<std::pair<const Fixture*, int>, std::unique_ptr<RadixLab>> labs;
+  auto& slot = labs[{&f, bits}];
+  if (slot) return *slot;
+  slot = std::make_unique<RadixLab>();
+  RadixLab& lab = *slot;
+  lab.shift = 32 - bits;
+  const size_t entries = size_t{1} << bits;
+  lab.table.resize(entries + 1);
+  const uint32_t* h = f.sorted_hash.data();
+  const size_t n = f.sorted_hash.size();
+  size_t pos = 0;
+  for (size_t p = 0; p < entries; ++p) {
+    while (pos < n && h[pos] < (uint64_t{p} << lab.shift)) ++pos;
+    lab.table[p] = static_cast<uint32_t>(pos);
+  }
+  lab.table[entries] = static_cast<uint32_t>(n);
+  return lab;
+}
+
+inline uint32_t RadixNode(const Fixture& f, const RadixLab& lab, uint32_t x) {
+  const uint32_t p = x >> lab.shift;
+  const uint32_t lo = lab.table[p], hi = lab.table[p + 1];
+  const uint32_t* h = f.sorted_hash.data();
+  // Every line of the bucket's hashes and nodes at once: one round trip.
+  for (uint32_t i = lo & ~15u; i < hi; i += 16) __builtin_prefetch(h + i);
+  for (uint32_t i = lo & ~31u; i <= hi; i += 32) __builtin_prefetch(f.sorted_node.data() + i);
+  uint32_t count = 0;
+  for (uint32_t i = lo; i < hi; ++i) count += h[i] < x;
+  const size_t slot = lo + count;
+  return f.sorted_node[slot == f.sorted_hash.size() ? 0 : slot];
+}
+
+template <size_t kGroup>
+inline void RadixGroup(const Fixture& f, const RadixLab& lab, const uint32_t* x, uint32_t* out) {
+  uint32_t lo[kGroup], hi[kGroup];
+  const uint32_t* h = f.sorted_hash.data();
+  for (size_t j = 0; j < kGroup; ++j) __builtin_prefetch(&lab.table[x[j] >> lab.shift]);
+  for (size_t j = 0; j < kGroup; ++j) {
+    const uint32_t p = x[j] >> lab.shift;
+    lo[j] = lab.table[p];
+    hi[j] = lab.table[p + 1];
+    for (uint32_t i = lo[j] & ~15u; i < hi[j]; i += 16) __builtin_prefetch(h + i);
+    for (uint32_t i = lo[j] & ~31u; i <= hi[j]; i += 32) {
+      __builtin_prefetch(f.sorted_node.data() + i);
+    }
+  }
+  for (size_t j = 0; j < kGroup; ++j) {
+    uint32_t count = 0;
+    for (uint32_t i = lo[j]; i < hi[j]; ++i) count += h[i] < x[j];
+    const size_t slot = lo[j] + count;
+    out[j] = f.sorted_node[slot == f.sorted_hash.size() ? 0 : slot];
+  }
+}
+
+enum class LabShape { kSingle, kDependent, kBatch };
+
+void BM_RadixLab(benchmark::State& state, size_t ring, int bits, LabShape shape) {
+  Fixture& f = GetFixture(ring);
+  const RadixLab& lab = GetRadixLab(f, bits);
+  if (!CheckByHash(state, f, [&](uint32_t h) { return RadixNode(f, lab, h); })) return;
+  std::vector<uint32_t> out(kOpsPerIteration);
+  for (size_t i = 0; i + 32 <= kCheckCount; i += 32) {
+    RadixGroup<32>(f, lab, f.check_hashes.data() + i, out.data());
+    for (size_t j = 0; j < 32; ++j) {
+      if (out[j] != f.check_expected[i + j]) return state.SkipWithError("radix batch differs");
+    }
+  }
+  size_t pos = 0;
+  uint32_t sink = 0, previous = 0;
+  for (auto _ : state) {
+    const uint32_t* q = f.hashes.data() + pos;
+    if (shape == LabShape::kSingle) {
+      for (size_t i = 0; i < kOpsPerIteration; ++i) sink += RadixNode(f, lab, q[i]);
+    } else if (shape == LabShape::kDependent) {
+      for (size_t i = 0; i < kOpsPerIteration; ++i) previous = RadixNode(f, lab, q[i] ^ previous);
+    } else {
+      for (size_t i = 0; i < kOpsPerIteration; i += 32) RadixGroup<32>(f, lab, q + i, out.data() + i);
+      benchmark::DoNotOptimize(out.data());
+    }
+    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
+  }
+  benchmark::DoNotOptimize(sink + previous);
+  state.counters["index_bytes_per_point"] =
+      static_cast<double>(lab.table.size() * 4) / static_cast<double>(f.points);
+  SetPerOp(state, kOpsPerIteration);
+}
+
 // ---- Proxy-shaped lookups -------------------------------------------------------------
 //
 // A proxy looks up one key per request, between other work that pushes the
@@ -931,6 +1034,9 @@ void BM_Build(benchmark::State& state, size_t ring, bool std_sort, unsigned thre
 // ---- Registration -----------------------------------------------------------------------
 
 std::string RingName(size_t ring) { return kRingSpecs[ring].name; }
+uint64_t GetPointCount(size_t ring) {
+  return uint64_t{kRingSpecs[ring].nodes} * kRingSpecs[ring].weight * kRingSpecs[ring].multiple;
+}
 
 void RegisterAll() {
   (void)ActiveTargetName();  // the first dispatch, before listing targets
@@ -990,6 +1096,18 @@ void RegisterAll() {
         reg(std::string("proxy/") + wname + "/" + pname + "/" + RingName(ring),
             [ring, what, bytes](benchmark::State& s) { BM_Proxy(s, ring, what, bytes); })
             ->Iterations(1);
+      }
+    }
+  }
+  // The layout lab: radix tables of 2^bits entries over the large rings.
+  for (size_t ring = kLargeRings - 1; ring < rings; ++ring) {
+    const int base = static_cast<int>(std::bit_width(GetPointCount(ring) / 64)) - 1;
+    for (int bits = base; bits <= base + 4; ++bits) {
+      for (const auto& [shape, sname] : {std::pair{LabShape::kSingle, "single"},
+                                         std::pair{LabShape::kDependent, "dependent"},
+                                         std::pair{LabShape::kBatch, "batch1024"}}) {
+        reg("lab/radix" + std::to_string(bits) + "/" + sname + "/" + RingName(ring),
+            [ring, bits, shape](benchmark::State& s) { BM_RadixLab(s, ring, bits, shape); });
       }
     }
   }

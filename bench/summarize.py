@@ -64,6 +64,8 @@ def main(path):
         print_like_for_like(m, best, lookup_rings)
     if any(n.startswith("proxy/") for n in m):
         print_proxy(m)
+    if any(n.startswith("lab/") for n in m):
+        print_lab(m, best)
     if lookup_rings:
         print_lookups(m, targets, best, lookup_rings)
     crcs = sorted({n.split("/")[1] for n in m if n.startswith("crc32/") and "chash_api" not in n})
@@ -122,6 +124,34 @@ def print_proxy(m):
     print()
 
 
+def print_lab(m, best):
+    print("### Layout lab: a radix table straight into the columns, against the S+ tree "
+          "(index bytes per point; ns per lookup)\n")
+    print("| ring | layout | index B/pt | single | dependent | dependent / line | batch 1024 |")
+    print("|---|---|---|---|---|---|---|")
+    for r in RINGS:
+        line = m.get(f"floor_dependent/{r}")
+        rows = [("S+ tree + prefix table (shipped)", None, m.get(f"chash/single/{r}/{best}"),
+                 m.get(f"chash/dependent/{r}/{best}"), m.get(f"chash/batch1024/{r}/{best}"))]
+        bits = sorted({int(n.split("/")[1][5:]) for n in m
+                       if n.startswith("lab/radix") and n.endswith("/" + r)})
+        for b in bits:
+            rows.append((f"radix table 2^{b}", 4 * 2 ** b,
+                         m.get(f"lab/radix{b}/single/{r}"), m.get(f"lab/radix{b}/dependent/{r}"),
+                         m.get(f"lab/radix{b}/batch1024/{r}")))
+        if not bits:
+            continue
+        for name, table_bytes, single, dep, batch in rows:
+            bpp = f"{table_bytes / POINTS[r]:.3f}" if table_bytes else "-"
+            print(f"| {r} | {name} | {bpp} | {fmt(single)} | {fmt(dep)} | {ratio(dep, line)} "
+                  f"| {fmt(batch)} |")
+    print()
+
+
+POINTS = {"1.6K": 1600, "16K": 16000, "160K": 160000, "1.6M": 1.6e6, "20.5M": 20.48e6,
+          "204.8M": 204.8e6}
+
+
 def print_lookups(m, targets, best, lookup_rings):
     print(f"### Lookup by hash, ns per lookup ({best})\n")
     print("| ring | std::lower_bound | chash single | ratio | dependent (lower_bound) "
@@ -139,6 +169,7 @@ def print_lookups(m, targets, best, lookup_rings):
               f"{fmt(m.get(f'chash/batch64/{r}/{best}'))} | {fmt(b1024)} | {ratio(lb, b1024)} | "
               f"{fmt(floor)} | {b1024 / floor:.2f} |" if floor and b1024 else "| - |")
 
+    targets = [t for t in targets if any(f"chash/single/{r}/{t}" in m for r in lookup_rings)]
     print("\n### Every target: single / batch 1024, ns per lookup (speed-up over std::lower_bound)\n")
     print("| ring | " + " | ".join(targets) + " |")
     print("|---|" + "---|" * len(targets))

@@ -576,6 +576,45 @@ ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
 
 
 /* Mirrors ngx_http_upstream_get_chash_peer() of nginx 1.22.1, step for step. */
+/*
+ * Whether peer i may be tried now, by the rules nginx's hash balancer
+ * applies to each candidate: not tried by this request, not down, not over
+ * max_fails within fail_timeout, not at max_conns. Call with the peers
+ * locked.
+ */
+static ngx_uint_t
+ngx_http_upstream_chash_peer_usable(ngx_http_upstream_chash_peer_data_t *hp,
+    ngx_uint_t i, ngx_http_upstream_rr_peer_t *peer, time_t now)
+{
+    uintptr_t   m;
+    ngx_uint_t  n;
+
+    n = i / (8 * sizeof(uintptr_t));
+    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+
+    if (hp->rrp.tried[n] & m) {
+        return 0;
+    }
+
+    if (peer->down) {
+        return 0;
+    }
+
+    if (peer->max_fails
+        && peer->fails >= peer->max_fails
+        && now - peer->checked <= peer->fail_timeout)
+    {
+        return 0;
+    }
+
+    if (peer->max_conns && peer->conns >= peer->max_conns) {
+        return 0;
+    }
+
+    return 1;
+}
+
+
 static ngx_int_t
 ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc, void *data)
 {
@@ -632,25 +671,7 @@ ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc, void *data)
             i = ccf->node_peers[j];
             peer = ccf->peer[i];
 
-            n = i / (8 * sizeof(uintptr_t));
-            m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
-
-            if (hp->rrp.tried[n] & m) {
-                continue;
-            }
-
-            if (peer->down) {
-                continue;
-            }
-
-            if (peer->max_fails
-                && peer->fails >= peer->max_fails
-                && now - peer->checked <= peer->fail_timeout)
-            {
-                continue;
-            }
-
-            if (peer->max_conns && peer->conns >= peer->max_conns) {
+            if (!ngx_http_upstream_chash_peer_usable(hp, i, peer, now)) {
                 continue;
             }
 
@@ -753,30 +774,13 @@ ngx_http_upstream_chash_get_pingora(ngx_peer_connection_t *pc, void *data)
         i = ccf->node_peers[ccf->node_first[node]];
         peer = ccf->peer[i];
 
-        n = i / (8 * sizeof(uintptr_t));
-        m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
-
-        if (hp->rrp.tried[n] & m) {
-            continue;
+        if (ngx_http_upstream_chash_peer_usable(hp, i, peer, now)) {
+            break;
         }
-
-        if (peer->down) {
-            continue;
-        }
-
-        if (peer->max_fails
-            && peer->fails >= peer->max_fails
-            && now - peer->checked <= peer->fail_timeout)
-        {
-            continue;
-        }
-
-        if (peer->max_conns && peer->conns >= peer->max_conns) {
-            continue;
-        }
-
-        break;
     }
+
+    n = i / (8 * sizeof(uintptr_t));
+    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
 
     hp->rrp.current = peer;
 

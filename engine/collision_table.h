@@ -15,6 +15,7 @@
 #define CHASH_ENGINE_COLLISION_TABLE_H_
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace chash::internal {
@@ -22,7 +23,17 @@ namespace chash::internal {
 struct CollisionTable {
   std::vector<uint32_t> hash;
   std::vector<uint16_t> node;
+  // A table that lives in a mapped snapshot: these instead of the vectors
+  // (which stay empty).
+  std::span<const uint32_t> borrowed_hash;
+  std::span<const uint16_t> borrowed_node;
 
+  std::span<const uint32_t> hashes() const noexcept {
+    return borrowed_hash.empty() ? std::span<const uint32_t>(hash) : borrowed_hash;
+  }
+  std::span<const uint16_t> nodes() const noexcept {
+    return borrowed_node.empty() ? std::span<const uint16_t>(node) : borrowed_node;
+  }
   uint64_t allocated_bytes() const noexcept {
     return hash.capacity() * sizeof(uint32_t) + node.capacity() * sizeof(uint16_t);
   }

@@ -153,7 +153,7 @@ bool Ring::has_points(uint32_t id) const noexcept {
 }
 CollisionLosers Ring::collision_losers() const noexcept {
   const internal::CollisionTable& losers = StateOf(state_).losers;
-  return {std::span<const uint32_t>(losers.hash), std::span<const uint16_t>(losers.node)};
+  return {losers.hashes(), losers.nodes()};
 }
 Flavor Ring::flavor() const noexcept { return StateOf(state_).flavor; }
 uint32_t Ring::point_multiple() const noexcept { return StateOf(state_).point_multiple; }

@@ -25,12 +25,18 @@ struct RingState {
   TieBreak tie_break = TieBreak::kConfigOrder;
   bool raw = false;
   double build_seconds = 0;
+  // What borrowed columns live in (a mapped snapshot file); kept alive as
+  // long as the ring. Null for built rings.
+  std::shared_ptr<const void> backing;
 };
 
 struct RingFactory {
   static Ring Make(std::unique_ptr<RingState> state) noexcept {
     return Ring(std::move(state));
   }
+  // The state of a ring (null for the default-constructed ring): the
+  // snapshot writer reads the columns directly.
+  static const RingState* StateOf(const Ring& ring) noexcept { return ring.state_.get(); }
 };
 
 }  // namespace chash::internal

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "out_of_memory.h"
+#include "read_file.h"
 
 namespace chash {
 namespace {
@@ -77,8 +78,8 @@ struct FileCloser {
   void operator()(std::FILE* file) const noexcept { std::fclose(file); }
 };
 
-// The whole file (kIoError naming the path and errno text). Throws
-// std::bad_alloc.
+}  // namespace
+
 Result<std::string> ReadFileBytes(const std::string& path) {
   const std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (file == nullptr) {
@@ -91,8 +92,6 @@ Result<std::string> ReadFileBytes(const std::string& path) {
   if (std::ferror(file.get()) != 0) return Status(StatusCode::kIoError, path + ": read error");
   return bytes;
 }
-
-}  // namespace
 
 Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
                                                   std::string_view source_name) {

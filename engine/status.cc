@@ -21,6 +21,8 @@ std::string_view StatusCodeName(StatusCode code) noexcept {
     case StatusCode::kBadArgument: return "bad_argument";
     case StatusCode::kOutOfMemory: return "out_of_memory";
     case StatusCode::kIoError: return "io_error";
+    case StatusCode::kBadSnapshot: return "bad_snapshot";
+    case StatusCode::kUntrusted: return "untrusted";
   }
   return "unknown";
 }

@@ -666,10 +666,10 @@ TEST(CApiBadInput, NodeIdsOutOfRange) {
 
 TEST(CApiLibrary, ErrorNamesAndVersion) {
   std::set<std::string> names;
-  for (int code = CHASH_OK; code >= CHASH_E_INTERNAL; --code) {
+  for (int code = CHASH_OK; code >= CHASH_E_UNTRUSTED; --code) {
     names.insert(chash_strerror(code));
   }
-  EXPECT_EQ(names.size(), static_cast<size_t>(1 - CHASH_E_INTERNAL));
+  EXPECT_EQ(names.size(), static_cast<size_t>(1 - CHASH_E_UNTRUSTED));
   EXPECT_EQ(names.count("unknown"), 0u);
   EXPECT_STREQ(chash_strerror(-1000), "unknown");
   EXPECT_STREQ(chash_strerror(5), "unknown");
@@ -677,6 +677,10 @@ TEST(CApiLibrary, ErrorNamesAndVersion) {
   EXPECT_EQ(std::string(chash_strerror(CHASH_E_OUT_OF_MEMORY)),
             StatusCodeName(StatusCode::kOutOfMemory));
   EXPECT_EQ(std::string(chash_strerror(CHASH_E_IO)), StatusCodeName(StatusCode::kIoError));
+  EXPECT_EQ(std::string(chash_strerror(CHASH_E_BAD_SNAPSHOT)),
+            StatusCodeName(StatusCode::kBadSnapshot));
+  EXPECT_EQ(std::string(chash_strerror(CHASH_E_UNTRUSTED)),
+            StatusCodeName(StatusCode::kUntrusted));
   EXPECT_STREQ(chash_version(), CHASH_VERSION_STRING);
   EXPECT_EQ(chash_version_number(), static_cast<uint32_t>(CHASH_VERSION_NUMBER));
   EXPECT_EQ(std::string(chash_simd_target()), ActiveTargetName());

@@ -129,11 +129,14 @@ Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns
   // UINT32_MAX, and past the last point the answer wraps to the first.
   std::fill(hash + kept, hash + hash_slots, UINT32_MAX);
   std::fill(node + kept, node + node_slots, node[0]);
-  const size_t table_budget = columns.allocated_bytes() / 100;
-  if (!columns.index.Build(hash, static_cast<uint32_t>(kept), table_budget)) {
-    return ColumnsOutOfMemory(kept);
-  }
+  if (!BuildColumnsIndex(columns)) return ColumnsOutOfMemory(kept);
   return Status();
+}
+
+bool BuildColumnsIndex(Columns& columns) noexcept {
+  if (columns.size == 0) return true;
+  const size_t table_budget = columns.allocated_bytes() / 100;
+  return columns.index.Build(columns.hash.data(), columns.size, table_budget);
 }
 
 }  // namespace chash::internal

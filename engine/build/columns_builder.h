@@ -53,6 +53,12 @@ Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
 Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns,
                                   CollisionTable* losers = nullptr);
 
+// Builds the search index of columns whose hash and node columns are laid
+// out (sentinels included): the last step of BuildColumnsFromKeys, and what
+// a snapshot load runs instead of reading an index from the file. False:
+// out of memory.
+bool BuildColumnsIndex(Columns& columns) noexcept;
+
 }  // namespace chash::internal
 
 #endif  // CHASH_ENGINE_BUILD_COLUMNS_BUILDER_H_

@@ -71,7 +71,7 @@ void CountNodesWithPoints(RingState& state, size_t num_nodes) {
   }
   state.nodes_with_points = count;
   state.has_points = seen;
-  for (const uint16_t node : state.losers.node) {
+  for (const uint16_t node : state.losers.nodes()) {
     state.has_points[node / 64] |= uint64_t{1} << (node % 64);
   }
 }

@@ -123,6 +123,10 @@ int CodeOf(StatusCode code) noexcept {
       return CHASH_E_OUT_OF_MEMORY;
     case StatusCode::kIoError:
       return CHASH_E_IO;
+    case StatusCode::kBadSnapshot:
+      return CHASH_E_BAD_SNAPSHOT;
+    case StatusCode::kUntrusted:
+      return CHASH_E_UNTRUSTED;
   }
   return CHASH_E_INTERNAL;
 }
@@ -282,6 +286,10 @@ const char* chash_strerror(int code) noexcept {
       return "null_argument";
     case CHASH_E_INTERNAL:
       return "internal";
+    case CHASH_E_BAD_SNAPSHOT:
+      return "bad_snapshot";
+    case CHASH_E_UNTRUSTED:
+      return "untrusted";
   }
   return "unknown";
 }

@@ -69,6 +69,10 @@ AlignedBlock AllocateAlignedBlock(size_t bytes) noexcept {
 }
 
 void FreeAlignedBlock(AlignedBlock& block) noexcept {
+  if (block.borrowed) {
+    block = AlignedBlock();
+    return;
+  }
 #if CHASH_HAVE_MMAP
   if (block.mapped_bytes != 0) {
     munmap(block.data, block.mapped_bytes);
@@ -81,7 +85,7 @@ void FreeAlignedBlock(AlignedBlock& block) noexcept {
 }
 
 void ShrinkAlignedBlock(AlignedBlock& block, size_t bytes) noexcept {
-  if (bytes >= block.bytes) return;
+  if (bytes >= block.bytes || block.borrowed) return;
 #if CHASH_HAVE_MMAP
   if (block.mapped_bytes != 0) {
     const size_t keep = RoundUp(bytes, kPageBytes);

@@ -41,6 +41,7 @@ struct AlignedBlock {
   void* data = nullptr;
   size_t bytes = 0;         // usable bytes
   size_t mapped_bytes = 0;  // > 0: an OS mapping of this many bytes
+  bool borrowed = false;    // memory owned elsewhere (a mapped snapshot): not freed
 };
 AlignedBlock AllocateAlignedBlock(size_t bytes) noexcept;
 void FreeAlignedBlock(AlignedBlock& block) noexcept;
@@ -83,6 +84,17 @@ class AlignedArray {
     block_ = other.ReleaseBlock();
     size_ = size;
     ShrinkAlignedBlock(block_, RoundedBytes(size));
+  }
+
+  // Points at `size` elements owned by someone else (the pages of a mapped
+  // snapshot file, read-only: the ring never writes its columns after the
+  // build). Freed by nobody here; the owner outlives this array.
+  void Borrow(const T* data, size_t size) noexcept {
+    FreeAlignedBlock(block_);
+    block_.data = const_cast<T*>(data);
+    block_.bytes = RoundedBytes(size);
+    block_.borrowed = true;
+    size_ = size;
   }
 
   AlignedBlock ReleaseBlock() noexcept {

@@ -1,6 +1,8 @@
-// SHA-256 (FIPS 180-4), streaming, portable: the hash of the ring
-// fingerprints (include/chash/identity.h). Written from the standard; the
-// tests check it against the standard's examples.
+// SHA-256 (FIPS 180-4), streaming: the hash of the ring fingerprints
+// (include/chash/identity.h). A thin wrapper over libsodium's
+// crypto_hash_sha256 (Debian libsodium-dev); the tests check it against the
+// standard's examples and tests/data/identity against an independent
+// implementation.
 #ifndef CHASH_ENGINE_OPS_SHA256_H_
 #define CHASH_ENGINE_OPS_SHA256_H_
 
@@ -17,17 +19,19 @@ class Sha256Hasher {
   // Little-endian integers, the byte order of every chash serialization.
   void UpdateU16(uint16_t value) noexcept;
   void UpdateU32(uint32_t value) noexcept;
-  // Pads and returns the digest; the hasher is spent afterwards.
+  // Returns the digest; the hasher is spent afterwards.
   std::array<uint8_t, 32> Finish() noexcept;
 
  private:
-  void Compress(const uint8_t* block) noexcept;
-
-  std::array<uint32_t, 8> state_;
-  std::array<uint8_t, 64> block_{};
-  size_t block_len_ = 0;
-  uint64_t total_len_ = 0;  // bytes
+  // libsodium's crypto_hash_sha256_state (104 bytes; checked in the .cc),
+  // kept opaque so that including this header needs no libsodium headers.
+  alignas(8) unsigned char state_[128];
 };
+
+// sodium_init() once per process (thread-safe; idempotent). It picks the
+// fastest implementations (BLAKE2b, Ed25519) for this CPU. False if libsodium
+// cannot initialize (no entropy source): signing and key generation fail.
+bool EnsureSodium() noexcept;
 
 }  // namespace chash::internal
 

@@ -12,6 +12,7 @@
 #include "chash/plan.h"
 #include "chash/ring.h"
 #include "chash/servers_file.h"
+#include "chash/snapshot.h"
 #include "chash/stats.h"
 #include "chash/status.h"
 

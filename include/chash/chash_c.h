@@ -89,7 +89,8 @@ typedef enum chash_flavor {
 #define CHASH_ROLLOUT_SCALE 1000000u      /* migration rollouts are in ppm */
 #define CHASH_FINGERPRINT_SIZE 32         /* SHA-256 */
 
-/* Error codes: -(the C++ chash::StatusCode), plus the C API's own. */
+/* Error codes: -1 to -10 are -(the C++ chash::StatusCode); -11 and -12 are
+ * the C API's own; later codes are appended, never renumbered. */
 #define CHASH_E_BAD_ADDRESS (-1)     /* address text the flavour cannot hash */
 #define CHASH_E_DUPLICATE_NODE (-2)  /* two nodes hash the same bytes */
 #define CHASH_E_TOO_MANY_NODES (-3)  /* more than 65,536 nodes */
@@ -102,6 +103,8 @@ typedef enum chash_flavor {
 #define CHASH_E_IO (-10)             /* a file could not be read */
 #define CHASH_E_NULL_ARGUMENT (-11)  /* a NULL handle, out-parameter or array */
 #define CHASH_E_INTERNAL (-12)       /* an unexpected failure inside chash (a bug) */
+#define CHASH_E_BAD_SNAPSHOT (-13)   /* a snapshot fails a format or integrity check */
+#define CHASH_E_UNTRUSTED (-14)      /* a snapshot fails the policy: key, signature, version */
 
 /* ---- Library ---------------------------------------------------------------- */
 

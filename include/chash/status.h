@@ -29,6 +29,10 @@ enum class StatusCode : uint8_t {
   kBadArgument,      // any other malformed argument (options, files)
   kOutOfMemory,      // an allocation failed; nothing was built
   kIoError,          // a file could not be read
+  kBadSnapshot,      // a ring snapshot fails a format or integrity check
+                     // (the message starts with the check's name)
+  kUntrusted,        // a snapshot fails the loader's policy: signature, key,
+                     // minimum or rollback of the config version
 };
 
 // Stable, human-readable name of a code ("too_many_nodes").

@@ -100,9 +100,10 @@ fn has_library(dir: &Path, name: &str) -> bool {
 }
 
 // What libchash.a needs from the system: Highway (Debian ships it shared
-// only), the C++ runtime and threads (parallel builds).
+// only), libsodium (SHA-256, Ed25519) and xxHash (snapshot checksums), the
+// C++ runtime and threads (parallel builds).
 fn link_dependencies() {
-    for lib in ["hwy_contrib", "hwy", "stdc++", "m", "pthread"] {
+    for lib in ["hwy_contrib", "hwy", "sodium", "xxhash", "stdc++", "m", "pthread"] {
         println!("cargo:rustc-link-lib={lib}");
     }
 }

@@ -1,0 +1,108 @@
+// The snapshot format's constants and little-endian field access, shared by
+// the writer and the reader. The format itself is specified in
+// include/chash/snapshot.h; change it only with a new version number.
+#ifndef CHASH_ENGINE_SNAPSHOT_FORMAT_H_
+#define CHASH_ENGINE_SNAPSHOT_FORMAT_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace chash::internal::snapshot {
+
+inline constexpr char kMagic[8] = {'C', 'H', 'A', 'S', 'H', 'R', 'N', 'G'};
+inline constexpr size_t kHeaderBytes = 512;
+inline constexpr size_t kTrailerBytes = 128;
+inline constexpr uint32_t kSectionCount = 8;
+inline constexpr size_t kSectionAlign = 64;
+inline constexpr size_t kMaxLabelBytes = 4096;
+inline constexpr size_t kMaxAddressBytes = 4096;
+inline constexpr size_t kMaxSubsetNameBytes = 64;
+inline constexpr uint8_t kHashFunctionKetamaCrc32 = 1;
+inline constexpr uint32_t kFlagSigned = 1;
+inline constexpr std::string_view kSignatureContext = "chash-snapshot-v1";
+inline constexpr std::string_view kKeyIdContext = "chash-key-id";
+
+// Header field offsets.
+inline constexpr size_t kOffMagic = 0;
+inline constexpr size_t kOffMajor = 8;
+inline constexpr size_t kOffMinor = 10;
+inline constexpr size_t kOffHeaderBytes = 12;
+inline constexpr size_t kOffFileBytes = 16;
+inline constexpr size_t kOffConfigVersion = 24;
+inline constexpr size_t kOffCreated = 32;
+inline constexpr size_t kOffHashFunction = 40;
+inline constexpr size_t kOffFlavor = 41;
+inline constexpr size_t kOffTieBreak = 42;
+inline constexpr size_t kOffReserved43 = 43;
+inline constexpr size_t kOffMultiple = 44;
+inline constexpr size_t kOffNodes = 48;
+inline constexpr size_t kOffPoints = 52;
+inline constexpr size_t kOffPointsGenerated = 56;
+inline constexpr size_t kOffLosers = 64;
+inline constexpr size_t kOffSubsets = 68;
+inline constexpr size_t kOffFlags = 72;
+inline constexpr size_t kOffSectionCount = 76;
+inline constexpr size_t kOffFingerprint = 80;
+inline constexpr size_t kOffPointsDigest = 112;
+inline constexpr size_t kOffSections = 144;
+inline constexpr size_t kOffReserved = kOffSections + 16 * kSectionCount;  // 272
+
+// Trailer field offsets (from the trailer's start).
+inline constexpr size_t kTrailKeyId = 0;
+inline constexpr size_t kTrailSignature = 8;
+inline constexpr size_t kTrailReserved = 72;
+inline constexpr size_t kTrailChecksum = 112;
+
+enum Section : uint32_t {
+  kLabel = 0,
+  kNodeTable = 1,
+  kHashColumn = 2,
+  kNodeColumn = 3,
+  kLoserHashes = 4,
+  kLoserNodes = 5,
+  kSubsets = 6,
+  kSearchIndex = 7,
+};
+
+inline uint16_t LoadU16(const uint8_t* p) noexcept {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+inline uint32_t LoadU32(const uint8_t* p) noexcept {
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+}
+inline uint64_t LoadU64(const uint8_t* p) noexcept {
+  return uint64_t{LoadU32(p)} | (uint64_t{LoadU32(p + 4)} << 32);
+}
+inline void StoreU16(uint8_t* p, uint16_t v) noexcept {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+}
+inline void StoreU32(uint8_t* p, uint32_t v) noexcept {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline void StoreU64(uint8_t* p, uint64_t v) noexcept {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+inline constexpr uint64_t RoundUp(uint64_t value, uint64_t multiple) noexcept {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// XXH3-128 of `bytes`, low 64 bits first then high, as 16 little-endian bytes.
+std::array<uint8_t, 16> Checksum(const uint8_t* bytes, size_t size) noexcept;
+// The 49-byte message a snapshot's signature signs: kSignatureContext ||
+// BLAKE2b-256 of `bytes` (the file without its trailer).
+std::array<uint8_t, 49> SignedMessage(const uint8_t* bytes, size_t size) noexcept;
+
+// Subset names: 1..64 bytes of [A-Za-z0-9._-].
+bool ValidSubsetName(std::string_view name) noexcept;
+// UTF-8 text without NUL, at most kMaxLabelBytes.
+bool ValidLabel(std::string_view label) noexcept;
+
+}  // namespace chash::internal::snapshot
+
+#endif  // CHASH_ENGINE_SNAPSHOT_FORMAT_H_

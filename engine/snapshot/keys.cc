@@ -1,0 +1,167 @@
+// Ed25519 key pairs for signed snapshots (libsodium) and their files.
+#include <fcntl.h>
+#include <sodium/crypto_sign_ed25519.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "chash/servers_file.h"
+#include "chash/snapshot.h"
+#include "ops/sha256.h"
+#include "read_file.h"
+#include "snapshot/format.h"
+
+namespace chash {
+namespace {
+
+constexpr std::string_view kPublicTag = "chash-ed25519-public";
+constexpr std::string_view kSecretTag = "chash-ed25519-secret";
+
+std::string Hex(const uint8_t* bytes, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * size);
+  for (size_t i = 0; i < size; ++i) {
+    out.push_back(kDigits[bytes[i] >> 4]);
+    out.push_back(kDigits[bytes[i] & 0xF]);
+  }
+  return out;
+}
+
+bool FromHex(std::string_view text, uint8_t* out, size_t size) {
+  if (text.size() != 2 * size) return false;
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < size; ++i) {
+    const int hi = digit(text[2 * i]);
+    const int lo = digit(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<uint8_t>(hi * 16 + lo);
+  }
+  return true;
+}
+
+// "TAG KEYID HEX\n" -> the HEX field after checking the tag.
+Result<std::string> KeyField(const std::string& path, std::string_view tag) {
+  Result<std::string> text = ReadFileBytes(path);
+  if (!text.ok()) return text.status();
+  std::string_view line = text.value();
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  const size_t first = line.find(' ');
+  const size_t second = first == std::string_view::npos ? first : line.find(' ', first + 1);
+  if (second == std::string_view::npos || line.substr(0, first) != tag) {
+    return Status(StatusCode::kBadArgument,
+                  path + ": not a " + std::string(tag) + " key file (expected '" +
+                      std::string(tag) + " KEYID HEX')");
+  }
+  return std::string(line.substr(second + 1));
+}
+
+Status WriteWholeFile(const std::string& path, const std::string& text, mode_t mode) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return Status(StatusCode::kIoError, path + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t wrote = write(fd, text.data() + done, text.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      const int error = errno;
+      close(fd);
+      return Status(StatusCode::kIoError, path + ": " + std::strerror(error));
+    }
+    done += static_cast<size_t>(wrote);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    return Status(StatusCode::kIoError, path + ": " + std::strerror(errno));
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::array<uint8_t, 8> PublicKey::KeyId() const noexcept {
+  internal::Sha256Hasher hasher;
+  hasher.Update(internal::snapshot::kKeyIdContext.data(),
+                internal::snapshot::kKeyIdContext.size());
+  hasher.Update(bytes.data(), bytes.size());
+  const std::array<uint8_t, 32> digest = hasher.Finish();
+  std::array<uint8_t, 8> id;
+  std::memcpy(id.data(), digest.data(), id.size());
+  return id;
+}
+
+std::string PublicKey::KeyIdHex() const {
+  const std::array<uint8_t, 8> id = KeyId();
+  return Hex(id.data(), id.size());
+}
+
+PublicKey SecretKey::public_key() const noexcept {
+  PublicKey key;
+  std::memcpy(key.bytes.data(), bytes.data() + 32, 32);  // libsodium: seed || public
+  return key;
+}
+
+Result<SecretKey> GenerateSecretKey() {
+  if (!internal::EnsureSodium()) {
+    return Status(StatusCode::kIoError, "libsodium cannot initialize (no random source?)");
+  }
+  SecretKey secret;
+  PublicKey pub;
+  if (crypto_sign_ed25519_keypair(pub.bytes.data(), secret.bytes.data()) != 0) {
+    return Status(StatusCode::kIoError, "Ed25519 key generation failed");
+  }
+  return secret;
+}
+
+Status WriteKeyFiles(const SecretKey& key, const std::string& base) {
+  const PublicKey pub = key.public_key();
+  const std::string id = pub.KeyIdHex();
+  const std::string secret_text = std::string(kSecretTag) + " " + id + " " +
+                                  Hex(key.bytes.data(), key.bytes.size()) + "\n";
+  const std::string public_text = std::string(kPublicTag) + " " + id + " " +
+                                  Hex(pub.bytes.data(), pub.bytes.size()) + "\n";
+  // The public key first: a failure then never leaves a secret without it.
+  if (Status status = WriteWholeFile(base + ".pub", public_text, 0644); !status.ok()) {
+    return status;
+  }
+  return WriteWholeFile(base, secret_text, 0600);
+}
+
+Result<PublicKey> ReadPublicKeyFile(const std::string& path) {
+  Result<std::string> field = KeyField(path, kPublicTag);
+  if (!field.ok()) return field.status();
+  PublicKey key;
+  if (!FromHex(field.value(), key.bytes.data(), key.bytes.size())) {
+    return Status(StatusCode::kBadArgument, path + ": the key is not 64 hex digits");
+  }
+  return key;
+}
+
+Result<SecretKey> ReadSecretKeyFile(const std::string& path) {
+  Result<std::string> field = KeyField(path, kSecretTag);
+  if (!field.ok()) return field.status();
+  SecretKey key;
+  if (!FromHex(field.value(), key.bytes.data(), key.bytes.size())) {
+    return Status(StatusCode::kBadArgument, path + ": the key is not 128 hex digits");
+  }
+  // The public half must be the seed's: a corrupted file would sign with a
+  // key nobody trusts.
+  internal::EnsureSodium();
+  std::array<uint8_t, 32> pub;
+  std::array<uint8_t, 64> again;
+  crypto_sign_ed25519_seed_keypair(pub.data(), again.data(), key.bytes.data());
+  if (again != key.bytes) {
+    return Status(StatusCode::kBadArgument, path + ": the secret key is damaged");
+  }
+  return key;
+}
+
+std::string SnapshotInfo::KeyIdHex() const { return Hex(key_id.data(), key_id.size()); }
+
+}  // namespace chash

@@ -1,0 +1,289 @@
+// Snapshot writer: lays a built ring out in the format of
+// include/chash/snapshot.h, signs it, and replaces a file atomically.
+#include <fcntl.h>
+#include <sodium/crypto_sign_ed25519.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <set>
+
+#include "chash/snapshot.h"
+#include "layout/columns.h"
+#include "ops/sha256.h"
+#include "ring_state.h"
+#include "snapshot/format.h"
+
+namespace chash {
+namespace {
+
+using namespace internal::snapshot;  // NOLINT: the format's names
+
+struct Layout {
+  uint64_t offset[kSectionCount] = {};
+  uint64_t length[kSectionCount] = {};
+  uint64_t trailer = 0;
+  uint64_t file_bytes = 0;
+};
+
+uint64_t NodeTableBytes(const Ring& ring) {
+  uint64_t bytes = 0;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    bytes += 8 + RoundUp(ring.node(id).address.written.size(), 4);
+  }
+  return bytes;
+}
+
+uint64_t SubsetBytes(const std::vector<NamedSubset>& subsets, uint32_t nodes) {
+  uint64_t bytes = 0;
+  for (const NamedSubset& subset : subsets) {
+    bytes += RoundUp(4 + subset.name.size(), 8) + 8 * ((uint64_t{nodes} + 63) / 64);
+  }
+  return bytes;
+}
+
+Layout PlanLayout(const Ring& ring, const SnapshotWriteOptions& options) {
+  const uint64_t n = ring.num_points();
+  const uint64_t c = ring.collision_losers().hashes.size();
+  Layout layout;
+  layout.length[kLabel] = options.label.size();
+  layout.length[kNodeTable] = NodeTableBytes(ring);
+  layout.length[kHashColumn] = n == 0 ? 0 : 4 * internal::HashColumnSlots(n);
+  layout.length[kNodeColumn] = n == 0 ? 0 : 2 * internal::NodeColumnSlots(n);
+  layout.length[kLoserHashes] = 4 * c;
+  layout.length[kLoserNodes] = 2 * c;
+  layout.length[kSubsets] = SubsetBytes(options.subsets, ring.num_nodes());
+  layout.length[kSearchIndex] = 0;
+  uint64_t at = kHeaderBytes;
+  for (uint32_t s = 0; s < kSectionCount; ++s) {
+    at = RoundUp(at, kSectionAlign);
+    layout.offset[s] = at;
+    at += layout.length[s];
+  }
+  layout.trailer = RoundUp(at, 8);
+  layout.file_bytes = layout.trailer + kTrailerBytes;
+  return layout;
+}
+
+uint8_t FlavorCode(Flavor flavor) {
+  switch (flavor) {
+    case Flavor::kNginx:
+      return 0;
+    case Flavor::kPingoraV1:
+      return 1;
+    case Flavor::kPingoraV2:
+      return 2;
+  }
+  return 0xFF;
+}
+
+Status CheckWritable(const Ring& ring, const SnapshotWriteOptions& options) {
+  if (ring.is_raw()) {
+    return Status(StatusCode::kBadArgument,
+                  "a raw-point ring has no server list: only flavour rings have snapshots");
+  }
+  if (ring.num_nodes() == 0) {
+    return Status(StatusCode::kBadArgument, "the ring has no nodes: nothing to snapshot");
+  }
+  if (!ValidLabel(options.label)) {
+    return Status(StatusCode::kBadArgument,
+                  "the label must be UTF-8 text without NUL, at most 4,096 bytes");
+  }
+  std::set<std::string_view> names;
+  for (const NamedSubset& subset : options.subsets) {
+    if (!ValidSubsetName(subset.name)) {
+      return Status(StatusCode::kBadArgument,
+                    "subset name '" + subset.name + "': 1..64 characters of A-Z a-z 0-9 . _ -");
+    }
+    if (!names.insert(subset.name).second) {
+      return Status(StatusCode::kBadArgument, "subset '" + subset.name + "' given twice");
+    }
+    if (subset.mask.size() != ring.num_nodes()) {
+      return Status(StatusCode::kBadArgument,
+                    "subset '" + subset.name + "': its mask covers " +
+                        std::to_string(subset.mask.size()) + " nodes, the ring has " +
+                        std::to_string(ring.num_nodes()));
+    }
+  }
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    if (ring.node(id).address.written.size() > kMaxAddressBytes) {
+      return Status(StatusCode::kBadArgument, "node " + std::to_string(id) +
+                                                  ": address longer than 4,096 bytes");
+    }
+  }
+  if (options.signing_key && !internal::EnsureSodium()) {
+    return Status(StatusCode::kIoError, "libsodium cannot initialize");
+  }
+  return Status();
+}
+
+// Writes the whole file into out[0, layout.file_bytes), which is zeroed.
+void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& layout,
+          const Fingerprint& fingerprint, const Fingerprint& points_digest, uint8_t* out) {
+  const internal::RingState& state = *internal::RingFactory::StateOf(ring);
+  const CollisionLosers losers = ring.collision_losers();
+  std::memcpy(out + kOffMagic, kMagic, sizeof kMagic);
+  StoreU16(out + kOffMajor, kSnapshotMajorVersion);
+  StoreU16(out + kOffMinor, kSnapshotMinorVersion);
+  StoreU32(out + kOffHeaderBytes, kHeaderBytes);
+  StoreU64(out + kOffFileBytes, layout.file_bytes);
+  StoreU64(out + kOffConfigVersion, options.config_version);
+  const int64_t created =
+      options.created_unix_seconds >= 0
+          ? options.created_unix_seconds
+          : std::chrono::duration_cast<std::chrono::seconds>(
+                std::chrono::system_clock::now().time_since_epoch())
+                .count();
+  StoreU64(out + kOffCreated, static_cast<uint64_t>(created));
+  out[kOffHashFunction] = kHashFunctionKetamaCrc32;
+  out[kOffFlavor] = FlavorCode(ring.flavor());
+  out[kOffTieBreak] = ring.tie_break() == TieBreak::kAddressOrder ? 1 : 0;
+  StoreU32(out + kOffMultiple, ring.point_multiple());
+  StoreU32(out + kOffNodes, ring.num_nodes());
+  StoreU32(out + kOffPoints, static_cast<uint32_t>(ring.num_points()));
+  StoreU64(out + kOffPointsGenerated, ring.points_generated());
+  StoreU32(out + kOffLosers, static_cast<uint32_t>(losers.hashes.size()));
+  StoreU32(out + kOffSubsets, static_cast<uint32_t>(options.subsets.size()));
+  StoreU32(out + kOffFlags, options.signing_key ? kFlagSigned : 0);
+  StoreU32(out + kOffSectionCount, kSectionCount);
+  std::memcpy(out + kOffFingerprint, fingerprint.bytes.data(), 32);
+  std::memcpy(out + kOffPointsDigest, points_digest.bytes.data(), 32);
+  for (uint32_t s = 0; s < kSectionCount; ++s) {
+    StoreU64(out + kOffSections + 16 * s, layout.offset[s]);
+    StoreU64(out + kOffSections + 16 * s + 8, layout.length[s]);
+  }
+
+  if (!options.label.empty()) {
+    std::memcpy(out + layout.offset[kLabel], options.label.data(), options.label.size());
+  }
+  uint8_t* p = out + layout.offset[kNodeTable];
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    const std::string& written = ring.node(id).address.written;
+    StoreU32(p, ring.node(id).weight);
+    StoreU32(p + 4, static_cast<uint32_t>(written.size()));
+    std::memcpy(p + 8, written.data(), written.size());
+    p += 8 + RoundUp(written.size(), 4);
+  }
+  // The columns as the ring holds them, sentinels and tails included (the
+  // host is little-endian: the loader refuses others).
+  if (ring.num_points() > 0) {
+    std::memcpy(out + layout.offset[kHashColumn], state.columns.hash.data(),
+                layout.length[kHashColumn]);
+    std::memcpy(out + layout.offset[kNodeColumn], state.columns.node.data(),
+                layout.length[kNodeColumn]);
+  }
+  if (!losers.hashes.empty()) {
+    std::memcpy(out + layout.offset[kLoserHashes], losers.hashes.data(),
+                layout.length[kLoserHashes]);
+    std::memcpy(out + layout.offset[kLoserNodes], losers.nodes.data(),
+                layout.length[kLoserNodes]);
+  }
+  p = out + layout.offset[kSubsets];
+  for (const NamedSubset& subset : options.subsets) {
+    StoreU32(p, static_cast<uint32_t>(subset.name.size()));
+    std::memcpy(p + 4, subset.name.data(), subset.name.size());
+    p += RoundUp(4 + subset.name.size(), 8);
+    const std::span<const uint64_t> words = subset.mask.words();
+    for (uint64_t w = 0; w < (uint64_t{ring.num_nodes()} + 63) / 64; ++w) {
+      StoreU64(p, w < words.size() ? words[w] : 0);
+      p += 8;
+    }
+  }
+
+  uint8_t* trailer = out + layout.trailer;
+  if (options.signing_key) {
+    const std::array<uint8_t, 49> message = SignedMessage(out, layout.trailer);
+    const std::array<uint8_t, 8> id = options.signing_key->public_key().KeyId();
+    std::memcpy(trailer + kTrailKeyId, id.data(), id.size());
+    crypto_sign_ed25519_detached(trailer + kTrailSignature, nullptr, message.data(),
+                                 message.size(), options.signing_key->bytes.data());
+  }
+  const std::array<uint8_t, 16> checksum = Checksum(out, layout.file_bytes - 16);
+  std::memcpy(trailer + kTrailChecksum, checksum.data(), checksum.size());
+}
+
+Status IoError(const std::string& path, std::string_view step) {
+  return Status(StatusCode::kIoError,
+                path + ": " + std::string(step) + ": " + std::strerror(errno));
+}
+
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+Result<std::string> SerializeSnapshot(const Ring& ring, const SnapshotWriteOptions& options) {
+  if (Status status = CheckWritable(ring, options); !status.ok()) return status;
+  try {
+    const Layout layout = PlanLayout(ring, options);
+    const Fingerprint fingerprint = RingFingerprint(ring);
+    const Fingerprint digest = PointsDigest(ring);
+    std::string bytes(layout.file_bytes, '\0');
+    Fill(ring, options, layout, fingerprint, digest, reinterpret_cast<uint8_t*>(bytes.data()));
+    return bytes;
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory serializing a snapshot");
+  }
+}
+
+Status WriteSnapshotFile(const Ring& ring, const SnapshotWriteOptions& options,
+                         const std::string& path) {
+  if (Status status = CheckWritable(ring, options); !status.ok()) return status;
+  Layout layout;
+  Fingerprint fingerprint, digest;
+  try {
+    layout = PlanLayout(ring, options);
+    fingerprint = RingFingerprint(ring);
+    digest = PointsDigest(ring);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "out of memory serializing a snapshot");
+  }
+  // The bytes go straight into the temporary file's pages (no second copy
+  // of a gigabyte ring in memory).
+  std::string temp = path + ".tmp.XXXXXX";
+  const int fd = mkostemp(temp.data(), O_CLOEXEC);
+  if (fd < 0) return IoError(temp, "create");
+  auto fail = [&](std::string_view step) {
+    Status status = IoError(temp, step);
+    close(fd);
+    unlink(temp.c_str());
+    return status;
+  };
+  if (fchmod(fd, 0644) != 0) return fail("chmod");
+  if (ftruncate(fd, static_cast<off_t>(layout.file_bytes)) != 0) return fail("truncate");
+  void* map = mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) return fail("mmap");
+  Fill(ring, options, layout, fingerprint, digest, static_cast<uint8_t*>(map));
+  const bool synced = msync(map, layout.file_bytes, MS_SYNC) == 0;
+  munmap(map, layout.file_bytes);
+  if (!synced) return fail("msync");
+  if (fsync(fd) != 0) return fail("fsync");
+  if (close(fd) != 0) {
+    Status status = IoError(temp, "close");
+    unlink(temp.c_str());
+    return status;
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    Status status = IoError(path, "rename");
+    unlink(temp.c_str());
+    return status;
+  }
+  // The rename itself is durable once the directory is synced.
+  const std::string dir = DirectoryOf(path);
+  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return IoError(dir, "open directory");
+  const bool dir_synced = fsync(dir_fd) == 0;
+  close(dir_fd);
+  if (!dir_synced) return IoError(dir, "fsync directory");
+  return Status();
+}
+
+}  // namespace chash

@@ -1,0 +1,381 @@
+// Ring snapshots: a built ring as a signed, versioned file that every process
+// maps read-only and shares through the page cache, instead of building its
+// own copy from the server list.
+//
+//   chash::SnapshotWriteOptions write{.config_version = 42, .label = "eu-west"};
+//   chash::Status s = chash::WriteSnapshotFile(ring, write, "/etc/cache/ring.chash");
+//
+//   chash::SnapshotLoadOptions load;             // map, verify every check
+//   load.trusted_keys = {key};                   // require a signature
+//   load.min_config_version = 42;                // refuse older policy
+//   auto snapshot = chash::LoadSnapshot("/etc/cache/ring.chash", load);
+//   if (!snapshot.ok()) log(snapshot.status().ToString());  // names the check
+//   uint32_t node = snapshot.value()->ring().FindNode("/some/url");
+//
+// ============================================================================
+// FORMAT, version 1.0. Every integer little-endian, no implicit padding.
+// ============================================================================
+//
+// A file is a 512-byte header, sections at the offsets the header lists, and
+// a 128-byte trailer in the file's last 128 bytes:
+//
+//   offset size  field
+//   ---- header (512 bytes) --------------------------------------------------
+//     0    8   magic              "CHASHRNG"
+//     8    2   major version      1: a reader refuses any major it does not know
+//    10    2   minor version      0: a reader accepts a higher minor of its major
+//                                 (minors only add meaning to reserved bytes
+//                                 and sections a 1.0 reader ignores)
+//    12    4   header bytes       512
+//    16    8   file bytes         the whole file, trailer included
+//    24    8   config version     chosen by the operator; monotonic per ring
+//    32    8   created            Unix time, seconds (i64), informational
+//    40    1   hash function      1: ketama chain over CRC-32/IEEE (identity.h)
+//    41    1   flavour            0 nginx, 1 pingora-v1, 2 pingora-v2
+//    42    1   tie-break          0 config order, 1 address order (must be the
+//                                 flavour's)
+//    43    1   reserved           0
+//    44    4   point multiple     160, or >= 1 for pingora-v2
+//    48    4   nodes N            1..65,536 (node table entries)
+//    52    4   points n           kept points (the columns' length)
+//    56    8   points generated   sum of weight x multiple over the node table
+//    64    4   losers c           points collisions dropped (collision table)
+//    68    4   subsets S          named subsets in the subset section
+//    72    4   flags              bit 0: signed (the trailer holds a signature);
+//                                 other bits 0
+//    76    4   section count      8
+//    80   32   fingerprint        RingFingerprint (identity.h) of the node table
+//   112   32   points digest      PointsDigest (identity.h) of the points
+//   144  128   section table      8 x {u64 offset, u64 length}, in this order:
+//                0 label          UTF-8 text (no NUL), at most 4,096 bytes
+//                1 node table     N x {u32 weight, u32 length L, L bytes: the
+//                                 server as written in the servers file, then
+//                                 zero bytes to a multiple of 4}
+//                2 hash column    u32 x HashColumnSlots(n) = (n + 16) rounded
+//                                 down to 16 (0 if n = 0): ascending point
+//                                 hashes, then UINT32_MAX to the end (the
+//                                 sentinel). Offset a multiple of 64.
+//                3 node column    u16 x NodeColumnSlots(n) = (n + 32) rounded
+//                                 down to 32 (0 if n = 0): the node of each
+//                                 point, then the node of point 0 to the end.
+//                                 Offset a multiple of 64.
+//                4 loser hashes   u32 x c, ascending, each a hash of the column
+//                                 Offset a multiple of 64.
+//                5 loser nodes    u16 x c, in tie-break order within a hash
+//                                 (Ring::collision_losers). Offset a multiple
+//                                 of 64.
+//                6 subsets        S x {u32 name length L (1..64), L bytes of
+//                                 [A-Za-z0-9._-], zero bytes to a multiple of
+//                                 8, u64 x ceil(N / 64) node mask: bit (id %
+//                                 64) of word (id / 64) = node id in the
+//                                 subset; bits past N zero}. Names unique.
+//                7 search index   length 0 in 1.0: the index is rebuilt at load
+//                                 by the engine's own builder, so a change of
+//                                 index layout never invalidates a snapshot
+//              Sections lie inside [512, file bytes - 128), in this order,
+//              without overlap; bytes between them are 0.
+//   272  240   reserved           0 in 1.0
+//   ---- trailer (the last 128 bytes) ----------------------------------------
+//     0    8   key id             first 8 bytes of SHA-256("chash-key-id" ||
+//                                 public key); 0 when unsigned
+//     8   64   signature          Ed25519 (RFC 8032, libsodium
+//                                 crypto_sign_detached) over the 49 bytes
+//                                 "chash-snapshot-v1" || BLAKE2b-256 of the
+//                                 file's bytes [0, file bytes - 128); 0 when
+//                                 unsigned
+//    72   40   reserved           0
+//   112   16   checksum           XXH3-128 (xxHash 0.8) of bytes
+//                                 [0, file bytes - 16), low 64 bits first
+//
+// Why two digests: XXH3 catches accidental damage at memory speed on every
+// load; it is not cryptographic (anyone can forge a matching file), so the
+// signature covers a BLAKE2b-256 of the same bytes. Verifying a signature
+// therefore costs one more pass over the file (measured in the README).
+// The signed bytes include the header: the config version, the label, the
+// flags (so a signature cannot be stripped from a file that says it is
+// signed) and every section.
+//
+// ============================================================================
+// LOADING
+// ============================================================================
+//
+// LoadSnapshot maps the file PROT_READ/MAP_SHARED: the ring's hash, node and
+// collision columns are the file's pages, shared by every process that maps
+// the same file through the page cache; only the node table (O(nodes)), the
+// search index (4.4% of the columns, rebuilt) and two bit sets per node are
+// the process's own. Checks, in order; a failure is a kBadSnapshot (or
+// kUntrusted for policy) Status whose message starts with the check's name:
+//   io          open/fstat/mmap failed (kIoError)
+//   size        the mapped file (fstat of the descriptor that is mapped, never
+//               the path) is smaller than header + trailer, or differs from
+//               the header's file bytes (truncated or extended)
+//   magic       not a chash snapshot
+//   version     a major version this reader does not know
+//   header      header bytes, flags, reserved bytes, flavour, tie-break,
+//               multiple, counts or the section count out of range
+//   sections    an offset or length outside the file, misaligned, overlapping,
+//               out of order, not the length the counts imply, or nonzero
+//               bytes between sections or in the trailer's reserved bytes
+//   checksum    XXH3-128 differs (skipped by verify = false)
+//   min_version (kUntrusted) config version below min_config_version
+//   signature   (kUntrusted) trusted keys given and the file is unsigned, its
+//               key id matches no trusted key, or the signature is invalid
+//   label       not UTF-8 text without NUL
+//   node_table  an entry overruns, an address the flavour refuses, duplicate
+//               servers, or points generated != sum of weight x multiple
+//   hash_column hashes not strictly ascending, or a sentinel slot != UINT32_MAX
+//   node_column a node id >= N, a node of weight 0, or a tail slot != node 0
+//   collisions  loser hashes not ascending or not in the column, loser node
+//               ids >= N, a loser equal to its hash's kept node
+//   subsets     a bad name, a duplicate, or mask bits past N
+//   index       the search index cannot be built (out of memory)
+//   fingerprint the header's fingerprint != the node table's
+//   points_digest  (verify_points_digest only: SHA-256 over 8 bytes a point)
+//               the points differ from the header's digest
+//
+// What readers may assume. Writers (WriteSnapshotFile, `chash build`) write a
+// temporary file in the target's directory, fsync it, rename it over the
+// target and fsync the directory: a reader opening the path sees either the
+// old complete file or the new complete file, and a ring already loaded keeps
+// its inode and pages until it is released. Never truncate or rewrite a
+// snapshot in place: a process that has it mapped gets SIGBUS when it touches
+// a page past the new end of file (a crash in the middle of a lookup), and
+// rewritten pages change a loaded ring's answers under it. A process that
+// cannot rule that out (a file on a shared volume others may rewrite) loads
+// with mode = SnapshotLoadMode::kCopy: the file is read into anonymous memory
+// (huge-page backed for large columns, as a built ring) and checked there,
+// costing the ring's memory per process again but nothing else.
+//
+// Cost of a verified map load (n points): one XXH3 pass over the file at
+// memory speed, one pass over each column, the index build (a read of every
+// 16th hash): O(n), a small fraction of a build (measured in the README).
+#ifndef CHASH_SNAPSHOT_H_
+#define CHASH_SNAPSHOT_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chash/failover.h"
+#include "chash/identity.h"
+#include "chash/ring.h"
+#include "chash/status.h"
+
+namespace chash {
+
+inline constexpr uint16_t kSnapshotMajorVersion = 1;
+inline constexpr uint16_t kSnapshotMinorVersion = 0;
+
+// ---- Keys (Ed25519) ---------------------------------------------------------
+
+struct PublicKey {
+  std::array<uint8_t, 32> bytes{};
+  // First 8 bytes of SHA-256("chash-key-id" || bytes): names the key in a
+  // snapshot's trailer and in `chash inspect`.
+  std::array<uint8_t, 8> KeyId() const noexcept;
+  std::string KeyIdHex() const;
+  friend bool operator==(const PublicKey&, const PublicKey&) = default;
+};
+
+// libsodium's 64-byte secret key (the 32-byte seed, then the public key).
+struct SecretKey {
+  std::array<uint8_t, 64> bytes{};
+  PublicKey public_key() const noexcept;
+};
+
+// A fresh key pair from the OS's random source (libsodium).
+Result<SecretKey> GenerateSecretKey();
+
+// Key files are one line of text: "chash-ed25519-public KEYID HEX64\n" and
+// "chash-ed25519-secret KEYID HEX128\n". WriteKeyFiles writes BASE (mode
+// 0600, refused if it exists) and BASE.pub.
+Status WriteKeyFiles(const SecretKey& key, const std::string& base);
+Result<PublicKey> ReadPublicKeyFile(const std::string& path);
+Result<SecretKey> ReadSecretKeyFile(const std::string& path);
+
+// ---- Writing ----------------------------------------------------------------
+
+// A subset of a ring's nodes stored under a name: lookups through it answer
+// as the ring of only those nodes would (failover.h: masks are exact).
+struct NamedSubset {
+  std::string name;  // 1..64 bytes of [A-Za-z0-9._-]
+  NodeMask mask;     // mask.size() == the ring's num_nodes()
+};
+
+struct SnapshotWriteOptions {
+  uint64_t config_version = 0;
+  std::string label;                  // at most 4,096 bytes of UTF-8, no NUL
+  std::vector<NamedSubset> subsets;
+  int64_t created_unix_seconds = -1;  // -1: now
+  std::optional<SecretKey> signing_key;
+};
+
+// The snapshot's bytes. kBadArgument for a raw-point ring (it has no server
+// list), a bad label or subset; kOutOfMemory.
+Result<std::string> SerializeSnapshot(const Ring& ring, const SnapshotWriteOptions& options);
+// Serializes, then writes `path` atomically: a temporary file beside it,
+// fsync, rename over `path`, fsync of the directory (kIoError naming the step).
+Status WriteSnapshotFile(const Ring& ring, const SnapshotWriteOptions& options,
+                         const std::string& path);
+
+// ---- Loading ----------------------------------------------------------------
+
+enum class SnapshotLoadMode : uint8_t {
+  kMap,   // zero-copy: the columns are the file's pages (MAP_SHARED, read-only)
+  kCopy,  // read into anonymous memory: immune to others truncating the file
+};
+
+struct SnapshotLoadOptions {
+  SnapshotLoadMode mode = SnapshotLoadMode::kMap;
+  // false: skips the checksum and the order checks of the hash column and
+  // the collision table. Still checked: the header, every section's bounds,
+  // the node table and fingerprint, the sentinels, every node id (the pass
+  // that finds the nodes owning points reads the node column anyway), the
+  // subsets. A damaged unverified file can answer lookups wrongly but never
+  // reads outside the file or returns a node id >= num_nodes(). For files
+  // this process has verified before (and for measuring the difference).
+  bool verify = true;
+  // Also recompute the points digest (SHA-256, 8 bytes a point: seconds for
+  // 200M points) and compare it with the header's: proves the columns are
+  // the points the header names, not only undamaged.
+  bool verify_points_digest = false;
+  // Non-empty: the snapshot must be signed by one of these keys (several
+  // for rotation: trust the old and the new key while files are re-signed).
+  std::vector<PublicKey> trusted_keys;
+  uint64_t min_config_version = 0;
+};
+
+struct SnapshotInfo {
+  uint16_t major_version = 0;
+  uint16_t minor_version = 0;
+  uint64_t file_bytes = 0;
+  uint64_t config_version = 0;
+  int64_t created_unix_seconds = 0;
+  std::string label;
+  Flavor flavor = Flavor::kNginx;
+  uint32_t point_multiple = 0;
+  TieBreak tie_break = TieBreak::kConfigOrder;
+  uint32_t nodes = 0;
+  uint64_t points = 0;
+  uint64_t points_generated = 0;
+  uint64_t losers = 0;
+  Fingerprint fingerprint;
+  Fingerprint points_digest;
+  std::vector<std::string> subset_names;
+  bool is_signed = false;
+  std::array<uint8_t, 8> key_id{};  // when signed
+  std::string KeyIdHex() const;
+  std::array<uint8_t, 16> checksum{};  // the trailer's XXH3-128
+  // Bytes of the sections: the two columns, the collision table, everything
+  // else (header, trailer, node table, label, subsets, alignment).
+  uint64_t column_bytes = 0;
+  uint64_t collision_bytes = 0;
+  uint64_t other_bytes = 0;
+};
+
+// A loaded snapshot: its ring, its metadata and its named subsets. Immutable
+// and thread-safe; the mapping lives as long as the object (and any
+// shared_ptr<const Ring> made from it by RingOf).
+class RingSnapshot {
+ public:
+  const Ring& ring() const noexcept { return ring_; }
+  const SnapshotInfo& info() const noexcept { return info_; }
+  std::span<const NamedSubset> subsets() const noexcept { return subsets_; }
+  // The subset of that name, nullptr if there is none.
+  const NodeMask* FindSubset(std::string_view name) const noexcept;
+  // Whether the columns are the file's pages (kMap) or this process's memory.
+  bool mapped() const noexcept { return mapped_; }
+  // Bytes of the file this object has mapped (0 for kCopy).
+  uint64_t mapped_bytes() const noexcept { return mapped_ ? info_.file_bytes : 0; }
+
+ private:
+  friend struct SnapshotLoader;
+  Ring ring_;
+  SnapshotInfo info_;
+  std::vector<NamedSubset> subsets_;
+  bool mapped_ = false;
+};
+
+// Maps (or copies) and checks a snapshot file; see LOADING above.
+Result<std::shared_ptr<const RingSnapshot>> LoadSnapshot(const std::string& path,
+                                                         const SnapshotLoadOptions& options = {});
+// The same checks on bytes in memory; the ring copies them (the mode is
+// ignored). For tests, fuzzers and files that arrive over a network.
+Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFromBytes(
+    std::string_view bytes, const SnapshotLoadOptions& options = {});
+// The header only (magic, version, header, sections, key id), no content
+// check: what `chash inspect` prints even for a file that fails a check.
+Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path);
+
+// The ring of a snapshot as a shared_ptr that keeps the snapshot (and its
+// mapping) alive: what readers of a SnapshotReloader hold.
+std::shared_ptr<const Ring> RingOf(std::shared_ptr<const RingSnapshot> snapshot) noexcept;
+
+// The check a failed load names ("checksum", "signature", ...): the message's
+// text before its first ':'; empty for other statuses.
+std::string_view FailedSnapshotCheck(const Status& status) noexcept;
+
+// ---- Hot reload ---------------------------------------------------------------
+
+// Owns the current snapshot of a path and replaces it when the file at the
+// path is replaced (a new inode, as WriteSnapshotFile's rename makes).
+//
+//   auto reloader = chash::SnapshotReloader::Create(path, options).value();
+//   reloader->StartWatching(std::chrono::milliseconds(500));   // or Poll()
+//   // any thread, per request or per batch:
+//   std::shared_ptr<const chash::Ring> ring = reloader->ring();
+//
+// A new file is loaded and checked with the reloader's options, off the
+// readers' path; it is published only if every check passes and its config
+// version is higher than the current one (equal with the same checksum:
+// the same file, nothing to do). Otherwise the current ring stays and
+// last_error() says why. Readers take a mutex for a pointer copy (tens of
+// ns), never wait for a load; a ring they hold stays valid after a reload.
+struct ReloadOptions {
+  SnapshotLoadOptions load;
+  // Accept a lower config version (a deliberate rollback). The better
+  // rollback is a new, higher version of the old servers (`chash build
+  // --from OLD.ring --config-version N`).
+  bool allow_rollback = false;
+};
+
+class SnapshotReloader {
+ public:
+  // Loads `path` now; an error if that first load fails.
+  static Result<std::unique_ptr<SnapshotReloader>> Create(std::string path,
+                                                          ReloadOptions options);
+  ~SnapshotReloader();
+  SnapshotReloader(const SnapshotReloader&) = delete;
+  SnapshotReloader& operator=(const SnapshotReloader&) = delete;
+
+  std::shared_ptr<const RingSnapshot> current() const;
+  std::shared_ptr<const Ring> ring() const { return RingOf(current()); }
+
+  // Checks the path once: if it names another file than the current one
+  // (device, inode, size or modification time), loads and publishes it.
+  // Returns Ok when nothing changed or the new file was published, else the
+  // reason the new file was refused (also kept in last_error()). A refused
+  // file is not retried until the path changes again. Thread-safe.
+  Status Poll();
+  // Polls every `interval` on a thread of its own until the destructor.
+  void StartWatching(std::chrono::milliseconds interval);
+
+  uint64_t reloads() const;   // files published after the first
+  uint64_t refusals() const;  // files refused
+  Status last_error() const;  // of the last refused file; Ok if none
+
+ private:
+  struct Impl;
+  explicit SnapshotReloader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace chash
+
+#endif  // CHASH_SNAPSHOT_H_

@@ -1,0 +1,494 @@
+// Ring snapshots (include/chash/snapshot.h): a loaded ring answers exactly
+// as the ring it was written from; every damaged, tampered, unknown or
+// untrusted file is refused with the check that failed named.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+#include "snapshot/format.h"
+#include "test_util.h"
+
+namespace chash {
+namespace {
+
+using testing::DataPath;
+using testing::LoadServers;
+using testing::MustBuild;
+using testing::TempPath;
+namespace fmt = internal::snapshot;
+
+Ring BuildFleet(Flavor flavor, uint32_t multiple, uint32_t nodes, uint32_t weight_mod) {
+  RingBuilder builder({.flavor = flavor, .point_multiple = multiple});
+  for (uint32_t i = 0; i < nodes; ++i) {
+    const std::string address =
+        "10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) + ":8080";
+    EXPECT_TRUE(builder.Add(address, i % weight_mod).ok());  // some weight 0 (drained)
+  }
+  Result<Ring> ring = std::move(builder).Build();
+  EXPECT_TRUE(ring.ok()) << ring.status().ToString();
+  return std::move(ring).value();
+}
+
+// Every hash at which an answer can change (each point, +-1), 0 and 2^32-1,
+// plus random hashes: single, batch, walks and a masked lookup.
+void ExpectSameAnswers(const Ring& built, const Ring& loaded) {
+  ASSERT_EQ(built.num_points(), loaded.num_points());
+  ASSERT_EQ(built.num_nodes(), loaded.num_nodes());
+  EXPECT_EQ(built.points_generated(), loaded.points_generated());
+  EXPECT_EQ(built.nodes_with_points(), loaded.nodes_with_points());
+  EXPECT_EQ(built.flavor(), loaded.flavor());
+  EXPECT_EQ(built.point_multiple(), loaded.point_multiple());
+  EXPECT_EQ(built.tie_break(), loaded.tie_break());
+  for (uint32_t id = 0; id < built.num_nodes(); ++id) {
+    ASSERT_EQ(built.node(id).address.written, loaded.node(id).address.written);
+    ASSERT_EQ(built.node(id).weight, loaded.node(id).weight);
+    ASSERT_EQ(built.owns_points(id), loaded.owns_points(id));
+    ASSERT_EQ(built.has_points(id), loaded.has_points(id));
+  }
+  const CollisionLosers a = built.collision_losers(), b = loaded.collision_losers();
+  ASSERT_EQ(a.hashes.size(), b.hashes.size());
+  for (size_t i = 0; i < a.hashes.size(); ++i) {
+    ASSERT_EQ(a.hashes[i], b.hashes[i]);
+    ASSERT_EQ(a.nodes[i], b.nodes[i]);
+  }
+  std::vector<uint32_t> probes = {0, UINT32_MAX};
+  PointCursor cursor = built.Begin();
+  for (uint64_t i = 0; i < built.num_points(); ++i, cursor.Advance()) {
+    probes.push_back(cursor.hash());
+    probes.push_back(cursor.hash() - 1);
+    probes.push_back(cursor.hash() + 1);
+  }
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) probes.push_back(static_cast<uint32_t>(rng()));
+  std::vector<uint32_t> batch_a(probes.size()), batch_b(probes.size());
+  built.FindNodesByHash(probes, batch_a);
+  loaded.FindNodesByHash(probes, batch_b);
+  NodeMask mask(built.num_nodes());
+  for (uint32_t id = 0; id < built.num_nodes(); id += 3) mask.Set(id, false);
+  for (size_t i = 0; i < probes.size(); ++i) {
+    ASSERT_EQ(built.FindNodeByHash(probes[i]), loaded.FindNodeByHash(probes[i])) << probes[i];
+    ASSERT_EQ(batch_a[i], batch_b[i]);
+    ASSERT_EQ(FindAvailableNodeByHash(built, mask, probes[i]),
+              FindAvailableNodeByHash(loaded, mask, probes[i]))
+        << probes[i];
+    if (i % 64 == 0) {
+      PointCursor x = built.WalkFromHash(probes[i]), y = loaded.WalkFromHash(probes[i]);
+      for (int step = 0; step < 8; ++step) ASSERT_EQ(x.Next(), y.Next());
+    }
+  }
+  EXPECT_EQ(RingFingerprint(built), RingFingerprint(loaded));
+  EXPECT_EQ(PointsDigest(built), PointsDigest(loaded));
+}
+
+std::string Serialize(const Ring& ring, const SnapshotWriteOptions& options = {}) {
+  Result<std::string> bytes = SerializeSnapshot(ring, options);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? bytes.value() : std::string();
+}
+
+// Recomputes the trailer's checksum after an edit, so that the structural
+// check behind it is the one that must fail.
+void FixChecksum(std::string& bytes) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  const std::array<uint8_t, 16> sum = fmt::Checksum(data, bytes.size() - 16);
+  std::memcpy(bytes.data() + bytes.size() - 16, sum.data(), 16);
+}
+
+uint64_t SectionOffset(const std::string& bytes, uint32_t section) {
+  return fmt::LoadU64(reinterpret_cast<const uint8_t*>(bytes.data()) + fmt::kOffSections +
+                      16 * section);
+}
+
+// Expects a refusal naming `check`.
+void ExpectRefused(const std::string& bytes, std::string_view check,
+                   const SnapshotLoadOptions& options = {}) {
+  Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshotFromBytes(bytes, options);
+  ASSERT_FALSE(loaded.ok()) << "accepted; expected a refusal by '" << check << "'";
+  EXPECT_EQ(FailedSnapshotCheck(loaded.status()), check) << loaded.status().ToString();
+}
+
+struct Shape {
+  Flavor flavor;
+  uint32_t multiple;
+  uint32_t nodes;
+  uint32_t weight_mod;
+};
+
+class SnapshotRoundTrip : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(SnapshotRoundTrip, LoadedRingAnswersAsBuilt) {
+  const Shape shape = GetParam();
+  const Ring built = BuildFleet(shape.flavor, shape.multiple, shape.nodes, shape.weight_mod);
+  SnapshotWriteOptions options{
+      .config_version = 7, .label = "round trip é", .created_unix_seconds = 1700000000};
+  NodeMask half(built.num_nodes(), false);
+  for (uint32_t id = 0; id < built.num_nodes(); id += 2) half.Set(id, true);
+  options.subsets.push_back({"even", half});
+  const std::string bytes = Serialize(built, options);
+  ASSERT_FALSE(bytes.empty());
+
+  Result<std::shared_ptr<const RingSnapshot>> from_bytes = LoadSnapshotFromBytes(bytes);
+  ASSERT_TRUE(from_bytes.ok()) << from_bytes.status().ToString();
+  ExpectSameAnswers(built, from_bytes.value()->ring());
+  const SnapshotInfo& info = from_bytes.value()->info();
+  EXPECT_EQ(info.config_version, 7u);
+  EXPECT_EQ(info.label, "round trip é");
+  EXPECT_EQ(info.fingerprint, RingFingerprint(built));
+  EXPECT_EQ(info.points_digest, PointsDigest(built));
+  EXPECT_EQ(info.file_bytes, bytes.size());
+  ASSERT_NE(from_bytes.value()->FindSubset("even"), nullptr);
+  EXPECT_EQ(*from_bytes.value()->FindSubset("even"), half);
+  EXPECT_EQ(from_bytes.value()->FindSubset("odd"), nullptr);
+
+  const std::string path = TempPath("round_trip.chash");
+  ASSERT_TRUE(WriteSnapshotFile(built, options, path).ok());
+  EXPECT_EQ(testing::ReadAll(path), bytes) << "the file holds exactly the serialized bytes";
+  for (const SnapshotLoadMode mode : {SnapshotLoadMode::kMap, SnapshotLoadMode::kCopy}) {
+    for (const bool verify : {true, false}) {
+      SnapshotLoadOptions load{.mode = mode, .verify = verify, .verify_points_digest = verify};
+      Result<std::shared_ptr<const RingSnapshot>> from_file = LoadSnapshot(path, load);
+      ASSERT_TRUE(from_file.ok()) << from_file.status().ToString();
+      EXPECT_EQ(from_file.value()->mapped(), mode == SnapshotLoadMode::kMap);
+      ExpectSameAnswers(built, from_file.value()->ring());
+    }
+  }
+  // The ring outlives the snapshot object that loaded it (RingOf).
+  std::shared_ptr<const Ring> ring = RingOf(LoadSnapshot(path).value());
+  ASSERT_TRUE(ring);
+  EXPECT_EQ(ring->FindNodeByHash(12345), built.FindNodeByHash(12345));
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Flavors, SnapshotRoundTrip,
+    ::testing::Values(Shape{Flavor::kNginx, 160, 40, 5}, Shape{Flavor::kPingoraV1, 160, 300, 7},
+                      Shape{Flavor::kPingoraV2, 16, 1000, 9},
+                      Shape{Flavor::kPingoraV2, 1, 3, 2},
+                      // Every weight 0: a ring of no points.
+                      Shape{Flavor::kNginx, 160, 3, 1}));
+
+TEST(Snapshot, CollisionsRoundTrip) {
+  // Large enough for 32-bit collisions (about n^2 / 2^33 of them).
+  const Ring built = BuildFleet(Flavor::kPingoraV1, 160, 2000, 5);
+  ASSERT_GT(built.collision_losers().hashes.size(), 0u);
+  Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshotFromBytes(Serialize(built));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ExpectSameAnswers(built, loaded.value()->ring());
+}
+
+TEST(Snapshot, SubsetIsExactlyTheRingOfItsServers) {
+  const std::vector<ServerEntry> servers = LoadServers("pingora/servers_50.txt");
+  const Ring full = MustBuild(servers, {.flavor = Flavor::kPingoraV2, .point_multiple = 16});
+  std::vector<ServerEntry> part;
+  NodeMask mask(full.num_nodes(), false);
+  for (size_t i = 0; i < servers.size(); ++i) {
+    if (i % 3 == 1) {
+      part.push_back(servers[i]);
+      mask.Set(static_cast<uint32_t>(i), true);
+    }
+  }
+  const Ring subset_ring = MustBuild(part, {.flavor = Flavor::kPingoraV2, .point_multiple = 16});
+  SnapshotWriteOptions options;
+  options.subsets.push_back({"tenant-a", mask});
+  Result<std::shared_ptr<const RingSnapshot>> loaded =
+      LoadSnapshotFromBytes(Serialize(full, options));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const NodeMask* subset = loaded.value()->FindSubset("tenant-a");
+  ASSERT_NE(subset, nullptr);
+  std::mt19937 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    const uint32_t hash = static_cast<uint32_t>(rng());
+    const uint32_t got = FindAvailableNodeByHash(loaded.value()->ring(), *subset, hash);
+    ASSERT_NE(got, Ring::kNoNode);
+    ASSERT_EQ(loaded.value()->ring().node(got).address.written,
+              subset_ring.node(subset_ring.FindNodeByHash(hash)).address.written);
+  }
+}
+
+// ---- Refusals ---------------------------------------------------------------
+
+class SnapshotRefusal : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ring_ = BuildFleet(Flavor::kPingoraV1, 160, 2000, 5);  // with collisions
+    ASSERT_GT(ring_.collision_losers().hashes.size(), 0u);
+    SnapshotWriteOptions options{.config_version = 5, .label = "x"};
+    NodeMask mask(ring_.num_nodes(), false);
+    mask.Set(1, true);
+    options.subsets.push_back({"one", mask});
+    good_ = Serialize(ring_, options);
+    ASSERT_TRUE(LoadSnapshotFromBytes(good_).ok());
+  }
+  Ring ring_;
+  std::string good_;
+};
+
+TEST_F(SnapshotRefusal, TruncatedOrExtended) {
+  ExpectRefused(good_.substr(0, good_.size() - 1), "size");
+  ExpectRefused(good_.substr(0, good_.size() / 2), "size");
+  ExpectRefused(good_.substr(0, 100), "size");
+  ExpectRefused("", "size");
+  ExpectRefused(good_ + std::string(1, '\0'), "size");
+  ExpectRefused(good_ + good_, "size");
+}
+
+TEST_F(SnapshotRefusal, EveryBitFlipSampled) {
+  // Flips bits all over the file: header, every section, padding, trailer.
+  std::mt19937 rng(3);
+  std::vector<size_t> positions = {0, 8, 9, 16, 24, 41, 80, 112, 144, 300,
+                                   good_.size() - 1, good_.size() - 16, good_.size() - 100};
+  for (int i = 0; i < 300; ++i) positions.push_back(rng() % good_.size());
+  for (uint32_t s = 0; s < fmt::kSectionCount; ++s) positions.push_back(SectionOffset(good_, s));
+  for (const size_t position : positions) {
+    std::string bad = good_;
+    bad[position] = static_cast<char>(bad[position] ^ (1 << (rng() % 8)));
+    Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshotFromBytes(bad);
+    ASSERT_FALSE(loaded.ok()) << "a flip at byte " << position << " was accepted";
+    const std::string_view check = FailedSnapshotCheck(loaded.status());
+    EXPECT_FALSE(check.empty()) << loaded.status().ToString();
+  }
+  // A flip in the columns is the checksum's to catch.
+  std::string bad = good_;
+  bad[SectionOffset(good_, fmt::kHashColumn) + 1000] ^= 4;
+  ExpectRefused(bad, "checksum");
+}
+
+TEST_F(SnapshotRefusal, StructuralChecksBehindTheChecksum) {
+  const auto edit = [&](size_t at, auto&& change) {
+    std::string bad = good_;
+    change(reinterpret_cast<uint8_t*>(bad.data()) + at);
+    FixChecksum(bad);
+    return bad;
+  };
+  ExpectRefused(edit(0, [](uint8_t* p) { p[0] = 'X'; }), "magic");
+  ExpectRefused(edit(fmt::kOffMajor, [](uint8_t* p) { fmt::StoreU16(p, 2); }), "version");
+  ExpectRefused(edit(fmt::kOffMajor, [](uint8_t* p) { fmt::StoreU16(p, 0); }), "version");
+  // A higher minor of the same major is accepted.
+  Result<std::shared_ptr<const RingSnapshot>> minor =
+      LoadSnapshotFromBytes(edit(fmt::kOffMinor, [](uint8_t* p) { fmt::StoreU16(p, 3); }));
+  EXPECT_TRUE(minor.ok()) << minor.status().ToString();
+  ExpectRefused(edit(fmt::kOffFlavor, [](uint8_t* p) { *p = 7; }), "header");
+  ExpectRefused(edit(fmt::kOffFlavor, [](uint8_t* p) { *p = 2; }), "header");  // tie-break
+  ExpectRefused(edit(fmt::kOffMultiple, [](uint8_t* p) { fmt::StoreU32(p, 16); }), "header");
+  ExpectRefused(edit(fmt::kOffNodes, [](uint8_t* p) { fmt::StoreU32(p, 0); }), "header");
+  ExpectRefused(edit(fmt::kOffNodes, [](uint8_t* p) { fmt::StoreU32(p, 70000); }), "header");
+  ExpectRefused(edit(fmt::kOffFlags, [](uint8_t* p) { fmt::StoreU32(p, 4); }), "header");
+  ExpectRefused(edit(fmt::kOffReserved + 5, [](uint8_t* p) { *p = 1; }), "header");
+  ExpectRefused(edit(fmt::kOffPoints, [](uint8_t* p) { fmt::StoreU32(p, fmt::LoadU32(p) / 2); }),
+                "sections");
+  ExpectRefused(edit(fmt::kOffSections + 16 * fmt::kHashColumn,
+                     [](uint8_t* p) { fmt::StoreU64(p, fmt::LoadU64(p) + 64); }),
+                "sections");
+  ExpectRefused(edit(fmt::kOffSections + 16 * fmt::kNodeColumn,
+                     [](uint8_t* p) { fmt::StoreU64(p, UINT64_MAX - 63); }),
+                "sections");
+  ExpectRefused(edit(fmt::kOffSections + 16 * fmt::kSubsets + 8,
+                     [](uint8_t* p) { fmt::StoreU64(p, UINT64_MAX); }),
+                "sections");
+  ExpectRefused(edit(good_.size() - 128 + fmt::kTrailReserved, [](uint8_t* p) { *p = 1; }),
+                "sections");
+  ExpectRefused(edit(SectionOffset(good_, fmt::kLabel), [](uint8_t* p) { *p = 0; }), "label");
+
+  const size_t table = SectionOffset(good_, fmt::kNodeTable);
+  ExpectRefused(edit(table, [](uint8_t* p) { fmt::StoreU32(p, fmt::LoadU32(p) + 1); }),
+                "node_table");                                    // weights != points
+  ExpectRefused(edit(table + 8, [](uint8_t* p) { *p = 'x'; }), "node_table");  // bad address
+  // Node 1 (weight 1; node 0 is drained, outside the fingerprint) to 20.1.0.2.
+  ExpectRefused(edit(table + 24 + 8, [](uint8_t* p) { *p = '2'; }), "fingerprint");
+  ExpectRefused(edit(fmt::kOffFingerprint, [](uint8_t* p) { *p ^= 1; }), "fingerprint");
+
+  const size_t hash = SectionOffset(good_, fmt::kHashColumn);
+  ExpectRefused(edit(hash + 4 * 10, [](uint8_t* p) { fmt::StoreU32(p, 0); }), "hash_column");
+  const uint64_t n = ring_.num_points();
+  ExpectRefused(edit(hash + 4 * n, [](uint8_t* p) { fmt::StoreU32(p, 5); }), "hash_column");
+  const size_t node = SectionOffset(good_, fmt::kNodeColumn);
+  ExpectRefused(edit(node + 2 * 10, [](uint8_t* p) { fmt::StoreU16(p, 60000); }), "node_column");
+  ExpectRefused(edit(node + 2 * 10, [](uint8_t* p) { fmt::StoreU16(p, 0); }),  // weight 0 node
+                "node_column");
+  ExpectRefused(edit(node + 2 * n, [](uint8_t* p) { fmt::StoreU16(p, fmt::LoadU16(p) + 1); }),
+                "node_column");
+  // A valid node id in a valid column: only the points digest sees it.
+  const size_t moved = node + 2 * 10;
+  const std::string swapped = edit(moved, [&](uint8_t* p) {
+    fmt::StoreU16(p, static_cast<uint16_t>(ring_.node(1).weight > 0 ? 1 : 2));
+  });
+  SnapshotLoadOptions deep;
+  deep.verify_points_digest = true;
+  if (fmt::LoadU16(reinterpret_cast<const uint8_t*>(good_.data()) + moved) !=
+      fmt::LoadU16(reinterpret_cast<const uint8_t*>(swapped.data()) + moved)) {
+    ExpectRefused(swapped, "points_digest", deep);
+  }
+  const size_t losers = SectionOffset(good_, fmt::kLoserNodes);
+  ExpectRefused(edit(losers, [](uint8_t* p) { fmt::StoreU16(p, 65000); }), "collisions");
+  const size_t loser_hashes = SectionOffset(good_, fmt::kLoserHashes);
+  ExpectRefused(edit(loser_hashes, [](uint8_t* p) { fmt::StoreU32(p, fmt::LoadU32(p) + 1); }),
+                "collisions");
+  const size_t subsets = SectionOffset(good_, fmt::kSubsets);
+  ExpectRefused(edit(subsets + 4, [](uint8_t* p) { *p = '/'; }), "subsets");
+  ExpectRefused(edit(subsets + 8 + 8 * 31, [](uint8_t* p) { p[7] = 0x80; }), "subsets");
+}
+
+TEST_F(SnapshotRefusal, MinimumVersion) {
+  SnapshotLoadOptions options;
+  options.min_config_version = 5;
+  EXPECT_TRUE(LoadSnapshotFromBytes(good_, options).ok());
+  options.min_config_version = 6;
+  ExpectRefused(good_, "min_version", options);
+}
+
+// ---- Signatures ---------------------------------------------------------------
+
+TEST(SnapshotSignature, SignedVerifiesTamperedDoesNot) {
+  const Ring ring = BuildFleet(Flavor::kPingoraV2, 16, 50, 4);
+  const SecretKey key = GenerateSecretKey().value();
+  const SecretKey other = GenerateSecretKey().value();
+  ASSERT_NE(key.public_key(), other.public_key());
+  SnapshotWriteOptions write{.config_version = 3};
+  write.signing_key = key;
+  const std::string bytes = Serialize(ring, write);
+
+  SnapshotLoadOptions trust_key;
+  trust_key.trusted_keys = {key.public_key()};
+  Result<std::shared_ptr<const RingSnapshot>> ok = LoadSnapshotFromBytes(bytes, trust_key);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_TRUE(ok.value()->info().is_signed);
+  EXPECT_EQ(ok.value()->info().key_id, key.public_key().KeyId());
+  ExpectSameAnswers(ring, ok.value()->ring());
+  // Rotation: either of two trusted keys.
+  SnapshotLoadOptions both;
+  both.trusted_keys = {other.public_key(), key.public_key()};
+  EXPECT_TRUE(LoadSnapshotFromBytes(bytes, both).ok());
+  // No trusted key given: a signed file loads without checking it.
+  EXPECT_TRUE(LoadSnapshotFromBytes(bytes).ok());
+
+  SnapshotLoadOptions trust_other;
+  trust_other.trusted_keys = {other.public_key()};
+  ExpectRefused(bytes, "signature", trust_other);
+
+  // Tampered after signing, checksum recomputed (as an attacker would).
+  std::string tampered = bytes;
+  fmt::StoreU64(reinterpret_cast<uint8_t*>(tampered.data()) + fmt::kOffConfigVersion, 99);
+  FixChecksum(tampered);
+  ExpectRefused(tampered, "signature", trust_key);
+  tampered = bytes;
+  tampered[SectionOffset(bytes, fmt::kHashColumn) + 4 * 10] ^= 1;
+  FixChecksum(tampered);
+  ExpectRefused(tampered, "signature", trust_key);
+  // A forged signature under the right key id.
+  tampered = bytes;
+  tampered[bytes.size() - 128 + fmt::kTrailSignature + 3] ^= 1;
+  FixChecksum(tampered);
+  ExpectRefused(tampered, "signature", trust_key);
+  // Signature stripped and the flag cleared: unsigned, so refused when keys
+  // are required.
+  tampered = bytes;
+  fmt::StoreU32(reinterpret_cast<uint8_t*>(tampered.data()) + fmt::kOffFlags, 0);
+  std::memset(tampered.data() + bytes.size() - 128, 0, 72);
+  FixChecksum(tampered);
+  EXPECT_TRUE(LoadSnapshotFromBytes(tampered).ok());
+  ExpectRefused(tampered, "signature", trust_key);
+  // Unsigned with keys required.
+  ExpectRefused(Serialize(ring), "signature", trust_key);
+}
+
+TEST(SnapshotSignature, KeyFiles) {
+  const SecretKey key = GenerateSecretKey().value();
+  const std::string base = TempPath("key");
+  std::remove(base.c_str());
+  std::remove((base + ".pub").c_str());
+  ASSERT_TRUE(WriteKeyFiles(key, base).ok());
+  struct stat st {};
+  ASSERT_EQ(stat(base.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(WriteKeyFiles(key, base).code(), StatusCode::kIoError) << "never overwrites a key";
+  Result<SecretKey> secret = ReadSecretKeyFile(base);
+  ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+  EXPECT_EQ(secret.value().bytes, key.bytes);
+  Result<PublicKey> pub = ReadPublicKeyFile(base + ".pub");
+  ASSERT_TRUE(pub.ok());
+  EXPECT_EQ(pub.value(), key.public_key());
+  EXPECT_FALSE(ReadPublicKeyFile(base).ok());
+  EXPECT_FALSE(ReadSecretKeyFile(base + ".pub").ok());
+  std::remove(base.c_str());
+  std::remove((base + ".pub").c_str());
+}
+
+// ---- Files and reload ---------------------------------------------------------
+
+TEST(SnapshotFile, MissingOrNotASnapshot) {
+  Result<std::shared_ptr<const RingSnapshot>> missing = LoadSnapshot("/nonexistent/ring");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(FailedSnapshotCheck(missing.status()), "io");
+  const std::string path = testing::WriteTemp("not_a_ring", std::string(4096, 'x'));
+  Result<std::shared_ptr<const RingSnapshot>> text = LoadSnapshot(path);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(FailedSnapshotCheck(text.status()), "magic");
+  EXPECT_NE(text.status().message().find(path), std::string::npos) << "names the file";
+}
+
+TEST(SnapshotFile, RawRingsHaveNoSnapshot) {
+  const RawPoint points[] = {{1, 0}, {2, 1}};
+  const Ring raw = BuildRingFromPoints(2, points).value();
+  EXPECT_EQ(SerializeSnapshot(raw, {}).status().code(), StatusCode::kBadArgument);
+}
+
+TEST(SnapshotReload, PublishesNewerRefusesOlderAndDamaged) {
+  const std::string path = TempPath("reload.chash");
+  const Ring a = BuildFleet(Flavor::kPingoraV2, 16, 20, 3);
+  const Ring b = BuildFleet(Flavor::kPingoraV2, 16, 25, 3);
+  ASSERT_TRUE(WriteSnapshotFile(a, {.config_version = 10}, path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> created = SnapshotReloader::Create(path, {});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  SnapshotReloader& reloader = *created.value();
+  EXPECT_TRUE(reloader.Poll().ok());
+  EXPECT_EQ(reloader.reloads(), 0u);
+  std::shared_ptr<const Ring> held = reloader.ring();
+
+  ASSERT_TRUE(WriteSnapshotFile(b, {.config_version = 11}, path).ok());
+  EXPECT_TRUE(reloader.Poll().ok());
+  EXPECT_EQ(reloader.reloads(), 1u);
+  EXPECT_EQ(reloader.current()->info().config_version, 11u);
+  EXPECT_EQ(RingFingerprint(*reloader.ring()), RingFingerprint(b));
+  EXPECT_EQ(RingFingerprint(*held), RingFingerprint(a)) << "a held ring stays valid";
+
+  // Older: refused, the current ring stays.
+  ASSERT_TRUE(WriteSnapshotFile(a, {.config_version = 10}, path).ok());
+  Status refused = reloader.Poll();
+  EXPECT_EQ(FailedSnapshotCheck(refused), "rollback") << refused.ToString();
+  EXPECT_EQ(reloader.current()->info().config_version, 11u);
+  EXPECT_EQ(reloader.refusals(), 1u);
+  EXPECT_TRUE(reloader.Poll().ok()) << "a refused file is not retried";
+  EXPECT_EQ(reloader.refusals(), 1u);
+
+  // Damaged (written in place of a rename: a new inode all the same).
+  std::string damaged = SerializeSnapshot(b, {.config_version = 12}).value();
+  damaged[damaged.size() / 2] ^= 1;
+  const std::string temp = path + ".damaged";
+  std::ofstream(temp, std::ios::binary) << damaged;
+  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+  refused = reloader.Poll();
+  EXPECT_EQ(FailedSnapshotCheck(refused), "checksum") << refused.ToString();
+  EXPECT_EQ(FailedSnapshotCheck(reloader.last_error()), "checksum");
+  EXPECT_EQ(reloader.current()->info().config_version, 11u);
+
+  // A deliberate rollback.
+  ASSERT_TRUE(WriteSnapshotFile(b, {.config_version = 11}, path).ok());
+  ReloadOptions allow;
+  allow.allow_rollback = true;
+  Result<std::unique_ptr<SnapshotReloader>> permissive = SnapshotReloader::Create(path, allow);
+  ASSERT_TRUE(permissive.ok());
+  ASSERT_TRUE(WriteSnapshotFile(a, {.config_version = 9}, path).ok());
+  EXPECT_TRUE(permissive.value()->Poll().ok());
+  EXPECT_EQ(permissive.value()->current()->info().config_version, 9u);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace chash

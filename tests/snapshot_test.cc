@@ -87,6 +87,13 @@ void ExpectSameAnswers(const Ring& built, const Ring& loaded) {
   EXPECT_EQ(PointsDigest(built), PointsDigest(loaded));
 }
 
+SnapshotWriteOptions Versioned(uint64_t config_version, std::string label = "") {
+  SnapshotWriteOptions options;
+  options.config_version = config_version;
+  options.label = std::move(label);
+  return options;
+}
+
 std::string Serialize(const Ring& ring, const SnapshotWriteOptions& options = {}) {
   Result<std::string> bytes = SerializeSnapshot(ring, options);
   EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
@@ -126,8 +133,8 @@ class SnapshotRoundTrip : public ::testing::TestWithParam<Shape> {};
 TEST_P(SnapshotRoundTrip, LoadedRingAnswersAsBuilt) {
   const Shape shape = GetParam();
   const Ring built = BuildFleet(shape.flavor, shape.multiple, shape.nodes, shape.weight_mod);
-  SnapshotWriteOptions options{
-      .config_version = 7, .label = "round trip é", .created_unix_seconds = 1700000000};
+  SnapshotWriteOptions options = Versioned(7, "round trip é");
+  options.created_unix_seconds = 1700000000;
   NodeMask half(built.num_nodes(), false);
   for (uint32_t id = 0; id < built.num_nodes(); id += 2) half.Set(id, true);
   options.subsets.push_back({"even", half});
@@ -152,7 +159,10 @@ TEST_P(SnapshotRoundTrip, LoadedRingAnswersAsBuilt) {
   EXPECT_EQ(testing::ReadAll(path), bytes) << "the file holds exactly the serialized bytes";
   for (const SnapshotLoadMode mode : {SnapshotLoadMode::kMap, SnapshotLoadMode::kCopy}) {
     for (const bool verify : {true, false}) {
-      SnapshotLoadOptions load{.mode = mode, .verify = verify, .verify_points_digest = verify};
+      SnapshotLoadOptions load;
+      load.mode = mode;
+      load.verify = verify;
+      load.verify_points_digest = verify;
       Result<std::shared_ptr<const RingSnapshot>> from_file = LoadSnapshot(path, load);
       ASSERT_TRUE(from_file.ok()) << from_file.status().ToString();
       EXPECT_EQ(from_file.value()->mapped(), mode == SnapshotLoadMode::kMap);
@@ -219,7 +229,7 @@ class SnapshotRefusal : public ::testing::Test {
   void SetUp() override {
     ring_ = BuildFleet(Flavor::kPingoraV1, 160, 2000, 5);  // with collisions
     ASSERT_GT(ring_.collision_losers().hashes.size(), 0u);
-    SnapshotWriteOptions options{.config_version = 5, .label = "x"};
+    SnapshotWriteOptions options = Versioned(5, "x");
     NodeMask mask(ring_.num_nodes(), false);
     mask.Set(1, true);
     options.subsets.push_back({"one", mask});
@@ -350,7 +360,7 @@ TEST(SnapshotSignature, SignedVerifiesTamperedDoesNot) {
   const SecretKey key = GenerateSecretKey().value();
   const SecretKey other = GenerateSecretKey().value();
   ASSERT_NE(key.public_key(), other.public_key());
-  SnapshotWriteOptions write{.config_version = 3};
+  SnapshotWriteOptions write = Versioned(3);
   write.signing_key = key;
   const std::string bytes = Serialize(ring, write);
 
@@ -443,7 +453,7 @@ TEST(SnapshotReload, PublishesNewerRefusesOlderAndDamaged) {
   const std::string path = TempPath("reload.chash");
   const Ring a = BuildFleet(Flavor::kPingoraV2, 16, 20, 3);
   const Ring b = BuildFleet(Flavor::kPingoraV2, 16, 25, 3);
-  ASSERT_TRUE(WriteSnapshotFile(a, {.config_version = 10}, path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(a, Versioned(10), path).ok());
   Result<std::unique_ptr<SnapshotReloader>> created = SnapshotReloader::Create(path, {});
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   SnapshotReloader& reloader = *created.value();
@@ -451,7 +461,7 @@ TEST(SnapshotReload, PublishesNewerRefusesOlderAndDamaged) {
   EXPECT_EQ(reloader.reloads(), 0u);
   std::shared_ptr<const Ring> held = reloader.ring();
 
-  ASSERT_TRUE(WriteSnapshotFile(b, {.config_version = 11}, path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(b, Versioned(11), path).ok());
   EXPECT_TRUE(reloader.Poll().ok());
   EXPECT_EQ(reloader.reloads(), 1u);
   EXPECT_EQ(reloader.current()->info().config_version, 11u);
@@ -459,7 +469,7 @@ TEST(SnapshotReload, PublishesNewerRefusesOlderAndDamaged) {
   EXPECT_EQ(RingFingerprint(*held), RingFingerprint(a)) << "a held ring stays valid";
 
   // Older: refused, the current ring stays.
-  ASSERT_TRUE(WriteSnapshotFile(a, {.config_version = 10}, path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(a, Versioned(10), path).ok());
   Status refused = reloader.Poll();
   EXPECT_EQ(FailedSnapshotCheck(refused), "rollback") << refused.ToString();
   EXPECT_EQ(reloader.current()->info().config_version, 11u);
@@ -468,7 +478,7 @@ TEST(SnapshotReload, PublishesNewerRefusesOlderAndDamaged) {
   EXPECT_EQ(reloader.refusals(), 1u);
 
   // Damaged (written in place of a rename: a new inode all the same).
-  std::string damaged = SerializeSnapshot(b, {.config_version = 12}).value();
+  std::string damaged = SerializeSnapshot(b, Versioned(12)).value();
   damaged[damaged.size() / 2] ^= 1;
   const std::string temp = path + ".damaged";
   std::ofstream(temp, std::ios::binary) << damaged;
@@ -479,12 +489,12 @@ TEST(SnapshotReload, PublishesNewerRefusesOlderAndDamaged) {
   EXPECT_EQ(reloader.current()->info().config_version, 11u);
 
   // A deliberate rollback.
-  ASSERT_TRUE(WriteSnapshotFile(b, {.config_version = 11}, path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(b, Versioned(11), path).ok());
   ReloadOptions allow;
   allow.allow_rollback = true;
   Result<std::unique_ptr<SnapshotReloader>> permissive = SnapshotReloader::Create(path, allow);
   ASSERT_TRUE(permissive.ok());
-  ASSERT_TRUE(WriteSnapshotFile(a, {.config_version = 9}, path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(a, Versioned(9), path).ok());
   EXPECT_TRUE(permissive.value()->Poll().ok());
   EXPECT_EQ(permissive.value()->current()->info().config_version, 9u);
   std::remove(path.c_str());

@@ -27,10 +27,12 @@ namespace chash {
 
 // Friend of RingSnapshot: fills its private members.
 struct SnapshotLoader {
-  static Result<std::shared_ptr<const RingSnapshot>> Load(std::shared_ptr<const void> backing,
+  static Result<std::shared_ptr<RingSnapshot>> Load(std::shared_ptr<const void> backing,
                                                           const uint8_t* data, uint64_t size,
                                                           bool mapped,
                                                           const SnapshotLoadOptions& options);
+  static Result<Ring> TakeRing(const std::string& path, const SnapshotLoadOptions& options,
+                               SnapshotInfo* info, std::vector<NamedSubset>* subsets);
 };
 
 namespace {
@@ -304,9 +306,11 @@ Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo
   return Status();
 }
 
-// The hash and node columns: order (verify), sentinels and tails, node ids,
-// and the bit set of the nodes that own points.
-Status CheckColumns(const uint32_t* hash, const uint16_t* node, uint64_t n, bool verify,
+// The hash and node columns: order, sentinels and tails, node ids, and the
+// bit set of the nodes that own points. Always checked, even when the
+// checksum is not: the search relies on the order and the sentinels to stay
+// inside the columns, and callers index the node table with the ids.
+Status CheckColumns(const uint32_t* hash, const uint16_t* node, uint64_t n,
                     internal::RingState& state) {
   const std::vector<NodeInfo>& nodes = state.nodes;
   state.owns_points.assign((nodes.size() + 63) / 64, 0);
@@ -317,13 +321,11 @@ Status CheckColumns(const uint32_t* hash, const uint16_t* node, uint64_t n, bool
   }
   const uint64_t hash_slots = internal::HashColumnSlots(n);
   const uint64_t node_slots = internal::NodeColumnSlots(n);
-  if (verify) {
-    for (uint64_t i = 1; i < n; ++i) {
-      if (hash[i] <= hash[i - 1]) {
-        return Bad("hash_column", "slot " + std::to_string(i) + " (" + std::to_string(hash[i]) +
-                                      ") is not above slot " + std::to_string(i - 1) + " (" +
-                                      std::to_string(hash[i - 1]) + ")");
-      }
+  for (uint64_t i = 1; i < n; ++i) {
+    if (hash[i] <= hash[i - 1]) {
+      return Bad("hash_column", "slot " + std::to_string(i) + " (" + std::to_string(hash[i]) +
+                                    ") is not above slot " + std::to_string(i - 1) + " (" +
+                                    std::to_string(hash[i - 1]) + ")");
     }
   }
   for (uint64_t i = n; i < hash_slots; ++i) {
@@ -359,10 +361,11 @@ Status CheckColumns(const uint32_t* hash, const uint16_t* node, uint64_t n, bool
   return Status();
 }
 
-// The collision table: node ids always; order and membership (verify).
+// The collision table: node ids, order, and each loser at a hash of the
+// column that another node won. O(c log(n / c)).
 Status CheckLosers(const uint32_t* hash, const uint16_t* node, uint64_t n,
                    const uint32_t* loser_hash, const uint16_t* loser_node, uint64_t c,
-                   bool verify, internal::RingState& state) {
+                   internal::RingState& state) {
   const uint32_t num_nodes = static_cast<uint32_t>(state.nodes.size());
   uint64_t slot = 0;  // galloping cursor into the hash column
   for (uint64_t i = 0; i < c; ++i) {
@@ -373,7 +376,6 @@ Status CheckLosers(const uint32_t* hash, const uint16_t* node, uint64_t n,
                                    (id >= num_nodes ? ", past the node table" : " of weight 0"));
     }
     state.has_points[id / 64] |= uint64_t{1} << (id % 64);
-    if (!verify) continue;
     const uint32_t h = loser_hash[i];
     if (i > 0 && h < loser_hash[i - 1]) {
       return Bad("collisions", "loser hashes not ascending at " + std::to_string(i));
@@ -445,7 +447,7 @@ Status ParseSubsets(const uint8_t* data, const Header& h, std::vector<NamedSubse
 
 }  // namespace
 
-Result<std::shared_ptr<const RingSnapshot>> SnapshotLoader::Load(
+Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     std::shared_ptr<const void> backing, const uint8_t* data, uint64_t size, bool mapped,
     const SnapshotLoadOptions& options) {
   static_assert(std::endian::native == std::endian::little,
@@ -484,13 +486,12 @@ Result<std::shared_ptr<const RingSnapshot>> SnapshotLoader::Load(
     const uint64_t n = info.points;
     const auto* hash = reinterpret_cast<const uint32_t*>(data + h.offset[kHashColumn]);
     const auto* node = reinterpret_cast<const uint16_t*>(data + h.offset[kNodeColumn]);
-    if (Status status = CheckColumns(hash, node, n, options.verify, *state); !status.ok()) {
+    if (Status status = CheckColumns(hash, node, n, *state); !status.ok()) {
       return status;
     }
     const auto* loser_hash = reinterpret_cast<const uint32_t*>(data + h.offset[kLoserHashes]);
     const auto* loser_node = reinterpret_cast<const uint16_t*>(data + h.offset[kLoserNodes]);
-    if (Status status = CheckLosers(hash, node, n, loser_hash, loser_node, info.losers,
-                                    options.verify, *state);
+    if (Status status = CheckLosers(hash, node, n, loser_hash, loser_node, info.losers, *state);
         !status.ok()) {
       return status;
     }
@@ -524,7 +525,7 @@ Result<std::shared_ptr<const RingSnapshot>> SnapshotLoader::Load(
     snapshot->info_.subset_names = std::move(names);
     snapshot->ring_ = std::move(ring);
     snapshot->mapped_ = mapped;
-    return std::shared_ptr<const RingSnapshot>(std::move(snapshot));
+    return snapshot;
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory, "out of memory loading a snapshot");
   }
@@ -532,7 +533,7 @@ Result<std::shared_ptr<const RingSnapshot>> SnapshotLoader::Load(
 
 namespace {
 
-Result<std::shared_ptr<const RingSnapshot>> LoadCopy(const uint8_t* data, uint64_t size,
+Result<std::shared_ptr<RingSnapshot>> LoadCopy(const uint8_t* data, uint64_t size,
                                                      const SnapshotLoadOptions& options) {
   auto copy = std::make_shared<CopiedFile>();
   if (size > 0 && !copy->bytes.Allocate(size)) {
@@ -558,9 +559,9 @@ FileIdentity IdentityOfPath(const std::string& path) noexcept {
   return identity;
 }
 
-Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,
-                                                             const SnapshotLoadOptions& options,
-                                                             FileIdentity* identity) {
+Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string& path,
+                                                              const SnapshotLoadOptions& options,
+                                                              FileIdentity* identity) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status(StatusCode::kIoError, "io: " + path + ": " + std::strerror(errno));
   struct stat st {};
@@ -597,7 +598,7 @@ Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& 
   mapping->data = map;
   mapping->size = size;
   const auto* data = static_cast<const uint8_t*>(map);
-  Result<std::shared_ptr<const RingSnapshot>> loaded =
+  Result<std::shared_ptr<RingSnapshot>> loaded =
       options.mode == SnapshotLoadMode::kCopy
           ? LoadCopy(data, size, options)
           : SnapshotLoader::Load(mapping, data, size, true, options);
@@ -606,6 +607,14 @@ Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& 
     return Status(status.code(), status.message() + " (" + path + ")");
   }
   return loaded;
+}
+
+Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,
+                                                             const SnapshotLoadOptions& options,
+                                                             FileIdentity* identity) {
+  Result<std::shared_ptr<RingSnapshot>> loaded = LoadSnapshotFileMutable(path, options, identity);
+  if (!loaded.ok()) return loaded.status();
+  return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
 }
 
 }  // namespace internal
@@ -617,7 +626,26 @@ Result<std::shared_ptr<const RingSnapshot>> LoadSnapshot(const std::string& path
 
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFromBytes(
     std::string_view bytes, const SnapshotLoadOptions& options) {
-  return LoadCopy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), options);
+  Result<std::shared_ptr<RingSnapshot>> loaded =
+      LoadCopy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), options);
+  if (!loaded.ok()) return loaded.status();
+  return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
+}
+
+Result<Ring> SnapshotLoader::TakeRing(const std::string& path, const SnapshotLoadOptions& options,
+                                      SnapshotInfo* info, std::vector<NamedSubset>* subsets) {
+  Result<std::shared_ptr<RingSnapshot>> loaded =
+      internal::LoadSnapshotFileMutable(path, options, nullptr);
+  if (!loaded.ok()) return loaded.status();
+  RingSnapshot& snapshot = *loaded.value();
+  if (info != nullptr) *info = snapshot.info_;
+  if (subsets != nullptr) *subsets = std::move(snapshot.subsets_);
+  return std::move(snapshot.ring_);  // its state keeps the mapping alive
+}
+
+Result<Ring> LoadSnapshotRing(const std::string& path, const SnapshotLoadOptions& options,
+                              SnapshotInfo* info, std::vector<NamedSubset>* subsets) {
+  return SnapshotLoader::TakeRing(path, options, info, subsets);
 }
 
 Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {

@@ -116,7 +116,7 @@
 //   sections    an offset or length outside the file, misaligned, overlapping,
 //               out of order, not the length the counts imply, or nonzero
 //               bytes between sections or in the trailer's reserved bytes
-//   checksum    XXH3-128 differs (skipped by verify = false)
+//   checksum    XXH3-128 differs (the only check verify = false skips)
 //   min_version (kUntrusted) config version below min_config_version
 //   signature   (kUntrusted) trusted keys given and the file is unsigned, its
 //               key id matches no trusted key, or the signature is invalid
@@ -233,13 +233,14 @@ enum class SnapshotLoadMode : uint8_t {
 
 struct SnapshotLoadOptions {
   SnapshotLoadMode mode = SnapshotLoadMode::kMap;
-  // false: skips the checksum and the order checks of the hash column and
-  // the collision table. Still checked: the header, every section's bounds,
-  // the node table and fingerprint, the sentinels, every node id (the pass
-  // that finds the nodes owning points reads the node column anyway), the
-  // subsets. A damaged unverified file can answer lookups wrongly but never
-  // reads outside the file or returns a node id >= num_nodes(). For files
-  // this process has verified before (and for measuring the difference).
+  // false: skips the checksum (one XXH3 pass over the file), nothing else:
+  // the header, every section, the columns' order, sentinels and node ids,
+  // the collision table, the subsets and the fingerprint are always checked
+  // (the search stays inside the columns only on sorted columns with their
+  // sentinels, and callers index the node table with the ids), so a damaged
+  // unverified file can answer lookups wrongly but never reads outside the
+  // file or returns a node id >= num_nodes(). For files this process has
+  // verified before, and for measuring what the checksum costs.
   bool verify = true;
   // Also recompute the points digest (SHA-256, 8 bytes a point: seconds for
   // 200M points) and compare it with the header's: proves the columns are
@@ -305,6 +306,12 @@ class RingSnapshot {
 // Maps (or copies) and checks a snapshot file; see LOADING above.
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshot(const std::string& path,
                                                          const SnapshotLoadOptions& options = {});
+// The same load, the ring by value (its state keeps the mapping alive): for
+// callers that hold rings by value. `info` and `subsets` (if given) receive
+// the snapshot's metadata and named subsets.
+Result<Ring> LoadSnapshotRing(const std::string& path, const SnapshotLoadOptions& options = {},
+                              SnapshotInfo* info = nullptr,
+                              std::vector<NamedSubset>* subsets = nullptr);
 // The same checks on bytes in memory; the ring copies them (the mode is
 // ignored). For tests, fuzzers and files that arrive over a network.
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFromBytes(

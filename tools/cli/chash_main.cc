@@ -79,6 +79,27 @@ commands:
          cache line and the memory floor. --target forces a SIMD target
          (AVX2, NEON, ...); --threads T also times T threads on the ring.
 
+  keygen --out BASE
+         An Ed25519 key pair for signing snapshots: BASE (secret, mode 0600)
+         and BASE.pub (public). Prints the key id.
+  build  --servers FILE [--mode M] [--multiple K] [--subset NAME=FILE]...
+         [--config-version N] [--label TEXT] [--sign BASE] --out RINGFILE
+         build  --from OLD_RINGFILE --config-version N [...] --out RINGFILE
+         Build the ring and write it as a snapshot file (atomically: a
+         temporary file, fsync, rename). --subset NAME=FILE stores the
+         servers listed in FILE as a named subset; --sign signs with the
+         secret key BASE. --from republishes an existing snapshot's servers
+         under a new, higher config version: the way to roll back.
+  inspect RINGFILE [--trusted-key PUB]... [--json]
+         Identity, sizes, versions, label, subsets, signature key id, and
+         whether every check passes (exit 2 if one fails, naming it).
+  verify RINGFILE [--trusted-key PUB]... [--min-version N]
+         Exit 0 if every check passes (with a trusted key: the signature
+         too), else 2 with the failed check.
+  route/stats/diff --ring RINGFILE [--trusted-key PUB]... [--min-version N]
+         Map a snapshot instead of building from --servers (route --subset
+         NAME then names a subset stored in it; diff takes --new-ring).
+
 options:
   --mode M       nginx (default), pingora-v1 or pingora-v2
   --multiple K   points per weight unit, pingora-v2 only (default 160)
@@ -136,6 +157,10 @@ int main(int argc, char** argv) {
     if (command == "diff") return chash::cli::RunDiff(args);
     if (command == "plan") return chash::cli::RunPlan(args);
     if (command == "bench") return chash::cli::RunBench(args);
+    if (command == "keygen") return chash::cli::RunKeygen(args);
+    if (command == "build") return chash::cli::RunBuild(args);
+    if (command == "inspect") return chash::cli::RunInspect(args);
+    if (command == "verify") return chash::cli::RunVerify(args);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "chash %.*s: out of memory\n", static_cast<int>(command.size()),
                  command.data());

@@ -19,7 +19,8 @@ int Fail(std::string_view command, std::string_view message) {
 
 Result<Options> Options::Parse(const std::vector<std::string_view>& args,
                                const std::set<std::string_view>& valued,
-                               const std::set<std::string_view>& flags) {
+                               const std::set<std::string_view>& flags,
+                               const std::set<std::string_view>& repeated) {
   Options options;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
@@ -33,7 +34,7 @@ Result<Options> Options::Parse(const std::vector<std::string_view>& args,
       name = name.substr(0, eq);
     }
     const std::string key(name);
-    if (options.values_.count(key)) {
+    if (options.values_.count(key) && !repeated.count(name)) {
       return Status(StatusCode::kBadArgument, "--" + key + " given twice");
     }
     if (valued.count(name)) {
@@ -44,6 +45,7 @@ Result<Options> Options::Parse(const std::vector<std::string_view>& args,
       } else {
         return Status(StatusCode::kBadArgument, "--" + key + " needs a value");
       }
+      if (repeated.count(name)) options.repeated_[key].push_back(options.values_[key]);
     } else if (flags.count(name) && !inline_value) {
       options.values_[key] = "";
     } else {
@@ -51,6 +53,13 @@ Result<Options> Options::Parse(const std::vector<std::string_view>& args,
     }
   }
   return options;
+}
+
+std::vector<std::string> Options::GetAll(std::string_view name) const {
+  const auto it = repeated_.find(std::string(name));
+  if (it != repeated_.end()) return it->second;
+  if (const auto value = Get(name)) return {*value};
+  return {};
 }
 
 std::optional<std::string> Options::Get(std::string_view name) const {
@@ -229,7 +238,47 @@ Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& opt
   return NameWhatWasBuilt(std::move(builder).Build(), input.name, options);
 }
 
-Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input) {
+Result<SnapshotLoadOptions> SnapshotLoadOptionsFrom(const Options& options) {
+  SnapshotLoadOptions load;
+  for (const std::string& path : options.GetAll("trusted-key")) {
+    Result<PublicKey> key = ReadPublicKeyFile(path);
+    if (!key.ok()) return key.status();
+    load.trusted_keys.push_back(key.value());
+  }
+  Result<uint64_t> min_version = options.GetUint("min-version", 0, 0, UINT64_MAX / 10);
+  if (!min_version.ok()) return min_version.status();
+  load.min_config_version = min_version.value();
+  return load;
+}
+
+Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view option,
+                                        std::vector<NamedSubset>* subsets) {
+  const std::optional<std::string> path = options.Get(option);
+  if (!path) return Status(StatusCode::kBadArgument, "--" + std::string(option) + " is required");
+  Result<SnapshotLoadOptions> load = SnapshotLoadOptionsFrom(options);
+  if (!load.ok()) return load.status();
+  return LoadSnapshotRing(*path, load.value(), nullptr, subsets);
+}
+
+Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
+                                 std::vector<NamedSubset>* subsets) {
+  if (options.Has("ring")) {
+    for (const char* name : {"servers", "mode", "multiple", "nginx-conf", "upstream"}) {
+      if (options.Has(name)) {
+        return Status(StatusCode::kBadArgument,
+                      std::string("--ring and --") + name +
+                          " cannot be combined: the snapshot holds the servers and the mode");
+      }
+    }
+    if (input != nullptr) input->name = *options.Get("ring");
+    return LoadRingFromSnapshotOption(options, "ring", subsets);
+  }
+  for (const char* name : {"trusted-key", "min-version"}) {
+    if (options.Has(name)) {
+      return Status(StatusCode::kBadArgument,
+                    std::string("--") + name + " applies to a snapshot (--ring RINGFILE)");
+    }
+  }
   Result<RingOptions> ring_options = RingOptionsFrom(options, "mode", "multiple");
   if (!ring_options.ok()) return ring_options.status();
   Result<ServersInput> read = ReadServersInput(options);

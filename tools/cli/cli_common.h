@@ -24,9 +24,13 @@ int Fail(std::string_view command, std::string_view message);
 class Options {
  public:
   // Parses args; `valued` and `flags` list the accepted names (without "--").
+  // `repeated` names valued options that may be given several times
+  // (--trusted-key A --trusted-key B); Get returns the last, GetAll each.
   static Result<Options> Parse(const std::vector<std::string_view>& args,
                                const std::set<std::string_view>& valued,
-                               const std::set<std::string_view>& flags);
+                               const std::set<std::string_view>& flags,
+                               const std::set<std::string_view>& repeated = {});
+  std::vector<std::string> GetAll(std::string_view name) const;
 
   bool Has(std::string_view name) const { return values_.count(std::string(name)) > 0; }
   std::optional<std::string> Get(std::string_view name) const;
@@ -36,6 +40,7 @@ class Options {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> repeated_;
 };
 
 // An out-of-memory error of building a ring from `source`, prefixed with
@@ -62,10 +67,26 @@ std::string ServersInputName(const Options& options, std::string_view prefix = "
 // Builds the ring of `input`; errors name the server's file and line.
 Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& options);
 
+// The options a snapshot-reading command accepts beside --ring (route,
+// stats, diff): --trusted-key PUB (repeated), --min-version N.
+inline const std::set<std::string_view> kSnapshotValued = {"ring", "trusted-key", "min-version"};
+inline const std::set<std::string_view> kSnapshotRepeated = {"trusted-key"};
+
+// --trusted-key PUB... and --min-version N as load options.
+Result<SnapshotLoadOptions> SnapshotLoadOptionsFrom(const Options& options);
+// The ring of the snapshot named by `option` (--ring, --new-ring), checked
+// with SnapshotLoadOptionsFrom; its subsets into `subsets` if given.
+Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view option,
+                                        std::vector<NamedSubset>* subsets = nullptr);
+
 // --servers FILE or --nginx-conf FILE --upstream NAME, [--mode M]
 // [--multiple K]: loads and builds the ring; `input` (if given) receives
-// the servers read. Errors name the file and line.
-Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input = nullptr);
+// the servers read. Errors name the file and line. Or --ring RINGFILE: maps
+// a snapshot (LoadRingFromSnapshotOption); the servers' and mode's options
+// are then refused, `input` gets only its name and `subsets` (if given) the
+// snapshot's named subsets.
+Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input = nullptr,
+                                 std::vector<NamedSubset>* subsets = nullptr);
 Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
                                     std::string_view multiple_option);
 

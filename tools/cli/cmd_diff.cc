@@ -36,18 +36,38 @@ void PrintRing(const char* label, const Ring& ring, const std::string& path) {
 }  // namespace
 
 int RunDiff(const Args& args) {
-  Result<Options> parsed = Options::Parse(
-      args,
-      {"servers", "mode", "multiple", "new-servers", "new-mode", "new-multiple", "rollout", "plot",
-       "nginx-conf", "upstream", "new-nginx-conf", "new-upstream"},
-      {"json"});
+  std::set<std::string_view> valued = {
+      "servers",  "mode",       "multiple", "new-servers",    "new-mode",    "new-multiple",
+      "rollout",  "new-ring",   "plot",     "nginx-conf",     "upstream",    "new-nginx-conf",
+      "new-upstream"};
+  valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
+  Result<Options> parsed = Options::Parse(args, valued, {"json"}, kSnapshotRepeated);
   if (!parsed.ok()) return Fail("diff", parsed.status().message());
   const Options& options = parsed.value();
   Result<RingOptions> old_options = RingOptionsFrom(options, "mode", "multiple");
   if (!old_options.ok()) return Fail("diff", old_options.status().message());
   Result<Ring> old_ring = LoadRingFromOptions(options);
   if (!old_ring.ok()) return Fail("diff", old_ring.status().message());
-  Result<Ring> new_ring = LoadNewRingFromOptions(options, old_options.value());
+  // Snapshots (--ring, --new-ring) carry their own mode and multiple.
+  RingOptions old_ring_options = old_options.value();
+  if (options.Has("ring")) {
+    old_ring_options.flavor = old_ring.value().flavor();
+    old_ring_options.point_multiple = old_ring.value().point_multiple();
+  }
+  if (options.Has("new-ring") &&
+      (options.Has("new-servers") || options.Has("new-nginx-conf") || options.Has("new-upstream") ||
+       options.Has("new-mode") || options.Has("new-multiple"))) {
+    return Fail("diff", "--new-ring cannot be combined with --new-servers, --new-nginx-conf, "
+                        "--new-upstream, --new-mode or --new-multiple");
+  }
+  if (options.Has("ring") && !options.Has("new-ring") && !options.Has("new-servers") &&
+      !options.Has("new-nginx-conf")) {
+    return Fail("diff", "--ring needs --new-ring RINGFILE, --new-servers FILE or "
+                        "--new-nginx-conf FILE");
+  }
+  Result<Ring> new_ring = options.Has("new-ring")
+                              ? LoadRingFromSnapshotOption(options, "new-ring")
+                              : LoadNewRingFromOptions(options, old_ring_options);
   if (!new_ring.ok()) return Fail("diff", new_ring.status().message());
   double rollout = 1;
   if (const auto text = options.Get("rollout")) {
@@ -55,8 +75,10 @@ int RunDiff(const Args& args) {
     if (!fraction.ok()) return Fail("diff", fraction.status().message());
     rollout = fraction.value();
   }
-  const std::string old_path = ServersInputName(options);
-  const std::string new_path = ServersInputName(options, "new-");
+  const std::string old_path =
+      options.Has("ring") ? *options.Get("ring") : ServersInputName(options);
+  const std::string new_path =
+      options.Has("new-ring") ? *options.Get("new-ring") : ServersInputName(options, "new-");
 
   std::optional<ProgressPhase> progress;
   progress.emplace("diff: merging " + WithCommas(old_ring.value().num_points()) + " and " +

@@ -74,11 +74,28 @@ Result<std::vector<uint32_t>> ReadAddressList(const std::string& path, const Rin
   return listed;
 }
 
-// The availability mask of --down and --subset (both may be given).
-Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring) {
-  const std::string servers_path = ServersInputName(options);
+// The availability mask of --down and --subset (both may be given). With
+// --ring, --subset names a subset stored in the snapshot.
+Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring,
+                                 const std::vector<NamedSubset>& stored) {
+  const std::string servers_path =
+      options.Has("ring") ? *options.Get("ring") : ServersInputName(options);
   NodeMask mask(ring.num_nodes(), !options.Has("subset"));
-  if (const auto path = options.Get("subset")) {
+  if (options.Has("ring") && options.Has("subset")) {
+    const std::string name = *options.Get("subset");
+    const NamedSubset* found = nullptr;
+    std::string names;
+    for (const NamedSubset& subset : stored) {
+      if (subset.name == name) found = &subset;
+      names += (names.empty() ? "" : ", ") + subset.name;
+    }
+    if (found == nullptr) {
+      return Status(StatusCode::kBadArgument,
+                    "no subset '" + name + "' in " + servers_path +
+                        (names.empty() ? " (it has none)" : " (it has: " + names + ")"));
+    }
+    mask = found->mask;
+  } else if (const auto path = options.Get("subset")) {
     Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path);
     if (!ids.ok()) return ids.status();
     for (const uint32_t id : ids.value()) mask.Set(id, true);
@@ -133,16 +150,17 @@ uint32_t NginxSkipDown(const Ring& ring, std::string_view key, const std::vector
 }  // namespace
 
 int RunRoute(const Args& args) {
-  Result<Options> options =
-      Options::Parse(args,
-                     {"servers", "mode", "multiple", "keys", "down", "subset", "new-servers",
-                      "new-mode", "new-multiple", "rollout", "scope", "seed", "nginx-conf",
-                      "upstream", "new-nginx-conf", "new-upstream"},
-                     {"allow-mismatch"});
+  std::set<std::string_view> valued = {
+      "servers",  "mode",         "multiple", "keys",  "down",       "subset",
+      "new-servers", "new-mode",  "new-multiple", "rollout", "scope", "seed",
+      "nginx-conf", "upstream",   "new-nginx-conf", "new-upstream"};
+  valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
+  Result<Options> options = Options::Parse(args, valued, {"allow-mismatch"}, kSnapshotRepeated);
   if (!options.ok()) return Fail("route", options.status().message());
   const Options& opts = options.value();
   ServersInput input;
-  Result<Ring> ring = LoadRingFromOptions(opts, &input);
+  std::vector<NamedSubset> stored_subsets;
+  Result<Ring> ring = LoadRingFromOptions(opts, &input, &stored_subsets);
   if (!ring.ok()) return Fail("route", ring.status().message());
   if (ring.value().empty()) {
     return Fail("route", "the ring has no points (no servers, or every weight is 0)");
@@ -196,7 +214,7 @@ int RunRoute(const Args& args) {
   }
   NodeMask mask;
   if (masked) {
-    Result<NodeMask> built = MaskFromOptions(opts, ring.value());
+    Result<NodeMask> built = MaskFromOptions(opts, ring.value(), stored_subsets);
     if (!built.ok()) return Fail("route", built.status().message());
     mask = std::move(built).value();
     router = [&](const std::vector<std::string_view>& keys, OutputBuffer& out) {

@@ -48,8 +48,10 @@ std::string SharesJson(const std::vector<NodeShare>& shares) {
 }  // namespace
 
 int RunStats(const Args& args) {
-  Result<Options> options = Options::Parse(
-      args, {"servers", "mode", "multiple", "plot", "nginx-conf", "upstream"}, {"json"});
+  std::set<std::string_view> valued = {"servers", "mode",       "multiple",
+                                       "plot",    "nginx-conf", "upstream"};
+  valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
+  Result<Options> options = Options::Parse(args, valued, {"json"}, kSnapshotRepeated);
   if (!options.ok()) return Fail("stats", options.status().message());
   Result<Ring> ring = LoadRingFromOptions(options.value());
   if (!ring.ok()) return Fail("stats", ring.status().message());

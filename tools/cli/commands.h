@@ -16,6 +16,10 @@ int RunDemo(const Args& args);
 int RunDiff(const Args& args);
 int RunPlan(const Args& args);
 int RunBench(const Args& args);
+int RunKeygen(const Args& args);
+int RunBuild(const Args& args);
+int RunInspect(const Args& args);
+int RunVerify(const Args& args);
 
 }  // namespace chash::cli
 

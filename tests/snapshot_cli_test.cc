@@ -1,0 +1,216 @@
+// The snapshot commands: keygen, build, inspect, verify, and route/stats/diff
+// --ring, which must print exactly what the --servers forms print.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+#include "test_util.h"
+
+namespace chash {
+namespace {
+
+using testing::CliRun;
+using testing::DataPath;
+using testing::ReadAll;
+using testing::RunChash;
+using testing::TempPath;
+using testing::WriteTemp;
+
+struct GoldenSet {
+  std::string servers;  // under tests/data
+  std::string keys;
+  std::string mode_args;  // "--mode pingora-v2 --multiple 16"
+};
+
+class SnapshotGoldenCli : public ::testing::TestWithParam<GoldenSet> {};
+
+TEST_P(SnapshotGoldenCli, RouteRingEqualsRouteServers) {
+  const GoldenSet& set = GetParam();
+  const std::string servers = DataPath(set.servers);
+  const std::string keys = DataPath(set.keys);
+  const std::string ring = TempPath("golden.chash");
+  const CliRun build =
+      RunChash("build --servers " + servers + " " + set.mode_args + " --out " + ring);
+  ASSERT_EQ(build.status, 0) << build.err;
+  const CliRun from_servers =
+      RunChash("route --servers " + servers + " " + set.mode_args + " --keys " + keys);
+  const CliRun from_ring = RunChash("route --ring " + ring + " --keys " + keys);
+  ASSERT_EQ(from_servers.status, 0) << from_servers.err;
+  ASSERT_EQ(from_ring.status, 0) << from_ring.err;
+  ASSERT_FALSE(from_servers.out.empty());
+  EXPECT_EQ(from_ring.out, from_servers.out);
+  // stats: the same ring, identity included (build time and memory differ).
+  const CliRun stats_servers = RunChash("stats --servers " + servers + " " + set.mode_args);
+  const CliRun stats_ring = RunChash("stats --ring " + ring);
+  ASSERT_EQ(stats_ring.status, 0) << stats_ring.err;
+  for (const char* field : {"fingerprint ", "points digest", "backends ", "points kept",
+                            "collisions", "CV measured"}) {
+    const auto line_of = [&](const std::string& text) {
+      const size_t at = text.find(field);
+      return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+    };
+    EXPECT_FALSE(line_of(stats_servers.out).empty()) << field;
+    EXPECT_EQ(line_of(stats_ring.out), line_of(stats_servers.out)) << field;
+  }
+  std::remove(ring.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sets, SnapshotGoldenCli,
+    ::testing::Values(GoldenSet{"nginx/a.servers", "nginx/a.keys", ""},
+                      GoldenSet{"nginx/b.servers", "nginx/b.keys", ""},
+                      GoldenSet{"nginx/c.servers", "nginx/c.keys", ""},
+                      GoldenSet{"nginx/d.servers", "nginx/d.keys", ""},
+                      GoldenSet{"nginx/f.servers", "nginx/f.keys", ""},
+                      GoldenSet{"nginx/g.servers", "nginx/g.keys", ""},
+                      GoldenSet{"nginx/h.servers", "nginx/h.keys", ""},
+                      GoldenSet{"pingora/servers_50.txt", "pingora/keys_10000.txt",
+                                "--mode pingora-v1"},
+                      GoldenSet{"pingora/servers_50.txt", "pingora/keys_10000.txt",
+                                "--mode pingora-v2 --multiple 16"},
+                      GoldenSet{"pingora/servers_50.txt", "pingora/edge_keys_v1_50srv.txt",
+                                "--mode pingora-v1"},
+                      GoldenSet{"pingora/servers_50.txt", "pingora/edge_keys_v2m16_50srv.txt",
+                                "--mode pingora-v2 --multiple 16"},
+                      GoldenSet{"pingora/servers_ipv6_3.txt", "pingora/keys_1000.txt",
+                                "--mode pingora-v1"},
+                      GoldenSet{"pingora/servers_ipv6_format.txt", "pingora/keys_1000.txt",
+                                "--mode pingora-v1"},
+                      GoldenSet{"pingora/servers_ipv6_format.txt", "pingora/keys_1000.txt",
+                                "--mode pingora-v2 --multiple 16"},
+                      GoldenSet{"pingora/servers_nginx9.txt", "pingora/keys_1000.txt",
+                                "--mode pingora-v1"}));
+
+class SnapshotCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    servers_ = DataPath("pingora/servers_50.txt");
+    key_ = TempPath("key");
+    other_ = TempPath("other");
+    for (const std::string& base : {key_, other_}) {
+      std::remove(base.c_str());
+      std::remove((base + ".pub").c_str());
+      const CliRun run = RunChash("keygen --out " + base);
+      ASSERT_EQ(run.status, 0) << run.err;
+    }
+    ring_ = TempPath("ring.chash");
+  }
+  void TearDown() override {
+    for (const std::string& path : {key_, key_ + ".pub", other_, other_ + ".pub", ring_}) {
+      std::remove(path.c_str());
+    }
+  }
+  std::string servers_, key_, other_, ring_;
+};
+
+TEST_F(SnapshotCli, SignedSnapshotVerifiesTamperedDoesNot) {
+  const CliRun build = RunChash("build --servers " + servers_ +
+                                " --mode pingora-v2 --multiple 16 --config-version 7 --label "
+                                "eu-west --sign " + key_ + " --out " + ring_);
+  ASSERT_EQ(build.status, 0) << build.err;
+  EXPECT_EQ(RunChash("verify " + ring_).status, 0);
+  const CliRun ok = RunChash("verify " + ring_ + " --trusted-key " + key_ + ".pub");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(RunChash("verify " + ring_ + " --trusted-key " + other_ + ".pub --trusted-key " +
+                     key_ + ".pub")
+                .status,
+            0);
+  const CliRun wrong = RunChash("verify " + ring_ + " --trusted-key " + other_ + ".pub");
+  EXPECT_EQ(wrong.status, 2);
+  EXPECT_NE(wrong.err.find("signature:"), std::string::npos) << wrong.err;
+  const CliRun old = RunChash("verify " + ring_ + " --min-version 8");
+  EXPECT_EQ(old.status, 2);
+  EXPECT_NE(old.err.find("min_version:"), std::string::npos) << old.err;
+
+  // A flipped byte in the middle: the checksum names it.
+  std::string bytes = ReadAll(ring_);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+  const std::string damaged = WriteTemp("damaged.chash", bytes);
+  const CliRun bad = RunChash("verify " + damaged + " --trusted-key " + key_ + ".pub");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("checksum:"), std::string::npos) << bad.err;
+  const CliRun route_bad = RunChash("route --ring " + damaged, "a\n");
+  EXPECT_EQ(route_bad.status, 2);
+  EXPECT_TRUE(route_bad.out.empty());
+  const CliRun truncated =
+      RunChash("verify " + WriteTemp("short.chash", bytes.substr(0, bytes.size() - 7)));
+  EXPECT_EQ(truncated.status, 2);
+  EXPECT_NE(truncated.err.find("size:"), std::string::npos) << truncated.err;
+
+  // route with a trusted key routes; with the wrong key it refuses.
+  EXPECT_EQ(RunChash("route --ring " + ring_ + " --trusted-key " + key_ + ".pub", "k\n").status,
+            0);
+  EXPECT_EQ(RunChash("route --ring " + ring_ + " --trusted-key " + other_ + ".pub", "k\n").status,
+            2);
+}
+
+TEST_F(SnapshotCli, InspectJson) {
+  const std::string subset = WriteTemp("subset.txt", "[::1]:7777\n[::]:80\n");
+  const CliRun build =
+      RunChash("build --servers " + servers_ + " --mode pingora-v1 --subset two=" + subset +
+               " --config-version 3 --sign " + key_ + " --out " + ring_);
+  ASSERT_EQ(build.status, 0) << build.err;
+  const CliRun run = RunChash("inspect " + ring_ + " --json --trusted-key " + key_ + ".pub");
+  ASSERT_EQ(run.status, 0) << run.err;
+  for (const char* field :
+       {"\"format_version\":\"1.0\"", "\"config_version\":3", "\"mode\":\"pingora-v1\"",
+        "\"nodes\":50", "\"subsets\":[{\"name\":\"two\",\"servers\":2}]", "\"signed\":true",
+        "\"signature_verified\":true", "\"checks_pass\":true", "\"failed_check\":null"}) {
+    EXPECT_NE(run.out.find(field), std::string::npos) << field << " in " << run.out;
+  }
+  // Subset routing: only the two servers, exactly as their own ring.
+  const CliRun routed = RunChash("route --ring " + ring_ + " --subset two --keys " +
+                                 DataPath("pingora/keys_1000.txt"));
+  ASSERT_EQ(routed.status, 0) << routed.err;
+  // The same two servers with their weights, in the servers file's order.
+  std::string two_lines;
+  for (const std::string& line : testing::ReadLines(servers_)) {
+    const std::string address = line.substr(0, line.find(' '));
+    if (address == "[::1]:7777" || address == "[::]:80") two_lines += line + "\n";
+  }
+  const std::string two = WriteTemp("two.txt", two_lines);
+  const CliRun own = RunChash("route --mode pingora-v1 --servers " + two + " --keys " +
+                              DataPath("pingora/keys_1000.txt"));
+  EXPECT_EQ(routed.out, own.out);
+  EXPECT_EQ(RunChash("route --ring " + ring_ + " --subset three", "k\n").status, 2);
+  // A damaged file: inspect still prints the header, and names the check.
+  std::string bytes = ReadAll(ring_);
+  bytes[bytes.size() / 2] ^= 1;
+  const CliRun bad = RunChash("inspect " + WriteTemp("bad.chash", bytes) + " --json");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.out.find("\"failed_check\":\"checksum\""), std::string::npos) << bad.out;
+}
+
+TEST_F(SnapshotCli, RollbackIsANewerVersionOfTheOldServers) {
+  ASSERT_EQ(RunChash("build --servers " + servers_ + " --mode pingora-v1 --config-version 10 --out " +
+                     ring_)
+                .status,
+            0);
+  const std::string rolled = TempPath("rolled.chash");
+  const CliRun run = RunChash("build --from " + ring_ + " --config-version 12 --out " + rolled);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const CliRun a = RunChash("route --ring " + ring_ + " --keys " + DataPath("nginx/a.keys"));
+  const CliRun b = RunChash("route --ring " + rolled + " --keys " + DataPath("nginx/a.keys"));
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(RunChash("inspect " + rolled).out.find("config version    12"), std::string::npos);
+  EXPECT_EQ(RunChash("build --from " + ring_ + " --out " + rolled).status, 2)
+      << "a rollback needs an explicit version";
+  std::remove(rolled.c_str());
+}
+
+TEST_F(SnapshotCli, UsageErrors) {
+  EXPECT_EQ(RunChash("route --ring " + ring_ + " --servers " + servers_, "k\n").status, 2);
+  EXPECT_EQ(RunChash("route --servers " + servers_ + " --trusted-key x", "k\n").status, 2);
+  EXPECT_EQ(RunChash("build --servers " + servers_).status, 2);          // no --out
+  EXPECT_EQ(RunChash("build --servers " + servers_ + " --subset x --out " + ring_).status, 2);
+  EXPECT_EQ(RunChash("verify").status, 2);
+  EXPECT_EQ(RunChash("keygen").status, 2);
+  const CliRun missing = RunChash("verify /nonexistent/ring");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("io:"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace chash

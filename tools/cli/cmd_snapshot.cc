@@ -1,0 +1,289 @@
+// chash keygen, build, inspect, verify: rings as signed, versioned snapshot
+// files (include/chash/snapshot.h).
+#include <ctime>
+#include <cstdio>
+#include <unordered_map>
+
+#include "cli_common.h"
+#include "commands.h"
+
+namespace chash::cli {
+namespace {
+
+// The first argument when it is not an option (inspect and verify take the
+// file first), and the rest.
+std::pair<std::optional<std::string>, Args> Positional(const Args& args) {
+  if (!args.empty() && args[0].substr(0, 2) != "--") {
+    return {std::string(args[0]), Args(args.begin() + 1, args.end())};
+  }
+  return {std::nullopt, args};
+}
+
+// --subset NAME=FILE: the servers listed in FILE (one ADDR a line, as written
+// in the servers file; weights and comments allowed) as a mask of `ring`.
+Result<NamedSubset> SubsetFromOption(const std::string& text, const Ring& ring) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    return Status(StatusCode::kBadArgument, "--subset takes NAME=FILE, got '" + text + "'");
+  }
+  NamedSubset subset{text.substr(0, eq), NodeMask(ring.num_nodes(), false)};
+  const std::string path = text.substr(eq + 1);
+  Result<std::vector<ServerEntry>> entries = ReadServersFile(path);
+  if (!entries.ok()) return entries.status();
+  std::unordered_map<std::string, uint32_t> ids;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) ids.emplace(ring.node(id).address.written, id);
+  for (const ServerEntry& entry : entries.value()) {
+    const auto it = ids.find(entry.address);
+    if (it == ids.end()) {
+      return Status(StatusCode::kBadArgument, path + ":" + std::to_string(entry.line) + ": '" +
+                                                  entry.address +
+                                                  "' is not a server of the ring (write it as "
+                                                  "in the servers file)");
+    }
+    subset.mask.Set(it->second, true);
+  }
+  return subset;
+}
+
+std::string TimeText(int64_t unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  if (gmtime_r(&t, &tm) == nullptr) return std::to_string(unix_seconds);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string TieBreakName(TieBreak tie_break) {
+  switch (tie_break) {
+    case TieBreak::kConfigOrder:
+      return "config-order";
+    case TieBreak::kAddressOrder:
+      return "address-order";
+    case TieBreak::kExplicitRank:
+      return "explicit-rank";
+  }
+  return "?";
+}
+
+}  // namespace
+
+int RunKeygen(const Args& args) {
+  Result<Options> options = Options::Parse(args, {"out"}, {});
+  if (!options.ok()) return Fail("keygen", options.status().message());
+  const std::optional<std::string> base = options.value().Get("out");
+  if (!base) return Fail("keygen", "--out BASE is required (writes BASE and BASE.pub)");
+  Result<SecretKey> key = GenerateSecretKey();
+  if (!key.ok()) return Fail("keygen", key.status().message());
+  if (Status status = WriteKeyFiles(key.value(), *base); !status.ok()) {
+    return Fail("keygen", status.message());
+  }
+  std::printf("secret key %s (mode 0600), public key %s.pub, key id %s\n", base->c_str(),
+              base->c_str(), key.value().public_key().KeyIdHex().c_str());
+  return 0;
+}
+
+int RunBuild(const Args& args) {
+  Result<Options> parsed = Options::Parse(
+      args, {"servers", "mode", "multiple", "subset", "config-version", "label", "sign", "out",
+             "from"},
+      {}, {"subset"});
+  if (!parsed.ok()) return Fail("build", parsed.status().message());
+  const Options& options = parsed.value();
+  const std::optional<std::string> out = options.Get("out");
+  if (!out) return Fail("build", "--out RINGFILE is required");
+  SnapshotWriteOptions write;
+  Result<uint64_t> version = options.GetUint("config-version", 0, 0, UINT64_MAX / 10);
+  if (!version.ok()) return Fail("build", version.status().message());
+  write.config_version = version.value();
+  write.label = options.Get("label").value_or("");
+  if (const auto base = options.Get("sign")) {
+    Result<SecretKey> key = ReadSecretKeyFile(*base);
+    if (!key.ok()) return Fail("build", key.status().message());
+    write.signing_key = key.value();
+  }
+
+  Ring ring;
+  if (const auto from = options.Get("from")) {
+    // A new version of an existing snapshot's servers: how a rollback is
+    // published (the old ring, under a higher config version).
+    for (const char* name : {"servers", "mode", "multiple"}) {
+      if (options.Has(name)) {
+        return Fail("build", std::string("--from takes the servers and mode from the snapshot; "
+                                         "--") + name + " cannot be combined with it");
+      }
+    }
+    if (!options.Has("config-version")) {
+      return Fail("build", "--from needs --config-version N (higher than every version "
+                           "published, so that readers accept it)");
+    }
+    SnapshotInfo info;
+    std::vector<NamedSubset> subsets;
+    Result<Ring> old = LoadSnapshotRing(*from, {}, &info, &subsets);
+    if (!old.ok()) return Fail("build", old.status().message());
+    RingBuilder builder({.flavor = info.flavor, .point_multiple = info.point_multiple,
+                         .max_points = kHardMaxPoints});
+    for (uint32_t id = 0; id < old.value().num_nodes(); ++id) {
+      const NodeInfo& node = old.value().node(id);
+      if (Status status = builder.Add(node.address.written, node.weight); !status.ok()) {
+        return Fail("build", status.message());
+      }
+    }
+    Result<Ring> rebuilt = std::move(builder).Build();
+    if (!rebuilt.ok()) return Fail("build", rebuilt.status().message());
+    ring = std::move(rebuilt).value();
+    if (!options.Has("subset")) write.subsets = std::move(subsets);
+    if (!options.Has("label")) write.label = info.label;
+  } else {
+    Result<Ring> built = LoadRingFromOptions(options);
+    if (!built.ok()) return Fail("build", built.status().message());
+    ring = std::move(built).value();
+  }
+  for (const std::string& text : options.GetAll("subset")) {
+    Result<NamedSubset> subset = SubsetFromOption(text, ring);
+    if (!subset.ok()) return Fail("build", subset.status().message());
+    write.subsets.push_back(std::move(subset).value());
+  }
+  if (Status status = WriteSnapshotFile(ring, write, *out); !status.ok()) {
+    return Fail("build", status.message());
+  }
+  std::printf("%s: %s, %s points, %u nodes, config version %llu%s\n", out->c_str(),
+              std::string(FlavorName(ring.flavor())).c_str(), WithCommas(ring.num_points()).c_str(),
+              ring.num_nodes(), static_cast<unsigned long long>(write.config_version),
+              write.signing_key
+                  ? (", signed by key " + write.signing_key->public_key().KeyIdHex()).c_str()
+                  : ", unsigned");
+  return 0;
+}
+
+int RunInspect(const Args& args) {
+  auto [path, rest] = Positional(args);
+  std::set<std::string_view> valued = {"trusted-key", "min-version"};
+  Result<Options> parsed = Options::Parse(rest, valued, {"json"}, kSnapshotRepeated);
+  if (!parsed.ok()) return Fail("inspect", parsed.status().message());
+  if (!path) return Fail("inspect", "usage: chash inspect RINGFILE [--json]");
+  const Options& options = parsed.value();
+  Result<SnapshotInfo> header = ReadSnapshotInfo(*path);
+  if (!header.ok()) return Fail("inspect", header.status().ToString());
+  Result<SnapshotLoadOptions> load = SnapshotLoadOptionsFrom(options);
+  if (!load.ok()) return Fail("inspect", load.status().message());
+  load.value().verify_points_digest = true;
+  std::vector<NamedSubset> subsets;
+  Result<Ring> ring = LoadSnapshotRing(*path, load.value(), nullptr, &subsets);
+  const SnapshotInfo& info = header.value();
+  const bool pass = ring.ok();
+  const std::string failed = pass ? "" : std::string(FailedSnapshotCheck(ring.status()));
+  const bool signature_checked = info.is_signed && !load.value().trusted_keys.empty() && pass;
+  const double overhead =
+      info.column_bytes ? static_cast<double>(info.file_bytes - info.column_bytes) /
+                              static_cast<double>(info.column_bytes)
+                        : 0;
+  if (options.Has("json")) {
+    std::string json = "{\"file\":" + JsonString(*path) +
+                       ",\"format_version\":\"" + std::to_string(info.major_version) + "." +
+                       std::to_string(info.minor_version) + "\"" +
+                       ",\"config_version\":" + std::to_string(info.config_version) +
+                       ",\"label\":" + JsonString(info.label) +
+                       ",\"created\":" + JsonString(TimeText(info.created_unix_seconds)) +
+                       ",\"mode\":" + JsonString(FlavorName(info.flavor)) +
+                       ",\"multiple\":" + std::to_string(info.point_multiple) +
+                       ",\"tie_break\":" + JsonString(TieBreakName(info.tie_break)) +
+                       ",\"nodes\":" + std::to_string(info.nodes) +
+                       ",\"points\":" + std::to_string(info.points) +
+                       ",\"points_generated\":" + std::to_string(info.points_generated) +
+                       ",\"collisions\":" + std::to_string(info.losers) +
+                       ",\"file_bytes\":" + std::to_string(info.file_bytes) +
+                       ",\"column_bytes\":" + std::to_string(info.column_bytes) +
+                       ",\"collision_table_bytes\":" + std::to_string(info.collision_bytes) +
+                       ",\"other_bytes\":" + std::to_string(info.other_bytes) +
+                       ",\"overhead\":" + JsonNumber(overhead) +
+                       ",\"fingerprint\":" + JsonString(info.fingerprint.Hex()) +
+                       ",\"points_digest\":" + JsonString(info.points_digest.Hex()) +
+                       ",\"subsets\":[";
+    for (size_t i = 0; i < subsets.size(); ++i) {
+      if (i > 0) json += ',';  // (not a "," + ... chain: GCC 12 false -Wrestrict)
+      json += "{\"name\":";
+      json += JsonString(subsets[i].name);
+      json += ",\"servers\":";
+      json += std::to_string(subsets[i].mask.count_available());
+      json += '}';
+    }
+    json += "],\"signed\":" + std::string(info.is_signed ? "true" : "false") +
+            ",\"key_id\":" + (info.is_signed ? JsonString(info.KeyIdHex()) : "null") +
+            ",\"signature_verified\":" + (signature_checked ? "true" : "false") +
+            ",\"checks_pass\":" + (pass ? "true" : "false") +
+            ",\"failed_check\":" + (pass ? "null" : JsonString(failed)) +
+            ",\"error\":" + (pass ? "null" : JsonString(ring.status().message())) + "}";
+    std::printf("%s\n", json.c_str());
+    return pass ? 0 : kExitUsage;
+  }
+  std::printf("file              %s\n", path->c_str());
+  std::printf("format            chash ring snapshot %u.%u\n", info.major_version,
+              info.minor_version);
+  std::printf("config version    %llu\n", static_cast<unsigned long long>(info.config_version));
+  std::printf("label             %s\n", info.label.c_str());
+  std::printf("created           %s\n", TimeText(info.created_unix_seconds).c_str());
+  std::printf("mode              %s", std::string(FlavorName(info.flavor)).c_str());
+  if (info.flavor == Flavor::kPingoraV2) std::printf(" (multiple %u)", info.point_multiple);
+  std::printf(", tie-break %s\n", TieBreakName(info.tie_break).c_str());
+  std::printf("nodes             %s\n", WithCommas(info.nodes).c_str());
+  std::printf("points kept       %s\n", WithCommas(info.points).c_str());
+  std::printf("points generated  %s\n", WithCommas(info.points_generated).c_str());
+  std::printf("collisions        %s\n", WithCommas(info.losers).c_str());
+  std::printf("file bytes        %s (columns %s, collision table %s, other %s: %.3f%% over "
+              "the columns)\n",
+              WithCommas(info.file_bytes).c_str(), WithCommas(info.column_bytes).c_str(),
+              WithCommas(info.collision_bytes).c_str(), WithCommas(info.other_bytes).c_str(),
+              100 * overhead);
+  std::printf("fingerprint       %s\n", info.fingerprint.Hex().c_str());
+  std::printf("points digest     %s\n", info.points_digest.Hex().c_str());
+  if (subsets.empty() && !info.subset_names.empty()) {
+    for (const std::string& name : info.subset_names) std::printf("subset            %s\n",
+                                                                  name.c_str());
+  }
+  for (const NamedSubset& subset : subsets) {
+    std::printf("subset            %s: %u servers\n", subset.name.c_str(),
+                subset.mask.count_available());
+  }
+  if (info.is_signed) {
+    std::printf("signature         Ed25519, key id %s (%s)\n", info.KeyIdHex().c_str(),
+                signature_checked ? "verified with a trusted key"
+                                  : "not verified: give --trusted-key PUB");
+  } else {
+    std::printf("signature         none\n");
+  }
+  if (pass) {
+    std::printf("checks            pass (size, header, sections, checksum, columns, collisions, "
+                "subsets, fingerprint, points digest%s)\n",
+                signature_checked ? ", signature" : "");
+    return 0;
+  }
+  std::printf("checks            FAIL: %s\n", ring.status().message().c_str());
+  return kExitUsage;
+}
+
+int RunVerify(const Args& args) {
+  auto [path, rest] = Positional(args);
+  Result<Options> parsed =
+      Options::Parse(rest, {"trusted-key", "min-version"}, {}, kSnapshotRepeated);
+  if (!parsed.ok()) return Fail("verify", parsed.status().message());
+  if (!path) return Fail("verify", "usage: chash verify RINGFILE [--trusted-key PUB]... "
+                                   "[--min-version N]");
+  Result<SnapshotLoadOptions> load = SnapshotLoadOptionsFrom(parsed.value());
+  if (!load.ok()) return Fail("verify", load.status().message());
+  load.value().verify_points_digest = true;
+  SnapshotInfo info;
+  Result<Ring> ring = LoadSnapshotRing(*path, load.value(), &info);
+  if (!ring.ok()) return Fail("verify", ring.status().message());
+  std::printf("%s: ok, config version %llu, %s, %s\n", path->c_str(),
+              static_cast<unsigned long long>(info.config_version),
+              info.fingerprint.Short().c_str(),
+              info.is_signed ? (load.value().trusted_keys.empty()
+                                    ? "signed by key " + info.KeyIdHex() + " (not checked)"
+                                    : "signature by trusted key " + info.KeyIdHex())
+                                   .c_str()
+                             : "unsigned");
+  return 0;
+}
+
+}  // namespace chash::cli

@@ -12,6 +12,8 @@
 #include "points_case.h"
 #include "reference/reference_ring.h"
 #include "ring_case.h"
+#include "snapshot/format.h"
+#include "snapshot_check.h"
 
 namespace chash::fuzz {
 namespace {
@@ -666,6 +668,47 @@ void AddParserSeeds(std::vector<Seed>& seeds) {
           StatusCode::kOk);
 }
 
+void AddSnapshotSeeds(std::vector<Seed>& seeds) {
+  namespace fmt = internal::snapshot;
+  // mode byte 0: the bytes as they are; 1: checksum recomputed first.
+  auto add = [&](const char* name, char mode, std::string bytes, std::string expected) {
+    auto check = [expected](const std::string& input) {
+      const std::string got = RunSnapshotCheck(reinterpret_cast<const uint8_t*>(input.data()),
+                                               input.size());
+      return got == expected ? std::string() : "expected " + expected + ", got " + got;
+    };
+    seeds.push_back({"snapshot", name, std::string(1, mode) + bytes, check});
+  };
+  const std::string nginx = SnapshotSeedBytes(0, 160, 20, 1, false);
+  const std::string v1 = SnapshotSeedBytes(1, 160, 30, 0, false);
+  const std::string v2 = SnapshotSeedBytes(2, 1, 50, 2, false);
+  const std::string signed_v2 = SnapshotSeedBytes(2, 16, 10, 1, true);
+  add("valid_nginx_subset", 0, nginx, "accepted");
+  add("valid_pingora_v1", 0, v1, "accepted");
+  add("valid_pingora_v2_m1_two_subsets", 0, v2, "accepted");
+  add("valid_signed", 0, signed_v2, "accepted");
+  add("valid_checksum_recomputed", 1, v1, "accepted");
+  add("empty", 0, "", "refused size");
+  add("truncated", 0, v1.substr(0, v1.size() - 10), "refused size");
+  add("extended", 0, v1 + std::string(64, '\0'), "refused size");
+  auto edited = [](std::string bytes, size_t at, uint8_t xor_mask) {
+    bytes[at] = static_cast<char>(bytes[at] ^ xor_mask);
+    return bytes;
+  };
+  add("bad_magic", 1, edited(v1, 0, 0x20), "refused magic");
+  add("unknown_major", 1, edited(v1, fmt::kOffMajor, 0x02), "refused version");
+  const auto* raw = reinterpret_cast<const uint8_t*>(v1.data());
+  const size_t hash_column = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kHashColumn);
+  const size_t node_column = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kNodeColumn);
+  add("flipped_hash_bit", 0, edited(v1, hash_column + 41, 0x10), "refused checksum");
+  add("flipped_hash_bit_checksum_fixed", 1, edited(v1, hash_column + 43, 0x80),
+      "refused hash_column");
+  add("node_id_out_of_range_checksum_fixed", 1, edited(v1, node_column + 21, 0x40),
+      "refused node_column");
+  add("fingerprint_changed_checksum_fixed", 1, edited(v1, fmt::kOffFingerprint, 1),
+      "refused fingerprint");
+}
+
 }  // namespace
 
 std::vector<Seed> AllSeeds() {
@@ -674,6 +717,7 @@ std::vector<Seed> AllSeeds() {
   AddPointsSeeds(seeds);
   AddCrcSeeds(seeds);
   AddParserSeeds(seeds);
+  AddSnapshotSeeds(seeds);
   return seeds;
 }
 

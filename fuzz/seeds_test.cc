@@ -62,6 +62,9 @@ TEST(FuzzSeeds, RequiredCasesHaveNamedSeeds) {
         "mask_all_equal_first_down"}},
       {"crc32", {"empty", "check_value_123456789", "offset_63_unaligned"}},
       {"parser", {"address_ipv6_mapped", "address_ipv6_scope_id", "servers_nginx_mixed_crlf"}},
+      {"snapshot",
+       {"valid_signed", "truncated", "extended", "unknown_major", "flipped_hash_bit",
+        "flipped_hash_bit_checksum_fixed"}},
   };
   for (const auto& [target, names] : required) {
     for (const std::string& name : names) {

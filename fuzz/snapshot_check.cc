@@ -1,0 +1,166 @@
+#include "snapshot_check.h"
+
+#include <sodium/crypto_sign_ed25519.h>
+
+#include <cstring>
+#include <vector>
+
+#include "chash/failover.h"
+#include "chash/snapshot.h"
+#include "fuzz_support.h"
+#include "lookup_diff.h"
+#include "reference/reference_ring.h"
+#include "snapshot/format.h"
+
+namespace chash::fuzz {
+namespace {
+
+namespace fmt = internal::snapshot;
+
+void FixChecksum(std::string& bytes) {
+  if (bytes.size() < fmt::kHeaderBytes + fmt::kTrailerBytes) return;
+  const std::array<uint8_t, 16> sum =
+      fmt::Checksum(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size() - 16);
+  std::memcpy(bytes.data() + bytes.size() - 16, sum.data(), 16);
+}
+
+// A refusal must be well formed and name one of the documented checks.
+std::string CheckRefusal(const Status& status, const std::string& description) {
+  CheckErrorFormat(status, description);
+  const std::string check(FailedSnapshotCheck(status));
+  static const char* const kChecks[] = {
+      "size",        "magic",      "version",     "header",      "sections",
+      "checksum",    "min_version", "signature",  "label",       "node_table",
+      "hash_column", "node_column", "collisions", "subsets",     "index",
+      "fingerprint", "points_digest"};
+  for (const char* known : kChecks) {
+    if (check == known) return "refused " + check;
+  }
+  if (status.code() == StatusCode::kOutOfMemory) return "refused out_of_memory";
+  Fail("a refusal names no known check: " + status.ToString(), description);
+}
+
+// Answers in bounds: for a ring the digest did not vouch for.
+void CheckInBounds(const Ring& ring, const std::string& description) {
+  std::vector<uint32_t> probes = {0, 1, UINT32_MAX - 1, UINT32_MAX};
+  PointCursor cursor = ring.Begin();
+  for (uint64_t i = 0; i < ring.num_points() && i < 4096; ++i, cursor.Advance()) {
+    probes.push_back(cursor.hash());
+    probes.push_back(cursor.hash() + 1);
+  }
+  std::vector<uint32_t> batch(probes.size());
+  ring.FindNodesByHash(probes, batch);
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const uint32_t node = ring.FindNodeByHash(probes[i]);
+    if (node != batch[i]) Fail("single and batch lookups differ", description);
+    if (ring.empty() ? node != Ring::kNoNode : node >= ring.num_nodes()) {
+      Fail("a lookup answered node " + std::to_string(node) + " of " +
+               std::to_string(ring.num_nodes()),
+           description);
+    }
+  }
+}
+
+}  // namespace
+
+std::string RunSnapshotCheck(const uint8_t* data, size_t size) {
+  if (size == 0) return "refused size";
+  std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (data[0] & 1) FixChecksum(bytes);
+  const std::string description = "snapshot of " + std::to_string(bytes.size()) + " bytes";
+
+  SnapshotLoadOptions unverified;
+  unverified.verify = false;
+  Result<std::shared_ptr<const RingSnapshot>> loose = LoadSnapshotFromBytes(bytes, unverified);
+  if (loose.ok()) {
+    CheckInBounds(loose.value()->ring(), description);
+  } else {
+    CheckRefusal(loose.status(), description);
+  }
+  Result<std::shared_ptr<const RingSnapshot>> plain = LoadSnapshotFromBytes(bytes);
+  if (!plain.ok()) CheckRefusal(plain.status(), description);
+
+  SnapshotLoadOptions deep;
+  deep.verify_points_digest = true;
+  Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshotFromBytes(bytes, deep);
+  if (!loaded.ok()) return CheckRefusal(loaded.status(), description);
+  if (!plain.ok() || !loose.ok()) {
+    Fail("a deeper load accepted what a shallower one refused", description);
+  }
+  const RingSnapshot& snapshot = *loaded.value();
+  const Ring& ring = snapshot.ring();
+
+  // The reference ring of the snapshot's own server list.
+  std::vector<reference::Server> servers;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    servers.push_back({ring.node(id).address.written, ring.node(id).weight});
+  }
+  const SnapshotInfo& info = snapshot.info();
+  Result<reference::ReferenceRing> ref =
+      reference::ReferenceRing::Build(info.flavor, info.point_multiple, servers, kHardMaxPoints);
+  if (!ref.ok()) {
+    Fail("an accepted snapshot's servers do not build: " + ref.status().ToString(), description);
+  }
+  CompareRingWithReference(ring, ref.value(), {"", "a", "key"}, {}, description);
+
+  // Each stored subset answers as the reference ring of its servers alone.
+  for (const NamedSubset& subset : snapshot.subsets()) {
+    std::vector<reference::Server> part(servers.size());
+    for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+      part[id] = {servers[id].address, subset.mask.available(id) ? servers[id].weight : 0};
+    }
+    Result<reference::ReferenceRing> sub =
+        reference::ReferenceRing::Build(info.flavor, info.point_multiple, part, kHardMaxPoints);
+    if (!sub.ok()) Fail("a subset's servers do not build", description);
+    std::vector<uint32_t> probes = {0, UINT32_MAX};
+    for (const reference::Point& point : ref.value().points()) {
+      probes.push_back(point.hash);
+      probes.push_back(point.hash + 1);
+      if (probes.size() > 2048) break;
+    }
+    for (const uint32_t probe : probes) {
+      const uint32_t want = sub.value().points().empty() ? Ring::kNoNode
+                                                         : sub.value().FindNodeByHash(probe);
+      if (FindAvailableNodeByHash(ring, subset.mask, probe) != want) {
+        Fail("subset '" + subset.name + "' differs from its reference ring at " + Hex32(probe),
+             description);
+      }
+    }
+  }
+  return "accepted";
+}
+
+std::string SnapshotSeedBytes(int flavor, uint32_t multiple, uint32_t nodes, int subsets,
+                              bool sign) {
+  const Flavor flavors[] = {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2};
+  RingBuilder builder({.flavor = flavors[flavor], .point_multiple = multiple});
+  for (uint32_t i = 0; i < nodes; ++i) {
+    const std::string address = "10.3." + std::to_string(i / 200) + "." +
+                                std::to_string(i % 200 + 1) + ":" + std::to_string(8000 + i);
+    (void)builder.Add(address, i % 5 == 4 ? 0 : 1 + i % 3);
+  }
+  Result<Ring> ring = std::move(builder).Build();
+  if (!ring.ok()) return {};
+  SnapshotWriteOptions options;
+  options.config_version = 42;
+  options.label = "fuzz seed";
+  options.created_unix_seconds = 1700000000;
+  for (int s = 0; s < subsets; ++s) {
+    NodeMask mask(ring.value().num_nodes(), false);
+    for (uint32_t id = static_cast<uint32_t>(s); id < nodes; id += 2 + s) mask.Set(id, true);
+    options.subsets.push_back({"subset-" + std::to_string(s), mask});
+  }
+  if (sign) {
+    // A fixed test key (seed 1, 2, 3, ...): the seed files stay byte-stable.
+    SecretKey key;
+    std::array<uint8_t, 32> seed;
+    for (size_t i = 0; i < seed.size(); ++i) seed[i] = static_cast<uint8_t>(i + 1);
+    std::array<uint8_t, 32> pub;
+    crypto_sign_ed25519_seed_keypair(pub.data(), key.bytes.data(), seed.data());
+    options.signing_key = key;
+  }
+  Result<std::string> bytes = SerializeSnapshot(ring.value(), options);
+  return bytes.ok() ? bytes.value() : std::string();
+}
+
+}  // namespace chash::fuzz

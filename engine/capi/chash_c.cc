@@ -23,6 +23,7 @@
 #include "chash/identity.h"
 #include "chash/migration.h"
 #include "chash/ring.h"
+#include "chash/snapshot.h"
 #include "chash/stats.h"
 #include "chash/status.h"
 
@@ -37,10 +38,20 @@ struct chash_builder {
 // A ring with a reference count: the caller's handle is one reference and
 // each migration that uses the ring holds another (through a shared_ptr
 // whose deleter drops it), so the caller may free its handle at any time.
+// A ring built here is owned by the handle; a snapshot's ring is shared with
+// the snapshot (and keeps its mapping alive).
 struct chash_ring {
-  explicit chash_ring(chash::Ring built) noexcept : ring(std::move(built)) {}
+  explicit chash_ring(chash::Ring built) noexcept : owned(std::move(built)), ring(owned) {}
+  explicit chash_ring(std::shared_ptr<const chash::Ring> snapshot_ring) noexcept
+      : shared(std::move(snapshot_ring)), ring(*shared) {}
   std::atomic<uint32_t> references{1};
-  chash::Ring ring;
+  chash::Ring owned;
+  std::shared_ptr<const chash::Ring> shared;
+  const chash::Ring& ring;
+};
+
+struct chash_snapshot {
+  std::shared_ptr<const chash::RingSnapshot> snapshot;
 };
 
 struct chash_node_mask {
@@ -940,6 +951,152 @@ int chash_fingerprint_hex(const uint8_t* fingerprint, char* out) noexcept {
   }
   out[2 * CHASH_FINGERPRINT_SIZE] = '\0';
   return CHASH_OK;
+}
+
+}  // extern "C"
+
+// ---- Snapshots ------------------------------------------------------------------
+
+namespace {
+
+int SnapshotOptionsFrom(const char* function, const chash_snapshot_options* options,
+                        chash::SnapshotLoadOptions* load) {
+  if (options == nullptr) return CHASH_OK;
+  load->mode = options->copy != 0 ? chash::SnapshotLoadMode::kCopy : chash::SnapshotLoadMode::kMap;
+  load->verify = options->skip_checksum == 0;
+  load->min_config_version = options->min_config_version;
+  if (options->n_trusted_keys > 0 && options->trusted_keys == nullptr) {
+    return NullArgument(function, "options->trusted_keys");
+  }
+  load->trusted_keys.resize(options->n_trusted_keys);
+  for (size_t i = 0; i < options->n_trusted_keys; ++i) {
+    std::memcpy(load->trusted_keys[i].bytes.data(),
+                options->trusted_keys + i * CHASH_PUBLIC_KEY_SIZE, CHASH_PUBLIC_KEY_SIZE);
+  }
+  return CHASH_OK;
+}
+
+int NewSnapshot(chash::Result<std::shared_ptr<const chash::RingSnapshot>> loaded,
+                chash_snapshot** out) {
+  if (!loaded.ok()) return Fail(loaded.status());
+  *out = new chash_snapshot{std::move(loaded).value()};
+  return CHASH_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+int chash_snapshot_load(const char* path, const chash_snapshot_options* options,
+                        chash_snapshot** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_snapshot_load", "out");
+  *out = nullptr;
+  if (path == nullptr) return NullArgument("chash_snapshot_load", "path");
+  return Guard([&] {
+    chash::SnapshotLoadOptions load;
+    if (const int code = SnapshotOptionsFrom("chash_snapshot_load", options, &load)) return code;
+    return NewSnapshot(chash::LoadSnapshot(path, load), out);
+  });
+}
+
+int chash_snapshot_load_bytes(const void* bytes, size_t n, const chash_snapshot_options* options,
+                              chash_snapshot** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_snapshot_load_bytes", "out");
+  *out = nullptr;
+  if (bytes == nullptr && n > 0) return NullArgument("chash_snapshot_load_bytes", "bytes");
+  return Guard([&] {
+    chash::SnapshotLoadOptions load;
+    if (const int code = SnapshotOptionsFrom("chash_snapshot_load_bytes", options, &load)) {
+      return code;
+    }
+    return NewSnapshot(chash::LoadSnapshotFromBytes(View(bytes, n), load), out);
+  });
+}
+
+int chash_snapshot_verify(const char* path, const chash_snapshot_options* options) noexcept {
+  chash_snapshot* snapshot = nullptr;
+  const int code = chash_snapshot_load(path, options, &snapshot);
+  chash_snapshot_free(snapshot);
+  return code;
+}
+
+void chash_snapshot_free(chash_snapshot* snapshot) noexcept { delete snapshot; }
+
+int chash_snapshot_ring(const chash_snapshot* snapshot, chash_ring** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_snapshot_ring", "out");
+  *out = nullptr;
+  if (snapshot == nullptr) return NullArgument("chash_snapshot_ring", "snapshot");
+  return Guard([&] {
+    *out = new chash_ring(chash::RingOf(snapshot->snapshot));
+    return CHASH_OK;
+  });
+}
+
+int chash_snapshot_get_info(const chash_snapshot* snapshot, chash_snapshot_info* out) noexcept {
+  if (snapshot == nullptr) return NullArgument("chash_snapshot_get_info", "snapshot");
+  if (out == nullptr) return NullArgument("chash_snapshot_get_info", "out");
+  const chash::SnapshotInfo& info = snapshot->snapshot->info();
+  *out = chash_snapshot_info{};
+  out->major_version = info.major_version;
+  out->minor_version = info.minor_version;
+  out->file_bytes = info.file_bytes;
+  out->config_version = info.config_version;
+  out->created_unix_seconds = info.created_unix_seconds;
+  out->flavor = static_cast<int>(info.flavor);
+  out->point_multiple = info.point_multiple;
+  out->nodes = info.nodes;
+  out->points = info.points;
+  out->points_generated = info.points_generated;
+  out->subsets = static_cast<uint32_t>(snapshot->snapshot->subsets().size());
+  out->is_signed = info.is_signed ? 1 : 0;
+  std::memcpy(out->key_id, info.key_id.data(), CHASH_KEY_ID_SIZE);
+  out->mapped = snapshot->snapshot->mapped() ? 1 : 0;
+  return CHASH_OK;
+}
+
+const char* chash_snapshot_label(const chash_snapshot* snapshot) noexcept {
+  return snapshot == nullptr ? nullptr : snapshot->snapshot->info().label.c_str();
+}
+
+const char* chash_snapshot_subset_name(const chash_snapshot* snapshot, uint32_t i) noexcept {
+  if (snapshot == nullptr || i >= snapshot->snapshot->subsets().size()) return nullptr;
+  return snapshot->snapshot->subsets()[i].name.c_str();
+}
+
+int chash_snapshot_subset(const chash_snapshot* snapshot, const char* name,
+                          chash_node_mask** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_snapshot_subset", "out");
+  *out = nullptr;
+  if (snapshot == nullptr) return NullArgument("chash_snapshot_subset", "snapshot");
+  if (name == nullptr) return NullArgument("chash_snapshot_subset", "name");
+  return Guard([&] {
+    const chash::NodeMask* found = snapshot->snapshot->FindSubset(name);
+    if (found == nullptr) {
+      std::string names;
+      for (const chash::NamedSubset& subset : snapshot->snapshot->subsets()) {
+        names += (names.empty() ? "" : ", ") + subset.name;
+      }
+      return Fail(CHASH_E_BAD_ARGUMENT,
+                  std::string("no subset '") + name + "' in the snapshot" +
+                      (names.empty() ? " (it has none)" : " (it has: " + names + ")"));
+    }
+    auto mask = std::make_unique<chash_node_mask>(chash_node_mask{*found});
+    // NodeMask's copy reports running out of memory as an empty mask.
+    if (mask->mask.size() != found->size()) throw std::bad_alloc();
+    *out = mask.release();
+    return CHASH_OK;
+  });
+}
+
+int chash_public_key_read(const char* path, uint8_t* out) noexcept {
+  if (path == nullptr) return NullArgument("chash_public_key_read", "path");
+  if (out == nullptr) return NullArgument("chash_public_key_read", "out");
+  return Guard([&] {
+    chash::Result<chash::PublicKey> key = chash::ReadPublicKeyFile(path);
+    if (!key.ok()) return Fail(key.status());
+    std::memcpy(out, key.value().bytes.data(), CHASH_PUBLIC_KEY_SIZE);
+    return CHASH_OK;
+  });
 }
 
 }  // extern "C"

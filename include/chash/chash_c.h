@@ -75,6 +75,7 @@ typedef struct chash_ring chash_ring;
 typedef struct chash_node_mask chash_node_mask;
 typedef struct chash_availability chash_availability;
 typedef struct chash_migration chash_migration;
+typedef struct chash_snapshot chash_snapshot;
 
 typedef enum chash_flavor {
   CHASH_FLAVOR_NGINX = 0,      /* nginx `hash $key consistent;` (1.22) */
@@ -473,6 +474,91 @@ CHASH_C_API int chash_ring_backend_fingerprint(const chash_ring *ring,
                                                uint8_t *out) CHASH_C_NOEXCEPT;
 /* 64 lower-case hex digits and a NUL into out (65 bytes). */
 CHASH_C_API int chash_fingerprint_hex(const uint8_t *fingerprint, char *out) CHASH_C_NOEXCEPT;
+
+/* ---- Snapshots (include/chash/snapshot.h: the file format, the checks) ---- */
+
+#define CHASH_PUBLIC_KEY_SIZE 32 /* an Ed25519 public key */
+#define CHASH_KEY_ID_SIZE 8      /* the key id a signed snapshot names */
+
+/* How a snapshot is loaded. All zero (or a NULL pointer) is the default:
+ * map the file, verify every check, no key required, any config version. */
+typedef struct chash_snapshot_options {
+  /* 0: map the file read-only, zero-copy (its pages are the ring's columns,
+   * shared by every process; never truncate or rewrite it in place: SIGBUS).
+   * 1: read it into this process's memory (immune to that). */
+  int copy;
+  /* Nonzero: skip the XXH3 checksum pass (files this process has verified
+   * before); every structural check still runs. */
+  int skip_checksum;
+  /* Refuse a snapshot whose config version is lower (CHASH_E_UNTRUSTED). */
+  uint64_t min_config_version;
+  /* n_trusted_keys public keys, CHASH_PUBLIC_KEY_SIZE bytes each, end to
+   * end; n > 0: the snapshot must be signed by one of them
+   * (CHASH_E_UNTRUSTED otherwise). NULL with n = 0: no signature needed. */
+  const uint8_t *trusted_keys;
+  size_t n_trusted_keys;
+} chash_snapshot_options;
+
+/* What a snapshot's header says (chash inspect). */
+typedef struct chash_snapshot_info {
+  uint16_t major_version, minor_version;
+  uint64_t file_bytes;
+  uint64_t config_version;
+  int64_t created_unix_seconds;
+  int flavor; /* chash_flavor */
+  uint32_t point_multiple;
+  uint32_t nodes;
+  uint64_t points;
+  uint64_t points_generated;
+  uint32_t subsets;
+  int is_signed;
+  uint8_t key_id[CHASH_KEY_ID_SIZE]; /* zero when unsigned */
+  int mapped;                        /* 1: the columns are the file's pages */
+} chash_snapshot_info;
+
+/* Loads and checks the snapshot at path (O(file): a checksum pass, a pass
+ * over each column, the search index rebuilt). Errors: CHASH_E_IO (open,
+ * fstat, mmap or read failed), CHASH_E_BAD_SNAPSHOT (a format or integrity
+ * check failed: chash_last_error() starts with the check's name, e.g.
+ * "checksum: ..."), CHASH_E_UNTRUSTED (signature, key or minimum version),
+ * CHASH_E_OUT_OF_MEMORY, CHASH_E_NULL_ARGUMENT (path or out; trusted_keys
+ * NULL with n > 0). *out is NULL on error. The snapshot is immutable and
+ * may be used from any number of threads. */
+CHASH_C_API int chash_snapshot_load(const char *path, const chash_snapshot_options *options,
+                                    chash_snapshot **out) CHASH_C_NOEXCEPT;
+/* The same checks on bytes in memory (copied; options->copy is ignored). */
+CHASH_C_API int chash_snapshot_load_bytes(const void *bytes, size_t n,
+                                          const chash_snapshot_options *options,
+                                          chash_snapshot **out) CHASH_C_NOEXCEPT;
+/* Loads, checks and releases: CHASH_OK if the file passes every check and
+ * the policy in options, else the error chash_snapshot_load would give. */
+CHASH_C_API int chash_snapshot_verify(const char *path,
+                                      const chash_snapshot_options *options) CHASH_C_NOEXCEPT;
+/* Frees the handle; rings taken from it stay valid (they keep the mapping). */
+CHASH_C_API void chash_snapshot_free(chash_snapshot *snapshot) CHASH_C_NOEXCEPT;
+
+/* The snapshot's ring as a new ring handle (free it with chash_ring_free);
+ * O(1), shares the columns, no copy. */
+CHASH_C_API int chash_snapshot_ring(const chash_snapshot *snapshot,
+                                    chash_ring **out) CHASH_C_NOEXCEPT;
+CHASH_C_API int chash_snapshot_get_info(const chash_snapshot *snapshot,
+                                        chash_snapshot_info *out) CHASH_C_NOEXCEPT;
+/* The label (UTF-8, NUL-terminated, "" if none); valid while the snapshot
+ * lives. NULL for a NULL snapshot. */
+CHASH_C_API const char *chash_snapshot_label(const chash_snapshot *snapshot) CHASH_C_NOEXCEPT;
+/* The name of subset i (0 <= i < info.subsets), NULL past the end. */
+CHASH_C_API const char *chash_snapshot_subset_name(const chash_snapshot *snapshot,
+                                                   uint32_t i) CHASH_C_NOEXCEPT;
+/* The named subset as a new node mask (free it with chash_node_mask_free),
+ * for chash_ring_find_available* on the snapshot's ring: answers exactly as
+ * a ring of only those servers. CHASH_E_BAD_ARGUMENT if there is no subset
+ * of that name (the message lists the names); O(nodes / 64). */
+CHASH_C_API int chash_snapshot_subset(const chash_snapshot *snapshot, const char *name,
+                                      chash_node_mask **out) CHASH_C_NOEXCEPT;
+
+/* Reads a public key file written by `chash keygen` (BASE.pub) into out
+ * (CHASH_PUBLIC_KEY_SIZE bytes). CHASH_E_IO, CHASH_E_BAD_ARGUMENT. */
+CHASH_C_API int chash_public_key_read(const char *path, uint8_t *out) CHASH_C_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -167,6 +167,9 @@
 #include "chash/ring.h"
 #include "chash/status.h"
 
+// Public API: exported from libchash.so (built with hidden visibility).
+#pragma GCC visibility push(default)
+
 namespace chash {
 
 inline constexpr uint16_t kSnapshotMajorVersion = 1;
@@ -384,5 +387,7 @@ class SnapshotReloader {
 };
 
 }  // namespace chash
+
+#pragma GCC visibility pop
 
 #endif  // CHASH_SNAPSHOT_H_

@@ -1,0 +1,248 @@
+// The C API's snapshot calls (chash_c.h: chash_snapshot_*): a snapshot loaded
+// through C answers as the ring it was written from, on the golden servers
+// and with its named subsets; bad files, untrusted keys, old versions and
+// NULLs give the documented codes, never a crash.
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "chash/chash_c.h"
+#include "chash/snapshot.h"
+#include "cli_run.h"
+#include "test_util.h"
+
+namespace chash {
+namespace {
+
+using testing::TempPath;
+
+struct SnapshotDeleter {
+  void operator()(chash_snapshot* snapshot) const { chash_snapshot_free(snapshot); }
+};
+using SnapshotHandle = std::unique_ptr<chash_snapshot, SnapshotDeleter>;
+struct RingDeleter {
+  void operator()(chash_ring* ring) const { chash_ring_free(ring); }
+};
+using RingHandle = std::unique_ptr<chash_ring, RingDeleter>;
+struct MaskDeleter {
+  void operator()(chash_node_mask* mask) const { chash_node_mask_free(mask); }
+};
+using MaskHandle = std::unique_ptr<chash_node_mask, MaskDeleter>;
+
+std::string Address(uint32_t i) { return "10.9." + std::to_string(i / 200) + "." +
+                                         std::to_string(i % 200 + 1) + ":443"; }
+
+// Server i of the fleet has weight 1 + i % 3, in any ring it is part of.
+Ring BuildServers(const std::vector<uint32_t>& fleet_ids, Flavor flavor, uint32_t multiple) {
+  RingBuilder builder({.flavor = flavor, .point_multiple = multiple});
+  for (const uint32_t i : fleet_ids) EXPECT_TRUE(builder.Add(Address(i), 1 + i % 3).ok());
+  Result<Ring> ring = std::move(builder).Build();
+  EXPECT_TRUE(ring.ok()) << ring.status().ToString();
+  return std::move(ring).value();
+}
+
+class CApiSnapshot : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (uint32_t i = 0; i < 60; ++i) servers_.push_back(i);
+    ring_ = BuildServers(servers_, Flavor::kPingoraV2, 40);
+    NodeMask even(ring_.num_nodes(), false);
+    for (uint32_t id = 0; id < ring_.num_nodes(); id += 2) {
+      even.Set(id, true);
+      even_servers_.push_back(id);
+    }
+    Result<SecretKey> key = GenerateSecretKey();
+    ASSERT_TRUE(key.ok());
+    key_ = key.value();
+    SnapshotWriteOptions write;
+    write.config_version = 7;
+    write.label = "eu-west canary";
+    write.subsets.push_back({"even", even});
+    write.signing_key = key_;
+    path_ = TempPath("capi_snapshot.ring");
+    ASSERT_TRUE(WriteSnapshotFile(ring_, write, path_).ok());
+  }
+
+  chash_snapshot_options Trusting(const PublicKey& key) {
+    trusted_.assign(key.bytes.begin(), key.bytes.end());
+    chash_snapshot_options options{};
+    options.trusted_keys = trusted_.data();
+    options.n_trusted_keys = 1;
+    return options;
+  }
+
+  std::vector<uint32_t> servers_, even_servers_;  // fleet ids
+  Ring ring_;
+  SecretKey key_;
+  std::string path_;
+  std::vector<uint8_t> trusted_;
+};
+
+TEST_F(CApiSnapshot, LoadedRingAndSubsetAnswerAsBuilt) {
+  for (const int copy : {0, 1}) {
+    chash_snapshot_options options = Trusting(key_.public_key());
+    options.copy = copy;
+    chash_snapshot* raw = nullptr;
+    ASSERT_EQ(chash_snapshot_load(path_.c_str(), &options, &raw), CHASH_OK) << chash_last_error();
+    SnapshotHandle snapshot(raw);
+
+    chash_snapshot_info info{};
+    ASSERT_EQ(chash_snapshot_get_info(snapshot.get(), &info), CHASH_OK);
+    EXPECT_EQ(info.config_version, 7u);
+    EXPECT_EQ(info.flavor, CHASH_FLAVOR_PINGORA_V2);
+    EXPECT_EQ(info.point_multiple, 40u);
+    EXPECT_EQ(info.nodes, 60u);
+    EXPECT_EQ(info.points, ring_.num_points());
+    EXPECT_EQ(info.subsets, 1u);
+    EXPECT_EQ(info.is_signed, 1);
+    EXPECT_EQ(info.mapped, copy ? 0 : 1);
+    EXPECT_EQ(std::memcmp(info.key_id, key_.public_key().KeyId().data(), CHASH_KEY_ID_SIZE), 0);
+    EXPECT_STREQ(chash_snapshot_label(snapshot.get()), "eu-west canary");
+    EXPECT_STREQ(chash_snapshot_subset_name(snapshot.get(), 0), "even");
+    EXPECT_EQ(chash_snapshot_subset_name(snapshot.get(), 1), nullptr);
+
+    chash_ring* ring_raw = nullptr;
+    ASSERT_EQ(chash_snapshot_ring(snapshot.get(), &ring_raw), CHASH_OK);
+    RingHandle ring(ring_raw);
+    chash_node_mask* mask_raw = nullptr;
+    ASSERT_EQ(chash_snapshot_subset(snapshot.get(), "even", &mask_raw), CHASH_OK);
+    MaskHandle mask(mask_raw);
+    // The snapshot handle may go first: the ring keeps the mapping alive.
+    snapshot.reset();
+
+    // The subset answers as a ring built from only its servers (built
+    // independently here, not from the mask).
+    const Ring even_ring = BuildServers(even_servers_, Flavor::kPingoraV2, 40);
+    ASSERT_EQ(even_ring.num_nodes(), 30u);
+    std::mt19937 rng(11 + copy);
+    for (int i = 0; i < 20000; ++i) {
+      const std::string key = "/objects/" + std::to_string(rng());
+      const uint32_t c_node = chash_ring_find(ring.get(), key.data(), key.size());
+      ASSERT_EQ(c_node, ring_.FindNode(key)) << key;
+      const uint32_t c_subset =
+          chash_ring_find_available(ring.get(), mask.get(), key.data(), key.size());
+      ASSERT_NE(c_subset, CHASH_NO_NODE);
+      size_t address_len = 0;
+      const char* address = chash_ring_node_address(ring.get(), c_subset, &address_len);
+      ASSERT_NE(address, nullptr);
+      ASSERT_EQ(std::string(address, address_len),
+                even_ring.node(even_ring.FindNode(key)).address.written)
+          << key;
+    }
+  }
+}
+
+TEST_F(CApiSnapshot, VerifyAndLoadBytes) {
+  chash_snapshot_options options = Trusting(key_.public_key());
+  EXPECT_EQ(chash_snapshot_verify(path_.c_str(), &options), CHASH_OK) << chash_last_error();
+  EXPECT_EQ(chash_snapshot_verify(path_.c_str(), nullptr), CHASH_OK) << chash_last_error();
+  Result<std::string> bytes = SerializeSnapshot(ring_, {});
+  ASSERT_TRUE(bytes.ok());
+  chash_snapshot* raw = nullptr;
+  ASSERT_EQ(chash_snapshot_load_bytes(bytes.value().data(), bytes.value().size(), nullptr, &raw),
+            CHASH_OK)
+      << chash_last_error();
+  SnapshotHandle snapshot(raw);
+  chash_snapshot_info info{};
+  ASSERT_EQ(chash_snapshot_get_info(snapshot.get(), &info), CHASH_OK);
+  EXPECT_EQ(info.is_signed, 0);
+  EXPECT_EQ(info.mapped, 0);
+  EXPECT_STREQ(chash_snapshot_label(snapshot.get()), "");
+  chash_node_mask* mask = nullptr;
+  EXPECT_EQ(chash_snapshot_subset(snapshot.get(), "even", &mask), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(mask, nullptr);
+  EXPECT_NE(std::string(chash_last_error()).find("it has none"), std::string::npos)
+      << chash_last_error();
+}
+
+TEST_F(CApiSnapshot, RefusalsNameTheCheck) {
+  // Damaged: one byte of the hash column flipped.
+  Result<std::string> bytes = SerializeSnapshot(ring_, {});
+  ASSERT_TRUE(bytes.ok());
+  std::string damaged = bytes.value();
+  damaged[damaged.size() / 2] ^= 0x10;
+  chash_snapshot* raw = nullptr;
+  EXPECT_EQ(chash_snapshot_load_bytes(damaged.data(), damaged.size(), nullptr, &raw),
+            CHASH_E_BAD_SNAPSHOT);
+  EXPECT_EQ(raw, nullptr);
+  EXPECT_EQ(std::string(chash_last_error()).rfind("checksum", 0), 0u) << chash_last_error();
+  // Truncated.
+  EXPECT_EQ(chash_snapshot_load_bytes(bytes.value().data(), bytes.value().size() - 1, nullptr,
+                                      &raw),
+            CHASH_E_BAD_SNAPSHOT);
+  EXPECT_EQ(std::string(chash_last_error()).rfind("size", 0), 0u) << chash_last_error();
+
+  // Signed by a key the loader does not trust.
+  Result<SecretKey> other = GenerateSecretKey();
+  ASSERT_TRUE(other.ok());
+  chash_snapshot_options untrusting = Trusting(other.value().public_key());
+  EXPECT_EQ(chash_snapshot_load(path_.c_str(), &untrusting, &raw), CHASH_E_UNTRUSTED);
+  EXPECT_EQ(std::string(chash_last_error()).rfind("signature", 0), 0u) << chash_last_error();
+  EXPECT_EQ(chash_snapshot_verify(path_.c_str(), &untrusting), CHASH_E_UNTRUSTED);
+
+  // Older than the minimum config version.
+  chash_snapshot_options newer{};
+  newer.min_config_version = 8;
+  EXPECT_EQ(chash_snapshot_load(path_.c_str(), &newer, &raw), CHASH_E_UNTRUSTED);
+  EXPECT_EQ(std::string(chash_last_error()).rfind("min_version", 0), 0u) << chash_last_error();
+  newer.min_config_version = 7;
+  EXPECT_EQ(chash_snapshot_verify(path_.c_str(), &newer), CHASH_OK) << chash_last_error();
+
+  // Missing file.
+  const std::string missing = TempPath("capi_snapshot_missing.ring");
+  EXPECT_EQ(chash_snapshot_load(missing.c_str(), nullptr, &raw), CHASH_E_IO);
+  EXPECT_EQ(raw, nullptr);
+}
+
+TEST_F(CApiSnapshot, NullArguments) {
+  chash_snapshot* raw = nullptr;
+  EXPECT_EQ(chash_snapshot_load(nullptr, nullptr, &raw), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_snapshot_load(path_.c_str(), nullptr, nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_snapshot_load_bytes(nullptr, 10, nullptr, &raw), CHASH_E_NULL_ARGUMENT);
+  chash_snapshot_options bad_keys{};
+  bad_keys.n_trusted_keys = 1;  // trusted_keys NULL
+  EXPECT_EQ(chash_snapshot_load(path_.c_str(), &bad_keys, &raw), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(raw, nullptr);
+  EXPECT_EQ(chash_snapshot_verify(nullptr, nullptr), CHASH_E_NULL_ARGUMENT);
+  chash_ring* ring = nullptr;
+  EXPECT_EQ(chash_snapshot_ring(nullptr, &ring), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(ring, nullptr);
+  chash_snapshot_info info{};
+  EXPECT_EQ(chash_snapshot_get_info(nullptr, &info), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_snapshot_label(nullptr), nullptr);
+  EXPECT_EQ(chash_snapshot_subset_name(nullptr, 0), nullptr);
+  chash_node_mask* mask = nullptr;
+  EXPECT_EQ(chash_snapshot_subset(nullptr, "even", &mask), CHASH_E_NULL_ARGUMENT);
+  uint8_t key[CHASH_PUBLIC_KEY_SIZE];
+  EXPECT_EQ(chash_public_key_read(nullptr, key), CHASH_E_NULL_ARGUMENT);
+  chash_snapshot_free(nullptr);  // a no-op, as free(NULL)
+
+  ASSERT_EQ(chash_snapshot_load(path_.c_str(), nullptr, &raw), CHASH_OK);
+  SnapshotHandle snapshot(raw);
+  EXPECT_EQ(chash_snapshot_get_info(snapshot.get(), nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_snapshot_subset(snapshot.get(), nullptr, &mask), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_snapshot_subset(snapshot.get(), "even", nullptr), CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_snapshot_ring(snapshot.get(), nullptr), CHASH_E_NULL_ARGUMENT);
+}
+
+TEST_F(CApiSnapshot, PublicKeyFiles) {
+  const std::string base = TempPath("capi_snapshot_key");
+  std::remove(base.c_str());
+  std::remove((base + ".pub").c_str());
+  ASSERT_TRUE(WriteKeyFiles(key_, base).ok());
+  uint8_t key[CHASH_PUBLIC_KEY_SIZE] = {};
+  ASSERT_EQ(chash_public_key_read((base + ".pub").c_str(), key), CHASH_OK) << chash_last_error();
+  EXPECT_EQ(std::memcmp(key, key_.public_key().bytes.data(), CHASH_PUBLIC_KEY_SIZE), 0);
+  chash_snapshot_options options{};
+  options.trusted_keys = key;
+  options.n_trusted_keys = 1;
+  EXPECT_EQ(chash_snapshot_verify(path_.c_str(), &options), CHASH_OK) << chash_last_error();
+  // The secret key file is not a public key; a servers file is neither.
+  EXPECT_EQ(chash_public_key_read(base.c_str(), key), CHASH_E_BAD_ARGUMENT) << chash_last_error();
+  EXPECT_EQ(chash_public_key_read(TempPath("capi_snapshot_nokey").c_str(), key), CHASH_E_IO);
+}
+
+}  // namespace
+}  // namespace chash

@@ -1,0 +1,2 @@
+build/bench/bench_chash --with_204m --benchmark_repetitions=1 --benchmark_min_time=0.3 --benchmark_filter='^(lower_bound/(single|dependent)|pingora/key|nginx/key|floor|floor_dependent|baseline/batch1024|baseline/key_batch1024)/204.8M$|^chash/(single|dependent|batch1024|key|key_batch1024)/204.8M/AVX3$|^proxy/.*/204.8M' --benchmark_out=bench/results/x86_64/bench_chash_204m_quiet.json --benchmark_out_format=json
+# started 2026-11-30T21:49:03Z, load 1.27 1.24 1.43

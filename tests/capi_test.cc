@@ -3,6 +3,7 @@
 // fingerprint on random rings; and every kind of bad input a C caller may
 // pass by mistake answered by an error code, never a crash.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -451,6 +452,30 @@ TEST(CApiBuilder, RefusesBadOptions) {
   EXPECT_EQ(chash_builder_add(builder, "10.0.0.2:443", 12, 1), CHASH_E_TOO_MANY_POINTS);
   EXPECT_NE(std::string(chash_builder_error(builder)).find("node 1"), std::string::npos);
   chash_builder_free(builder);
+}
+
+TEST(CApiBuilder, ThreadCountDoesNotChangeTheRing) {
+  std::vector<std::array<uint8_t, CHASH_FINGERPRINT_SIZE>> digests;
+  for (const uint32_t threads : {1u, 2u, 5u, 0u}) {
+    chash_builder* builder = nullptr;
+    ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_PINGORA_V2, 64, &builder), CHASH_OK);
+    ASSERT_EQ(chash_builder_set_threads(builder, threads), CHASH_OK);
+    for (uint32_t i = 0; i < 200; ++i) {
+      const std::string address = "10.2." + std::to_string(i / 100) + "." +
+                                  std::to_string(i % 100) + ":80";
+      ASSERT_EQ(chash_builder_add(builder, address.data(), address.size(), 1 + i % 7), CHASH_OK);
+    }
+    EXPECT_EQ(chash_builder_set_threads(builder, 1), CHASH_E_BAD_ARGUMENT);
+    EXPECT_NE(std::string(chash_builder_error(builder)).find("before the first"),
+              std::string::npos);
+    chash_ring* ring = nullptr;
+    ASSERT_EQ(chash_builder_build(builder, &ring), CHASH_OK) << chash_last_error();
+    digests.emplace_back();
+    ASSERT_EQ(chash_ring_points_digest(ring, digests.back().data()), CHASH_OK);
+    chash_ring_free(ring);
+  }
+  for (size_t i = 1; i < digests.size(); ++i) EXPECT_EQ(digests[i], digests[0]) << i;
+  EXPECT_EQ(chash_builder_set_threads(nullptr, 1), CHASH_E_NULL_ARGUMENT);
 }
 
 TEST(CApiBuilder, BuildConsumesTheBuilderOnEveryPath) {

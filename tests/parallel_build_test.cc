@@ -53,12 +53,12 @@ TEST(ParallelBuild, RingsAreBitIdenticalForEveryThreadCount) {
                          c.weight + i % 5});
     }
     Fingerprint first_digest{}, first_config{};
-    for (const unsigned threads : {1u, 2u, 3u, 8u}) {
-      internal::SetBuildThreads(threads);
-      RingBuilder builder({.flavor = c.flavor, .point_multiple = c.multiple});
+    // 0: every hardware thread; 300 counts as 256.
+    for (const uint32_t threads : {1u, 2u, 3u, 8u, 0u, 300u}) {
+      RingBuilder builder(
+          {.flavor = c.flavor, .point_multiple = c.multiple, .build_threads = threads});
       for (const auto& server : servers) ASSERT_TRUE(builder.Add(server.address, server.weight).ok());
       Result<Ring> ring = std::move(builder).Build();
-      internal::SetBuildThreads(0);
       ASSERT_TRUE(ring.ok()) << ring.status().ToString();
       const Fingerprint digest = PointsDigest(ring.value());
       if (threads == 1) {

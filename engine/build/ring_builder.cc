@@ -183,8 +183,10 @@ Result<Ring> RingBuilder::Build() && {
                                              bytes.size()),
                     uint64_t{nodes_[id].weight} * options_.point_multiple, rank[id], id};
     }
-    if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_,
-                                           internal::BuildThreads())) {
+    const unsigned threads = options_.build_threads != 0
+                                 ? std::min<uint32_t>(options_.build_threads, 256)
+                                 : internal::BuildThreads();
+    if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_, threads)) {
       return Status(StatusCode::kOutOfMemory, "out of memory while sorting ring points");
     }
     if (Status status = internal::BuildColumnsFromSortedKeys(keys.data(), points_generated_,

@@ -354,6 +354,22 @@ int chash_builder_new(chash_flavor flavor, uint32_t point_multiple, chash_builde
   });
 }
 
+int chash_builder_set_threads(chash_builder* builder, uint32_t threads) noexcept {
+  if (builder == nullptr) return NullArgument("chash_builder_set_threads", "builder");
+  return Guard([&] {
+    builder->error.clear();
+    if (builder->builder.size() != 0) {
+      builder->error = "threads are set before the first chash_builder_add";
+      return Fail(CHASH_E_BAD_ARGUMENT, builder->error);
+    }
+    chash::RingOptions options = builder->options;
+    options.build_threads = threads;
+    builder->builder = chash::RingBuilder(options);
+    builder->options = options;
+    return CHASH_OK;
+  });
+}
+
 int chash_builder_set_max_points(chash_builder* builder, uint64_t max_points) noexcept {
   if (builder == nullptr) return NullArgument("chash_builder_set_max_points", "builder");
   return Guard([&] {

@@ -146,6 +146,12 @@ CHASH_C_API int chash_builder_new(chash_flavor flavor, uint32_t point_multiple,
  * CHASH_E_BAD_ARGUMENT afterwards or out of range. */
 CHASH_C_API int chash_builder_set_max_points(chash_builder *builder,
                                              uint64_t max_points) CHASH_C_NOEXCEPT;
+/* Threads chash_builder_build may use, the caller's included: 0 (the
+ * default) = every hardware thread, 1 = the calling thread only; above 256
+ * counts as 256. The ring is bit-identical whatever the count. Only before
+ * the first add: CHASH_E_BAD_ARGUMENT afterwards. */
+CHASH_C_API int chash_builder_set_threads(chash_builder *builder,
+                                          uint32_t threads) CHASH_C_NOEXCEPT;
 /* Adds a server, `address_len` bytes of text (no NUL needed; a NUL byte in
  * it is refused with CHASH_E_BAD_ADDRESS), as an nginx `server` line or a
  * Rust SocketAddr takes it. Validates as the C++ RingBuilder::Add does

@@ -66,6 +66,12 @@ struct RingOptions {
   // takes any value >= 1.
   uint32_t point_multiple = kDefaultPointMultiple;
   uint64_t max_points = kDefaultMaxPoints;
+  // Threads Build() may use, the caller's included: 0 = every hardware
+  // thread (at most 64); values above 256 count as 256. The ring is
+  // bit-identical whatever the count (tests/parallel_build_test.cc); 1 keeps
+  // the build on the calling thread (a proxy that must not take every core
+  // while it serves).
+  uint32_t build_threads = 0;
 };
 
 // The tie-break a flavour uses (engine/reference/COMPATIBILITY.md §2).

@@ -4,6 +4,7 @@
 #ifndef CHASH_ENGINE_OUT_OF_MEMORY_H_
 #define CHASH_ENGINE_OUT_OF_MEMORY_H_
 
+#include <new>
 #include <string_view>
 
 #include "chash/status.h"
@@ -13,6 +14,22 @@ namespace chash::internal {
 // kOutOfMemory, "out of memory: WHAT"; if that message cannot be allocated
 // either, "out of memory" (15 bytes, held inline: no allocation).
 Status OutOfMemory(std::string_view what) noexcept;
+// "out of memory: WHAT (PATH)", falling back the same way.
+Status OutOfMemory(std::string_view what, std::string_view path) noexcept;
+
+// Runs `body` (returning a Status or a Result) and turns a std::bad_alloc
+// escaping it into OutOfMemory(what, path): the boundary of a public call
+// whose body allocates in many places. The body must leave its objects as
+// they were when it throws (RAII for descriptors, mappings, files).
+template <typename Body>
+auto CatchOutOfMemory(std::string_view what, std::string_view path, Body&& body)
+    -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(what, path);
+  }
+}
 
 }  // namespace chash::internal
 

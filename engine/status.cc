@@ -47,6 +47,19 @@ Status OutOfMemory(std::string_view what) noexcept {
   }
 }
 
+Status OutOfMemory(std::string_view what, std::string_view path) noexcept {
+  try {
+    std::string message = "out of memory: ";
+    message += what;
+    message += " (";
+    message += path;
+    message += ")";
+    return Status(StatusCode::kOutOfMemory, std::move(message));
+  } catch (...) {
+    return Status(StatusCode::kOutOfMemory, "out of memory");
+  }
+}
+
 void ContractViolation(const char* what, const Status& status) noexcept {
   const std::string_view code = StatusCodeName(status.code());
   std::fprintf(stderr, "chash: CONTRACT VIOLATED: %s (%.*s: %s)\n", what,

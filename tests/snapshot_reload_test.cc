@@ -60,7 +60,8 @@ TEST(SnapshotReloadSoak, ReadersSeeOnlyPublishedRings) {
   Result<std::unique_ptr<SnapshotReloader>> created = SnapshotReloader::Create(path, options);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   SnapshotReloader& reloader = *created.value();
-  reloader.StartWatching(std::chrono::milliseconds(1));  // polls race the writer's
+  // Polls race the writer's renames.
+  ASSERT_TRUE(reloader.StartWatching(std::chrono::milliseconds(1)).ok());
 
   std::atomic<bool> done{false};
   std::atomic<uint64_t> answers{0}, mismatches{0}, snapshots_seen{0};

@@ -10,6 +10,7 @@
 #include "chash/servers_file.h"
 #include "chash/snapshot.h"
 #include "ops/sha256.h"
+#include "out_of_memory.h"
 #include "read_file.h"
 #include "snapshot/format.h"
 
@@ -63,24 +64,26 @@ Result<std::string> KeyField(const std::string& path, std::string_view tag) {
   return std::string(line.substr(second + 1));
 }
 
-Status WriteWholeFile(const std::string& path, const std::string& text, mode_t mode) {
+// Creates `path` (refused if it exists) holding `text`; 0 or the errno.
+// Allocates nothing; a file it created and could not fill is removed.
+int WriteWholeFile(const std::string& path, const std::string& text, mode_t mode) noexcept {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) return Status(StatusCode::kIoError, path + ": " + std::strerror(errno));
+  if (fd < 0) return errno;
   size_t done = 0;
-  while (done < text.size()) {
+  int error = 0;
+  while (done < text.size() && error == 0) {
     const ssize_t wrote = write(fd, text.data() + done, text.size() - done);
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) {
-      const int error = errno;
-      close(fd);
-      return Status(StatusCode::kIoError, path + ": " + std::strerror(error));
+      error = wrote < 0 ? errno : EIO;
+    } else {
+      done += static_cast<size_t>(wrote);
     }
-    done += static_cast<size_t>(wrote);
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    return Status(StatusCode::kIoError, path + ": " + std::strerror(errno));
-  }
-  return Status();
+  if (error == 0 && fsync(fd) != 0) error = errno;
+  if (close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) unlink(path.c_str());
+  return error;
 }
 
 }  // namespace
@@ -108,58 +111,74 @@ PublicKey SecretKey::public_key() const noexcept {
 }
 
 Result<SecretKey> GenerateSecretKey() {
-  if (!internal::EnsureSodium()) {
-    return Status(StatusCode::kIoError, "libsodium cannot initialize (no random source?)");
-  }
-  SecretKey secret;
-  PublicKey pub;
-  if (crypto_sign_ed25519_keypair(pub.bytes.data(), secret.bytes.data()) != 0) {
-    return Status(StatusCode::kIoError, "Ed25519 key generation failed");
-  }
-  return secret;
+  return internal::CatchOutOfMemory("generating a key", "Ed25519", []() -> Result<SecretKey> {
+    if (!internal::EnsureSodium()) {
+      return Status(StatusCode::kIoError, "libsodium cannot initialize (no random source?)");
+    }
+    SecretKey secret;
+    PublicKey pub;
+    if (crypto_sign_ed25519_keypair(pub.bytes.data(), secret.bytes.data()) != 0) {
+      return Status(StatusCode::kIoError, "Ed25519 key generation failed");
+    }
+    return secret;
+  });
 }
 
 Status WriteKeyFiles(const SecretKey& key, const std::string& base) {
-  const PublicKey pub = key.public_key();
-  const std::string id = pub.KeyIdHex();
-  const std::string secret_text = std::string(kSecretTag) + " " + id + " " +
-                                  Hex(key.bytes.data(), key.bytes.size()) + "\n";
-  const std::string public_text = std::string(kPublicTag) + " " + id + " " +
-                                  Hex(pub.bytes.data(), pub.bytes.size()) + "\n";
-  // The public key first: a failure then never leaves a secret without it.
-  if (Status status = WriteWholeFile(base + ".pub", public_text, 0644); !status.ok()) {
-    return status;
-  }
-  return WriteWholeFile(base, secret_text, 0600);
+  return internal::CatchOutOfMemory("writing key files", base, [&]() -> Status {
+    // Everything that allocates comes first: a failure then leaves no file.
+    const PublicKey pub = key.public_key();
+    const std::string id = pub.KeyIdHex();
+    const std::string secret_text = std::string(kSecretTag) + " " + id + " " +
+                                    Hex(key.bytes.data(), key.bytes.size()) + "\n";
+    const std::string public_text = std::string(kPublicTag) + " " + id + " " +
+                                    Hex(pub.bytes.data(), pub.bytes.size()) + "\n";
+    const std::string public_path = base + ".pub";
+    // The public key first: a secret key is never left without it. If the
+    // secret cannot be written, the public key is removed again, so a retry
+    // finds neither file.
+    if (const int error = WriteWholeFile(public_path, public_text, 0644); error != 0) {
+      return Status(StatusCode::kIoError, public_path + ": " + std::strerror(error));
+    }
+    if (const int error = WriteWholeFile(base, secret_text, 0600); error != 0) {
+      unlink(public_path.c_str());
+      return Status(StatusCode::kIoError, base + ": " + std::strerror(error));
+    }
+    return Status();
+  });
 }
 
 Result<PublicKey> ReadPublicKeyFile(const std::string& path) {
-  Result<std::string> field = KeyField(path, kPublicTag);
-  if (!field.ok()) return field.status();
-  PublicKey key;
-  if (!FromHex(field.value(), key.bytes.data(), key.bytes.size())) {
-    return Status(StatusCode::kBadArgument, path + ": the key is not 64 hex digits");
-  }
-  return key;
+  return internal::CatchOutOfMemory("reading a public key", path, [&]() -> Result<PublicKey> {
+    Result<std::string> field = KeyField(path, kPublicTag);
+    if (!field.ok()) return field.status();
+    PublicKey key;
+    if (!FromHex(field.value(), key.bytes.data(), key.bytes.size())) {
+      return Status(StatusCode::kBadArgument, path + ": the key is not 64 hex digits");
+    }
+    return key;
+  });
 }
 
 Result<SecretKey> ReadSecretKeyFile(const std::string& path) {
-  Result<std::string> field = KeyField(path, kSecretTag);
-  if (!field.ok()) return field.status();
-  SecretKey key;
-  if (!FromHex(field.value(), key.bytes.data(), key.bytes.size())) {
-    return Status(StatusCode::kBadArgument, path + ": the key is not 128 hex digits");
-  }
-  // The public half must be the seed's: a corrupted file would sign with a
-  // key nobody trusts.
-  internal::EnsureSodium();
-  std::array<uint8_t, 32> pub;
-  std::array<uint8_t, 64> again;
-  crypto_sign_ed25519_seed_keypair(pub.data(), again.data(), key.bytes.data());
-  if (again != key.bytes) {
-    return Status(StatusCode::kBadArgument, path + ": the secret key is damaged");
-  }
-  return key;
+  return internal::CatchOutOfMemory("reading a secret key", path, [&]() -> Result<SecretKey> {
+    Result<std::string> field = KeyField(path, kSecretTag);
+    if (!field.ok()) return field.status();
+    SecretKey key;
+    if (!FromHex(field.value(), key.bytes.data(), key.bytes.size())) {
+      return Status(StatusCode::kBadArgument, path + ": the key is not 128 hex digits");
+    }
+    // The public half must be the seed's: a corrupted file would sign with a
+    // key nobody trusts.
+    internal::EnsureSodium();
+    std::array<uint8_t, 32> pub;
+    std::array<uint8_t, 64> again;
+    crypto_sign_ed25519_seed_keypair(pub.data(), again.data(), key.bytes.data());
+    if (again != key.bytes) {
+      return Status(StatusCode::kBadArgument, path + ": the secret key is damaged");
+    }
+    return key;
+  });
 }
 
 std::string SnapshotInfo::KeyIdHex() const { return Hex(key_id.data(), key_id.size()); }

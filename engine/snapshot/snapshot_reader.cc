@@ -18,10 +18,12 @@
 #include "build/columns_builder.h"
 #include "chash/snapshot.h"
 #include "layout/aligned_array.h"
+#include "ops/ops_internal.h"
 #include "ops/sha256.h"
 #include "ring_state.h"
 #include "snapshot/format.h"
 #include "snapshot/loader.h"
+#include "out_of_memory.h"
 
 namespace chash {
 
@@ -285,6 +287,8 @@ Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo
     p += padded;
     Result<NodeAddress> address = ParseNodeAddress(info.flavor, written);
     if (!address.ok()) {
+      // Running out of memory says nothing about the file: not a refusal.
+      if (address.status().code() == StatusCode::kOutOfMemory) throw std::bad_alloc();
       return Bad("node_table", label + ": " + address.status().message());
     }
     if (!hashed_seen.insert(address.value().HashedBytes()).second) {
@@ -426,7 +430,11 @@ Status ParseSubsets(const uint8_t* data, const Header& h, std::vector<NamedSubse
     }
     if (!names.insert(name).second) return Bad("subsets", "subset '" + name + "' twice");
     p += head;
-    NodeMask mask(nodes, false);
+    // Create, not the constructor: a mask that could not be allocated
+    // would be a subset of no node, silently.
+    Result<NodeMask> made = NodeMask::Create(nodes, false);
+    if (!made.ok()) throw std::bad_alloc();
+    NodeMask mask = std::move(made).value();
     for (uint64_t w = 0; w < words; ++w, p += 8) {
       const uint64_t bits = LoadU64(p);
       const uint64_t first = 64 * w;
@@ -514,10 +522,13 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     }
     state->backing = std::move(backing);
     Ring ring = internal::RingFactory::Make(std::move(state));
-    if (RingFingerprint(ring) != info.fingerprint) {
+    // The throwing forms: the noexcept ones answer a zero sentinel when out
+    // of memory, which would fail a sound file's check instead of reporting.
+    if (Sha256(internal::RingIdentityBytesOrThrow(ring)) != info.fingerprint) {
       return Bad("fingerprint", "the node table's fingerprint differs from the header's");
     }
-    if (options.verify_points_digest && PointsDigest(ring) != info.points_digest) {
+    if (options.verify_points_digest &&
+        internal::PointsDigestOrThrow(ring) != info.points_digest) {
       return Bad("points_digest", "the points differ from the header's points digest");
     }
     std::vector<std::string> names = std::move(snapshot->info_.subset_names);
@@ -559,15 +570,42 @@ FileIdentity IdentityOfPath(const std::string& path) noexcept {
   return identity;
 }
 
+namespace {
+
+// Closes a descriptor on every path out, exceptions included.
+struct Descriptor {
+  int fd = -1;
+  ~Descriptor() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// An mmap failure: ENOMEM means the address space cannot hold the file
+// (ulimit -v, a 32-bit process), which is running out of memory, not a bad
+// file.
+Status MapFailed(const std::string& path, uint64_t size, int error) {
+  if (error == ENOMEM) {
+    return Status(StatusCode::kOutOfMemory,
+                  "out of memory: cannot map the file's " + std::to_string(size) + " bytes (" +
+                      path + ")");
+  }
+  return Status(StatusCode::kIoError, "io: " + path + ": mmap: " + std::strerror(error));
+}
+
+}  // namespace
+
 Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string& path,
                                                               const SnapshotLoadOptions& options,
                                                               FileIdentity* identity) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(StatusCode::kIoError, "io: " + path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
+  Descriptor file;
+  file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0) {
     const int error = errno;
-    close(fd);
+    return Status(StatusCode::kIoError, "io: " + path + ": " + std::strerror(error));
+  }
+  struct stat st {};
+  if (fstat(file.fd, &st) != 0) {
+    const int error = errno;
     return Status(StatusCode::kIoError, "io: " + path + ": fstat: " + std::strerror(error));
   }
   if (identity != nullptr) {
@@ -577,33 +615,31 @@ Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string&
     identity->mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
   }
   if (!S_ISREG(st.st_mode)) {
-    close(fd);
     return Status(StatusCode::kIoError, "io: " + path + ": not a regular file");
   }
   // The size of the descriptor that is mapped, never of the path: a rename
   // between open and fstat cannot make the two disagree.
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size < kHeaderBytes + kTrailerBytes) {
-    close(fd);
     return Bad("size", path + " has " + std::to_string(size) +
                            " bytes, less than a header and a trailer (640)");
   }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
-  const int map_error = errno;
-  close(fd);  // the mapping keeps the file
-  if (map == MAP_FAILED) {
-    return Status(StatusCode::kIoError, "io: " + path + ": mmap: " + std::strerror(map_error));
-  }
+  // Made before the mapping, so that nothing can throw between mmap and
+  // the owner that unmaps it.
   auto mapping = std::make_shared<FileMapping>();
+  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, file.fd, 0);
+  if (map == MAP_FAILED) return MapFailed(path, size, errno);
   mapping->data = map;
   mapping->size = size;
+  close(file.fd);  // the mapping keeps the file
+  file.fd = -1;
   const auto* data = static_cast<const uint8_t*>(map);
   Result<std::shared_ptr<RingSnapshot>> loaded =
       options.mode == SnapshotLoadMode::kCopy
           ? LoadCopy(data, size, options)
-          : SnapshotLoader::Load(mapping, data, size, true, options);
+          : SnapshotLoader::Load(std::move(mapping), data, size, true, options);
   if (!loaded.ok()) {
-    Status status = loaded.status();
+    const Status& status = loaded.status();
     return Status(status.code(), status.message() + " (" + path + ")");
   }
   return loaded;
@@ -612,9 +648,13 @@ Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string&
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,
                                                              const SnapshotLoadOptions& options,
                                                              FileIdentity* identity) {
-  Result<std::shared_ptr<RingSnapshot>> loaded = LoadSnapshotFileMutable(path, options, identity);
-  if (!loaded.ok()) return loaded.status();
-  return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
+  return CatchOutOfMemory(
+      "loading a snapshot", path, [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
+        Result<std::shared_ptr<RingSnapshot>> loaded =
+            LoadSnapshotFileMutable(path, options, identity);
+        if (!loaded.ok()) return loaded.status();
+        return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
+      });
 }
 
 }  // namespace internal
@@ -626,21 +666,31 @@ Result<std::shared_ptr<const RingSnapshot>> LoadSnapshot(const std::string& path
 
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFromBytes(
     std::string_view bytes, const SnapshotLoadOptions& options) {
-  Result<std::shared_ptr<RingSnapshot>> loaded =
-      LoadCopy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), options);
-  if (!loaded.ok()) return loaded.status();
-  return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
+  return internal::CatchOutOfMemory(
+      "loading a snapshot", "bytes", [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
+        Result<std::shared_ptr<RingSnapshot>> loaded =
+            LoadCopy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), options);
+        if (!loaded.ok()) return loaded.status();
+        return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
+      });
 }
 
 Result<Ring> SnapshotLoader::TakeRing(const std::string& path, const SnapshotLoadOptions& options,
                                       SnapshotInfo* info, std::vector<NamedSubset>* subsets) {
-  Result<std::shared_ptr<RingSnapshot>> loaded =
-      internal::LoadSnapshotFileMutable(path, options, nullptr);
-  if (!loaded.ok()) return loaded.status();
-  RingSnapshot& snapshot = *loaded.value();
-  if (info != nullptr) *info = snapshot.info_;
-  if (subsets != nullptr) *subsets = std::move(snapshot.subsets_);
-  return std::move(snapshot.ring_);  // its state keeps the mapping alive
+  return internal::CatchOutOfMemory("loading a snapshot", path, [&]() -> Result<Ring> {
+    Result<std::shared_ptr<RingSnapshot>> loaded =
+        internal::LoadSnapshotFileMutable(path, options, nullptr);
+    if (!loaded.ok()) return loaded.status();
+    RingSnapshot& snapshot = *loaded.value();
+    // The copy first, then moves that cannot fail: on an error *info and
+    // *subsets are as they were.
+    if (info != nullptr) {
+      SnapshotInfo copy = snapshot.info_;
+      *info = std::move(copy);
+    }
+    if (subsets != nullptr) *subsets = std::move(snapshot.subsets_);
+    return std::move(snapshot.ring_);  // its state keeps the mapping alive
+  });
 }
 
 Result<Ring> LoadSnapshotRing(const std::string& path, const SnapshotLoadOptions& options,
@@ -649,41 +699,38 @@ Result<Ring> LoadSnapshotRing(const std::string& path, const SnapshotLoadOptions
 }
 
 Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {
-  // Mapped without reading ahead: only the header, the gaps, the subsets and
-  // the trailer are touched.
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(StatusCode::kIoError, "io: " + path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return Status(StatusCode::kIoError, "io: " + path + ": not a readable regular file");
-  }
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (size < kHeaderBytes + kTrailerBytes) {
-    close(fd);
-    return Bad("size", path + " has " + std::to_string(size) +
-                           " bytes, less than a header and a trailer (640)");
-  }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);
-  if (map == MAP_FAILED) {
-    return Status(StatusCode::kIoError, "io: " + path + ": mmap: " + std::strerror(errno));
-  }
-  FileMapping mapping;
-  mapping.data = map;
-  mapping.size = size;
-  const auto* data = static_cast<const uint8_t*>(map);
-  try {
+  return internal::CatchOutOfMemory("reading a snapshot header", path, [&]() -> Result<SnapshotInfo> {
+    // Mapped without reading ahead: only the header, the gaps, the subsets
+    // and the trailer are touched.
+    internal::Descriptor file;
+    file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file.fd < 0) {
+      const int error = errno;
+      return Status(StatusCode::kIoError, "io: " + path + ": " + std::strerror(error));
+    }
+    struct stat st {};
+    if (fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      return Status(StatusCode::kIoError, "io: " + path + ": not a readable regular file");
+    }
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (size < kHeaderBytes + kTrailerBytes) {
+      return Bad("size", path + " has " + std::to_string(size) +
+                             " bytes, less than a header and a trailer (640)");
+    }
+    FileMapping mapping;
+    void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd, 0);
+    if (map == MAP_FAILED) return internal::MapFailed(path, size, errno);
+    mapping.data = map;
+    mapping.size = size;
+    const auto* data = static_cast<const uint8_t*>(map);
     Header h;
     if (Status status = ParseHeader(data, size, h); !status.ok()) return status;
     std::vector<NamedSubset> subsets;
     if (ParseSubsets(data, h, subsets).ok()) {
       for (const NamedSubset& subset : subsets) h.info.subset_names.push_back(subset.name);
     }
-    return h.info;
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory reading a snapshot header");
-  }
+    return std::move(h.info);
+  });
 }
 
 const NodeMask* RingSnapshot::FindSubset(std::string_view name) const noexcept {

@@ -11,9 +11,12 @@
 #include <cstring>
 #include <new>
 #include <set>
+#include <string>
 
 #include "chash/snapshot.h"
 #include "layout/columns.h"
+#include "out_of_memory.h"
+#include "ops/ops_internal.h"
 #include "ops/sha256.h"
 #include "ring_state.h"
 #include "snapshot/format.h"
@@ -206,9 +209,13 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
   std::memcpy(trailer + kTrailChecksum, checksum.data(), checksum.size());
 }
 
-Status IoError(const std::string& path, std::string_view step) {
+Status IoError(const std::string& path, std::string_view step, int error) {
+  if (error == ENOMEM) {
+    return Status(StatusCode::kOutOfMemory,
+                  "out of memory: " + std::string(step) + " (" + path + ")");
+  }
   return Status(StatusCode::kIoError,
-                path + ": " + std::string(step) + ": " + std::strerror(errno));
+                path + ": " + std::string(step) + ": " + std::strerror(error));
 }
 
 std::string DirectoryOf(const std::string& path) {
@@ -218,72 +225,93 @@ std::string DirectoryOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
+// The temporary file WriteSnapshotFile fills: unmapped, closed and removed
+// on every path out (exceptions included) unless it was renamed into place.
+struct TempFile {
+  std::string path;
+  bool exists = false;  // created, not yet renamed into place
+  int fd = -1;
+  void* map = MAP_FAILED;
+  size_t map_bytes = 0;
+  ~TempFile() {
+    if (map != MAP_FAILED) munmap(map, map_bytes);
+    if (fd >= 0) close(fd);
+    if (exists) unlink(path.c_str());
+  }
+};
+
+Status WriteSnapshotFileOrThrow(const Ring& ring, const SnapshotWriteOptions& options,
+                                const std::string& path) {
+  if (Status status = CheckWritable(ring, options); !status.ok()) return status;
+  const Layout layout = PlanLayout(ring, options);
+  // The throwing forms: the noexcept ones answer a zero sentinel when out
+  // of memory, which would be written into the file as its fingerprint.
+  const Fingerprint fingerprint = Sha256(internal::RingIdentityBytesOrThrow(ring));
+  const Fingerprint digest = internal::PointsDigestOrThrow(ring);
+  // Both names are made before the file: past the rename nothing but an
+  // error message allocates.
+  const std::string dir = DirectoryOf(path);
+  TempFile temp;
+  temp.path = path + ".tmp.XXXXXX";
+  temp.fd = mkostemp(temp.path.data(), O_CLOEXEC);
+  if (temp.fd < 0) return IoError(temp.path, "create", errno);
+  temp.exists = true;
+  if (fchmod(temp.fd, 0644) != 0) return IoError(temp.path, "chmod", errno);
+  if (ftruncate(temp.fd, static_cast<off_t>(layout.file_bytes)) != 0) {
+    return IoError(temp.path, "truncate", errno);
+  }
+  // The bytes go straight into the temporary file's pages (no second copy
+  // of a gigabyte ring in memory).
+  temp.map = mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, temp.fd, 0);
+  if (temp.map == MAP_FAILED) {
+    const int error = errno;
+    return IoError(temp.path, "mapping " + std::to_string(layout.file_bytes) + " bytes to write",
+                   error);
+  }
+  temp.map_bytes = layout.file_bytes;
+  Fill(ring, options, layout, fingerprint, digest, static_cast<uint8_t*>(temp.map));
+  const bool synced = msync(temp.map, layout.file_bytes, MS_SYNC) == 0;
+  const int msync_error = errno;
+  munmap(temp.map, layout.file_bytes);
+  temp.map = MAP_FAILED;
+  if (!synced) return IoError(temp.path, "msync", msync_error);
+  if (fsync(temp.fd) != 0) return IoError(temp.path, "fsync", errno);
+  const int closed = close(temp.fd);
+  const int close_error = errno;
+  temp.fd = -1;
+  if (closed != 0) return IoError(temp.path, "close", close_error);
+  if (rename(temp.path.c_str(), path.c_str()) != 0) return IoError(path, "rename", errno);
+  temp.exists = false;
+  // The rename itself is durable once the directory is synced.
+  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return IoError(dir, "open directory", errno);
+  const bool dir_synced = fsync(dir_fd) == 0;
+  const int dir_error = errno;
+  close(dir_fd);
+  if (!dir_synced) return IoError(dir, "fsync directory", dir_error);
+  return Status();
+}
+
 }  // namespace
 
 Result<std::string> SerializeSnapshot(const Ring& ring, const SnapshotWriteOptions& options) {
-  if (Status status = CheckWritable(ring, options); !status.ok()) return status;
-  try {
+  return internal::CatchOutOfMemory("serializing a snapshot", "in memory",
+                                    [&]() -> Result<std::string> {
+    if (Status status = CheckWritable(ring, options); !status.ok()) return status;
     const Layout layout = PlanLayout(ring, options);
-    const Fingerprint fingerprint = RingFingerprint(ring);
-    const Fingerprint digest = PointsDigest(ring);
+    const Fingerprint fingerprint = Sha256(internal::RingIdentityBytesOrThrow(ring));
+    const Fingerprint digest = internal::PointsDigestOrThrow(ring);
     std::string bytes(layout.file_bytes, '\0');
     Fill(ring, options, layout, fingerprint, digest, reinterpret_cast<uint8_t*>(bytes.data()));
     return bytes;
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory serializing a snapshot");
-  }
+  });
 }
 
 Status WriteSnapshotFile(const Ring& ring, const SnapshotWriteOptions& options,
                          const std::string& path) {
-  if (Status status = CheckWritable(ring, options); !status.ok()) return status;
-  Layout layout;
-  Fingerprint fingerprint, digest;
-  try {
-    layout = PlanLayout(ring, options);
-    fingerprint = RingFingerprint(ring);
-    digest = PointsDigest(ring);
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory serializing a snapshot");
-  }
-  // The bytes go straight into the temporary file's pages (no second copy
-  // of a gigabyte ring in memory).
-  std::string temp = path + ".tmp.XXXXXX";
-  const int fd = mkostemp(temp.data(), O_CLOEXEC);
-  if (fd < 0) return IoError(temp, "create");
-  auto fail = [&](std::string_view step) {
-    Status status = IoError(temp, step);
-    close(fd);
-    unlink(temp.c_str());
-    return status;
-  };
-  if (fchmod(fd, 0644) != 0) return fail("chmod");
-  if (ftruncate(fd, static_cast<off_t>(layout.file_bytes)) != 0) return fail("truncate");
-  void* map = mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) return fail("mmap");
-  Fill(ring, options, layout, fingerprint, digest, static_cast<uint8_t*>(map));
-  const bool synced = msync(map, layout.file_bytes, MS_SYNC) == 0;
-  munmap(map, layout.file_bytes);
-  if (!synced) return fail("msync");
-  if (fsync(fd) != 0) return fail("fsync");
-  if (close(fd) != 0) {
-    Status status = IoError(temp, "close");
-    unlink(temp.c_str());
-    return status;
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    Status status = IoError(path, "rename");
-    unlink(temp.c_str());
-    return status;
-  }
-  // The rename itself is durable once the directory is synced.
-  const std::string dir = DirectoryOf(path);
-  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return IoError(dir, "open directory");
-  const bool dir_synced = fsync(dir_fd) == 0;
-  close(dir_fd);
-  if (!dir_synced) return IoError(dir, "fsync directory");
-  return Status();
+  return internal::CatchOutOfMemory("writing a snapshot", path, [&] {
+    return WriteSnapshotFileOrThrow(ring, options, path);
+  });
 }
 
 }  // namespace chash

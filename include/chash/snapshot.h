@@ -105,7 +105,8 @@
 // search index (4.4% of the columns, rebuilt) and two bit sets per node are
 // the process's own. Checks, in order; a failure is a kBadSnapshot (or
 // kUntrusted for policy) Status whose message starts with the check's name:
-//   io          open/fstat/mmap failed (kIoError)
+//   io          open/fstat/mmap failed (kIoError; kOutOfMemory, not a check,
+//               when the address space cannot hold the mapping: ENOMEM)
 //   size        the mapped file (fstat of the descriptor that is mapped, never
 //               the path) is smaller than header + trailer, or differs from
 //               the header's file bytes (truncated or extended)
@@ -182,6 +183,10 @@ struct PublicKey {
   // First 8 bytes of SHA-256("chash-key-id" || bytes): names the key in a
   // snapshot's trailer and in `chash inspect`.
   std::array<uint8_t, 8> KeyId() const noexcept;
+  // KeyId() as 16 hex digits, for people and key files. May throw
+  // std::bad_alloc, and nothing else: 16 characters are one more than
+  // std::string holds inline. A display helper like Status::ToString; the
+  // key id itself is KeyId(), which allocates nothing.
   std::string KeyIdHex() const;
   friend bool operator==(const PublicKey&, const PublicKey&) = default;
 };
@@ -192,12 +197,19 @@ struct SecretKey {
   PublicKey public_key() const noexcept;
 };
 
+// Allocation: every call below that returns a Status or a Result reports
+// kOutOfMemory when memory runs out, and then leaves its arguments and files
+// as they were (a file being written is removed; a destination is replaced
+// only by a complete file). Only the text helpers KeyIdHex and
+// SnapshotReloader::last_error may throw std::bad_alloc (see each).
+
 // A fresh key pair from the OS's random source (libsodium).
 Result<SecretKey> GenerateSecretKey();
 
 // Key files are one line of text: "chash-ed25519-public KEYID HEX64\n" and
 // "chash-ed25519-secret KEYID HEX128\n". WriteKeyFiles writes BASE (mode
-// 0600, refused if it exists) and BASE.pub.
+// 0600, refused if it exists) and BASE.pub. On any error neither file is
+// left behind (a BASE.pub it made is removed), so the call can be retried.
 Status WriteKeyFiles(const SecretKey& key, const std::string& base);
 Result<PublicKey> ReadPublicKeyFile(const std::string& path);
 Result<SecretKey> ReadSecretKeyFile(const std::string& path);
@@ -223,7 +235,10 @@ struct SnapshotWriteOptions {
 // list), a bad label or subset; kOutOfMemory.
 Result<std::string> SerializeSnapshot(const Ring& ring, const SnapshotWriteOptions& options);
 // Serializes, then writes `path` atomically: a temporary file beside it,
-// fsync, rename over `path`, fsync of the directory (kIoError naming the step).
+// fsync, rename over `path`, fsync of the directory (kIoError naming the step;
+// kOutOfMemory when memory, or the address space to map the file, runs out).
+// On an error before the rename, the temporary file is removed and `path`
+// is untouched.
 Status WriteSnapshotFile(const Ring& ring, const SnapshotWriteOptions& options,
                          const std::string& path);
 
@@ -274,6 +289,7 @@ struct SnapshotInfo {
   std::vector<std::string> subset_names;
   bool is_signed = false;
   std::array<uint8_t, 8> key_id{};  // when signed
+  // key_id as 16 hex digits; may throw std::bad_alloc, as PublicKey::KeyIdHex.
   std::string KeyIdHex() const;
   std::array<uint8_t, 16> checksum{};  // the trailer's XXH3-128
   // Bytes of the sections: the two columns, the collision table, everything
@@ -311,7 +327,7 @@ Result<std::shared_ptr<const RingSnapshot>> LoadSnapshot(const std::string& path
                                                          const SnapshotLoadOptions& options = {});
 // The same load, the ring by value (its state keeps the mapping alive): for
 // callers that hold rings by value. `info` and `subsets` (if given) receive
-// the snapshot's metadata and named subsets.
+// the snapshot's metadata and named subsets; on an error they are unchanged.
 Result<Ring> LoadSnapshotRing(const std::string& path, const SnapshotLoadOptions& options = {},
                               SnapshotInfo* info = nullptr,
                               std::vector<NamedSubset>* subsets = nullptr);
@@ -357,13 +373,15 @@ struct ReloadOptions {
 
 class SnapshotReloader {
  public:
-  // Loads `path` now; an error if that first load fails.
+  // Loads `path` now; an error if that first load fails (kOutOfMemory
+  // included).
   static Result<std::unique_ptr<SnapshotReloader>> Create(std::string path,
                                                           ReloadOptions options);
   ~SnapshotReloader();
   SnapshotReloader(const SnapshotReloader&) = delete;
   SnapshotReloader& operator=(const SnapshotReloader&) = delete;
 
+  // A pointer copy under a mutex; allocates nothing.
   std::shared_ptr<const RingSnapshot> current() const;
   std::shared_ptr<const Ring> ring() const { return RingOf(current()); }
 
@@ -371,14 +389,22 @@ class SnapshotReloader {
   // (device, inode, size or modification time), loads and publishes it.
   // Returns Ok when nothing changed or the new file was published, else the
   // reason the new file was refused (also kept in last_error()). A refused
-  // file is not retried until the path changes again. Thread-safe.
+  // file is not retried until the path changes again, except one refused
+  // with kOutOfMemory (memory ran out loading it): that one is tried again
+  // at the next Poll, and the current snapshot stays. Thread-safe.
   Status Poll();
   // Polls every `interval` on a thread of its own until the destructor.
-  void StartWatching(std::chrono::milliseconds interval);
+  // kOutOfMemory, or kIoError if the system refuses a thread (EAGAIN); Ok
+  // if the thread runs (or already ran).
+  Status StartWatching(std::chrono::milliseconds interval);
 
   uint64_t reloads() const;   // files published after the first
   uint64_t refusals() const;  // files refused
-  Status last_error() const;  // of the last refused file; Ok if none
+  // Of the last refused file; Ok if none. A copy of the kept Status (its
+  // message allocated), so it may throw std::bad_alloc, and nothing else:
+  // it is for logs and monitoring, where the same error already came back
+  // from the Poll that refused the file, without a copy.
+  Status last_error() const;
 
  private:
   struct Impl;

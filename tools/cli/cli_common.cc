@@ -257,7 +257,10 @@ Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view
   if (!path) return Status(StatusCode::kBadArgument, "--" + std::string(option) + " is required");
   Result<SnapshotLoadOptions> load = SnapshotLoadOptionsFrom(options);
   if (!load.ok()) return load.status();
-  return LoadSnapshotRing(*path, load.value(), nullptr, subsets);
+  Result<Ring> ring = LoadSnapshotRing(*path, load.value(), nullptr, subsets);
+  if (ring.ok() || ring.status().code() != StatusCode::kOutOfMemory) return ring;
+  // What ran out; the loader's message names the step and the file.
+  return Status(StatusCode::kOutOfMemory, "loading the ring snapshot: " + ring.status().message());
 }
 
 Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,

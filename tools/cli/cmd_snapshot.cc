@@ -145,6 +145,9 @@ int RunBuild(const Args& args) {
     write.subsets.push_back(std::move(subset).value());
   }
   if (Status status = WriteSnapshotFile(ring, write, *out); !status.ok()) {
+    if (status.code() == StatusCode::kOutOfMemory) {
+      return Fail("build", "writing " + *out + ": " + status.message());
+    }
     return Fail("build", status.message());
   }
   std::printf("%s: %s, %s points, %u nodes, config version %llu%s\n", out->c_str(),

@@ -15,7 +15,8 @@ namespace chash {
 
 // Targets that are both compiled in and supported by this CPU, best first.
 // Found once per process; ForceTarget does not change the list. Allocates
-// the names.
+// the names and may throw std::bad_alloc (nothing else): an internal helper
+// for tests, fuzzers and benchmarks, not part of the public API.
 std::vector<std::string> SupportedTargetNames();
 
 // Makes every later lookup run on `name` (one of SupportedTargetNames());

@@ -1,8 +1,11 @@
 #include <cmath>
 #include <cstdio>
+#include <new>
+#include <string>
 
 #include "chash/stats.h"
 #include "ops/ops_internal.h"
+#include "out_of_memory.h"
 
 namespace chash {
 namespace internal {
@@ -109,23 +112,46 @@ RingStats ComputeRingStats(const Ring& ring) noexcept {
   }
 }
 
-std::string RingStatsJson(const RingStats& s) {
+namespace {
+
+// A JSON number with 6 decimals, or null for NaN and infinities (which
+// JSON has no spelling for). No allocation.
+struct JsonDouble {
+  char text[48];
+  explicit JsonDouble(double value) noexcept {
+    if (std::isfinite(value)) {
+      std::snprintf(text, sizeof text, "%.6f", value);
+    } else {
+      std::snprintf(text, sizeof text, "null");
+    }
+  }
+};
+
+}  // namespace
+
+Result<std::string> RingStatsJson(const RingStats& s) {
   char buffer[1024];
   std::snprintf(buffer, sizeof buffer,
                 "{\"nodes\":%u,\"points_generated\":%llu,\"points\":%llu,"
                 "\"collisions\":%llu,\"column_bytes\":%llu,\"other_bytes\":%llu,"
-                "\"index_bytes\":%llu,\"collision_table_bytes\":%llu,\"bytes_per_point\":%.6f,"
-                "\"build_ms\":%.3f,\"cv_predicted\":%.6f,\"cv_measured\":%.6f,"
-                "\"max_share_ratio\":%.6f,\"min_share_ratio\":%.6f}",
+                "\"index_bytes\":%llu,\"collision_table_bytes\":%llu,\"bytes_per_point\":%s,"
+                "\"build_ms\":%.3f,\"cv_predicted\":%s,\"cv_measured\":%s,"
+                "\"max_share_ratio\":%s,\"min_share_ratio\":%s}",
                 s.nodes, static_cast<unsigned long long>(s.points_generated),
                 static_cast<unsigned long long>(s.points),
                 static_cast<unsigned long long>(s.collisions),
                 static_cast<unsigned long long>(s.column_bytes),
                 static_cast<unsigned long long>(s.other_bytes),
                 static_cast<unsigned long long>(s.index_bytes),
-                static_cast<unsigned long long>(s.collision_table_bytes), s.bytes_per_point,
-                s.build_ms, s.cv_predicted, s.cv_measured, s.max_share_ratio, s.min_share_ratio);
-  return buffer;
+                static_cast<unsigned long long>(s.collision_table_bytes),
+                JsonDouble(s.bytes_per_point).text, std::isfinite(s.build_ms) ? s.build_ms : 0.0,
+                JsonDouble(s.cv_predicted).text, JsonDouble(s.cv_measured).text,
+                JsonDouble(s.max_share_ratio).text, JsonDouble(s.min_share_ratio).text);
+  try {
+    return std::string(buffer);
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("the ring stats as JSON");
+  }
 }
 
 }  // namespace chash

@@ -132,7 +132,8 @@ void CheckStats(const DiffContext& c) {
                          memory.collision_table_bytes >= 6 * losers && c.ring.build_seconds() >= 0;
   const bool shares_ok = std::isfinite(stats.cv_measured) && std::isfinite(stats.cv_predicted) &&
                          stats.cv_measured >= 0 && stats.min_share_ratio <= stats.max_share_ratio;
-  const std::string json = RingStatsJson(stats);
+  Result<std::string> stats_json = RingStatsJson(stats);
+  const std::string json = stats_json.ok() ? stats_json.value() : stats_json.status().ToString();
   const bool json_ok = json.find("\"points\":" + std::to_string(points) + ",") != std::string::npos;
   if (!counts_ok || !memory_ok || (points > 0 && !shares_ok) || !json_ok) {
     Fail("ComputeRingStats disagrees with the ring: " + json + " (memory_usage columns " +

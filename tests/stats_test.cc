@@ -71,7 +71,9 @@ TEST(Stats, MemoryIsSixBytesAPointPlusRounding) {
 
 TEST(Stats, JsonHasTheDocumentedFields) {
   const RingStats stats = ComputeRingStats(Ring());
-  const std::string json = RingStatsJson(stats);
+  Result<std::string> text = RingStatsJson(stats);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const std::string& json = text.value();
   for (const char* field :
        {"nodes", "points_generated", "points", "collisions", "column_bytes", "other_bytes",
         "bytes_per_point", "build_ms", "cv_predicted", "cv_measured", "max_share_ratio",
@@ -80,6 +82,19 @@ TEST(Stats, JsonHasTheDocumentedFields) {
   }
   EXPECT_EQ(json.front(), '{');
   EXPECT_EQ(json.back(), '}');
+}
+
+// ComputeRingStats answers NaN shares when it cannot allocate them: JSON has
+// no NaN, so those fields are null (the text stays valid JSON).
+TEST(Stats, JsonWritesNullForSharesThatAreNotNumbers) {
+  RingStats stats;
+  stats.cv_measured = stats.max_share_ratio = stats.min_share_ratio = std::nan("");
+  Result<std::string> json = RingStatsJson(stats);
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  EXPECT_NE(json.value().find("\"cv_measured\":null,"), std::string::npos) << json.value();
+  EXPECT_NE(json.value().find("\"min_share_ratio\":null}"), std::string::npos) << json.value();
+  EXPECT_EQ(json.value().find("nan"), std::string::npos) << json.value();
+  EXPECT_NE(json.value().find("\"cv_predicted\":0.000000,"), std::string::npos) << json.value();
 }
 
 }  // namespace

@@ -323,12 +323,16 @@ uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const 
 Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
                                      std::span<const uint64_t> loads, double balance_factor,
                                      const NodeMask* mask) {
-  return BoundedLoad(ring, hash, loads, balance_factor, mask);
+  return internal::CatchOutOfMemory("reporting a bad argument", "FindNodeBoundedLoad", [&] {
+    return BoundedLoad(ring, hash, loads, balance_factor, mask);
+  });
 }
 Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
                                      std::span<const uint32_t> loads, double balance_factor,
                                      const NodeMask* mask) {
-  return BoundedLoad(ring, hash, loads, balance_factor, mask);
+  return internal::CatchOutOfMemory("reporting a bad argument", "FindNodeBoundedLoad", [&] {
+    return BoundedLoad(ring, hash, loads, balance_factor, mask);
+  });
 }
 
 }  // namespace chash

@@ -21,8 +21,9 @@ uint64_t PointBytes(const Ring& ring) {
 
 }  // namespace
 
-std::vector<uint32_t> DefaultPlanMultiples() {
-  return {1, 2, 4, 8, 16, 32, 64, 100, 128, 160, 256, 512, 1024};
+std::span<const uint32_t> DefaultPlanMultiples() noexcept {
+  static constexpr uint32_t kMultiples[] = {1, 2, 4, 8, 16, 32, 64, 100, 128, 160, 256, 512, 1024};
+  return kMultiples;
 }
 
 namespace {
@@ -33,8 +34,10 @@ Result<Plan> PlanOrThrow(const std::vector<ServerEntry>& servers, const RingOpti
     return Status(StatusCode::kBadArgument, "the CV target must be in (0, 1]");
   }
   if (options.rings == 0) return Status(StatusCode::kBadArgument, "rings must be at least 1");
-  std::vector<uint32_t> multiples =
-      options.multiples.empty() ? DefaultPlanMultiples() : options.multiples;
+  const std::span<const uint32_t> chosen = options.multiples.empty()
+                                                ? DefaultPlanMultiples()
+                                                : std::span<const uint32_t>(options.multiples);
+  std::vector<uint32_t> multiples(chosen.begin(), chosen.end());
   std::sort(multiples.begin(), multiples.end());
   multiples.erase(std::unique(multiples.begin(), multiples.end()), multiples.end());
   if (!multiples.empty() && multiples.front() == 0) {

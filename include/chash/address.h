@@ -52,6 +52,11 @@ struct NodeAddress {
   SocketOrderKey order;  // set for IP socket addresses, else family 0
 
   // HOST + '\0' + PORT: the bytes whose CRC32 seeds this node's point chain.
+  // May throw std::bad_alloc, and nothing else: it copies host and port (a
+  // few hundred bytes at most) into a new string. Kept a plain value for the
+  // tools, fuzzers and benchmarks that hash addresses they just parsed; the
+  // library's own uses are inside calls that report kOutOfMemory. A caller
+  // that must not throw feeds host, '\0' and port to Crc32Extend (crc32.h).
   std::string HashedBytes() const;
 };
 
@@ -91,6 +96,9 @@ Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text);
 // RFC 5952 text of a 16-byte IPv6 address exactly as Rust's Display prints it:
 // lower-case hex, the first longest run of >= 2 zero groups as "::",
 // IPv4-mapped addresses as "::ffff:a.b.c.d".
+// May throw std::bad_alloc, and nothing else (texts over 15 bytes are
+// allocated): a formatting helper for tools and fuzzers, kept a plain value
+// like HashedBytes. ParsePingoraAddress, which uses it, reports kOutOfMemory.
 std::string FormatIpv6(const std::array<uint8_t, 16>& bytes);
 
 }  // namespace chash

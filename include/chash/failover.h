@@ -209,7 +209,8 @@ uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const 
 // to less than n * capacity, some such node is below capacity and the walk
 // finds it. Errors (kBadArgument): c not a finite number > 1, loads.size() <
 // ring.num_nodes(). Ring::kNoNode if no available node owns a point.
-// Cost: O(num_nodes) to sum the loads, then the walk.
+// Cost: O(num_nodes) to sum the loads, then the walk. Allocates nothing but
+// an error's message; kOutOfMemory if that cannot be allocated.
 Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
                                      std::span<const uint64_t> loads, double balance_factor,
                                      const NodeMask* mask = nullptr);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "chash/ring.h"
@@ -39,8 +40,10 @@ struct PlanOptions {
   std::function<void(size_t step, size_t steps, uint32_t multiple)> on_progress = {};
 };
 
-// 1, 2, 4, 8, 16, 32, 64, 100, 128, 160, 256, 512, 1024.
-std::vector<uint32_t> DefaultPlanMultiples();
+// 1, 2, 4, 8, 16, 32, 64, 100, 128, 160, 256, 512, 1024: a view of a
+// constant table, so it allocates nothing and cannot fail (copy it into a
+// vector, which allocates, to edit it).
+std::span<const uint32_t> DefaultPlanMultiples() noexcept;
 
 struct PlanRow {
   uint32_t multiple = 0;

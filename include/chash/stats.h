@@ -48,8 +48,12 @@ RingStats ComputeRingStats(const Ring& ring) noexcept;
 
 double PredictedCv(uint64_t nodes, double points_per_node);
 
-// One JSON object with the field names above, on one line.
-std::string RingStatsJson(const RingStats& stats);
+// One JSON object with the field names above, on one line; a field that is
+// not a finite number (the shares ComputeRingStats could not allocate) is
+// null. kOutOfMemory if the text cannot be allocated: it is output a
+// program writes to a file or a pipe, where an empty text would be a
+// silently wrong answer, so it reports the failure instead.
+Result<std::string> RingStatsJson(const RingStats& stats);
 
 }  // namespace chash
 #pragma GCC visibility pop

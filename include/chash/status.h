@@ -55,6 +55,12 @@ class [[nodiscard]] Status {
   const std::string& message() const noexcept { return message_; }
 
   // "too_many_nodes: 65,537 nodes; node ids are u16 (at most 65,536)".
+  // The one call here that may throw: std::bad_alloc (and nothing else) when
+  // the text cannot be allocated. It is the logging convenience; a Result
+  // would make every log line unwrap one, and a sentinel text would hide the
+  // error it was asked to show. Code that must not throw, e.g. while
+  // reporting kOutOfMemory itself, prints StatusCodeName(code()) and
+  // message() instead: both allocate nothing.
   std::string ToString() const;
 
   friend bool operator==(const Status& a, const Status& b) noexcept {

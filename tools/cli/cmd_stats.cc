@@ -81,7 +81,9 @@ int RunStats(const Args& args) {
     if (!written.ok()) return Fail("stats", written.message());
   }
   if (options.value().Has("json")) {
-    std::string json = RingStatsJson(stats);
+    Result<std::string> stats_json = RingStatsJson(stats);
+    if (!stats_json.ok()) return Fail("stats", stats_json.status().message());
+    std::string json = std::move(stats_json).value();
     json.pop_back();  // '}'
     json += ",\"fingerprint\":\"" + fingerprint + "\",\"points_digest\":\"" + points_digest +
             "\",\"backend_fingerprint\":\"" + backends + "\"," + SharesJson(shares) + "}";

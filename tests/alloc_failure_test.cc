@@ -1,9 +1,10 @@
 // Out of memory, allocation by allocation. This binary replaces the global
 // operator new/delete, and hooks the engine's column blocks (aligned_alloc
 // or mmap, engine/layout/aligned_array.h), so that a scenario can be run
-// with its Nth allocation failing, and every allocation after it: memory
-// that runs out stays out. Each scenario runs with N = 0, 1, 2, ... until it
-// completes without reaching an injected failure; every run must
+// with its Nth allocation failing, and every allocation after it (memory
+// that runs out stays out), then again with the Nth failing alone (memory
+// comes back). Each scenario runs with N = 0, 1, 2, ... until it completes
+// without reaching an injected failure; every run must
 // - return OK with the right answer, or report kOutOfMemory (a call that
 //   returns a value rather than a Status returns its documented sentinel),
 //   never throw, never crash;
@@ -12,14 +13,26 @@
 // - leave its objects usable: with memory back, the same builder, mask or
 //   migration finishes the job and gives the answer of a run that never
 //   failed.
+// Calls documented to throw std::bad_alloc (text helpers such as
+// Status::ToString) must throw nothing else and leak nothing.
+// Descriptors and mappings are counted too (/proc/self), and a file a
+// failed write was replacing must be untouched, with no temporary left.
 // Not reachable from here: the scratch buffer hwy::Sorter (Highway 1.0.3)
-// mallocs for its sort, which it does not report failing.
+// mallocs for its sort, which it does not report failing, and libsodium's
+// own mallocs.
+#include <dirent.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <new>
+#include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,11 +45,17 @@ std::atomic<int64_t> fail_from{-1};   // fail allocations numbered >= this; -1: 
 std::atomic<int64_t> allocations{0};  // numbered since the scenario was armed
 std::atomic<bool> injected{false};    // a failure was injected in this run
 std::atomic<int64_t> live{0};         // operator new blocks not yet deleted
+std::atomic<bool> fail_only_one{false};  // fail allocation fail_from alone
+int64_t total_points = 0;  // allocation points walked, all scenarios
+int64_t total_runs = 0;    // scenario runs, both walks
+int scenarios = 0;
 
 bool InjectFailure() noexcept {
   const int64_t from = fail_from.load(std::memory_order_relaxed);
   if (from < 0) return false;
-  if (allocations.fetch_add(1, std::memory_order_relaxed) < from) return false;
+  const int64_t index = allocations.fetch_add(1, std::memory_order_relaxed);
+  if (index < from) return false;
+  if (index > from && fail_only_one.load(std::memory_order_relaxed)) return false;
   injected.store(true, std::memory_order_relaxed);
   return true;
 }
@@ -105,19 +124,16 @@ using testing::Scaled;
 // What one run of a scenario saw.
 enum class Outcome { kCompleted, kReportedOutOfMemory };
 
-// Runs `scenario(expect_oom)` with allocation n and later ones failing, for
-// n = 0, 1, ... until a run completes without an injected failure. The
-// scenario returns its Status and checks its own answers and sentinels;
-// `expect_oom` tells it whether this run may see failures. Returns the
-// number of allocation points walked through.
+// One walk of WalkAllocations (below): allocation n failing alone, or with
+// every later one. Returns the number of allocation points.
 template <typename Scenario>
-int64_t WalkAllocations(const char* name, Scenario scenario) {
-  // A first run initializes what is allocated once per process.
-  EXPECT_TRUE(scenario(false).ok()) << name << ": without failures";
+int64_t WalkOneMode(const char* name, Scenario& scenario, bool only_one) {
+  const char* mode = only_one ? "alone" : "and every later one";
   for (int64_t n = 0;; ++n) {
     const int64_t live_before = live.load();
     allocations.store(0);
     injected.store(false);
+    fail_only_one.store(only_one);
     internal::SetBlockAllocationFailureHook([]() noexcept { return InjectFailure(); });
     fail_from.store(n);
     Status status;
@@ -130,31 +146,71 @@ int64_t WalkAllocations(const char* name, Scenario scenario) {
     fail_from.store(-1);
     internal::SetBlockAllocationFailureHook(nullptr);
     if (threw) {
-      ADD_FAILURE() << name << ": std::bad_alloc escaped with allocation " << n << " failing";
+      ADD_FAILURE() << name << ": std::bad_alloc escaped with allocation " << n << " failing "
+                    << mode;
       return n;
     }
     const bool failed_here = injected.load();
-    EXPECT_EQ(live.load(), live_before) << name << ": leaked with allocation " << n << " failing";
     if (!status.ok()) {
       EXPECT_TRUE(failed_here) << name << ": an error without an injected failure: "
                                << status.ToString();
       EXPECT_EQ(status.code(), StatusCode::kOutOfMemory)
-          << name << ", allocation " << n << ": " << status.ToString();
+          << name << ", allocation " << n << " failing " << mode << ": " << status.ToString();
       EXPECT_FALSE(status.message().empty());
     }
+    const bool completed = status.ok();
+    { Status gone = std::move(status); }  // its message may hold an allocation (failing alone)
+    EXPECT_EQ(live.load(), live_before)
+        << name << ": leaked with allocation " << n << " failing " << mode;
     if (!failed_here) {
-      EXPECT_TRUE(status.ok()) << name;
-      std::printf("%s: %lld allocation points, each failed in turn\n", name,
-                  static_cast<long long>(n));
+      EXPECT_TRUE(completed) << name;
+      std::printf("%s: %lld allocation points, each failed in turn %s\n", name,
+                  static_cast<long long>(n), mode);
       return n;
     }
     if (::testing::Test::HasFailure() || n > 100000) return n;
   }
 }
 
+// Runs `scenario(expect_oom)` with allocation n failing, for n = 0, 1, ...
+// until a run completes without an injected failure, twice: with every
+// allocation after n failing too (memory that runs out stays out), and
+// with allocation n failing alone (memory comes back: a failure a call
+// swallowed, e.g. a sentinel used as a value, then shows up as a wrong
+// answer instead of being masked by the next allocation's failure). The
+// scenario returns its Status and checks its own answers and sentinels;
+// `expect_oom` tells it whether this run may see failures. Returns the
+// number of allocation points.
+template <typename Scenario>
+int64_t WalkAllocations(const char* name, Scenario scenario) {
+  // A first run initializes what is allocated once per process.
+  EXPECT_TRUE(scenario(false).ok()) << name << ": without failures";
+  const int64_t points = WalkOneMode(name, scenario, false);
+  if (::testing::Test::HasFailure()) return points;
+  const int64_t alone = WalkOneMode(name, scenario, true);
+  EXPECT_EQ(alone, points) << name << ": the two walks saw different allocation counts";
+  total_points += points;
+  total_runs += points + alone + 2;
+  ++scenarios;
+  return points;
+}
+
 // A value-returning call answered its out-of-memory sentinel ("sentinel":
 // held inline, no allocation).
 Status SentinelSeen() { return Status(StatusCode::kOutOfMemory, "sentinel"); }
+
+// Allocations succeed while one lives (checks, setup inside a scenario);
+// the injection resumes where it was when it goes.
+class Disarmed {
+ public:
+  Disarmed() noexcept : armed_(fail_from.exchange(-1)) {}
+  ~Disarmed() { fail_from.store(armed_); }
+  Disarmed(const Disarmed&) = delete;
+  Disarmed& operator=(const Disarmed&) = delete;
+
+ private:
+  int64_t armed_;
+};
 
 // The error of a Result, moved out: copying a Status copies its message,
 // which may not be possible now.
@@ -381,6 +437,346 @@ TEST(AllocFailureTest, MigrationDiffPlanFingerprintsStats) {
     return Status();
   });
 }
+
+// ---- Snapshots, keys, reloads, text ---------------------------------------------
+
+std::string ScratchPath(const std::string& name) {
+  return ::testing::TempDir() + "chash_alloc_" + std::to_string(getpid()) + "_" + name;
+}
+
+// Entries of a /proc/self directory or lines of a /proc/self file (libc's
+// malloc, not operator new: invisible to the injection).
+int CountEntries(const char* directory) {
+  int count = 0;
+  if (DIR* dir = opendir(directory)) {
+    while (readdir(dir) != nullptr) ++count;
+    closedir(dir);
+  }
+  return count;
+}
+int CountLines(const char* path) {
+  int count = 0;
+  if (FILE* file = std::fopen(path, "r")) {
+    for (int c; (c = std::fgetc(file)) != EOF;) count += c == '\n';
+    std::fclose(file);
+  }
+  return count;
+}
+int OpenDescriptors() { return CountEntries("/proc/self/fd"); }
+int Mappings() { return CountLines("/proc/self/maps"); }
+
+// Temporary files WriteSnapshotFile left beside `path` ("PATH.tmp.XXXXXX").
+int LeftoverTemps(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = path.substr(0, slash);
+  const std::string prefix = path.substr(slash + 1) + ".tmp.";
+  int count = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* entry = readdir(d)) {
+      count += std::string_view(entry->d_name).substr(0, prefix.size()) == prefix;
+    }
+    closedir(d);
+  }
+  return count;
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+SnapshotWriteOptions WriteOptionsFor(const Ring& ring, const SecretKey& key) {
+  SnapshotWriteOptions write;
+  write.config_version = 7;
+  write.label = "allocation failure test, a label longer than fifteen bytes";
+  write.created_unix_seconds = 1700000000;
+  NodeMask odd(ring.num_nodes(), false);
+  for (uint32_t id = 1; id < ring.num_nodes(); id += 2) odd.Set(id, true);
+  write.subsets.push_back({"odd-nodes", odd});
+  write.signing_key = key;
+  return write;
+}
+
+TEST(AllocFailureTest, Snapshots) {
+  const Ring ring = BuildOrDie(Flavor::kPingoraV2, 16, 10);
+  const SecretKey key = GenerateSecretKey().value();
+  const SnapshotWriteOptions write = WriteOptionsFor(ring, key);
+  const std::string expected_bytes = SerializeSnapshot(ring, write).value();
+  const Fingerprint expected_ring = RingFingerprint(ring);
+  const uint32_t expected_node = ring.FindNode("/key");
+  SnapshotLoadOptions trusted;
+  trusted.trusted_keys = {key.public_key()};
+
+  WalkAllocations("snapshot serialize", [&](bool) -> Status {
+    Result<std::string> bytes = SerializeSnapshot(ring, write);
+    if (!bytes.ok()) return TakeError(bytes);
+    EXPECT_TRUE(bytes.value() == expected_bytes) << "the bytes of a run without failures";
+    return Status();
+  });
+
+  const std::string path = ScratchPath("ring.chash");
+  const std::string old_bytes = "an older file, kept until a complete one replaces it";
+  WalkAllocations("snapshot write file", [&](bool) -> Status {
+    {
+      Disarmed disarmed;
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << old_bytes;
+    }
+    const int descriptors = OpenDescriptors();
+    const int mappings = Mappings();
+    Status status = WriteSnapshotFile(ring, write, path);
+    EXPECT_EQ(OpenDescriptors(), descriptors) << "a descriptor leaked";
+    EXPECT_EQ(Mappings(), mappings) << "a mapping leaked";
+    Disarmed disarmed;
+    EXPECT_EQ(LeftoverTemps(path), 0) << "a temporary file was left";
+    const std::string now = FileBytes(path);
+    if (status.ok()) {
+      EXPECT_TRUE(now == expected_bytes) << "the written file differs";
+    } else {
+      EXPECT_EQ(now, old_bytes) << "a failed write changed the destination";
+    }
+    return status;
+  });
+
+  {
+    ASSERT_TRUE(WriteSnapshotFile(ring, write, path).ok());
+  }
+  for (const SnapshotLoadMode mode : {SnapshotLoadMode::kMap, SnapshotLoadMode::kCopy}) {
+    SnapshotLoadOptions load = trusted;
+    load.mode = mode;
+    load.verify_points_digest = true;
+    const bool map = mode == SnapshotLoadMode::kMap;
+    WalkAllocations(map ? "snapshot load (map)" : "snapshot load (copy)", [&](bool) -> Status {
+      const int descriptors = OpenDescriptors();
+      const int mappings = Mappings();
+      Status failure;
+      {
+        Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path, load);
+        if (!loaded.ok()) {
+          failure = TakeError(loaded);
+        } else {
+          const RingSnapshot& snapshot = *loaded.value();
+          EXPECT_EQ(snapshot.ring().FindNode("/key"), expected_node);
+          EXPECT_EQ(snapshot.info().config_version, 7u);
+          const NodeMask* odd = snapshot.FindSubset("odd-nodes");
+          EXPECT_TRUE(odd != nullptr && odd->size() == 10 && odd->count_available() == 5);
+          EXPECT_EQ(snapshot.mapped(), map);
+          Disarmed disarmed;
+          EXPECT_EQ(RingFingerprint(snapshot.ring()), expected_ring);
+        }
+      }
+      EXPECT_EQ(OpenDescriptors(), descriptors) << "a descriptor leaked";
+      EXPECT_EQ(Mappings(), mappings) << "a mapping leaked";
+      return failure;
+    });
+  }
+
+  WalkAllocations("snapshot load from bytes", [&](bool) -> Status {
+    Result<std::shared_ptr<const RingSnapshot>> loaded =
+        LoadSnapshotFromBytes(expected_bytes, trusted);
+    if (!loaded.ok()) return TakeError(loaded);
+    EXPECT_EQ(loaded.value()->ring().FindNode("/key"), expected_node);
+    const std::span<const NamedSubset> subsets = loaded.value()->subsets();
+    EXPECT_TRUE(subsets.size() == 1 && subsets[0].mask.count_available() == 5);
+    return Status();
+  });
+
+  WalkAllocations("snapshot load ring", [&](bool) -> Status {
+    SnapshotInfo info;
+    info.config_version = 99;  // unchanged by a failed load
+    std::vector<NamedSubset> subsets;
+    Result<Ring> loaded = LoadSnapshotRing(path, trusted, &info, &subsets);
+    if (!loaded.ok()) {
+      EXPECT_EQ(info.config_version, 99u) << "a failed load changed *info";
+      EXPECT_TRUE(info.label.empty());
+      EXPECT_TRUE(subsets.empty()) << "a failed load changed *subsets";
+      return TakeError(loaded);
+    }
+    EXPECT_EQ(info.config_version, 7u);
+    EXPECT_TRUE(info.label == write.label);
+    EXPECT_TRUE(subsets.size() == 1 && subsets[0].mask.count_available() == 5);
+    EXPECT_EQ(loaded.value().FindNode("/key"), expected_node);
+    return Status();
+  });
+
+  WalkAllocations("snapshot info", [&](bool) -> Status {
+    const int descriptors = OpenDescriptors();
+    const int mappings = Mappings();
+    Status failure;
+    {
+      Result<SnapshotInfo> info = ReadSnapshotInfo(path);
+      if (!info.ok()) {
+        failure = TakeError(info);
+      } else {
+        EXPECT_TRUE(info.value().label == write.label);
+        EXPECT_TRUE(info.value().is_signed);
+        EXPECT_EQ(info.value().key_id, key.public_key().KeyId());
+        EXPECT_EQ(info.value().subset_names.size(), 1u);
+      }
+    }
+    EXPECT_EQ(OpenDescriptors(), descriptors) << "a descriptor leaked";
+    EXPECT_EQ(Mappings(), mappings) << "a mapping leaked";
+    return failure;
+  });
+  std::remove(path.c_str());
+}
+
+TEST(AllocFailureTest, KeysAndKeyFiles) {
+  int run = 0;
+  WalkAllocations("keys and key files", [&](bool) -> Status {
+    std::string base, public_path;
+    {
+      Disarmed disarmed;
+      base = ScratchPath("key" + std::to_string(run++));
+      public_path = base + ".pub";
+    }
+    struct Remove {
+      const std::string& a;
+      const std::string& b;
+      ~Remove() {
+        std::remove(a.c_str());
+        std::remove(b.c_str());
+      }
+    } remove{base, public_path};
+    Result<SecretKey> key = GenerateSecretKey();
+    if (!key.ok()) return TakeError(key);
+    Status written = WriteKeyFiles(key.value(), base);
+    if (!written.ok()) {
+      EXPECT_FALSE(Exists(base)) << "a failed WriteKeyFiles left the secret key";
+      EXPECT_FALSE(Exists(public_path)) << "a failed WriteKeyFiles left the public key";
+      // With memory back, the same call succeeds: nothing blocks a retry.
+      Disarmed disarmed;
+      EXPECT_TRUE(WriteKeyFiles(key.value(), base).ok());
+      return written;
+    }
+    EXPECT_TRUE(Exists(base) && Exists(public_path));
+    Result<SecretKey> secret = ReadSecretKeyFile(base);
+    if (!secret.ok()) return TakeError(secret);
+    EXPECT_EQ(secret.value().bytes, key.value().bytes);
+    Result<PublicKey> pub = ReadPublicKeyFile(public_path);
+    if (!pub.ok()) return TakeError(pub);
+    EXPECT_EQ(pub.value(), key.value().public_key());
+    return Status();
+  });
+}
+
+TEST(AllocFailureTest, SnapshotReloader) {
+  const Ring a = BuildOrDie(Flavor::kPingoraV2, 16, 10);
+  const Ring b = BuildOrDie(Flavor::kPingoraV2, 16, 12);
+  const uint32_t expected_b = b.FindNode("/key");
+  const std::string path = ScratchPath("reload.chash");
+  auto publish = [&](const Ring& ring, uint64_t version) {
+    Disarmed disarmed;
+    SnapshotWriteOptions write;
+    write.config_version = version;
+    EXPECT_TRUE(WriteSnapshotFile(ring, write, path).ok());
+  };
+  WalkAllocations("snapshot reloader", [&](bool) -> Status {
+    publish(a, 1);
+    std::string argument;  // Create takes the path by value: copied here, not under test
+    {
+      Disarmed disarmed;
+      argument = path;
+    }
+    Result<std::unique_ptr<SnapshotReloader>> created =
+        SnapshotReloader::Create(std::move(argument), {});
+    if (!created.ok()) return TakeError(created);
+    SnapshotReloader& reloader = *created.value();
+    // A watcher that never wakes before the destructor: starting it is the
+    // allocation under test.
+    Status watching = reloader.StartWatching(std::chrono::hours(1));
+    if (!watching.ok()) {
+      Disarmed disarmed;
+      EXPECT_TRUE(reloader.StartWatching(std::chrono::hours(1)).ok());
+      return watching;
+    }
+    publish(b, 2);
+    Status polled = reloader.Poll();
+    if (!polled.ok()) {
+      EXPECT_EQ(reloader.current()->info().config_version, 1u)
+          << "a failed reload replaced the current snapshot";
+      EXPECT_EQ(reloader.reloads(), 0u);
+      // Not refused for good: with memory back the next Poll loads the file.
+      Disarmed disarmed;
+      EXPECT_EQ(reloader.last_error().code(), StatusCode::kOutOfMemory);
+      EXPECT_TRUE(reloader.Poll().ok());
+      EXPECT_EQ(reloader.current()->info().config_version, 2u);
+      return polled;
+    }
+    EXPECT_EQ(reloader.current()->info().config_version, 2u);
+    EXPECT_EQ(reloader.reloads(), 1u);
+    EXPECT_EQ(reloader.ring()->FindNode("/key"), expected_b);
+    return Status();
+  });
+  std::remove(path.c_str());
+}
+
+TEST(AllocFailureTest, StatsJsonPlanMultiplesBoundedLoad) {
+  const Ring ring = BuildOrDie(Flavor::kNginx, 160, 6);
+  const RingStats stats = ComputeRingStats(ring);
+  const std::string expected = RingStatsJson(stats).value();
+  WalkAllocations("stats json", [&](bool) -> Status {
+    Result<std::string> json = RingStatsJson(stats);
+    if (!json.ok()) return TakeError(json);
+    EXPECT_TRUE(json.value() == expected);
+    // A view of a constant table: no allocation, so never a failure.
+    const std::span<const uint32_t> multiples = DefaultPlanMultiples();
+    EXPECT_EQ(multiples.size(), 13u);
+    EXPECT_EQ(multiples.back(), 1024u);
+    return Status();
+  });
+  const std::vector<uint64_t> loads(ring.num_nodes(), 1);
+  WalkAllocations("bounded load", [&](bool) -> Status {
+    Result<uint32_t> node = FindNodeBoundedLoad(ring, 12345, loads, 1.25);
+    if (!node.ok()) return TakeError(node);
+    EXPECT_LT(node.value(), ring.num_nodes());
+    Result<uint32_t> bad = FindNodeBoundedLoad(ring, 12345, loads, 0.5);  // its message allocates
+    Status error = TakeError(bad);
+    if (error.code() == StatusCode::kOutOfMemory) return error;
+    EXPECT_EQ(error.code(), StatusCode::kBadArgument);
+    return Status();
+  });
+}
+
+// The calls documented to throw std::bad_alloc (text for people): each
+// gives its text or throws exactly that, leaking nothing.
+TEST(AllocFailureTest, TextHelpersThrowOnlyBadAlloc) {
+  const Status error(StatusCode::kTooManyNodes, "65,537 nodes; node ids are u16 (at most 65,536)");
+  const NodeAddress address = ParsePingoraAddress("[2001:db8:1:2:3:4:5:6]:443").value();
+  const std::array<uint8_t, 16> v6 = address.order.bytes;
+  const PublicKey key = GenerateSecretKey().value().public_key();
+  const std::string key_id = key.KeyIdHex();
+  SnapshotInfo info;
+  info.key_id = key.KeyId();
+  WalkAllocations("text helpers", [&](bool) -> Status {
+    try {
+      EXPECT_EQ(error.ToString(),
+                "too_many_nodes: 65,537 nodes; node ids are u16 (at most 65,536)");
+      EXPECT_EQ(address.HashedBytes(), std::string_view("2001:db8:1:2:3:4:5:6\0" "443", 24));
+      EXPECT_EQ(FormatIpv6(v6), "2001:db8:1:2:3:4:5:6");
+      EXPECT_EQ(key.KeyIdHex(), key_id);
+      EXPECT_EQ(info.KeyIdHex(), key_id);
+    } catch (const std::bad_alloc&) {
+      return SentinelSeen();
+    }
+    return Status();
+  });
+}
+
+// The sum over the scenarios of this run (one test alone under ctest).
+class TotalPrinter : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::printf(
+        "allocation failure injection: %lld allocation points in %d scenarios, %lld runs\n",
+        static_cast<long long>(total_points), scenarios, static_cast<long long>(total_runs));
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kTotalPrinter =
+    ::testing::AddGlobalTestEnvironment(new TotalPrinter);
 
 }  // namespace
 }  // namespace chash

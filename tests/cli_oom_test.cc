@@ -1,6 +1,9 @@
 // The `chash` tool under a memory limit (ulimit -v) that cannot hold the
 // ring: one line on stderr naming what it was building, exit status 2; no
 // signal, no std::terminate.
+#include <dirent.h>
+
+#include <cstdio>
 #include <string>
 
 #include "cli_run.h"
@@ -62,6 +65,79 @@ TEST(CliOomTest, DemoOverTheLimitSaysWhatItWasBuilding) {
             std::string::npos)
       << run.err;
   EXPECT_NE(run.err.find("out of memory"), std::string::npos) << run.err;
+}
+
+// Files named PATH.tmp.* beside PATH: what an interrupted snapshot writer
+// would leave.
+int TempFilesBeside(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string prefix = path.substr(slash + 1) + ".tmp.";
+  int count = 0;
+  if (DIR* dir = opendir(path.substr(0, slash).c_str())) {
+    while (const dirent* entry = readdir(dir)) {
+      count += std::string(entry->d_name).rfind(prefix, 0) == 0;
+    }
+    closedir(dir);
+  }
+  return count;
+}
+
+std::string BigFleet() {
+  std::string servers;
+  for (int i = 0; i < 2048; ++i) {
+    servers += "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443 625\n";
+  }
+  return servers;
+}
+
+TEST(CliOomTest, BuildOverTheLimitLeavesTheDestinationAlone) {
+  if (!LimitsApply()) GTEST_SKIP() << "no address-space limit under sanitizers or qemu";
+  const std::string servers = testing::WriteTemp("oom_build_servers.txt", BigFleet());
+  // The snapshot an earlier build published: a failed build must neither
+  // truncate nor replace it, nor leave a temporary file beside it.
+  const std::string previous = "the snapshot readers map now";
+  const std::string out = testing::WriteTemp("oom_build.ring", previous);
+  const testing::CliRun run = RunUnderLimit(
+      "build --servers " + servers + " --mode pingora-v1 --out " + out, 300 * 1024);
+  EXPECT_EQ(run.status, 2) << "exit status 2, no signal: " << run.err;
+  ASSERT_FALSE(run.err.empty());
+  EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << "one line: " << run.err;
+  EXPECT_EQ(run.err.rfind("chash build: " + servers + ": building the pingora-v1 ring", 0), 0u)
+      << run.err;
+  EXPECT_NE(run.err.find("out of memory"), std::string::npos) << run.err;
+  EXPECT_TRUE(run.out.empty()) << run.out;
+  EXPECT_EQ(testing::ReadAll(out), previous) << "the destination was changed";
+  EXPECT_EQ(TempFilesBeside(out), 0) << "a temporary file was left beside " << out;
+}
+
+TEST(CliOomTest, RouteOverTheLimitSaysWhatItWasLoading) {
+  if (!LimitsApply()) GTEST_SKIP() << "no address-space limit under sanitizers or qemu";
+  std::string servers;
+  for (int i = 0; i < 1000; ++i) {
+    servers += "10.1." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443\n";
+  }
+  const std::string servers_path = testing::WriteTemp("oom_route_servers.txt", servers);
+  const std::string ring = testing::TempPath("oom_route.ring");
+  // About 10M points: a 60 MB snapshot, built without a limit.
+  const testing::CliRun built = testing::RunChash("build --servers " + servers_path +
+                                                  " --mode pingora-v2 --multiple 10000 --out " +
+                                                  ring);
+  ASSERT_EQ(built.status, 0) << built.err;
+  // 64 MiB of address space holds the program (about 45 MB here), not the
+  // 60 MB mapping as well.
+  const testing::CliRun run = RunUnderLimit("route --ring " + ring, 64 * 1024);
+  EXPECT_EQ(run.status, 2) << "exit status 2, no signal: " << run.err;
+  ASSERT_FALSE(run.err.empty());
+  EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << "one line: " << run.err;
+  EXPECT_EQ(run.err.rfind("chash route: loading the ring snapshot: out of memory: ", 0), 0u)
+      << run.err;
+  EXPECT_NE(run.err.find(ring), std::string::npos) << "names the file: " << run.err;
+  EXPECT_TRUE(run.out.empty()) << run.out;
+  // The same command without the limit routes: the limit was the cause.
+  const testing::CliRun free_run = testing::RunChash("route --ring " + ring);
+  EXPECT_EQ(free_run.status, 0) << free_run.err;
+  std::remove(ring.c_str());
+  std::remove(servers_path.c_str());
 }
 
 }  // namespace

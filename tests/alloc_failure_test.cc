@@ -293,7 +293,9 @@ TEST(AllocFailureTest, BuildEveryFlavour) {
       for (; added < addresses.size(); ++added) EXPECT_TRUE(builder.Add(addresses[added], 2).ok());
       Result<Ring> retried = std::move(builder).Build();
       EXPECT_TRUE(retried.ok());
-      if (retried.ok()) EXPECT_EQ(PointsDigest(retried.value()), expected_points);
+      if (retried.ok()) {
+        EXPECT_EQ(PointsDigest(retried.value()), expected_points);
+      }
       fail_from.store(armed);
       return failure;
     });

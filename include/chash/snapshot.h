@@ -352,10 +352,13 @@ std::string_view FailedSnapshotCheck(const Status& status) noexcept;
 // Owns the current snapshot of a path and replaces it when the file at the
 // path is replaced (a new inode, as WriteSnapshotFile's rename makes).
 //
-//   auto reloader = chash::SnapshotReloader::Create(path, options).value();
-//   reloader->StartWatching(std::chrono::milliseconds(500));   // or Poll()
+//   auto reloader = chash::SnapshotReloader::Create(path, options);
+//   if (!reloader.ok()) return reloader.status();        // names the check
+//   chash::Status watching =
+//       reloader.value()->StartWatching(std::chrono::milliseconds(500));  // or Poll()
+//   if (!watching.ok()) return watching;                  // no thread to spare
 //   // any thread, per request or per batch:
-//   std::shared_ptr<const chash::Ring> ring = reloader->ring();
+//   std::shared_ptr<const chash::Ring> ring = reloader.value()->ring();
 //
 // A new file is loaded and checked with the reloader's options, off the
 // readers' path; it is published only if every check passes and its config

@@ -1,9 +1,15 @@
 // Ring snapshots (include/chash/snapshot.h): a loaded ring answers exactly
 // as the ring it was written from; every damaged, tampered, unknown or
 // untrusted file is refused with the check that failed named.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -447,6 +453,49 @@ TEST(SnapshotFile, RawRingsHaveNoSnapshot) {
   const RawPoint points[] = {{1, 0}, {2, 1}};
   const Ring raw = BuildRingFromPoints(2, points).value();
   EXPECT_EQ(SerializeSnapshot(raw, {}).status().code(), StatusCode::kBadArgument);
+}
+
+// A full file system is an I/O error, not a crash: the writer fills the file
+// through a mapping, and a write fault on a sparse file that finds no free
+// block is SIGBUS. A child process stands on a 256 KiB tmpfs of its own (a
+// user and mount namespace: no root needed) and writes a larger snapshot.
+TEST(SnapshotFile, FullFileSystemIsAnIoErrorNotACrash) {
+  const Ring ring = BuildFleet(Flavor::kPingoraV2, 16, 200, 50);  // ~78K points, ~470 KB
+  ASSERT_GT(SerializeSnapshot(ring, {}).value().size(), size_t{256} << 10);
+  const std::string dir = TempPath("full_fs");
+  rmdir(dir.c_str());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
+  constexpr int kNoNamespace = 77;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string uid = std::to_string(getuid()), gid = std::to_string(getgid());
+    const auto put = [](const char* path, const std::string& text) {
+      const int fd = open(path, O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return false;
+      const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      close(fd);
+      return ok;
+    };
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0 || !put("/proc/self/setgroups", "deny") ||
+        !put("/proc/self/uid_map", "0 " + uid + " 1") ||
+        !put("/proc/self/gid_map", "0 " + gid + " 1") ||
+        mount("none", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
+      _exit(kNoNamespace);
+    }
+    const Status status = WriteSnapshotFile(ring, {}, dir + "/ring.chash");
+    _exit(status.code() == StatusCode::kIoError ? 0 : 1);
+  }
+  ASSERT_GT(pid, 0);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  rmdir(dir.c_str());
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kNoNamespace) {
+    GTEST_SKIP() << "no user and mount namespace (or tmpfs) for this process";
+  }
+  ASSERT_FALSE(WIFSIGNALED(wstatus))
+      << "the writer died of signal " << WTERMSIG(wstatus) << " (SIGBUS is " << SIGBUS << ")";
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+      << "WriteSnapshotFile did not return kIoError on a full file system";
 }
 
 TEST(SnapshotReload, PublishesNewerRefusesOlderAndDamaged) {

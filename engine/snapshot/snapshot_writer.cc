@@ -257,8 +257,12 @@ Status WriteSnapshotFileOrThrow(const Ring& ring, const SnapshotWriteOptions& op
   if (temp.fd < 0) return IoError(temp.path, "create", errno);
   temp.exists = true;
   if (fchmod(temp.fd, 0644) != 0) return IoError(temp.path, "chmod", errno);
-  if (ftruncate(temp.fd, static_cast<off_t>(layout.file_bytes)) != 0) {
-    return IoError(temp.path, "truncate", errno);
+  // Blocks reserved before the mapping is written: a write fault on a sparse
+  // file that finds no free block is SIGBUS (a crash of the writer on a full
+  // disk); posix_fallocate reports it as ENOSPC instead.
+  if (const int error = posix_fallocate(temp.fd, 0, static_cast<off_t>(layout.file_bytes));
+      error != 0) {
+    return IoError(temp.path, "allocate", error);
   }
   // The bytes go straight into the temporary file's pages (no second copy
   // of a gigabyte ring in memory).

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_run.h"
@@ -496,6 +498,54 @@ TEST(SnapshotFile, FullFileSystemIsAnIoErrorNotACrash) {
       << "the writer died of signal " << WTERMSIG(wstatus) << " (SIGBUS is " << SIGBUS << ")";
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
       << "WriteSnapshotFile did not return kIoError on a full file system";
+}
+
+// kCopy is for files others may truncate in place: a load racing a
+// truncation is refused (or, between truncations, succeeds), never a SIGBUS.
+// In a child process, a thread cuts the file to half its size and back
+// while the child loads it with kCopy; a copy made out of a mapping dies at
+// once here.
+TEST(SnapshotFile, CopyLoadSurvivesTruncationWhileReading) {
+  const Ring ring = BuildFleet(Flavor::kPingoraV2, 16, 1000, 50);  // ~390K points, ~2.4 MB
+  const std::string path = TempPath("truncated.chash");
+  ASSERT_TRUE(WriteSnapshotFile(ring, {}, path).ok());
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) _exit(2);
+    std::atomic<bool> done{false};
+    std::thread cutter([&] {
+      while (!done.load()) {
+        if (ftruncate(fd, st.st_size / 2) != 0 || ftruncate(fd, st.st_size) != 0) _exit(3);
+      }
+    });
+    SnapshotLoadOptions copy;
+    copy.mode = SnapshotLoadMode::kCopy;
+    int refused = 0;
+    for (int i = 0; i < 200; ++i) {
+      Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path, copy);
+      if (!loaded.ok()) {
+        const std::string_view check = FailedSnapshotCheck(loaded.status());
+        if (check != "size" && check != "checksum") _exit(4);
+        ++refused;
+      }
+    }
+    done.store(true);
+    cutter.join();
+    _exit(refused > 0 ? 0 : 5);
+  }
+  ASSERT_GT(pid, 0);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  std::remove(path.c_str());
+  ASSERT_FALSE(WIFSIGNALED(wstatus))
+      << "the loading process died of signal " << WTERMSIG(wstatus) << " (SIGBUS is " << SIGBUS
+      << ")";
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+      << "exit " << WEXITSTATUS(wstatus)
+      << ": 4 = refused by a check other than size or checksum, 5 = no load met a truncation";
 }
 
 TEST(SnapshotReload, PublishesNewerRefusesOlderAndDamaged) {

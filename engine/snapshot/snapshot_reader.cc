@@ -592,6 +592,43 @@ Status MapFailed(const std::string& path, uint64_t size, int error) {
   return Status(StatusCode::kIoError, "io: " + path + ": mmap: " + std::strerror(error));
 }
 
+// kCopy reads the file with pread, never through a mapping: a file
+// truncated while it is read gives a short read (the size check), where a
+// copy out of a mapping would take SIGBUS, the very crash kCopy is for.
+Result<std::shared_ptr<RingSnapshot>> ReadCopy(int fd, uint64_t size,
+                                               const SnapshotLoadOptions& options) {
+  auto copy = std::make_shared<CopiedFile>();
+  if (!copy->bytes.Allocate(size)) {
+    return Status(StatusCode::kOutOfMemory, "out of memory copying a snapshot");
+  }
+  uint8_t* bytes = copy->bytes.data();
+  uint64_t done = 0;
+  while (done < size) {
+    const auto chunk = static_cast<size_t>(std::min<uint64_t>(size - done, uint64_t{1} << 30));
+    const ssize_t got = pread(fd, bytes + done, chunk, static_cast<off_t>(done));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      return Status(StatusCode::kIoError, std::string("io: read: ") + std::strerror(error));
+    }
+    if (got == 0) {
+      return Bad("size", "the file shrank to " + std::to_string(done) + " bytes while it was "
+                         "read (it had " + std::to_string(size) + ")");
+    }
+    done += static_cast<uint64_t>(got);
+  }
+  return SnapshotLoader::Load(std::move(copy), bytes, size, false, options);
+}
+
+Result<std::shared_ptr<RingSnapshot>> NamingThePath(Result<std::shared_ptr<RingSnapshot>> loaded,
+                                                    const std::string& path) {
+  if (!loaded.ok()) {
+    const Status& status = loaded.status();
+    return Status(status.code(), status.message() + " (" + path + ")");
+  }
+  return loaded;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string& path,
@@ -624,6 +661,9 @@ Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string&
     return Bad("size", path + " has " + std::to_string(size) +
                            " bytes, less than a header and a trailer (640)");
   }
+  if (options.mode == SnapshotLoadMode::kCopy) {
+    return NamingThePath(ReadCopy(file.fd, size, options), path);
+  }
   // Made before the mapping, so that nothing can throw between mmap and
   // the owner that unmaps it.
   auto mapping = std::make_shared<FileMapping>();
@@ -634,15 +674,7 @@ Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string&
   close(file.fd);  // the mapping keeps the file
   file.fd = -1;
   const auto* data = static_cast<const uint8_t*>(map);
-  Result<std::shared_ptr<RingSnapshot>> loaded =
-      options.mode == SnapshotLoadMode::kCopy
-          ? LoadCopy(data, size, options)
-          : SnapshotLoader::Load(std::move(mapping), data, size, true, options);
-  if (!loaded.ok()) {
-    const Status& status = loaded.status();
-    return Status(status.code(), status.message() + " (" + path + ")");
-  }
-  return loaded;
+  return NamingThePath(SnapshotLoader::Load(std::move(mapping), data, size, true, options), path);
 }
 
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,

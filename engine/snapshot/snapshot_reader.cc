@@ -629,12 +629,13 @@ Result<std::shared_ptr<RingSnapshot>> NamingThePath(Result<std::shared_ptr<RingS
   return loaded;
 }
 
-}  // namespace
-
-Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string& path,
-                                                              const SnapshotLoadOptions& options,
-                                                              FileIdentity* identity) {
-  Descriptor file;
+// Opens `path` for a load: the descriptor, and its size from fstat of that
+// descriptor, never of the path (a rename between open and fstat cannot
+// make the two disagree). Refuses what is not a regular file or cannot hold
+// a header and a trailer. `identity` (if given) receives the file's
+// device, inode, size and modification time.
+Status OpenSnapshotFile(const std::string& path, Descriptor& file, uint64_t& size,
+                        FileIdentity* identity) {
   file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (file.fd < 0) {
     const int error = errno;
@@ -654,13 +655,22 @@ Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string&
   if (!S_ISREG(st.st_mode)) {
     return Status(StatusCode::kIoError, "io: " + path + ": not a regular file");
   }
-  // The size of the descriptor that is mapped, never of the path: a rename
-  // between open and fstat cannot make the two disagree.
-  const auto size = static_cast<uint64_t>(st.st_size);
+  size = static_cast<uint64_t>(st.st_size);
   if (size < kHeaderBytes + kTrailerBytes) {
     return Bad("size", path + " has " + std::to_string(size) +
                            " bytes, less than a header and a trailer (640)");
   }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string& path,
+                                                              const SnapshotLoadOptions& options,
+                                                              FileIdentity* identity) {
+  Descriptor file;
+  uint64_t size = 0;
+  if (Status status = OpenSnapshotFile(path, file, size, identity); !status.ok()) return status;
   if (options.mode == SnapshotLoadMode::kCopy) {
     return NamingThePath(ReadCopy(file.fd, size, options), path);
   }
@@ -735,19 +745,9 @@ Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {
     // Mapped without reading ahead: only the header, the gaps, the subsets
     // and the trailer are touched.
     internal::Descriptor file;
-    file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (file.fd < 0) {
-      const int error = errno;
-      return Status(StatusCode::kIoError, "io: " + path + ": " + std::strerror(error));
-    }
-    struct stat st {};
-    if (fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      return Status(StatusCode::kIoError, "io: " + path + ": not a readable regular file");
-    }
-    const auto size = static_cast<uint64_t>(st.st_size);
-    if (size < kHeaderBytes + kTrailerBytes) {
-      return Bad("size", path + " has " + std::to_string(size) +
-                             " bytes, less than a header and a trailer (640)");
+    uint64_t size = 0;
+    if (Status status = internal::OpenSnapshotFile(path, file, size, nullptr); !status.ok()) {
+      return status;
     }
     FileMapping mapping;
     void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd, 0);

@@ -337,8 +337,9 @@ Status CheckColumns(const uint32_t* hash, const uint16_t* node, uint64_t n,
       return Bad("hash_column", "sentinel slot " + std::to_string(i) + " is not 2^32 - 1");
     }
   }
-  // Node ids: an OR-reduction over 64 ids at a time keeps the common case to
-  // one compare a point; the bit set is a byte table of 65,536 entries.
+  // Node ids: one store a point into a byte table of all 65,536 ids (no
+  // branch in the loop), then one pass over the table checks each id that
+  // appears against the node count and its weight.
   const uint32_t num_nodes = static_cast<uint32_t>(nodes.size());
   std::vector<uint8_t> seen(kMaxNodes, 0);
   for (uint64_t i = 0; i < n; ++i) seen[node[i]] = 1;

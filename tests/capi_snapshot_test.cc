@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "capi_handles.h"
 #include "chash/chash_c.h"
 #include "chash/snapshot.h"
 #include "cli_run.h"
@@ -16,20 +17,10 @@
 namespace chash {
 namespace {
 
+using testing::MaskHandle;
+using testing::RingHandle;
+using testing::SnapshotHandle;
 using testing::TempPath;
-
-struct SnapshotDeleter {
-  void operator()(chash_snapshot* snapshot) const { chash_snapshot_free(snapshot); }
-};
-using SnapshotHandle = std::unique_ptr<chash_snapshot, SnapshotDeleter>;
-struct RingDeleter {
-  void operator()(chash_ring* ring) const { chash_ring_free(ring); }
-};
-using RingHandle = std::unique_ptr<chash_ring, RingDeleter>;
-struct MaskDeleter {
-  void operator()(chash_node_mask* mask) const { chash_node_mask_free(mask); }
-};
-using MaskHandle = std::unique_ptr<chash_node_mask, MaskDeleter>;
 
 std::string Address(uint32_t i) { return "10.9." + std::to_string(i / 200) + "." +
                                          std::to_string(i % 200 + 1) + ":443"; }

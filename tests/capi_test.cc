@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "capi_handles.h"
 #include "chash/chash_c.h"
 #include "ring_fixtures.h"
 #include "test_util.h"
@@ -18,17 +19,10 @@
 namespace chash {
 namespace {
 
+using testing::MaskHandle;
 using testing::RandomRingSpec;
+using testing::RingHandle;
 using testing::RingSpec;
-
-struct RingDeleter {
-  void operator()(chash_ring* ring) const { chash_ring_free(ring); }
-};
-using RingHandle = std::unique_ptr<chash_ring, RingDeleter>;
-struct MaskDeleter {
-  void operator()(chash_node_mask* mask) const { chash_node_mask_free(mask); }
-};
-using MaskHandle = std::unique_ptr<chash_node_mask, MaskDeleter>;
 
 chash_flavor CFlavor(Flavor flavor) { return static_cast<chash_flavor>(flavor); }
 

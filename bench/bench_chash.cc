@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "proc_status.h"
 #include "build/columns_builder.h"
 #include "build/parallel.h"
 #include "chash/chash.h"
@@ -953,16 +954,6 @@ StdSortRing BuildWithStdSort(const RingSpec& spec) {
     ring.node.push_back(internal::SortKeyNode(key));
   }
   return ring;
-}
-
-uint64_t ProcStatusKb(const char* field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  const size_t n = std::strlen(field);
-  while (std::getline(status, line)) {
-    if (line.compare(0, n, field) == 0) return std::strtoull(line.c_str() + n + 1, nullptr, 10);
-  }
-  return 0;
 }
 
 // Runs `build` in a child process and returns the bytes its resident set

@@ -60,6 +60,7 @@
 #include <string>
 #include <vector>
 
+#include "proc_status.h"
 #include "build/columns_builder.h"
 #include "chash/chash.h"
 #include "chash/snapshot.h"
@@ -655,16 +656,6 @@ void BM_FirstLookups(benchmark::State& state, size_t ring, Shape shape) {
 }
 
 // ---- Memory (in a child process) ------------------------------------------------
-
-uint64_t ProcStatusKb(const char* field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  const size_t n = std::strlen(field);
-  while (std::getline(status, line)) {
-    if (line.compare(0, n, field) == 0) return std::strtoull(line.c_str() + n + 1, nullptr, 10);
-  }
-  return 0;
-}
 
 struct MemoryReport {
   int64_t peak_growth = -1;  // VmHWM after - VmRSS before, bytes

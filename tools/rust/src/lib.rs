@@ -65,9 +65,20 @@
 //! and may run from any number of threads.
 
 mod ffi;
+mod migration;
 mod ops;
+mod reload;
+mod ring;
+mod snapshot;
 
-pub use ops::{Availability, NodeMask, RingStats, FINGERPRINT_SIZE};
+pub use migration::{Migration, MigrationCounters, Route, Side, ROLLOUT_SCALE};
+pub use ops::{bounded_load_capacity, Availability, NodeMask, RingStats, FINGERPRINT_SIZE};
+pub use reload::{Reload, ReloadOptions, Reloader, Watcher};
+pub use ring::{DistinctBuckets, Flavor, Ring};
+pub use snapshot::{
+    LoadMode, LoadOptions, PublicKey, Snapshot, SnapshotCheck, SnapshotError, SnapshotInfo,
+    KEY_ID_SIZE, PUBLIC_KEY_SIZE,
+};
 
 use std::ffi::CStr;
 use std::fmt;
@@ -150,6 +161,16 @@ pub enum ErrorKind {
     BadArgument,
     /// Out of memory; nothing was built.
     OutOfMemory,
+    /// A weight out of range.
+    BadWeight,
+    /// A file could not be read (a snapshot, a key).
+    Io,
+    /// A snapshot fails a format or integrity check ([`SnapshotCheck`]).
+    BadSnapshot,
+    /// A snapshot fails the policy: key, signature, minimum version.
+    Untrusted,
+    /// An unexpected failure inside the C library (a bug).
+    Internal,
     /// Any other error the C library reports (its code).
     Other(i32),
 }
@@ -186,6 +207,11 @@ impl Error {
             ffi::CHASH_E_BAD_NODE_ID => ErrorKind::BadNodeId,
             ffi::CHASH_E_BAD_ARGUMENT => ErrorKind::BadArgument,
             ffi::CHASH_E_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+            ffi::CHASH_E_BAD_WEIGHT => ErrorKind::BadWeight,
+            ffi::CHASH_E_IO => ErrorKind::Io,
+            ffi::CHASH_E_BAD_SNAPSHOT => ErrorKind::BadSnapshot,
+            ffi::CHASH_E_UNTRUSTED => ErrorKind::Untrusted,
+            ffi::CHASH_E_INTERNAL => ErrorKind::Internal,
             other => ErrorKind::Other(other),
         };
         let message = detail.filter(|m| !m.is_empty()).unwrap_or_else(|| strerror(code));

@@ -74,6 +74,15 @@ impl NodeMask {
     }
 }
 
+impl std::fmt::Debug for NodeMask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeMask")
+            .field("len", &self.len())
+            .field("available", &self.count_available())
+            .finish()
+    }
+}
+
 impl NodeMask {
     pub(crate) fn raw(&self) -> *const ffi::chash_node_mask {
         self.0.as_ptr()

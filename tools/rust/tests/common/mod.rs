@@ -71,9 +71,9 @@ pub fn read_answers(keys_file: &str, answers_file: &str) -> Vec<(Vec<u8>, Vec<St
 /// the snapshot tests cannot run without it, and must not pass silently.
 pub fn cli() -> PathBuf {
     let path = std::env::var_os("CHASH_CLI").map(PathBuf::from).unwrap_or_else(|| {
-        let build = std::env::var_os("CHASH_LIB_DIR").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../build")
-        });
+        let build = std::env::var_os("CHASH_LIB_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../build"));
         build.join("tools/chash")
     });
     assert!(

@@ -102,7 +102,7 @@ struct PollState {
 ///
 /// What a reader holds is an `Arc`; what it borrows from it cannot outlive it:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0505
 /// fn address_after_drop(reloader: &chash::Reloader) -> usize {
 ///     let ring = reloader.ring();
 ///     let address = ring.address(0).unwrap();

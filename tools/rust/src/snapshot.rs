@@ -336,7 +336,7 @@ pub struct SnapshotInfo {
 /// the snapshot; what is borrowed from the snapshot (label, subset masks)
 /// cannot:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0505
 /// fn label_after_drop(snapshot: chash::Snapshot) -> usize {
 ///     let label = snapshot.label();
 ///     drop(snapshot);
@@ -344,7 +344,7 @@ pub struct SnapshotInfo {
 /// }
 /// ```
 ///
-/// ```compile_fail
+/// ```compile_fail,E0505
 /// fn subset_after_drop(snapshot: chash::Snapshot) -> usize {
 ///     let mask = snapshot.subset("canary").unwrap();
 ///     drop(snapshot);

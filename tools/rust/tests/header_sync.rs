@@ -138,7 +138,7 @@ fn constants_match_the_header() {
                         return None;
                     }
                     let v = &l[at + name.len() + 3..];
-                    Some(v.split(|c: char| c == ',' || c == ' ').next().unwrap().to_string())
+                    Some(v.split([',', ' ']).next().unwrap().to_string())
                 })
             })
             .unwrap_or_else(|| panic!("{name} is not in chash_c.h"));

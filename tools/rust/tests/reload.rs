@@ -76,7 +76,7 @@ fn reloads_under_reader_threads_answer_as_one_version() {
                     let version = snapshot.config_version();
                     if seen.last() != Some(&version) {
                         // Never back to an older version.
-                        assert!(seen.last().map_or(true, |&v| v < version), "{seen:?} {version}");
+                        assert!(seen.last().is_none_or(|&v| v < version), "{seen:?} {version}");
                         seen.push(version);
                     }
                     let ring = snapshot.ring();

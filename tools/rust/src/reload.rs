@@ -65,6 +65,20 @@ impl FileIdentity {
     }
 }
 
+// What readers copy out. The ring's Arc is kept beside the snapshot's so
+// that ring() costs one reference count, not two.
+struct Current {
+    snapshot: Arc<Snapshot>,
+    ring: Arc<Ring>,
+}
+
+impl Current {
+    fn new(snapshot: Snapshot) -> Current {
+        let ring = snapshot.ring();
+        Current { snapshot: Arc::new(snapshot), ring }
+    }
+}
+
 // Serializes polls; readers never take it.
 struct PollState {
     current: FileIdentity,
@@ -113,7 +127,7 @@ struct PollState {
 pub struct Reloader {
     path: PathBuf,
     options: ReloadOptions,
-    current: RwLock<Arc<Snapshot>>,
+    current: RwLock<Current>,
     poll: Mutex<PollState>,
     reloads: AtomicU64,
     refusals: AtomicU64,
@@ -141,7 +155,7 @@ impl Reloader {
         Ok(Reloader {
             path,
             options,
-            current: RwLock::new(Arc::new(snapshot)),
+            current: RwLock::new(Current::new(snapshot)),
             poll: Mutex::new(PollState { current: identity, refused: None, last_error: None }),
             reloads: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
@@ -155,13 +169,18 @@ impl Reloader {
     /// The current snapshot: ring, header, label and subsets that belong
     /// together. An `Arc` clone under a read lock.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        // A poisoned lock still holds a valid Arc: publishing is one store.
-        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+        Arc::clone(&self.read_current().snapshot)
     }
 
-    /// The current ring: an `Arc` that stays valid across reloads.
+    /// The current ring: an `Arc` that stays valid across reloads. A read
+    /// lock and one reference count; no allocation.
     pub fn ring(&self) -> Arc<Ring> {
-        self.snapshot().ring()
+        Arc::clone(&self.read_current().ring)
+    }
+
+    fn read_current(&self) -> std::sync::RwLockReadGuard<'_, Current> {
+        // A poisoned lock still holds a valid value: publishing is one store.
+        self.current.read().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock_poll(&self) -> MutexGuard<'_, PollState> {
@@ -223,9 +242,13 @@ impl Reloader {
             );
             return refuse(state, error);
         }
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
-        // The previous snapshot is released here, or by its last reader.
-        drop(current);
+        let previous = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
+            Current::new(snapshot),
+        );
+        // The previous snapshot is released here (outside the lock), or by
+        // its last reader.
+        drop((previous, current));
         state.current = before;
         state.refused = None;
         self.reloads.fetch_add(1, Ordering::Relaxed);

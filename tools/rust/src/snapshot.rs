@@ -527,9 +527,10 @@ impl Snapshot {
     }
 
     /// The ring as pingora-ketama's [`Continuum`] (its own handle on the
-    /// same mapped columns: no copy), for a pingora snapshot whose
-    /// addresses read as `SocketAddr`s; an error naming the bucket
-    /// otherwise.
+    /// same mapped columns: no copy of the points; O(buckets) to parse the
+    /// addresses), for a pingora snapshot whose addresses read as
+    /// `SocketAddr`s; an error naming the bucket otherwise. It too stays
+    /// valid after the snapshot is dropped.
     pub fn continuum(&self) -> Result<Continuum, Error> {
         Snapshot::take_ring(self.raw).map_err(Error::from)?.into_continuum()
     }

@@ -75,6 +75,24 @@ fn golden_answers_from_mapped_copied_and_in_memory_snapshots() {
     assert_eq!(chash::SnapshotInfo { mapped: false, ..verified }, *in_memory.info());
 }
 
+// IPv6 text in every spelling pingora accepts: the snapshot's Continuum
+// names each bucket by its SocketAddr and answers as pingora did.
+#[test]
+fn ipv6_spellings_from_a_snapshot_answer_as_pingora() {
+    let dir = TempDir::new("ipv6");
+    let servers = data_path("servers_ipv6_format.txt");
+    let modes: [(&[&str], &str); 2] = [
+        (&["--mode", "pingora-v1"], "golden_v1_ipv6_format.csv"),
+        (&["--mode", "pingora-v2", "--multiple", "16"], "golden_v2m16_ipv6_format.csv"),
+    ];
+    for (i, (mode, golden)) in modes.into_iter().enumerate() {
+        let out = dir.path(&format!("{i}.ring"));
+        build_snapshot(&servers, &out, mode);
+        let snapshot = Snapshot::load(&out, &LoadOptions::new()).unwrap();
+        check_golden(&snapshot, "keys_1000.txt", golden);
+    }
+}
+
 // tests/data/nginx/a.*: answers recorded from the real nginx 1.22.1
 // (tests/data/PROVENANCE.md); `key,upstream_addr` rows, split at the last
 // comma, '#' lines are comments.

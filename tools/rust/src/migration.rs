@@ -59,6 +59,16 @@ pub struct MigrationCounters {
 /// # let _ = address;
 /// # Ok::<(), chash::Error>(())
 /// ```
+///
+/// An address it answers is borrowed from its rings:
+///
+/// ```compile_fail,E0505
+/// fn address_after_drop(migration: chash::Migration) -> usize {
+///     let (address, _) = migration.node(b"key").unwrap();
+///     drop(migration);
+///     address.len() // error: `migration` moved while borrowed
+/// }
+/// ```
 pub struct Migration {
     raw: NonNull<ffi::chash_migration>,
     old: Arc<Ring>,

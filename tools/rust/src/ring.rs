@@ -361,6 +361,14 @@ impl Ring {
 /// Each bucket once from a key's point (see [`Ring::distinct_iter`]):
 /// bucket indices, ending after the last bucket that owns points. Borrows
 /// its ring: it cannot outlive it.
+///
+/// ```compile_fail,E0505
+/// fn walk_after_drop(ring: std::sync::Arc<chash::Ring>) -> Option<usize> {
+///     let mut walk = ring.distinct_iter(b"key");
+///     drop(ring);
+///     walk.next() // error: `ring` moved while borrowed
+/// }
+/// ```
 pub struct DistinctBuckets<'a> {
     walk: Box<ffi::chash_distinct_walk>,
     _ring: &'a Ring,

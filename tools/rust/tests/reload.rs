@@ -60,6 +60,10 @@ fn reloads_under_reader_threads_answer_as_one_version() {
         Arc::new((1..=last).map(|v| (v, expected(v, &keys))).collect());
     // The versions differ: a reader on the wrong ring would be noticed.
     assert_ne!(answers[&1], answers[&2]);
+    let versions: Arc<HashMap<[u8; 32], u64>> = Arc::new(
+        (1..=last).map(|v| (Continuum::new(&fleet(v)).fingerprint().unwrap(), v)).collect(),
+    );
+    assert_eq!(versions.len(), last as usize);
 
     let started = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -67,19 +71,27 @@ fn reloads_under_reader_threads_answer_as_one_version() {
     let readers: Vec<_> = (0..3)
         .map(|t| {
             let (reloader, keys, answers) = (reloader.clone(), keys.clone(), answers.clone());
+            let versions = versions.clone();
             let (started, stop) = (started.clone(), stop.clone());
             std::thread::spawn(move || {
                 let mut seen = Vec::new();
                 let mut lookups = 0u64;
                 for round in 0..1_000_000u64 {
-                    let snapshot = reloader.snapshot();
-                    let version = snapshot.config_version();
+                    // Odd rounds take the ring alone, whose version is known
+                    // by its fingerprint; even rounds the whole snapshot.
+                    let (ring, version) = if round % 2 == 1 {
+                        let ring = reloader.ring();
+                        let version = versions[&ring.fingerprint().unwrap()];
+                        (ring, version)
+                    } else {
+                        let snapshot = reloader.snapshot();
+                        (snapshot.ring(), snapshot.config_version())
+                    };
                     if seen.last() != Some(&version) {
                         // Never back to an older version.
                         assert!(seen.last().is_none_or(|&v| v < version), "{seen:?} {version}");
                         seen.push(version);
                     }
-                    let ring = snapshot.ring();
                     let expected = &answers[&version];
                     for i in (t..keys.len()).step_by(7) {
                         let got: SocketAddr = ring.node(&keys[i]).unwrap().parse().unwrap();
@@ -254,4 +266,50 @@ fn the_watcher_follows_a_retargeted_symlink() {
     for (key, want) in keys.iter().zip(&v2) {
         assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
     }
+}
+
+// Files replaced faster than the watcher polls, some while it loads: it
+// must end on the last one, and every reader answer must be one version's.
+#[test]
+fn a_watcher_under_rapid_replacements_ends_on_the_last_file() {
+    let dir = TempDir::new("rapid");
+    let path = dir.path("live.ring");
+    publish(&dir, &path, 1);
+    let reloader = Arc::new(Reloader::new(&path, options()).unwrap());
+    let keys: Arc<Vec<Vec<u8>>> = Arc::new(read_lines("keys_1000.txt"));
+    let last = 12u64;
+    let answers: Arc<HashMap<u64, Vec<SocketAddr>>> =
+        Arc::new((1..=last).map(|v| (v, expected(v, &keys))).collect());
+    let watcher = reloader.watch(Duration::from_millis(1)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (reloader, keys, answers, stop) =
+            (reloader.clone(), keys.clone(), answers.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut rounds = 0u64;
+            while !stop.load(Ordering::SeqCst) && Instant::now() < deadline && rounds < 1_000_000 {
+                let snapshot = reloader.snapshot();
+                let (ring, expected) = (snapshot.ring(), &answers[&snapshot.config_version()]);
+                for (key, want) in keys.iter().zip(expected).step_by(13) {
+                    assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    for version in 2..=last {
+        publish(&dir, &path, version);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reloader.snapshot().config_version() != last {
+        assert!(Instant::now() < deadline, "stuck at {}", reloader.snapshot().config_version());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stop.store(true, Ordering::SeqCst);
+    assert!(reader.join().unwrap() > 0);
+    drop(watcher);
+    assert!(reloader.reloads() >= 1 && reloader.reloads() <= last - 1);
+    assert_eq!(reloader.refusals(), 0, "{:?}", reloader.last_error());
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::ring::Ring;
 use crate::snapshot::{LoadOptions, Snapshot, SnapshotCheck, SnapshotError};
-use crate::{Error, ErrorKind};
+use crate::{Continuum, Error, ErrorKind};
 
 /// How a [`Reloader`] loads and what a new file must satisfy.
 #[derive(Clone, Debug, Default, Eq, PartialEq)]
@@ -176,6 +176,13 @@ impl Reloader {
     /// lock and one reference count; no allocation.
     pub fn ring(&self) -> Arc<Ring> {
         Arc::clone(&self.read_current().ring)
+    }
+
+    /// The current ring as pingora-ketama's [`Continuum`] (see
+    /// [`Snapshot::continuum`]: built once a snapshot, then an `Arc`
+    /// clone), for pingora services that keep its API.
+    pub fn continuum(&self) -> Result<Arc<Continuum>, Error> {
+        self.snapshot().continuum()
     }
 
     fn read_current(&self) -> std::sync::RwLockReadGuard<'_, Current> {

@@ -7,7 +7,7 @@ use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::ops::NodeMask;
 use crate::ring::{Flavor, Ring};
@@ -366,6 +366,8 @@ pub struct Snapshot {
     label: String,
     subsets: Vec<(String, NodeMask)>,
     ring: Arc<Ring>,
+    // Built on the first continuum() call.
+    continuum: OnceLock<Arc<Continuum>>,
 }
 
 // SAFETY: the C snapshot is immutable and documented usable from any number
@@ -466,6 +468,7 @@ impl Snapshot {
             label: String::new(),
             subsets: Vec::new(),
             ring: Arc::new(ring),
+            continuum: OnceLock::new(),
         };
         let mut info = ffi::chash_snapshot_info::default();
         // SAFETY: the snapshot is alive; info is a valid out-struct.
@@ -526,13 +529,20 @@ impl Snapshot {
         Arc::clone(&self.ring)
     }
 
-    /// The ring as pingora-ketama's [`Continuum`] (its own handle on the
-    /// same mapped columns: no copy of the points; O(buckets) to parse the
-    /// addresses), for a pingora snapshot whose addresses read as
-    /// `SocketAddr`s; an error naming the bucket otherwise. It too stays
-    /// valid after the snapshot is dropped.
-    pub fn continuum(&self) -> Result<Continuum, Error> {
-        Snapshot::take_ring(self.raw).map_err(Error::from)?.into_continuum()
+    /// The ring as pingora-ketama's [`Continuum`], for a pingora snapshot
+    /// whose addresses read as `SocketAddr`s; an error naming the bucket
+    /// otherwise. Built on the first call (its own handle on the same
+    /// mapped columns: no copy of the points; O(buckets) to parse the
+    /// addresses), then an `Arc` clone. It too stays valid after the
+    /// snapshot is dropped.
+    pub fn continuum(&self) -> Result<Arc<Continuum>, Error> {
+        if let Some(continuum) = self.continuum.get() {
+            return Ok(Arc::clone(continuum));
+        }
+        let built = Snapshot::take_ring(self.raw).map_err(Error::from)?.into_continuum()?;
+        // A concurrent first call may have won: both are the same ring.
+        let _ = self.continuum.set(Arc::new(built));
+        Ok(Arc::clone(self.continuum.get().expect("set above")))
     }
 
     pub fn info(&self) -> &SnapshotInfo {

@@ -142,6 +142,8 @@ fn refused_files_keep_the_current_ring() {
     let keys = read_lines("keys_1000.txt");
     let v5 = expected(5, &keys);
     let held = reloader.ring();
+    let held_continuum = reloader.continuum().unwrap();
+    assert!(Arc::ptr_eq(&held_continuum, &reloader.continuum().unwrap()), "built once");
     let check_v5 = |ring: &chash::Ring| {
         for (key, want) in keys.iter().zip(&v5) {
             assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
@@ -195,6 +197,11 @@ fn refused_files_keep_the_current_ring() {
         assert_eq!(reloader.ring().node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
     }
     check_v5(&held);
+    let continuum = reloader.continuum().unwrap();
+    for ((key, v5), v8) in keys.iter().zip(&v5).zip(&v8) {
+        assert_eq!(continuum.node(key), Some(*v8));
+        assert_eq!(held_continuum.node(key), Some(*v5));
+    }
     drop(reloader);
     // The ring outlives the reloader too.
     check_v5(&held);

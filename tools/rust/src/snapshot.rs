@@ -497,7 +497,16 @@ impl Snapshot {
         for i in 0..info.subsets {
             // SAFETY: i < subsets: a NUL-terminated name owned by the snapshot.
             let name_ptr = unsafe { ffi::chash_snapshot_subset_name(raw.as_ptr(), i) };
-            let Some(name) = c_text(name_ptr) else { break };
+            let Some(name) = c_text(name_ptr) else {
+                return Err(SnapshotError::new(
+                    SnapshotCheck::Subsets,
+                    ErrorKind::Internal,
+                    format!(
+                        "subsets: the header counts {} but subset {i} has no name",
+                        info.subsets
+                    ),
+                ));
+            };
             let mut mask = std::ptr::null_mut();
             // SAFETY: name_ptr is the snapshot's NUL-terminated name.
             let code = unsafe { ffi::chash_snapshot_subset(raw.as_ptr(), name_ptr, &mut mask) };

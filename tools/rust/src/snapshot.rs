@@ -225,6 +225,12 @@ impl SnapshotCheck {
         SnapshotCheck::PointsDigest,
     ];
 
+    /// The check of a name the library's messages start with ("checksum",
+    /// "signature", ...); `None` for a name it does not use.
+    pub fn from_name(name: &str) -> Option<SnapshotCheck> {
+        Self::NAMED.into_iter().find(|c| c.name() == name)
+    }
+
     // The check the library's message names (its text before the first
     // ':'), as chash::FailedSnapshotCheck reads it.
     fn from_failure(code: i32, message: &str) -> SnapshotCheck {
@@ -232,7 +238,7 @@ impl SnapshotCheck {
             return SnapshotCheck::OutOfMemory;
         }
         let named = message.split_once(':').map(|(name, _)| name.trim());
-        let check = named.and_then(|name| Self::NAMED.into_iter().find(|c| c.name() == name));
+        let check = named.and_then(SnapshotCheck::from_name);
         match (check, code) {
             (Some(check), _) => check,
             (None, ffi::CHASH_E_IO) => SnapshotCheck::Io,

@@ -169,3 +169,32 @@ fn every_declared_function_is_in_the_header() {
     }
     assert!(declared >= 20, "only {declared} functions found in src/ffi.rs");
 }
+
+// Every check the snapshot reader names (engine/snapshot/snapshot_reader.cc:
+// Bad("check", ...) and Untrusted("check", ...), and the "io: " and "index: "
+// messages) is a SnapshotCheck: a check added there fails here until the
+// crate names it.
+#[test]
+fn every_snapshot_check_of_the_reader_is_named() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../engine/snapshot/snapshot_reader.cc");
+    let source = read(path);
+    let mut names = vec!["io".to_string(), "index".to_string()];
+    for call in ["Bad(\"", "Untrusted(\""] {
+        for (at, _) in source.match_indices(call) {
+            let rest = &source[at + call.len()..];
+            names.push(rest[..rest.find('"').unwrap()].to_string());
+        }
+    }
+    for prefix in ["\"io: ", "\"index: "] {
+        assert!(source.contains(prefix), "no {prefix} message in snapshot_reader.cc");
+    }
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 18, "only {names:?}");
+    for name in &names {
+        let check = chash::SnapshotCheck::from_name(name)
+            .unwrap_or_else(|| panic!("the reader's check '{name}' is no chash::SnapshotCheck"));
+        assert_eq!(check.name(), name);
+    }
+}

@@ -314,7 +314,7 @@ impl From<SnapshotError> for Error {
 }
 
 /// What a snapshot's header says (`chash inspect`).
-#[derive(Clone, Copy, Debug, Eq, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
 pub struct SnapshotInfo {
     pub major_version: u16,
     pub minor_version: u16,
@@ -456,21 +456,7 @@ impl Snapshot {
         // Freed by Drop if anything below fails.
         let mut snapshot = Snapshot {
             raw,
-            info: SnapshotInfo {
-                major_version: 0,
-                minor_version: 0,
-                file_bytes: 0,
-                config_version: 0,
-                created_unix_seconds: 0,
-                flavor: None,
-                point_multiple: 0,
-                buckets: 0,
-                points: 0,
-                points_generated: 0,
-                subsets: 0,
-                key_id: None,
-                mapped: false,
-            },
+            info: SnapshotInfo::default(),
             label: String::new(),
             subsets: Vec::new(),
             ring: Arc::new(ring),

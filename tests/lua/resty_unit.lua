@@ -345,7 +345,11 @@ function _M.run(data, snapshots)
                 local a, b = snap:find(row[1], "even"), small:find(row[1])
                 if a ~= b then return false, row[1] .. ": subset " .. tostring(a) .. " ring " .. b end
             end
-            return expect_error("unknown subset", snap:find("k", "nope"))
+            ok, why = expect_error("unknown subset", snap:find("k", "nope"))
+            if not ok then return false, why end
+            -- an operation rebuilds it as a ring of its own, without subsets
+            assert(snap:set(order[1][1], order[1][2] + 1))
+            return expect_error("subset after a rebuild", snap:find("k", "even"), "only a snapshot")
         end)
 
         test("snapshot_policy_refusals", function()

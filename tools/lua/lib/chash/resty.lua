@@ -275,6 +275,9 @@ function _M.reinit(self, nodes)
     local ring, ids, copy = build(nodes, self.options)
     if not ring then return nil, ids end
     self.nodes = copy
+    -- A rebuilt snapshot ring is a ring of its own: the snapshot's subsets
+    -- (masks over the snapshot's node ids) no longer apply.
+    self.snapshot, self.subsets = nil, nil
     attach(self, ring, ids)
     return true
 end
@@ -537,6 +540,7 @@ function _M.load(first, path, opts)
         nodes[id] = u32(lib.chash_ring_node_weight(ring, k))
     end
     local self = setmetatable({ nodes = nodes, snapshot = snapshot, path = path,
+                                options = { point_multiple = info.point_multiple },
                                 config_version = tonumber(info.config_version),
                                 mapped = info.mapped == 1 }, mt)
     attach(self, ring, ids)

@@ -101,8 +101,9 @@ commands:
          NAME then names a subset stored in it; diff takes --new-ring).
 
 options:
-  --mode M       nginx (default), pingora-v1 or pingora-v2
-  --multiple K   points per weight unit, pingora-v2 only (default 160)
+  --mode M       nginx (default), pingora-v1, pingora-v2 or resty (OpenResty's
+                 resty.chash: the first field is an opaque id, hashed as is)
+  --multiple K   points per weight unit, pingora-v2 and resty only (default 160)
   --nginx-conf FILE --upstream NAME
                  route, stats, diff, plan: instead of --servers, the server
                  lines of upstream NAME (http or stream) in an nginx config

@@ -40,6 +40,7 @@ pub type chash_flavor = c_int;
 pub const CHASH_FLAVOR_NGINX: chash_flavor = 0;
 pub const CHASH_FLAVOR_PINGORA_V1: chash_flavor = 1;
 pub const CHASH_FLAVOR_PINGORA_V2: chash_flavor = 2;
+pub const CHASH_FLAVOR_RESTY: chash_flavor = 3;
 
 pub const CHASH_OK: c_int = 0;
 pub const CHASH_NO_NODE: u32 = 0xFFFF_FFFF;

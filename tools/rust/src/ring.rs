@@ -22,6 +22,11 @@ pub enum Flavor {
     PingoraV1,
     /// pingora-ketama `Version::V2 { point_multiple }`.
     PingoraV2,
+    /// OpenResty's `resty.chash` (Apache APISIX's chash balancer): a server
+    /// is an opaque id (any text), its points chain CRC32 over the id alone
+    /// (160 a weight unit, or `point_multiple`); on a duplicated hash the
+    /// smallest id by bytes wins, where resty.chash follows Lua's table order.
+    Resty,
 }
 
 impl Flavor {
@@ -30,6 +35,7 @@ impl Flavor {
             Flavor::Nginx => ffi::CHASH_FLAVOR_NGINX,
             Flavor::PingoraV1 => ffi::CHASH_FLAVOR_PINGORA_V1,
             Flavor::PingoraV2 => ffi::CHASH_FLAVOR_PINGORA_V2,
+            Flavor::Resty => ffi::CHASH_FLAVOR_RESTY,
         }
     }
 
@@ -40,6 +46,7 @@ impl Flavor {
             ffi::CHASH_FLAVOR_NGINX => Some(Flavor::Nginx),
             ffi::CHASH_FLAVOR_PINGORA_V1 => Some(Flavor::PingoraV1),
             ffi::CHASH_FLAVOR_PINGORA_V2 => Some(Flavor::PingoraV2),
+            ffi::CHASH_FLAVOR_RESTY => Some(Flavor::Resty),
             _ => None,
         }
     }

@@ -25,13 +25,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include <time.h>
-
-#include <chash/chash_c.h>
-
-
-/* nginx's hash balancer gives up on the ring after this many tries. */
-#define NGX_CHASH_MAX_TRIES  20
+#include "ngx_chash_core.h"
 
 
 typedef struct {
@@ -40,17 +34,7 @@ typedef struct {
     ngx_uint_t                      multiple;    /* 0: the flavour's own */
 
     chash_ring                     *ring;        /* freed with the cycle */
-
-    /*
-     * Ring node k owns the peers node_peers[node_first[k] ..
-     * node_first[k + 1] - 1] (indices in the peer list, ascending). nginx
-     * flavour: one node per distinct server text (a name that resolves to N
-     * addresses is N peers of one node); pingora: one node per peer.
-     */
-    ngx_uint_t                      nnodes;
-    ngx_uint_t                      npeers;
-    ngx_uint_t                     *node_first;
-    ngx_uint_t                     *node_peers;
+    ngx_chash_nodes_t               nodes;
 
     /*
      * peer[i] is the i-th peer of the list `mapped`. The list is the one
@@ -69,11 +53,7 @@ typedef struct {
     ngx_http_upstream_rr_peer_data_t     rrp;
     ngx_http_upstream_chash_srv_conf_t  *conf;
     ngx_str_t                            key;
-    ngx_uint_t                           tries;
-    uint32_t                             node;     /* nginx: current point's */
-    chash_cursor                         cursor;   /* nginx: next point */
-    chash_distinct_walk                 *walk;     /* pingora: 8 KiB */
-    ngx_event_get_peer_pt                get_rr_peer;
+    ngx_chash_walk_t                     walk;
 } ngx_http_upstream_chash_peer_data_t;
 
 
@@ -81,10 +61,8 @@ static ngx_int_t ngx_http_upstream_chash_init(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
-static ngx_int_t ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc,
+static ngx_int_t ngx_http_upstream_chash_get(ngx_peer_connection_t *pc,
     void *data);
-static ngx_int_t ngx_http_upstream_chash_get_pingora(
-    ngx_peer_connection_t *pc, void *data);
 static ngx_int_t ngx_http_upstream_chash_add_variables(ngx_conf_t *cf);
 static void *ngx_http_upstream_chash_create_conf(ngx_conf_t *cf);
 static char *ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -135,11 +113,6 @@ ngx_module_t  ngx_http_upstream_chash_module = {
 };
 
 
-static const char  *ngx_http_upstream_chash_flavors[] = {
-    "nginx", "pingora-v1", "pingora-v2"
-};
-
-
 /* Peer list order: nginx's `tried` bitmap is indexed by it. */
 static ngx_int_t
 ngx_http_upstream_chash_map_peers(ngx_http_upstream_chash_srv_conf_t *ccf,
@@ -149,17 +122,17 @@ ngx_http_upstream_chash_map_peers(ngx_http_upstream_chash_srv_conf_t *ccf,
     ngx_http_upstream_rr_peer_t  *peer;
 
     for (peer = peers->peer, i = 0; peer; peer = peer->next, i++) {
-        if (i == ccf->npeers) {
+        if (i == ccf->nodes.npeers) {
             break;
         }
 
         ccf->peer[i] = peer;
     }
 
-    if (i != ccf->npeers || peer != NULL) {
+    if (i != ccf->nodes.npeers || peer != NULL) {
         ngx_log_error(NGX_LOG_ALERT, log, 0,
                       "chash: upstream \"%V\" has %ui peers, not %ui",
-                      peers->name, i, ccf->npeers);
+                      peers->name, i, ccf->nodes.npeers);
         return NGX_ERROR;
     }
 
@@ -169,239 +142,11 @@ ngx_http_upstream_chash_map_peers(ngx_http_upstream_chash_srv_conf_t *ccf,
 }
 
 
-typedef struct {
-    ngx_str_t   *server;
-    ngx_uint_t   index;      /* in the peer list */
-} ngx_http_upstream_chash_text_t;
-
-
-typedef struct {
-    ngx_uint_t   start;      /* in the sorted texts */
-    ngx_uint_t   end;
-    ngx_uint_t   index;      /* the run's first peer */
-} ngx_http_upstream_chash_run_t;
-
-
-static int ngx_libc_cdecl
-ngx_http_upstream_chash_cmp_text(const void *one, const void *two)
-{
-    const ngx_http_upstream_chash_text_t  *a = one, *b = two;
-
-    int  rc;
-
-    rc = ngx_memcmp(a->server->data, b->server->data,
-                    ngx_min(a->server->len, b->server->len));
-
-    if (rc != 0) {
-        return rc < 0 ? -1 : 1;
-    }
-
-    if (a->server->len != b->server->len) {
-        return a->server->len < b->server->len ? -1 : 1;
-    }
-
-    return a->index < b->index ? -1 : (a->index > b->index);
-}
-
-
-static int ngx_libc_cdecl
-ngx_http_upstream_chash_cmp_run(const void *one, const void *two)
-{
-    const ngx_http_upstream_chash_run_t  *a = one, *b = two;
-
-    return a->index < b->index ? -1 : (a->index > b->index);
-}
-
-
-static ngx_int_t
-ngx_http_upstream_chash_add(ngx_conf_t *cf,
-    ngx_http_upstream_chash_srv_conf_t *ccf, chash_builder *b,
-    ngx_str_t *server, ngx_uint_t weight)
-{
-    if (chash_builder_add(b, (const char *) server->data, server->len,
-                          (uint32_t) weight)
-        != CHASH_OK)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "chash flavor=%s: server \"%V\": %s",
-                           ngx_http_upstream_chash_flavors[ccf->flavor],
-                           server, chash_builder_error(b));
-        return NGX_DECLINED;
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * Nodes of the nginx flavour: peers with one server text share one chain of
- * points in nginx (the chain of the largest weight among them, since the
- * chain of weight w is a prefix of the chain of any larger weight), and
- * nginx picks among them by server text. Node ids follow the first peer of
- * each text, so chash's "first listed wins" tie-break is nginx's.
- * Returns NGX_OK, NGX_ERROR (no memory) or NGX_DECLINED (logged).
- */
-static ngx_int_t
-ngx_http_upstream_chash_group(ngx_conf_t *cf,
-    ngx_http_upstream_chash_srv_conf_t *ccf, chash_builder *b)
-{
-    ngx_int_t                        rc;
-    ngx_uint_t                       i, j, k, n, weight, nruns;
-    ngx_http_upstream_chash_run_t   *runs;
-    ngx_http_upstream_chash_text_t  *text;
-
-    n = ccf->npeers;
-
-    text = ngx_alloc(n * sizeof(ngx_http_upstream_chash_text_t), cf->log);
-    runs = ngx_alloc(n * sizeof(ngx_http_upstream_chash_run_t), cf->log);
-
-    if (text == NULL || runs == NULL) {
-        rc = NGX_ERROR;
-        goto done;
-    }
-
-    for (i = 0; i < n; i++) {
-        text[i].server = &ccf->peer[i]->server;
-        text[i].index = i;
-    }
-
-    ngx_qsort(text, n, sizeof(ngx_http_upstream_chash_text_t),
-              ngx_http_upstream_chash_cmp_text);
-
-    nruns = 0;
-
-    for (i = 0; i < n; i = j) {
-        for (j = i + 1; j < n; j++) {
-            if (text[j].server->len != text[i].server->len
-                || ngx_memcmp(text[j].server->data, text[i].server->data,
-                              text[i].server->len) != 0)
-            {
-                break;
-            }
-        }
-
-        runs[nruns].start = i;
-        runs[nruns].end = j;
-        runs[nruns].index = text[i].index;    /* smallest: sorted by index */
-        nruns++;
-    }
-
-    ngx_qsort(runs, nruns, sizeof(ngx_http_upstream_chash_run_t),
-              ngx_http_upstream_chash_cmp_run);
-
-    ccf->nnodes = nruns;
-    ccf->node_first = ngx_palloc(cf->pool, (nruns + 1) * sizeof(ngx_uint_t));
-    ccf->node_peers = ngx_palloc(cf->pool, n * sizeof(ngx_uint_t));
-
-    if (ccf->node_first == NULL || ccf->node_peers == NULL) {
-        rc = NGX_ERROR;
-        goto done;
-    }
-
-    rc = NGX_OK;
-
-    for (k = 0, j = 0; k < nruns; k++) {
-        ccf->node_first[k] = j;
-        weight = 0;
-
-        for (i = runs[k].start; i < runs[k].end; i++) {
-            ccf->node_peers[j++] = text[i].index;
-            weight = ngx_max(weight,
-                             (ngx_uint_t) ccf->peer[text[i].index]->weight);
-        }
-
-        rc = ngx_http_upstream_chash_add(cf, ccf, b,
-                                         text[runs[k].start].server, weight);
-        if (rc != NGX_OK) {
-            goto done;
-        }
-    }
-
-    ccf->node_first[nruns] = j;
-
-done:
-
-    if (text) {
-        ngx_free(text);
-    }
-
-    if (runs) {
-        ngx_free(runs);
-    }
-
-    return rc;
-}
-
-
-static ngx_int_t
-ngx_http_upstream_chash_one_per_peer(ngx_conf_t *cf,
-    ngx_http_upstream_chash_srv_conf_t *ccf, chash_builder *b)
-{
-    ngx_uint_t   i, n;
-    ngx_str_t   *server;
-
-    n = ccf->npeers;
-
-    ccf->nnodes = n;
-    ccf->node_first = ngx_palloc(cf->pool, (n + 1) * sizeof(ngx_uint_t));
-    ccf->node_peers = ngx_palloc(cf->pool, n * sizeof(ngx_uint_t));
-
-    if (ccf->node_first == NULL || ccf->node_peers == NULL) {
-        return NGX_ERROR;
-    }
-
-    for (i = 0; i < n; i++) {
-        ccf->node_first[i] = i;
-        ccf->node_peers[i] = i;
-
-        /* the builder refuses anything but IP:port: one peer a line */
-        server = &ccf->peer[i]->server;
-
-        if (ngx_http_upstream_chash_add(cf, ccf, b, server,
-                                        ccf->peer[i]->weight)
-            != NGX_OK)
-        {
-            return NGX_DECLINED;
-        }
-    }
-
-    ccf->node_first[n] = n;
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_upstream_chash_cleanup(void *data)
-{
-    ngx_http_upstream_chash_srv_conf_t  *ccf = data;
-
-    chash_ring_free(ccf->ring);
-    ccf->ring = NULL;
-}
-
-
-static uint64_t
-ngx_http_upstream_chash_usec(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-
 static ngx_int_t
 ngx_http_upstream_chash_init(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
 {
-    int                                  rc;
-    uint8_t                              fingerprint[CHASH_FINGERPRINT_SIZE];
-    uint64_t                             start, build_us;
-    ngx_int_t                            grc;
-    chash_builder                       *b;
-    ngx_pool_cleanup_t                  *cln;
-    chash_memory_usage                   mem;
+    ngx_uint_t                           i, n, *weights;
+    ngx_str_t                          **texts;
     ngx_http_upstream_rr_peers_t        *peers;
     ngx_http_upstream_chash_srv_conf_t  *ccf;
 
@@ -414,10 +159,12 @@ ngx_http_upstream_chash_init(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
     ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chash_module);
     peers = us->peer.data;
 
-    ccf->npeers = peers->number;
-    ccf->peer = ngx_palloc(cf->pool,
-                           ccf->npeers * sizeof(ngx_http_upstream_rr_peer_t *));
-    if (ccf->peer == NULL) {
+    n = peers->number;
+    ccf->nodes.npeers = n;
+    ccf->peer = ngx_palloc(cf->pool, n * sizeof(ngx_http_upstream_rr_peer_t *));
+    texts = ngx_palloc(cf->temp_pool, n * sizeof(ngx_str_t *));
+    weights = ngx_palloc(cf->temp_pool, n * sizeof(ngx_uint_t));
+    if (ccf->peer == NULL || texts == NULL || weights == NULL) {
         return NGX_ERROR;
     }
 
@@ -425,92 +172,15 @@ ngx_http_upstream_chash_init(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
         return NGX_ERROR;
     }
 
-    start = ngx_http_upstream_chash_usec();
-
-    rc = chash_builder_new((chash_flavor) ccf->flavor,
-                           (uint32_t) ccf->multiple, &b);
-    if (rc != CHASH_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
-                           chash_strerror(rc));
-        return NGX_ERROR;
+    for (i = 0; i < n; i++) {
+        texts[i] = &ccf->peer[i]->server;
+        weights[i] = (ngx_uint_t) ccf->peer[i]->weight;
     }
 
-    /* refuse only what libchash cannot hold (2^31 - 1 points, 12 GiB of
-     * columns), not its 2^30 default: nginx's own hash has no limit */
-    rc = chash_builder_set_max_points(b, 0x7fffffff);
-    if (rc != CHASH_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
-                           chash_strerror(rc));
-        chash_builder_free(b);
-        return NGX_ERROR;
-    }
-
-    if (ccf->flavor == CHASH_FLAVOR_NGINX) {
-        grc = ngx_http_upstream_chash_group(cf, ccf, b);
-
-    } else {
-        grc = ngx_http_upstream_chash_one_per_peer(cf, ccf, b);
-    }
-
-    if (grc != NGX_OK) {
-        chash_builder_free(b);
-        return NGX_ERROR;
-    }
-
-    cln = ngx_pool_cleanup_add(cf->pool, 0);
-    if (cln == NULL) {
-        chash_builder_free(b);
-        return NGX_ERROR;
-    }
-
-    rc = chash_builder_build(b, &ccf->ring);     /* consumes b */
-    if (rc != CHASH_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "chash in upstream \"%V\": %s", &us->host,
-                           chash_last_error());
-        return NGX_ERROR;
-    }
-
-    cln->handler = ngx_http_upstream_chash_cleanup;
-    cln->data = ccf;
-
-    build_us = ngx_http_upstream_chash_usec() - start;
-
-    if (chash_ring_memory_usage(ccf->ring, &mem) != CHASH_OK
-        || chash_ring_fingerprint(ccf->ring, fingerprint) != CHASH_OK)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
-                           chash_last_error());
-        return NGX_ERROR;
-    }
-
-    /* $chash_ring: the first 8 bytes of the routing fingerprint, in hex */
-    ccf->ring_id.len = 16;
-    ccf->ring_id.data = ngx_pnalloc(cf->pool, ccf->ring_id.len);
-    if (ccf->ring_id.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_hex_dump(ccf->ring_id.data, fingerprint, ccf->ring_id.len / 2);
-
-    ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0,
-                       "chash upstream \"%V\": flavor=%s multiple=%uD, "
-                       "%ui peers, %uD nodes, %uL points, %uL collisions, "
-                       "%uL bytes (columns %uL, index %uL, collision table "
-                       "%uL, nodes %uL), ring %V, built in %uL us",
-                       &us->host, ngx_http_upstream_chash_flavors[ccf->flavor],
-                       chash_ring_point_multiple(ccf->ring), ccf->npeers,
-                       chash_ring_num_nodes(ccf->ring),
-                       chash_ring_num_points(ccf->ring),
-                       chash_ring_points_generated(ccf->ring)
-                       - chash_ring_num_points(ccf->ring),
-                       mem.column_bytes + mem.index_bytes
-                       + mem.collision_table_bytes + mem.other_bytes,
-                       mem.column_bytes, mem.index_bytes,
-                       mem.collision_table_bytes, mem.other_bytes,
-                       &ccf->ring_id, build_us);
-
-    return NGX_OK;
+    return ngx_chash_build_from_servers(cf, &us->host, ccf->flavor,
+                                        ccf->multiple, texts, weights, n,
+                                        &ccf->nodes, &ccf->ring,
+                                        &ccf->ring_id);
 }
 
 
@@ -518,7 +188,6 @@ static ngx_int_t
 ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us)
 {
-    uint32_t                              hash;
     ngx_http_upstream_chash_srv_conf_t   *ccf;
     ngx_http_upstream_chash_peer_data_t  *hp;
 
@@ -543,58 +212,26 @@ ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
                    "upstream chash key:\"%V\"", &hp->key);
 
     hp->conf = ccf;
-    hp->tries = 0;
-    hp->get_rr_peer = ngx_http_upstream_get_round_robin_peer;
 
-    hash = ngx_crc32_long(hp->key.data, hp->key.len);
+    r->upstream->peer.get = ngx_http_upstream_chash_get;
 
-    if (ccf->flavor == CHASH_FLAVOR_NGINX) {
-        r->upstream->peer.get = ngx_http_upstream_chash_get_nginx;
-
-        /* the ring is immutable: no lock, unlike nginx's rlock */
-        if (chash_ring_walk(ccf->ring, hash, &hp->cursor) != CHASH_OK) {
-            return NGX_ERROR;
-        }
-
-        hp->node = chash_cursor_next(&hp->cursor);
-
-    } else {
-        r->upstream->peer.get = ngx_http_upstream_chash_get_pingora;
-
-        hp->walk = ngx_palloc(r->pool, sizeof(chash_distinct_walk));
-        if (hp->walk == NULL) {
-            return NGX_ERROR;
-        }
-
-        if (chash_ring_walk_distinct(ccf->ring, hash, hp->walk) != CHASH_OK) {
-            return NGX_ERROR;
-        }
-    }
-
-    return NGX_OK;
+    return ngx_chash_walk_init(&hp->walk, ccf->flavor, ccf->ring, &hp->key,
+                               r->pool);
 }
 
 
-/* Mirrors ngx_http_upstream_get_chash_peer() of nginx 1.22.1, step for step. */
-/*
- * Whether peer i may be tried now, by the rules nginx's hash balancer
- * applies to each candidate: not tried by this request, not down, not over
- * max_fails within fail_timeout, not at max_conns. Call with the peers
- * locked.
- */
 static ngx_uint_t
-ngx_http_upstream_chash_peer_usable(ngx_http_upstream_chash_peer_data_t *hp,
-    ngx_uint_t i, ngx_http_upstream_rr_peer_t *peer, time_t now)
+ngx_http_upstream_chash_usable(void *data, ngx_uint_t i, time_t now)
 {
-    uintptr_t   m;
-    ngx_uint_t  n;
+    ngx_http_upstream_chash_peer_data_t  *hp = data;
 
-    n = i / (8 * sizeof(uintptr_t));
-    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+    ngx_http_upstream_rr_peer_t  *peer;
 
-    if (hp->rrp.tried[n] & m) {
+    if (ngx_chash_tried(hp->rrp.tried, i)) {
         return 0;
     }
+
+    peer = hp->conf->peer[i];
 
     if (peer->down) {
         return 0;
@@ -615,16 +252,42 @@ ngx_http_upstream_chash_peer_usable(ngx_http_upstream_chash_peer_data_t *hp,
 }
 
 
+static void
+ngx_http_upstream_chash_weights(void *data, ngx_uint_t i, ngx_int_t **current,
+    ngx_int_t **effective, ngx_int_t *weight)
+{
+    ngx_http_upstream_chash_peer_data_t  *hp = data;
+
+    ngx_http_upstream_rr_peer_t  *peer;
+
+    peer = hp->conf->peer[i];
+
+    *current = &peer->current_weight;
+    *effective = &peer->effective_weight;
+    *weight = peer->weight;
+}
+
+
+static const ngx_chash_peer_ops_t  ngx_http_upstream_chash_peer_ops = {
+    ngx_http_upstream_chash_usable,
+    ngx_http_upstream_chash_weights
+};
+
+
+/*
+ * One try: the core's pick over this upstream's peers, then nginx's round
+ * robin bookkeeping for the peer chosen, as `hash` does. nginx flavour: round
+ * robin for a single peer, an empty key, or past 20 ring tries; pingora:
+ * NGX_BUSY when the walk has visited every node.
+ */
 static ngx_int_t
-ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc, void *data)
+ngx_http_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
 {
     ngx_http_upstream_chash_peer_data_t  *hp = data;
 
     time_t                               now;
-    uintptr_t                            m;
-    ngx_int_t                            total;
-    ngx_uint_t                           i, j, n, best_i;
-    ngx_http_upstream_rr_peer_t         *peer, *best;
+    ngx_int_t                            i;
+    ngx_http_upstream_rr_peer_t         *peer;
     ngx_http_upstream_rr_peers_t        *peers;
     ngx_http_upstream_chash_srv_conf_t  *ccf;
 
@@ -636,9 +299,11 @@ ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc, void *data)
 
     ngx_http_upstream_rr_peers_wlock(peers);
 
-    if (hp->tries > NGX_CHASH_MAX_TRIES || peers->single || hp->key.len == 0) {
+    if (ccf->flavor == CHASH_FLAVOR_NGINX
+        && (peers->single || hp->key.len == 0))
+    {
         ngx_http_upstream_rr_peers_unlock(peers);
-        return hp->get_rr_peer(pc, &hp->rrp);
+        return ngx_http_upstream_get_round_robin_peer(pc, &hp->rrp);
     }
 
     if (ccf->mapped != peers
@@ -653,134 +318,21 @@ ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc, void *data)
 
     now = ngx_time();
 
-    for ( ;; ) {
+    i = ngx_chash_pick(&hp->walk, &ccf->nodes,
+                       &ngx_http_upstream_chash_peer_ops, hp, now, pc->log);
 
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
-                       "chash node:%uD", hp->node);
-
-        best = NULL;
-        best_i = 0;
-        total = 0;
-
-        /* the peers with this point's server text, in list order */
-
-        for (j = ccf->node_first[hp->node];
-             j < ccf->node_first[hp->node + 1];
-             j++)
-        {
-            i = ccf->node_peers[j];
-            peer = ccf->peer[i];
-
-            if (!ngx_http_upstream_chash_peer_usable(hp, i, peer, now)) {
-                continue;
-            }
-
-            peer->current_weight += peer->effective_weight;
-            total += peer->effective_weight;
-
-            if (peer->effective_weight < peer->weight) {
-                peer->effective_weight++;
-            }
-
-            if (best == NULL || peer->current_weight > best->current_weight) {
-                best = peer;
-                best_i = i;
-            }
-        }
-
-        if (best) {
-            best->current_weight -= total;
-            break;
-        }
-
-        hp->node = chash_cursor_next(&hp->cursor);   /* nginx: hp->hash++ */
-        hp->tries++;
-
-        if (hp->tries > NGX_CHASH_MAX_TRIES) {
-            ngx_http_upstream_rr_peers_unlock(peers);
-            return hp->get_rr_peer(pc, &hp->rrp);
-        }
-    }
-
-    hp->rrp.current = best;
-
-    pc->sockaddr = best->sockaddr;
-    pc->socklen = best->socklen;
-    pc->name = &best->name;
-
-    best->conns++;
-
-    if (now - best->checked > best->fail_timeout) {
-        best->checked = now;
-    }
-
-    ngx_http_upstream_rr_peers_unlock(peers);
-
-    n = best_i / (8 * sizeof(uintptr_t));
-    m = (uintptr_t) 1 << best_i % (8 * sizeof(uintptr_t));
-
-    hp->rrp.tried[n] |= m;
-
-    return NGX_OK;
-}
-
-
-/*
- * pingora flavours: each node once, in ring order from the key's point; a
- * node is skipped when its peer was tried in this request, is down, has
- * failed max_fails times within fail_timeout, or is at max_conns. When the
- * walk has visited every node, no live peer is left: NGX_BUSY, as round
- * robin answers when every peer failed ("no live upstreams").
- */
-static ngx_int_t
-ngx_http_upstream_chash_get_pingora(ngx_peer_connection_t *pc, void *data)
-{
-    ngx_http_upstream_chash_peer_data_t  *hp = data;
-
-    time_t                               now;
-    uint32_t                             node;
-    uintptr_t                            m;
-    ngx_uint_t                           i, n;
-    ngx_http_upstream_rr_peer_t         *peer;
-    ngx_http_upstream_rr_peers_t        *peers;
-    ngx_http_upstream_chash_srv_conf_t  *ccf;
-
-    peers = hp->rrp.peers;
-    ccf = hp->conf;
-
-    ngx_http_upstream_rr_peers_wlock(peers);
-
-    if (ccf->mapped != peers
-        && ngx_http_upstream_chash_map_peers(ccf, peers, pc->log) != NGX_OK)
-    {
+    if (i == NGX_CHASH_FALLBACK) {
         ngx_http_upstream_rr_peers_unlock(peers);
-        return NGX_ERROR;
+        return ngx_http_upstream_get_round_robin_peer(pc, &hp->rrp);
     }
 
-    pc->cached = 0;
-    pc->connection = NULL;
-
-    now = ngx_time();
-
-    for ( ;; ) {
-        node = chash_distinct_walk_next(hp->walk);
-
-        if (node == CHASH_NO_NODE) {
-            pc->name = peers->name;
-            ngx_http_upstream_rr_peers_unlock(peers);
-            return NGX_BUSY;
-        }
-
-        i = ccf->node_peers[ccf->node_first[node]];
-        peer = ccf->peer[i];
-
-        if (ngx_http_upstream_chash_peer_usable(hp, i, peer, now)) {
-            break;
-        }
+    if (i == NGX_CHASH_EXHAUSTED) {
+        pc->name = peers->name;
+        ngx_http_upstream_rr_peers_unlock(peers);
+        return NGX_BUSY;
     }
 
-    n = i / (8 * sizeof(uintptr_t));
-    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+    peer = ccf->peer[i];
 
     hp->rrp.current = peer;
 
@@ -796,7 +348,7 @@ ngx_http_upstream_chash_get_pingora(ngx_peer_connection_t *pc, void *data)
 
     ngx_http_upstream_rr_peers_unlock(peers);
 
-    hp->rrp.tried[n] |= m;
+    ngx_chash_set_tried(hp->rrp.tried, (ngx_uint_t) i);
 
     return NGX_OK;
 }
@@ -908,8 +460,8 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             s.len = value[i].len - 7;
 
             for (f = 0; f < 3; f++) {
-                if (s.len == ngx_strlen(ngx_http_upstream_chash_flavors[f])
-                    && ngx_strncmp(s.data, ngx_http_upstream_chash_flavors[f],
+                if (s.len == ngx_strlen(ngx_chash_flavors[f])
+                    && ngx_strncmp(s.data, ngx_chash_flavors[f],
                                    s.len) == 0)
                 {
                     break;

@@ -109,8 +109,9 @@ class Nginx:
     """The real nginx in a temporary prefix, a child process stopped by PID."""
 
     def __init__(self, module=None, hosts=None, workers=1, error_level="notice",
-                 nginx=NGINX, keep=False, worker_connections=1024):
+                 nginx=NGINX, keep=False, worker_connections=1024, log_vars=()):
         self.worker_connections = worker_connections
+        self.log_vars = list(log_vars)  # more variables at the end of each access log line
         self.module = module
         self.hosts = hosts or {}
         self.workers = workers
@@ -133,6 +134,7 @@ class Nginx:
         # the access log: $arg_i, $upstream_addr, $status, diagnostics, [$chash_ring]
         self.generation += 1
         ring_var = "\\t$chash_ring" if self.module else ""
+        ring_var += "".join("\\t" + v for v in self.log_vars)
         locations = "\n".join(
             "        location = /u/%s { proxy_pass http://%s; %s}" %
             (u.name, u.name, u.location_extra) for u in upstreams)
@@ -308,8 +310,18 @@ http {{
                 if len(fields) < 3 or not fields[0]:
                     continue
                 addrs = [a.strip() for a in fields[1].split(",")] if fields[1] != "-" else []
-                out[fields[0]] = (addrs, fields[2], fields[-1] if len(fields) > 9 else "",
+                out[fields[0]] = (addrs, fields[2], fields[9] if len(fields) > 9 else "",
                                   fields[3:9])
+        return out
+
+    def access_fields(self):
+        """{request id: every field of its access log line}"""
+        out = {}
+        with open(os.path.join(self.prefix, "logs", "access.log"), errors="replace") as f:
+            for line in f:
+                fields = line.rstrip("\n").split("\t")
+                if fields and fields[0]:
+                    out[fields[0]] = fields
         return out
 
     def truncate_access_log(self):

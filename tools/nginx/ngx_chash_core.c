@@ -5,7 +5,13 @@
 
 #include <ngx_config.h>
 #include <ngx_core.h>
+#include <ngx_event.h>
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
 
+#include <math.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "ngx_chash_core.h"
@@ -330,14 +336,49 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, ngx_str_t *upstream,
 }
 
 
+/* The next point's node of the nginx walk, skipping the points outside the
+ * mask (at most one lap of the ring in all); CHASH_NO_NODE past that. */
+static uint32_t
+ngx_chash_walk_next_point(ngx_chash_walk_t *w)
+{
+    uint32_t  node;
+
+    for ( ;; ) {
+        node = chash_cursor_next(&w->cursor);
+
+        if (w->mask == NULL || node == CHASH_NO_NODE
+            || chash_node_mask_get(w->mask, node))
+        {
+            return node;
+        }
+
+        if (--w->left == 0) {
+            return CHASH_NO_NODE;
+        }
+    }
+}
+
+
 ngx_int_t
 ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool)
+{
+    return ngx_chash_walk_init_masked(w, flavor, ring, NULL, key, pool);
+}
+
+
+ngx_int_t
+ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
+    const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
+    ngx_pool_t *pool)
 {
     uint32_t  hash;
 
     w->flavor = flavor;
     w->tries = 0;
+    w->ring = ring;
+    w->mask = mask;
+    w->left = chash_ring_num_points(ring) + 1;
 
     hash = ngx_crc32_long(key->data, key->len);
 
@@ -347,8 +388,8 @@ ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
             return NGX_ERROR;
         }
 
-        w->node = chash_cursor_next(&w->cursor);
         w->walk = NULL;
+        w->node = ngx_chash_walk_next_point(w);
 
         return NGX_OK;
     }
@@ -382,6 +423,11 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     for ( ;; ) {
 
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0, "chash node:%uD", w->node);
+
+        if (w->node == CHASH_NO_NODE) {
+            /* an empty ring, or no point of the subset */
+            return NGX_CHASH_FALLBACK;
+        }
 
         best_i = -1;
         best_current = NULL;
@@ -419,7 +465,7 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
             return best_i;
         }
 
-        w->node = chash_cursor_next(&w->cursor);   /* nginx: hp->hash++ */
+        w->node = ngx_chash_walk_next_point(w);    /* nginx: hp->hash++ */
         w->tries++;
 
         if (w->tries > NGX_CHASH_MAX_TRIES) {
@@ -449,6 +495,10 @@ ngx_chash_pick_pingora(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
             return NGX_CHASH_EXHAUSTED;
         }
 
+        if (w->mask && !chash_node_mask_get(w->mask, node)) {
+            continue;
+        }
+
         i = nodes->node_peers[nodes->node_first[node]];
 
         if (ops->usable(data, i, now)) {
@@ -467,4 +517,938 @@ ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     }
 
     return ngx_chash_pick_pingora(w, nodes, ops, data, now);
+}
+
+
+/* ---- Snapshot rings ------------------------------------------------------- */
+
+static void
+ngx_chash_gen_free(ngx_chash_gen_t *gen)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < gen->nsubsets; i++) {
+        chash_node_mask_free(gen->subsets[i].mask);
+    }
+
+    chash_ring_free(gen->ring);
+    chash_snapshot_free(gen->snapshot);
+    ngx_destroy_pool(gen->pool);
+}
+
+
+void
+ngx_chash_gen_unref(ngx_chash_gen_t *gen)
+{
+    if (gen != NULL && --gen->refs == 0) {
+        ngx_chash_gen_free(gen);
+    }
+}
+
+
+static void
+ngx_chash_gen_release(void *data)
+{
+    ngx_chash_gen_unref(data);
+}
+
+
+ngx_int_t
+ngx_chash_gen_hold(ngx_chash_gen_t *gen, ngx_pool_t *pool)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    gen->refs++;
+    cln->handler = ngx_chash_gen_release;
+    cln->data = gen;
+
+    return NGX_OK;
+}
+
+
+ngx_chash_subset_t *
+ngx_chash_gen_subset(ngx_chash_gen_t *gen, ngx_str_t *name)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < gen->nsubsets; i++) {
+        if (gen->subsets[i].name.len == name->len
+            && ngx_strncmp(gen->subsets[i].name.data, name->data, name->len)
+               == 0)
+        {
+            return &gen->subsets[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_chash_file_id(struct stat *st, ngx_chash_file_id_t *id)
+{
+    ngx_memzero(id, sizeof(ngx_chash_file_id_t));
+    id->dev = st->st_dev;
+    id->ino = st->st_ino;
+    id->size = st->st_size;
+    id->mtime = st->st_mtim;
+}
+
+
+static ngx_uint_t
+ngx_chash_file_id_eq(ngx_chash_file_id_t *a, ngx_chash_file_id_t *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size
+           && a->mtime.tv_sec == b->mtime.tv_sec
+           && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+
+/* Whether an address is numeric (IPv4[:port], [IPv6][:port], unix:path):
+ * names would make a worker resolve them on its event loop. */
+static ngx_uint_t
+ngx_chash_numeric(u_char *p, size_t len)
+{
+    u_char  *colon;
+
+    if (len >= 5 && ngx_strncmp(p, "unix:", 5) == 0) {
+        return 1;
+    }
+
+    if (len && p[0] == '[') {
+        return 1;       /* the parser refuses what is not IPv6 */
+    }
+
+    colon = ngx_strlchr(p, p + len, ':');
+
+    if (colon) {
+        len = colon - p;
+    }
+
+    return ngx_inet_addr(p, len) != INADDR_NONE;
+}
+
+
+/* The name of the check a chash_last_error() message starts with. */
+static const char *
+ngx_chash_check_name(int rc, const char *message, u_char *buf, size_t len)
+{
+    const char  *colon;
+
+    colon = strchr(message, ':');
+
+    if (rc == CHASH_E_BAD_SNAPSHOT && colon && (size_t) (colon - message) < len
+        && strchr(message, ' ') > colon)
+    {
+        ngx_cpystrn(buf, (u_char *) message, colon - message + 1);
+        return (const char *) buf;
+    }
+
+    if (rc == CHASH_E_UNTRUSTED) {
+        if (ngx_strstr(message, "version")) {
+            return "min_version";
+        }
+
+        return "signature";
+    }
+
+    return chash_strerror(rc);
+}
+
+
+ngx_int_t
+ngx_chash_gen_load(ngx_chash_source_t *src, ngx_chash_gen_t *served,
+    ngx_chash_gen_t *partner, ngx_chash_gen_t **out, const char **check,
+    u_char *err, size_t len)
+{
+    int                      rc;
+    size_t                   alen;
+    uint8_t                  fp[CHASH_FINGERPRINT_SIZE];
+    uint32_t                 i, k, n;
+    ngx_log_t               *log;
+    const char              *addr, *name;
+    struct stat              st;
+    chash_migration         *m;
+    ngx_chash_gen_t         *gen;
+    ngx_chash_subset_t      *sub;
+    chash_snapshot_options   opt;
+    static u_char            checkbuf[64];   /* per thread would be better */
+
+    *out = NULL;
+    *check = "io";
+
+    log = ngx_cycle->log;
+
+    if (stat((char *) src->path.data, &st) == -1) {
+        ngx_snprintf(err, len, "stat \"%V\" failed: %s%Z", &src->path,
+                     strerror(errno));
+        return NGX_DECLINED;
+    }
+
+    gen = NULL;
+
+    {
+        ngx_pool_t  *pool = ngx_create_pool(16384, log);
+
+        if (pool == NULL) {
+            *check = "out_of_memory";
+            ngx_snprintf(err, len, "no memory%Z");
+            return NGX_DECLINED;
+        }
+
+        gen = ngx_pcalloc(pool, sizeof(ngx_chash_gen_t));
+        if (gen == NULL) {
+            ngx_destroy_pool(pool);
+            *check = "out_of_memory";
+            ngx_snprintf(err, len, "no memory%Z");
+            return NGX_DECLINED;
+        }
+
+        gen->pool = pool;
+        gen->refs = 1;
+    }
+
+    ngx_chash_file_id(&st, &gen->file);
+    gen->loaded_at = time(NULL);
+
+    ngx_memzero(&opt, sizeof(chash_snapshot_options));
+    opt.copy = src->copy ? 1 : 0;
+    opt.min_config_version = src->min_version;
+    opt.trusted_keys = src->trusted_keys;
+    opt.n_trusted_keys = src->n_trusted_keys;
+
+    if (served && served->info.config_version > opt.min_config_version) {
+        opt.min_config_version = served->info.config_version;
+    }
+
+    rc = chash_snapshot_load((char *) src->path.data, &opt, &gen->snapshot);
+    if (rc != CHASH_OK) {
+        *check = ngx_chash_check_name(rc, chash_last_error(), checkbuf,
+                                      sizeof(checkbuf));
+        ngx_snprintf(err, len, "%s%Z", chash_last_error());
+        goto failed;
+    }
+
+    if (chash_snapshot_get_info(gen->snapshot, &gen->info) != CHASH_OK
+        || chash_snapshot_ring(gen->snapshot, &gen->ring) != CHASH_OK
+        || chash_ring_fingerprint(gen->ring, fp) != CHASH_OK
+        || chash_fingerprint_hex(fp, (char *) gen->fingerprint) != CHASH_OK)
+    {
+        *check = "internal";
+        ngx_snprintf(err, len, "%s%Z", chash_last_error());
+        goto failed;
+    }
+
+    if (served && served->info.config_version == gen->info.config_version
+        && ngx_strcmp(served->fingerprint, gen->fingerprint) != 0)
+    {
+        *check = "same_version";
+        ngx_snprintf(err, len, "config version %uL is served with ring %s; "
+                     "this file has that version and ring %s: a new ring "
+                     "needs a higher version%Z", gen->info.config_version,
+                     served->fingerprint, gen->fingerprint);
+        goto failed;
+    }
+
+    if (src->flavor >= 0 && gen->info.flavor != src->flavor) {
+        *check = "flavor";
+        ngx_snprintf(err, len, "the snapshot is flavor=%s, the chash "
+                     "directive says flavor=%s%Z",
+                     ngx_chash_flavors[gen->info.flavor],
+                     ngx_chash_flavors[src->flavor]);
+        goto failed;
+    }
+
+    n = chash_ring_num_nodes(gen->ring);
+
+    if (n == 0) {
+        *check = "nodes";
+        ngx_snprintf(err, len, "the snapshot has no nodes%Z");
+        goto failed;
+    }
+
+    gen->addresses = ngx_palloc(gen->pool, n * sizeof(ngx_str_t));
+    gen->weights = ngx_palloc(gen->pool, n * sizeof(ngx_uint_t));
+    gen->nodes.node_first = ngx_palloc(gen->pool, (n + 1) * sizeof(ngx_uint_t));
+    gen->nodes.node_peers = ngx_palloc(gen->pool, n * sizeof(ngx_uint_t));
+
+    if (gen->addresses == NULL || gen->weights == NULL
+        || gen->nodes.node_first == NULL || gen->nodes.node_peers == NULL)
+    {
+        *check = "out_of_memory";
+        ngx_snprintf(err, len, "no memory%Z");
+        goto failed;
+    }
+
+    gen->nodes.nnodes = n;
+    gen->nodes.npeers = n;
+
+    for (i = 0; i < n; i++) {
+        addr = chash_ring_node_address(gen->ring, i, &alen);
+
+        if (addr == NULL || !ngx_chash_numeric((u_char *) addr, alen)) {
+            *check = "address";
+            ngx_snprintf(err, len, "node %uD \"%s\" is not a numeric address "
+                         "(IPv4:port, [IPv6]:port or unix:path): resolve "
+                         "names when building the snapshot%Z", i,
+                         addr ? addr : "");
+            goto failed;
+        }
+
+        gen->addresses[i].data = (u_char *) addr;     /* NUL-terminated */
+        gen->addresses[i].len = alen;
+        gen->weights[i] = chash_ring_node_weight(gen->ring, i);
+        gen->nodes.node_first[i] = i;
+        gen->nodes.node_peers[i] = i;
+    }
+
+    gen->nodes.node_first[n] = n;
+
+    if (partner && !src->allow_mismatch) {
+        rc = chash_migration_new(partner->ring, gen->ring, src->seed, 0, &m);
+        if (rc != CHASH_OK) {
+            *check = "backend_mismatch";
+            ngx_snprintf(err, len, "the rings of \"%V\" and of the other "
+                         "file do not come from one backend snapshot "
+                         "(allow_mismatch permits it): %s%Z", &src->path,
+                         chash_last_error());
+            goto failed;
+        }
+
+        chash_migration_free(m);
+    }
+
+    if (src->build_peers(src, gen, err, len) != NGX_OK) {
+        *check = "peers";
+        goto failed;
+    }
+
+    gen->nsubsets = gen->info.subsets;
+
+    if (gen->nsubsets) {
+        gen->subsets = ngx_pcalloc(gen->pool,
+                                   gen->nsubsets * sizeof(ngx_chash_subset_t));
+        if (gen->subsets == NULL) {
+            *check = "out_of_memory";
+            ngx_snprintf(err, len, "no memory%Z");
+            goto failed;
+        }
+    }
+
+    for (k = 0; k < gen->nsubsets; k++) {
+        sub = &gen->subsets[k];
+        name = chash_snapshot_subset_name(gen->snapshot, k);
+
+        if (name == NULL
+            || chash_snapshot_subset(gen->snapshot, name, &sub->mask)
+               != CHASH_OK)
+        {
+            gen->nsubsets = k;
+            *check = "subset";
+            ngx_snprintf(err, len, "subset %uD: %s%Z", k, chash_last_error());
+            goto failed;
+        }
+
+        sub->name.data = (u_char *) name;
+        sub->name.len = ngx_strlen(name);
+
+        sub->outside = ngx_pcalloc(gen->pool,
+                            ((n + 8 * sizeof(uintptr_t) - 1)
+                             / (8 * sizeof(uintptr_t))) * sizeof(uintptr_t));
+        if (sub->outside == NULL) {
+            gen->nsubsets = k + 1;
+            *check = "out_of_memory";
+            ngx_snprintf(err, len, "no memory%Z");
+            goto failed;
+        }
+
+        for (i = 0; i < n; i++) {
+            if (!chash_node_mask_get(sub->mask, i)) {
+                ngx_chash_set_tried(sub->outside, i);
+
+            } else if (gen->weights[i]) {
+                sub->live++;
+            }
+        }
+    }
+
+    gen->ring_id.data = gen->fingerprint;
+    gen->ring_id.len = 16;
+
+    gen->version.data = ngx_pnalloc(gen->pool, NGX_INT64_LEN);
+    if (gen->version.data == NULL) {
+        *check = "out_of_memory";
+        ngx_snprintf(err, len, "no memory%Z");
+        goto failed;
+    }
+
+    gen->version.len = ngx_sprintf(gen->version.data, "%uL",
+                                   gen->info.config_version)
+                       - gen->version.data;
+
+    if (gen->info.is_signed) {
+        ngx_hex_dump(gen->key_id, gen->info.key_id, CHASH_KEY_ID_SIZE);
+    }
+
+    *out = gen;
+
+    return NGX_OK;
+
+failed:
+
+    ngx_chash_gen_free(gen);
+
+    return NGX_DECLINED;
+}
+
+
+static void
+ngx_chash_source_cycle_cleanup(void *data)
+{
+    ngx_chash_source_t  *src = data;
+
+    ngx_chash_gen_unref(src->current);
+    src->current = NULL;
+}
+
+
+ngx_int_t
+ngx_chash_source_init_conf(ngx_conf_t *cf, ngx_chash_source_t *src)
+{
+    u_char               err[NGX_CHASH_ERR_LEN];
+    ngx_int_t            rc;
+    const char          *check;
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(cf->cycle->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_chash_gen_load(src, NULL,
+                            src->partner ? src->partner->current : NULL,
+                            &src->current, &check, err, sizeof(err));
+    if (rc != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "%V \"%V\" in upstream \"%V\": check %s failed: "
+                           "%s", &src->directive, &src->path, src->upstream,
+                           check, err);
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_chash_source_cycle_cleanup;
+    cln->data = src;
+
+    ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0,
+                       "%V \"%V\" in upstream \"%V\": flavor=%s, config "
+                       "version %uL, %uD nodes, %uL points, %uD subsets, "
+                       "ring %V, %s%s, %s", &src->directive, &src->path,
+                       src->upstream, ngx_chash_flavors[src->current->info.flavor],
+                       src->current->info.config_version,
+                       src->current->info.nodes, src->current->info.points,
+                       src->current->info.subsets, &src->current->ring_id,
+                       src->current->info.is_signed ? "signed by key " :
+                       "unsigned", src->current->key_id,
+                       src->current->info.mapped ? "mapped" : "copied");
+
+    if (src->loaded) {
+        src->loaded(src, src->current, NULL, NULL);
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_chash_refuse(ngx_chash_source_t *src, ngx_chash_file_id_t *id,
+    const char *check, u_char *err, ngx_log_t *log)
+{
+    if (!src->refused_valid || !ngx_chash_file_id_eq(&src->refused, id)) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "%V \"%V\" in upstream \"%V\": refused, check %s: %s; "
+                      "still serving config version %uL",
+                      &src->directive, &src->path, src->upstream, check, err,
+                      src->current->info.config_version);
+        src->refused = *id;
+        src->refused_valid = 1;
+    }
+
+    if (src->loaded) {
+        src->loaded(src, NULL, check, err);
+    }
+}
+
+
+static void
+ngx_chash_serve(ngx_chash_source_t *src, ngx_chash_gen_t *gen, ngx_log_t *log)
+{
+    ngx_chash_gen_t  *old;
+
+    old = src->current;
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "%V \"%V\" in upstream \"%V\": serving config version %uL "
+                  "(ring %V), was %uL", &src->directive, &src->path,
+                  src->upstream, gen->info.config_version, &gen->ring_id,
+                  old ? old->info.config_version : 0);
+
+    src->current = gen;
+    src->refused_valid = 0;
+
+    if (src->loaded) {
+        src->loaded(src, gen, NULL, NULL);
+    }
+
+    /* requests that started on old keep it until their pools go */
+    ngx_chash_gen_unref(old);
+}
+
+
+#if (NGX_THREADS)
+
+typedef struct {
+    ngx_chash_source_t    *src;
+    ngx_chash_gen_t       *served;     /* held while the thread runs */
+    ngx_chash_gen_t       *partner;    /* held while the thread runs */
+    ngx_chash_gen_t       *gen;        /* the result */
+    ngx_chash_file_id_t    id;
+    const char            *check;
+    u_char                 err[NGX_CHASH_ERR_LEN];
+} ngx_chash_load_ctx_t;
+
+
+/* On a thread of the pool: the whole load and verification. */
+static void
+ngx_chash_load_thread(void *data, ngx_log_t *log)
+{
+    ngx_chash_load_ctx_t  *ctx = data;
+
+    ngx_chash_gen_load(ctx->src, ctx->served, ctx->partner, &ctx->gen,
+                       &ctx->check, ctx->err, sizeof(ctx->err));
+}
+
+
+/* Back on the event loop. */
+static void
+ngx_chash_load_done(ngx_event_t *ev)
+{
+    ngx_thread_task_t     *task = ev->data;
+    ngx_chash_load_ctx_t  *ctx = task->ctx;
+    ngx_chash_source_t    *src = ctx->src;
+
+    src->busy = 0;
+
+    ngx_chash_gen_unref(ctx->served);
+    ngx_chash_gen_unref(ctx->partner);
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        ngx_chash_gen_unref(ctx->gen);
+        return;
+    }
+
+    if (ctx->gen == NULL) {
+        ngx_chash_refuse(src, &ctx->id, ctx->check, ctx->err, ev->log);
+        return;
+    }
+
+    if (ngx_strcmp(ctx->gen->fingerprint, src->current->fingerprint) == 0
+        && ctx->gen->info.config_version == src->current->info.config_version)
+    {
+        /* the same ring in another file (a copy, a touch): keep serving
+         * the one requests already hold, remember the new identity */
+        src->current->file = ctx->gen->file;
+        ngx_chash_gen_unref(ctx->gen);
+        return;
+    }
+
+    ngx_chash_serve(src, ctx->gen, ev->log);
+}
+
+#endif
+
+
+static void
+ngx_chash_poll_arm(ngx_chash_source_t *src)
+{
+    ngx_msec_t  jitter;
+
+    /* up to a tenth of the interval (at most 1 s) of jitter: workers do not
+     * stat and load in lockstep */
+    jitter = ngx_min(src->poll / 10, 1000);
+    ngx_add_timer(&src->poll_event,
+                  src->poll + (jitter ? (ngx_msec_t) ngx_random() % jitter : 0));
+}
+
+
+static void
+ngx_chash_poll(ngx_event_t *ev)
+{
+    ngx_chash_source_t    *src = ev->data;
+    struct stat            st;
+    ngx_chash_file_id_t    id;
+#if (NGX_THREADS)
+    ngx_thread_pool_t     *tp;
+    ngx_thread_task_t     *task;
+    ngx_chash_load_ctx_t  *ctx;
+#endif
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    if (src->busy || stat((char *) src->path.data, &st) == -1) {
+        /* a missing file: keep serving; the next poll looks again */
+        goto next;
+    }
+
+    ngx_chash_file_id(&st, &id);
+
+    if (ngx_chash_file_id_eq(&id, &src->current->file)
+        || (src->refused_valid && ngx_chash_file_id_eq(&id, &src->refused)))
+    {
+        goto next;
+    }
+
+#if (NGX_THREADS)
+
+    tp = ngx_thread_pool_get((ngx_cycle_t *) ngx_cycle, &src->thread_pool);
+    if (tp == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, ev->log, 0, "chash: no thread pool "
+                      "\"%V\"", &src->thread_pool);
+        goto next;
+    }
+
+    task = src->task;
+
+    if (task == NULL) {
+        task = ngx_thread_task_alloc(ngx_cycle->pool,
+                                     sizeof(ngx_chash_load_ctx_t));
+        if (task == NULL) {
+            goto next;
+        }
+
+        task->handler = ngx_chash_load_thread;
+        task->event.handler = ngx_chash_load_done;
+        task->event.data = task;
+        task->event.log = ngx_cycle->log;
+        src->task = task;
+    }
+
+    ctx = task->ctx;
+    ctx->src = src;
+    ctx->gen = NULL;
+    ctx->id = id;
+    ctx->check = NULL;
+    ctx->served = src->current;
+    ctx->served->refs++;
+    ctx->partner = src->partner ? src->partner->current : NULL;
+
+    if (ctx->partner) {
+        ctx->partner->refs++;
+    }
+
+    if (ngx_thread_task_post(tp, task) != NGX_OK) {
+        ngx_chash_gen_unref(ctx->served);
+        ngx_chash_gen_unref(ctx->partner);
+        goto next;
+    }
+
+    src->busy = 1;
+
+#endif
+
+next:
+
+    ngx_chash_poll_arm(src);
+}
+
+
+ngx_int_t
+ngx_chash_source_init_worker(ngx_cycle_t *cycle, ngx_chash_source_t *src)
+{
+    u_char               err[NGX_CHASH_ERR_LEN];
+    struct stat          st;
+    const char          *check;
+    ngx_chash_gen_t     *gen;
+    ngx_chash_file_id_t  id;
+
+    if (src->current == NULL) {
+        return NGX_OK;
+    }
+
+    /* a worker the master (re)spawns after the file changed serves the
+     * file's ring before its first request: this load blocks only it */
+    if (stat((char *) src->path.data, &st) == 0) {
+        ngx_chash_file_id(&st, &id);
+
+        if (!ngx_chash_file_id_eq(&id, &src->current->file)) {
+            if (ngx_chash_gen_load(src, src->current,
+                                   src->partner ? src->partner->current
+                                                : NULL,
+                                   &gen, &check, err, sizeof(err))
+                == NGX_OK)
+            {
+                if (ngx_strcmp(gen->fingerprint, src->current->fingerprint)
+                    == 0)
+                {
+                    src->current->file = gen->file;
+                    ngx_chash_gen_unref(gen);
+
+                } else {
+                    ngx_chash_serve(src, gen, cycle->log);
+                }
+
+            } else {
+                ngx_chash_refuse(src, &id, check, err, cycle->log);
+            }
+        }
+    }
+
+    if (src->poll == 0) {
+        return NGX_OK;
+    }
+
+    src->poll_event.handler = ngx_chash_poll;
+    src->poll_event.data = src;
+    src->poll_event.log = cycle->log;
+    src->poll_event.cancelable = 1;
+
+    ngx_chash_poll_arm(src);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_chash_parse_time_param(ngx_str_t *v, size_t skip, ngx_msec_t *out)
+{
+    ngx_str_t  s;
+
+    s.data = v->data + skip;
+    s.len = v->len - skip;
+
+    *out = ngx_parse_time(&s, 0);
+
+    return *out == (ngx_msec_t) NGX_ERROR ? NGX_ERROR : NGX_OK;
+}
+
+
+char *
+ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
+    ngx_str_t *value, ngx_uint_t n, ngx_str_t *rest, ngx_uint_t *nrest)
+{
+    u_char      *keys;
+    ngx_int_t    v;
+    ngx_str_t    file;
+    ngx_uint_t   i;
+
+    src->path = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &src->path, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* ngx_conf_full_name leaves it NUL-terminated only if it prefixed it */
+    src->path.data = (u_char *) ngx_pstrdup(cf->pool, &src->path);
+    if (src->path.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    {
+        u_char  *p = ngx_pnalloc(cf->pool, src->path.len + 1);
+
+        if (p == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memcpy(p, src->path.data, src->path.len);
+        p[src->path.len] = '\0';
+        src->path.data = p;
+    }
+
+    src->poll = 1000;
+    ngx_str_set(&src->thread_pool, "default");
+    *nrest = 0;
+
+    for (i = 2; i < n; i++) {
+
+        if (ngx_strncmp(value[i].data, "trusted_key=", 12) == 0) {
+            file.data = value[i].data + 12;
+            file.len = value[i].len - 12;
+
+            if (ngx_conf_full_name(cf->cycle, &file, 1) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
+
+            keys = ngx_palloc(cf->pool,
+                              (src->n_trusted_keys + 1) * CHASH_PUBLIC_KEY_SIZE);
+            if (keys == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            if (src->n_trusted_keys) {
+                ngx_memcpy(keys, src->trusted_keys,
+                           src->n_trusted_keys * CHASH_PUBLIC_KEY_SIZE);
+            }
+
+            {
+                u_char  *z = ngx_pnalloc(cf->pool, file.len + 1);
+
+                if (z == NULL) {
+                    return NGX_CONF_ERROR;
+                }
+
+                ngx_cpystrn(z, file.data, file.len + 1);
+
+                if (chash_public_key_read((char *) z,
+                                          keys + src->n_trusted_keys
+                                                 * CHASH_PUBLIC_KEY_SIZE)
+                    != CHASH_OK)
+                {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                       "%V: trusted_key \"%s\": %s",
+                                       &value[0], z, chash_last_error());
+                    return NGX_CONF_ERROR;
+                }
+            }
+
+            src->trusted_keys = keys;
+            src->n_trusted_keys++;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "min_version=", 12) == 0) {
+            v = ngx_atoof(value[i].data + 12, value[i].len - 12);
+            if (v == NGX_ERROR) {
+                goto invalid;
+            }
+
+            src->min_version = (uint64_t) v;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "poll=", 5) == 0) {
+            if (value[i].len == 8 && ngx_strncmp(value[i].data, "poll=off", 8)
+                                     == 0)
+            {
+                src->poll = 0;
+                continue;
+            }
+
+            if (ngx_chash_parse_time_param(&value[i], 5, &src->poll)
+                != NGX_OK || src->poll == 0)
+            {
+                goto invalid;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "thread_pool=", 12) == 0) {
+            src->thread_pool.data = value[i].data + 12;
+            src->thread_pool.len = value[i].len - 12;
+            continue;
+        }
+
+        if (value[i].len == 4 && ngx_strncmp(value[i].data, "copy", 4) == 0) {
+            src->copy = 1;
+            continue;
+        }
+
+        rest[(*nrest)++] = value[i];
+    }
+
+#if (NGX_THREADS)
+    if (src->poll && ngx_thread_pool_add(cf, &src->thread_pool) == NULL) {
+        return NGX_CONF_ERROR;
+    }
+#else
+    if (src->poll) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V: poll needs nginx built "
+                           "--with-threads (or poll=off)", &value[0]);
+        return NGX_CONF_ERROR;
+    }
+#endif
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &value[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+ngx_uint_t
+ngx_chash_migration_new_side(ngx_str_t *key, uint64_t seed,
+    uint32_t rollout_ppm)
+{
+    if (rollout_ppm == 0) {
+        return 0;
+    }
+
+    if (rollout_ppm >= CHASH_ROLLOUT_SCALE) {
+        return 1;
+    }
+
+    return chash_migration_bucket(chash_migration_key_hash(key->data, key->len,
+                                                           seed))
+           < rollout_ppm;
+}
+
+
+ngx_int_t
+ngx_chash_parse_rollout(u_char *p, size_t len)
+{
+    char    buf[64], *end;
+    double  value, scale;
+
+    scale = 1;
+
+    if (len && p[len - 1] == '%') {
+        scale = 100;
+        len--;
+    }
+
+    if (len == 0 || len >= sizeof(buf)) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(buf, p, len);
+    buf[len] = '\0';
+
+    /* exactly as `chash route --rollout` and RingMigration::SetRollout:
+     * strtod, divided by 100 for a percentage, floor(fraction * 10^6) */
+    value = strtod(buf, &end) / scale;
+
+    if (end != buf + len || !(value >= 0 && value <= 1)) {
+        return NGX_ERROR;
+    }
+
+    return (ngx_int_t) floor(value * CHASH_ROLLOUT_SCALE);
+}
+
+
+ngx_uint_t
+ngx_chash_scope_in(ngx_str_t *v)
+{
+    if (v->len == 0) {
+        return 0;
+    }
+
+    if (v->len == 1 && v->data[0] == '0') {
+        return 0;
+    }
+
+    if (v->len == 3 && ngx_strncasecmp(v->data, (u_char *) "off", 3) == 0) {
+        return 0;
+    }
+
+    return 1;
 }

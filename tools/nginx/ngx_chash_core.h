@@ -14,6 +14,10 @@
 
 #include <ngx_config.h>
 #include <ngx_core.h>
+#include <ngx_event.h>
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
 
 #include <chash/chash_c.h>
 
@@ -64,6 +68,9 @@ typedef struct {
     uint32_t              node;     /* nginx: the current point's */
     chash_cursor          cursor;   /* nginx: the next point */
     chash_distinct_walk  *walk;     /* pingora: 8 KiB, from the pool */
+    const chash_ring     *ring;
+    const chash_node_mask *mask;    /* a subset, or NULL: the whole ring */
+    uint64_t              left;     /* nginx with a mask: points to skip */
 } ngx_chash_walk_t;
 
 
@@ -92,6 +99,163 @@ ngx_int_t ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
  */
 ngx_int_t ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log);
+
+/* ---- Snapshot rings: generations, sources, hot swap ------------------------ */
+
+/* What identifies the file behind a path (the symlink followed). */
+typedef struct {
+    dev_t            dev;
+    ino_t            ino;
+    off_t            size;
+    struct timespec  mtime;
+} ngx_chash_file_id_t;
+
+
+typedef struct {
+    ngx_str_t          name;
+    chash_node_mask   *mask;
+    ngx_uint_t         live;       /* its peers that are not down */
+    uintptr_t         *outside;    /* tried bitmap: the peers not in it */
+} ngx_chash_subset_t;
+
+
+/*
+ * One loaded snapshot with everything a request routes through: the ring,
+ * the module's peers built from its node table, its subsets. Immutable once
+ * published, except refs. Lives in its own pool (malloc'ed memory of the
+ * process that loaded it: the master at configuration time, inherited by the
+ * workers' fork, or a worker after a swap); the ring's columns are the
+ * file's pages (mapped, shared through the page cache) or a private copy.
+ *
+ * refs counts the holders: the source while it serves this generation, and
+ * every request that started on it (dropped by the request pool's cleanup).
+ * The last ngx_chash_gen_unref frees it. Event loop only.
+ */
+typedef struct {
+    ngx_uint_t             refs;
+    ngx_pool_t            *pool;
+    chash_snapshot        *snapshot;
+    chash_ring            *ring;
+    chash_snapshot_info    info;
+    ngx_chash_nodes_t      nodes;       /* one node a peer */
+    ngx_str_t             *addresses;   /* node i's address, NUL-terminated */
+    ngx_uint_t            *weights;     /* 0: drained (a down peer) */
+    ngx_uint_t             nsubsets;
+    ngx_chash_subset_t    *subsets;
+    void                  *peers;       /* the module's peer list */
+    ngx_str_t              ring_id;     /* 16 hex digits of the fingerprint */
+    ngx_str_t              version;     /* config version, decimal */
+    u_char                 fingerprint[2 * CHASH_FINGERPRINT_SIZE + 1];
+    u_char                 key_id[2 * CHASH_KEY_ID_SIZE + 1];  /* "" unsigned */
+    ngx_chash_file_id_t    file;
+    time_t                 loaded_at;
+} ngx_chash_gen_t;
+
+
+typedef struct ngx_chash_source_s  ngx_chash_source_t;
+
+/*
+ * Builds gen->peers from gen->addresses and gen->weights, allocating from
+ * gen->pool only. May run on a thread of the pool: no logging, no shared
+ * state; a refusal writes its message into err (NUL-terminated).
+ */
+typedef ngx_int_t (*ngx_chash_build_peers_pt)(ngx_chash_source_t *src,
+    ngx_chash_gen_t *gen, u_char *err, size_t len);
+
+/* Told of each load a worker finished: gen on success, else check/message. */
+typedef void (*ngx_chash_loaded_pt)(ngx_chash_source_t *src,
+    ngx_chash_gen_t *gen, const char *check, const u_char *message);
+
+
+#define NGX_CHASH_ERR_LEN  1024
+
+/* The file an upstream's ring comes from (chash_snapshot or chash_migrate). */
+struct ngx_chash_source_s {
+    ngx_str_t                  path;          /* NUL-terminated */
+    ngx_str_t                 *upstream;
+    ngx_str_t                  directive;
+    ngx_int_t                  flavor;        /* -1: any */
+    ngx_flag_t                 copy;
+    uint64_t                   min_version;
+    u_char                    *trusted_keys;  /* n x 32 bytes */
+    ngx_uint_t                 n_trusted_keys;
+    ngx_msec_t                 poll;          /* 0: never */
+    ngx_str_t                  thread_pool;
+    void                      *module_conf;   /* for build_peers */
+    ngx_chash_build_peers_pt   build_peers;
+    ngx_chash_loaded_pt        loaded;
+
+    /* migration: the other file's source, whose ring must match this one's
+     * backends unless allow_mismatch (checked at every load) */
+    ngx_chash_source_t        *partner;
+    uint64_t                   seed;
+    ngx_flag_t                 allow_mismatch;
+
+    /* process-local state */
+    ngx_chash_gen_t           *current;
+    ngx_chash_file_id_t        refused;       /* logged once per identity */
+    ngx_uint_t                 refused_valid;
+    ngx_event_t                poll_event;
+    void                      *task;          /* one load in flight at most */
+    ngx_uint_t                 busy;
+};
+
+
+/*
+ * Loads and verifies src->path with every check (signature against each
+ * trusted key, min_version, the version served: lower is refused, equal
+ * with another fingerprint too; the flavour; numeric addresses; the
+ * partner's backends). Blocking, O(file); thread-safe given that served and
+ * partner stay referenced by the caller. NGX_OK and *out (refs 1), or
+ * NGX_DECLINED with the check's name in *check and its message in err.
+ */
+ngx_int_t ngx_chash_gen_load(ngx_chash_source_t *src, ngx_chash_gen_t *served,
+    ngx_chash_gen_t *partner, ngx_chash_gen_t **out, const char **check,
+    u_char *err, size_t len);
+
+void ngx_chash_gen_unref(ngx_chash_gen_t *gen);
+
+/* The request's hold on gen, dropped when pool is destroyed. */
+ngx_int_t ngx_chash_gen_hold(ngx_chash_gen_t *gen, ngx_pool_t *pool);
+
+/* The subset named name, or NULL. */
+ngx_chash_subset_t *ngx_chash_gen_subset(ngx_chash_gen_t *gen,
+    ngx_str_t *name);
+
+/*
+ * At configuration time (master, nginx -t): loads src->path with every check
+ * and serves it; errors with ngx_conf_log_error naming the check. The
+ * generation is released with cf->cycle's pool.
+ */
+ngx_int_t ngx_chash_source_init_conf(ngx_conf_t *cf, ngx_chash_source_t *src);
+
+/*
+ * In each worker (init_process): serves the file as it is now (loading it
+ * synchronously, before the first request, if it changed since the master
+ * loaded it) and starts the poll timer.
+ */
+ngx_int_t ngx_chash_source_init_worker(ngx_cycle_t *cycle,
+    ngx_chash_source_t *src);
+
+/* Parses the common parameters of chash_snapshot and chash_migrate. */
+char *ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
+    ngx_str_t *value, ngx_uint_t n, ngx_str_t *rest, ngx_uint_t *nrest);
+
+/* The migration's choice for key: 1 new, 0 old. */
+ngx_uint_t ngx_chash_migration_new_side(ngx_str_t *key, uint64_t seed,
+    uint32_t rollout_ppm);
+
+/* "5%", "0.05", "1" -> ppm; NGX_ERROR if malformed or over 100%. */
+ngx_int_t ngx_chash_parse_rollout(u_char *p, size_t len);
+
+/* Whether a scope value is in: anything but "", "0" and "off". */
+ngx_uint_t ngx_chash_scope_in(ngx_str_t *v);
+
+/* nginx walk over a masked ring: skips the points outside mask. */
+ngx_int_t ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
+    const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
+    ngx_pool_t *pool);
+
 
 /* Whether bit i of a tried bitmap is set / sets it. */
 #define ngx_chash_tried(bits, i)                                             \

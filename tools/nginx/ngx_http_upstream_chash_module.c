@@ -45,7 +45,28 @@ typedef struct {
     ngx_http_upstream_rr_peer_t   **peer;
 
     ngx_str_t                       ring_id;     /* $chash_ring */
+
+    /* chash_snapshot / chash_migrate: the rings and peers come from files */
+    ngx_flag_t                      flavor_set;
+    ngx_chash_source_t             *snap;
+    ngx_chash_source_t             *next;
+    ngx_http_complex_value_t       *subset;
+    ngx_http_complex_value_t       *rollout;     /* NULL: rollout_ppm */
+    ngx_int_t                       rollout_ppm;
+    ngx_http_complex_value_t       *scope;       /* NULL: in */
+    ngx_uint_t                      max_fails;
+    time_t                          fail_timeout;
+    ngx_uint_t                      max_conns;
+    ngx_http_upstream_server_t     *placeholder;
 } ngx_http_upstream_chash_srv_conf_t;
+
+
+/* A generation's peers (ngx_chash_gen_t.peers): nginx's round robin list,
+ * built by ngx_http_upstream_init_round_robin as for `server` lines. */
+typedef struct {
+    ngx_http_upstream_rr_peers_t   *peers;
+    ngx_http_upstream_rr_peer_t   **peer;        /* by index */
+} ngx_http_upstream_chash_gen_peers_t;
 
 
 typedef struct {
@@ -54,6 +75,13 @@ typedef struct {
     ngx_http_upstream_chash_srv_conf_t  *conf;
     ngx_str_t                            key;
     ngx_chash_walk_t                     walk;
+    ngx_uint_t                           flavor;
+    ngx_http_upstream_rr_peer_t        **peer;
+    ngx_chash_nodes_t                   *nodes;
+    ngx_chash_gen_t                     *gen;       /* NULL: server lines */
+    ngx_str_t                           *ring_id;
+    ngx_str_t                            choice;    /* "", old, new */
+    ngx_str_t                            subset;    /* "" for the whole ring */
 } ngx_http_upstream_chash_peer_data_t;
 
 
@@ -67,13 +95,34 @@ static ngx_int_t ngx_http_upstream_chash_add_variables(ngx_conf_t *cf);
 static void *ngx_http_upstream_chash_create_conf(ngx_conf_t *cf);
 static char *ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_upstream_chash_snapshot(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_upstream_chash_migrate(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static ngx_int_t ngx_http_upstream_chash_init_process(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chash_srv_conf_t *ccf);
 
 
 static ngx_command_t  ngx_http_upstream_chash_commands[] = {
 
     { ngx_string("chash"),
-      NGX_HTTP_UPS_CONF|NGX_CONF_TAKE123,
+      NGX_HTTP_UPS_CONF|NGX_CONF_TAKE1234,
       ngx_http_upstream_chash,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("chash_snapshot"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
+      ngx_http_upstream_chash_snapshot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("chash_migrate"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
+      ngx_http_upstream_chash_migrate,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
       NULL },
@@ -104,7 +153,7 @@ ngx_module_t  ngx_http_upstream_chash_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_upstream_chash_init_process,  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
@@ -150,13 +199,31 @@ ngx_http_upstream_chash_init(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
     ngx_http_upstream_rr_peers_t        *peers;
     ngx_http_upstream_chash_srv_conf_t  *ccf;
 
+    ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chash_module);
+
+    if (ccf->snap) {
+        return ngx_http_upstream_chash_init_snapshot(cf, us, ccf);
+    }
+
+    if (ccf->next) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash_migrate in upstream "
+                           "\"%V\" needs chash_snapshot", &us->host);
+        return NGX_ERROR;
+    }
+
+    if (ccf->subset) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash subset= in upstream "
+                           "\"%V\" needs chash_snapshot (subsets are stored "
+                           "in snapshots)", &us->host);
+        return NGX_ERROR;
+    }
+
     if (ngx_http_upstream_init_round_robin(cf, us) != NGX_OK) {
         return NGX_ERROR;
     }
 
     us->peer.init = ngx_http_upstream_chash_init_peer;
 
-    ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chash_module);
     peers = us->peer.data;
 
     n = peers->number;
@@ -184,6 +251,328 @@ ngx_http_upstream_chash_init(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
 }
 
 
+/*
+ * Runs on a thread of the pool (or at configuration time): the peers of a
+ * snapshot as nginx's round robin builds them from `server` lines, from the
+ * generation's pool only. No logging: a refusal goes into err.
+ */
+static ngx_int_t
+ngx_http_upstream_chash_build_peers(ngx_chash_source_t *src,
+    ngx_chash_gen_t *gen, u_char *err, size_t len)
+{
+    ngx_http_upstream_chash_srv_conf_t  *ccf = src->module_conf;
+
+    ngx_uint_t                            i, n;
+    ngx_url_t                             u;
+    ngx_conf_t                            cf;
+    ngx_http_upstream_server_t           *server;
+    ngx_http_upstream_rr_peer_t          *peer;
+    ngx_http_upstream_srv_conf_t          us;
+    ngx_http_upstream_chash_gen_peers_t  *gp;
+
+    n = gen->nodes.npeers;
+
+    ngx_memzero(&us, sizeof(ngx_http_upstream_srv_conf_t));
+    us.host = *src->upstream;
+    us.servers = ngx_array_create(gen->pool, n,
+                                  sizeof(ngx_http_upstream_server_t));
+    gp = ngx_palloc(gen->pool, sizeof(ngx_http_upstream_chash_gen_peers_t));
+    if (us.servers == NULL || gp == NULL) {
+        ngx_snprintf(err, len, "no memory%Z");
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+        ngx_memzero(&u, sizeof(ngx_url_t));
+        u.url = gen->addresses[i];
+        u.default_port = 80;
+
+        if (ngx_parse_url(gen->pool, &u) != NGX_OK || u.naddrs == 0) {
+            ngx_snprintf(err, len, "node %ui \"%V\": %s%Z", i,
+                         &gen->addresses[i], u.err ? u.err : "no address");
+            return NGX_ERROR;
+        }
+
+        server = ngx_array_push(us.servers);
+        ngx_memzero(server, sizeof(ngx_http_upstream_server_t));
+        server->name = gen->addresses[i];
+        server->addrs = u.addrs;
+        server->naddrs = 1;
+        /* a drained node (weight 0) owns no points: a down peer */
+        server->weight = gen->weights[i] ? gen->weights[i] : 1;
+        server->down = gen->weights[i] == 0;
+        server->max_fails = ccf->max_fails;
+        server->fail_timeout = ccf->fail_timeout;
+        server->max_conns = ccf->max_conns;
+    }
+
+    ngx_memzero(&cf, sizeof(ngx_conf_t));
+    cf.pool = gen->pool;
+    cf.temp_pool = gen->pool;
+    cf.log = ngx_cycle->log;
+    cf.cycle = (ngx_cycle_t *) ngx_cycle;
+
+    if (ngx_http_upstream_init_round_robin(&cf, &us) != NGX_OK) {
+        ngx_snprintf(err, len, "the peer list could not be built%Z");
+        return NGX_ERROR;
+    }
+
+    gp->peers = us.peer.data;
+    gp->peers->name = src->upstream;     /* not the stack's copy */
+    gp->peer = ngx_palloc(gen->pool, n * sizeof(ngx_http_upstream_rr_peer_t *));
+    if (gp->peer == NULL) {
+        ngx_snprintf(err, len, "no memory%Z");
+        return NGX_ERROR;
+    }
+
+    for (peer = gp->peers->peer, i = 0; peer && i < n; peer = peer->next, i++) {
+        gp->peer[i] = peer;
+    }
+
+    if (i != n || peer != NULL) {
+        ngx_snprintf(err, len, "%ui peers for %ui nodes%Z", i, n);
+        return NGX_ERROR;
+    }
+
+    gen->peers = gp;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chash_srv_conf_t *ccf)
+{
+    ngx_chash_source_t  *srcs[2];
+    ngx_uint_t           i;
+
+    if (us->servers->nelts != 1
+        || us->servers->elts != (void *) ccf->placeholder)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
+                           "chash_snapshot: its servers are the snapshot's "
+                           "nodes; remove its `server` lines", &us->host);
+        return NGX_ERROR;
+    }
+
+    if (us->shm_zone) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
+                           "chash_snapshot: `zone` is not supported (its "
+                           "peers change with the file, per worker)",
+                           &us->host);
+        return NGX_ERROR;
+    }
+
+    if (ccf->multiple) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\": "
+                           "\"multiple=\" comes from the snapshot with "
+                           "chash_snapshot", &us->host);
+        return NGX_ERROR;
+    }
+
+    srcs[0] = ccf->snap;
+    srcs[1] = ccf->next;
+
+    if (ccf->next) {
+        /* the new file's backends are checked against the old one's */
+        ccf->next->partner = ccf->snap;
+        ccf->snap->seed = ccf->next->seed;
+        ccf->snap->allow_mismatch = ccf->next->allow_mismatch;
+    }
+
+    for (i = 0; i < 2 && srcs[i]; i++) {
+        srcs[i]->upstream = &us->host;
+        srcs[i]->flavor = ccf->flavor_set ? (ngx_int_t) ccf->flavor : -1;
+        srcs[i]->module_conf = ccf;
+        srcs[i]->build_peers = ngx_http_upstream_chash_build_peers;
+
+        if (ngx_chash_source_init_conf(cf, srcs[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (ccf->next) {
+        ccf->snap->partner = ccf->next;
+    }
+
+    us->peer.init = ngx_http_upstream_chash_init_peer;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_upstream_chash_init_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                            i;
+    ngx_http_upstream_srv_conf_t        **uscfp;
+    ngx_http_upstream_main_conf_t        *umcf;
+    ngx_http_upstream_chash_srv_conf_t   *ccf;
+
+    umcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_upstream_module);
+    if (umcf == NULL) {
+        return NGX_OK;
+    }
+
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->srv_conf == NULL
+            || uscfp[i]->peer.init_upstream != ngx_http_upstream_chash_init)
+        {
+            continue;
+        }
+
+        ccf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                              ngx_http_upstream_chash_module);
+
+        if (ccf->snap
+            && ngx_chash_source_init_worker(cycle, ccf->snap) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        if (ccf->next
+            && ngx_chash_source_init_worker(cycle, ccf->next) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_upstream_chash_get_nowhere(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_upstream_chash_peer_data_t  *hp = data;
+
+    pc->name = hp->rrp.peers->name;
+
+    return NGX_BUSY;
+}
+
+
+/*
+ * A request on a snapshot upstream: the ring (old or new of a migration) it
+ * keeps for all its tries, held until its pool goes; its subset's mask.
+ */
+static ngx_int_t
+ngx_http_upstream_chash_init_snapshot_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chash_srv_conf_t *ccf,
+    ngx_http_upstream_chash_peer_data_t *hp)
+{
+    ngx_int_t                             ppm;
+    ngx_str_t                             v;
+    ngx_uint_t                            words;
+    ngx_chash_gen_t                      *gen;
+    ngx_chash_subset_t                   *sub;
+    ngx_http_upstream_srv_conf_t          fus;
+    ngx_http_upstream_chash_gen_peers_t  *gp;
+
+    gen = ccf->snap->current;
+    ngx_str_null(&hp->choice);
+
+    if (ccf->next) {
+        ngx_str_set(&hp->choice, "old");
+        ppm = ccf->rollout_ppm;
+
+        if (ccf->rollout) {
+            if (ngx_http_complex_value(r, ccf->rollout, &v) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            ppm = ngx_chash_parse_rollout(v.data, v.len);
+
+            if (ppm == NGX_ERROR) {
+                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                              "chash_migrate in upstream \"%V\": rollout "
+                              "\"%V\" is not 0..1 or 0%%..100%%: old ring",
+                              &us->host, &v);
+                ppm = 0;
+            }
+        }
+
+        v.len = 2;
+        v.data = (u_char *) "in";
+
+        if (ccf->scope
+            && ngx_http_complex_value(r, ccf->scope, &v) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        if (ngx_chash_scope_in(&v)
+            && ngx_chash_migration_new_side(&hp->key, ccf->next->seed,
+                                            (uint32_t) ppm))
+        {
+            gen = ccf->next->current;
+            ngx_str_set(&hp->choice, "new");
+        }
+    }
+
+    if (ngx_chash_gen_hold(gen, r->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    gp = gen->peers;
+    hp->gen = gen;
+    hp->flavor = gen->info.flavor;
+    hp->peer = gp->peer;
+    hp->nodes = &gen->nodes;
+    hp->ring_id = &gen->ring_id;
+
+    fus = *us;
+    fus.peer.data = gp->peers;
+
+    if (ngx_http_upstream_init_round_robin_peer(r, &fus) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    r->upstream->peer.get = ngx_http_upstream_chash_get;
+
+    sub = NULL;
+    ngx_str_null(&hp->subset);
+
+    if (ccf->subset) {
+        if (ngx_http_complex_value(r, ccf->subset, &hp->subset) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        if (hp->subset.len) {
+            sub = ngx_chash_gen_subset(gen, &hp->subset);
+
+            if (sub == NULL || chash_node_mask_count_available(sub->mask) == 0)
+            {
+                /* isolation over availability: never the whole ring */
+                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                              "chash upstream \"%V\": %s subset \"%V\" in "
+                              "config version %V", &us->host,
+                              sub ? "empty" : "no", &hp->subset,
+                              &gen->version);
+                r->upstream->peer.get = ngx_http_upstream_chash_get_nowhere;
+                r->upstream->peer.tries = 1;
+                return NGX_OK;
+            }
+
+            /* the peers outside the subset count as tried: nginx's round
+             * robin after 20 tries stays inside it */
+            words = (gen->nodes.npeers + 8 * sizeof(uintptr_t) - 1)
+                    / (8 * sizeof(uintptr_t));
+            ngx_memcpy(hp->rrp.tried, sub->outside, words * sizeof(uintptr_t));
+            r->upstream->peer.tries = ngx_max(sub->live, 1);
+        }
+    }
+
+    return ngx_chash_walk_init_masked(&hp->walk, hp->flavor, gen->ring,
+                                      sub ? sub->mask : NULL, &hp->key,
+                                      r->pool);
+}
+
+
+
 static ngx_int_t
 ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us)
@@ -198,10 +587,6 @@ ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
 
     r->upstream->peer.data = &hp->rrp;
 
-    if (ngx_http_upstream_init_round_robin_peer(r, us) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
     ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chash_module);
 
     if (ngx_http_complex_value(r, &ccf->key, &hp->key) != NGX_OK) {
@@ -212,6 +597,25 @@ ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
                    "upstream chash key:\"%V\"", &hp->key);
 
     hp->conf = ccf;
+
+    /* for the $chash_* variables, which other modules' data may hide */
+    ngx_http_set_ctx(r, hp, ngx_http_upstream_chash_module);
+
+    if (ccf->snap) {
+        return ngx_http_upstream_chash_init_snapshot_peer(r, us, ccf, hp);
+    }
+
+    if (ngx_http_upstream_init_round_robin_peer(r, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    hp->gen = NULL;
+    hp->flavor = ccf->flavor;
+    hp->peer = ccf->peer;
+    hp->nodes = &ccf->nodes;
+    hp->ring_id = &ccf->ring_id;
+    ngx_str_null(&hp->choice);
+    ngx_str_null(&hp->subset);
 
     r->upstream->peer.get = ngx_http_upstream_chash_get;
 
@@ -231,7 +635,7 @@ ngx_http_upstream_chash_usable(void *data, ngx_uint_t i, time_t now)
         return 0;
     }
 
-    peer = hp->conf->peer[i];
+    peer = hp->peer[i];
 
     if (peer->down) {
         return 0;
@@ -260,7 +664,7 @@ ngx_http_upstream_chash_weights(void *data, ngx_uint_t i, ngx_int_t **current,
 
     ngx_http_upstream_rr_peer_t  *peer;
 
-    peer = hp->conf->peer[i];
+    peer = hp->peer[i];
 
     *current = &peer->current_weight;
     *effective = &peer->effective_weight;
@@ -299,14 +703,14 @@ ngx_http_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
 
     ngx_http_upstream_rr_peers_wlock(peers);
 
-    if (ccf->flavor == CHASH_FLAVOR_NGINX
+    if (hp->flavor == CHASH_FLAVOR_NGINX
         && (peers->single || hp->key.len == 0))
     {
         ngx_http_upstream_rr_peers_unlock(peers);
         return ngx_http_upstream_get_round_robin_peer(pc, &hp->rrp);
     }
 
-    if (ccf->mapped != peers
+    if (hp->gen == NULL && ccf->mapped != peers
         && ngx_http_upstream_chash_map_peers(ccf, peers, pc->log) != NGX_OK)
     {
         ngx_http_upstream_rr_peers_unlock(peers);
@@ -318,7 +722,7 @@ ngx_http_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
 
     now = ngx_time();
 
-    i = ngx_chash_pick(&hp->walk, &ccf->nodes,
+    i = ngx_chash_pick(&hp->walk, hp->nodes,
                        &ngx_http_upstream_chash_peer_ops, hp, now, pc->log);
 
     if (i == NGX_CHASH_FALLBACK) {
@@ -332,7 +736,7 @@ ngx_http_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
         return NGX_BUSY;
     }
 
-    peer = ccf->peer[i];
+    peer = hp->peer[i];
 
     hp->rrp.current = peer;
 
@@ -354,36 +758,54 @@ ngx_http_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
 }
 
 
+enum {
+    NGX_CHASH_VAR_RING = 0,
+    NGX_CHASH_VAR_VERSION,
+    NGX_CHASH_VAR_CHOICE,
+    NGX_CHASH_VAR_SUBSET
+};
+
+
+/* $chash_ring, $chash_ring_version, $chash_ring_choice, $chash_subset: of
+ * the ring that routed this request (held by it until its pool goes). */
 static ngx_int_t
-ngx_http_upstream_chash_ring_variable(ngx_http_request_t *r,
+ngx_http_upstream_chash_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    ngx_http_upstream_srv_conf_t        *uscf;
-    ngx_http_upstream_chash_srv_conf_t  *ccf;
+    ngx_str_t                            *s;
+    ngx_http_upstream_chash_peer_data_t  *hp;
 
-    if (r->upstream == NULL
-        || r->upstream->upstream == NULL
-        || r->upstream->upstream->srv_conf == NULL)
-    {
+    hp = ngx_http_get_module_ctx(r, ngx_http_upstream_chash_module);
+
+    if (hp == NULL || hp->ring_id == NULL) {
         v->not_found = 1;
         return NGX_OK;
     }
 
-    uscf = r->upstream->upstream;
-    ccf = ngx_http_conf_upstream_srv_conf(uscf, ngx_http_upstream_chash_module);
-
-    if (ccf == NULL || ccf->ring == NULL
-        || uscf->peer.init != ngx_http_upstream_chash_init_peer)
-    {
-        v->not_found = 1;
-        return NGX_OK;
+    switch (data) {
+    case NGX_CHASH_VAR_RING:
+        s = hp->ring_id;
+        break;
+    case NGX_CHASH_VAR_VERSION:
+        if (hp->gen == NULL) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
+        s = &hp->gen->version;
+        break;
+    case NGX_CHASH_VAR_CHOICE:
+        s = &hp->choice;
+        break;
+    default:
+        s = &hp->subset;
+        break;
     }
 
-    v->len = ccf->ring_id.len;
+    v->len = s->len;
     v->valid = 1;
     v->no_cacheable = 0;
     v->not_found = 0;
-    v->data = ccf->ring_id.data;
+    v->data = s->data;
 
     return NGX_OK;
 }
@@ -392,15 +814,25 @@ ngx_http_upstream_chash_ring_variable(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_upstream_chash_add_variables(ngx_conf_t *cf)
 {
+    ngx_uint_t            i;
     ngx_http_variable_t  *var;
-    static ngx_str_t      name = ngx_string("chash_ring");
 
-    var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);
-    if (var == NULL) {
-        return NGX_ERROR;
+    static ngx_str_t      names[] = {
+        ngx_string("chash_ring"),
+        ngx_string("chash_ring_version"),
+        ngx_string("chash_ring_choice"),
+        ngx_string("chash_subset")
+    };
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        var = ngx_http_add_variable(cf, &names[i], NGX_HTTP_VAR_NOCACHEABLE);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = ngx_http_upstream_chash_variable;
+        var->data = i;
     }
-
-    var->get_handler = ngx_http_upstream_chash_ring_variable;
 
     return NGX_OK;
 }
@@ -417,6 +849,8 @@ ngx_http_upstream_chash_create_conf(ngx_conf_t *cf)
     }
 
     conf->flavor = NGX_CONF_UNSET_UINT;
+    conf->max_fails = 1;
+    conf->fail_timeout = 10;
 
     return conf;
 }
@@ -473,6 +907,29 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             ccf->flavor = f;
+            ccf->flavor_set = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "subset=", 7) == 0) {
+            s.data = value[i].data + 7;
+            s.len = value[i].len - 7;
+
+            ccf->subset = ngx_palloc(cf->pool,
+                                     sizeof(ngx_http_complex_value_t));
+            if (ccf->subset == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+            ccv.cf = cf;
+            ccv.value = &s;
+            ccv.complex_value = ccf->subset;
+
+            if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
+
             continue;
         }
 
@@ -527,5 +984,248 @@ invalid:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid parameter \"%V\"", &value[i]);
 
+    return NGX_CONF_ERROR;
+}
+
+
+static ngx_http_complex_value_t *
+ngx_http_upstream_chash_cv(ngx_conf_t *cf, u_char *p, size_t len)
+{
+    ngx_str_t                          s;
+    ngx_http_complex_value_t          *cv;
+    ngx_http_compile_complex_value_t   ccv;
+
+    s.data = p;
+    s.len = len;
+
+    cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+    if (cv == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+    ccv.cf = cf;
+    ccv.value = &s;
+    ccv.complex_value = cv;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NULL;
+    }
+
+    return cv;
+}
+
+
+static ngx_chash_source_t *
+ngx_http_upstream_chash_source(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_str_t *rest, ngx_uint_t *nrest)
+{
+    ngx_chash_source_t  *src;
+
+    src = ngx_pcalloc(cf->pool, sizeof(ngx_chash_source_t));
+    if (src == NULL) {
+        return NULL;
+    }
+
+    src->directive = value[0];
+
+    if (ngx_chash_source_parse(cf, src, value, cf->args->nelts, rest, nrest)
+        != NGX_CONF_OK)
+    {
+        return NULL;
+    }
+
+    return src;
+}
+
+
+/*
+ * chash_snapshot FILE [trusted_key=PUB]... [min_version=N] [poll=T|off]
+ *     [thread_pool=NAME] [copy] [max_fails=N] [fail_timeout=T] [max_conns=N]
+ */
+static char *
+ngx_http_upstream_chash_snapshot(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_upstream_chash_srv_conf_t  *ccf = conf;
+
+    time_t       t;
+    ngx_int_t    n;
+    ngx_str_t                     *value, *rest, s;
+    ngx_uint_t                     i, nrest;
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    if (ccf->snap) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    rest = ngx_palloc(cf->pool, cf->args->nelts * sizeof(ngx_str_t));
+    if (rest == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ccf->snap = ngx_http_upstream_chash_source(cf, value, rest, &nrest);
+    if (ccf->snap == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* nginx refuses an upstream block without servers: a placeholder that
+     * only init_snapshot sees (and that tells it from `server` lines) */
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+    ccf->placeholder = ngx_array_push(uscf->servers);
+    if (ccf->placeholder == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(ccf->placeholder, sizeof(ngx_http_upstream_server_t));
+    ngx_str_set(&ccf->placeholder->name, "chash_snapshot");
+
+    for (i = 0; i < nrest; i++) {
+
+        if (ngx_strncmp(rest[i].data, "max_fails=", 10) == 0) {
+            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
+            if (n == NGX_ERROR) {
+                goto invalid;
+            }
+
+            ccf->max_fails = n;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "max_conns=", 10) == 0) {
+            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
+            if (n == NGX_ERROR) {
+                goto invalid;
+            }
+
+            ccf->max_conns = n;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "fail_timeout=", 13) == 0) {
+            s.data = rest[i].data + 13;
+            s.len = rest[i].len - 13;
+            t = ngx_parse_time(&s, 1);
+            if (t == (time_t) NGX_ERROR) {
+                goto invalid;
+            }
+
+            ccf->fail_timeout = t;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &rest[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+/*
+ * chash_migrate FILE rollout=VALUE [scope=VALUE] [seed=N] [allow_mismatch]
+ *     [trusted_key=PUB]... [min_version=N] [poll=T|off] [thread_pool=NAME]
+ *     [copy]
+ */
+static char *
+ngx_http_upstream_chash_migrate(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_upstream_chash_srv_conf_t  *ccf = conf;
+
+    off_t        seed;
+    ngx_str_t   *value, *rest;
+    ngx_uint_t   i, nrest, has_rollout;
+
+    if (ccf->next) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    rest = ngx_palloc(cf->pool, cf->args->nelts * sizeof(ngx_str_t));
+    if (rest == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ccf->next = ngx_http_upstream_chash_source(cf, value, rest, &nrest);
+    if (ccf->next == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    has_rollout = 0;
+
+    for (i = 0; i < nrest; i++) {
+
+        if (ngx_strncmp(rest[i].data, "rollout=", 8) == 0) {
+            has_rollout = 1;
+
+            if (ngx_strlchr(rest[i].data + 8, rest[i].data + rest[i].len, '$'))
+            {
+                ccf->rollout = ngx_http_upstream_chash_cv(cf, rest[i].data + 8,
+                                                          rest[i].len - 8);
+                if (ccf->rollout == NULL) {
+                    return NGX_CONF_ERROR;
+                }
+
+                continue;
+            }
+
+            ccf->rollout_ppm = ngx_chash_parse_rollout(rest[i].data + 8,
+                                                       rest[i].len - 8);
+            if (ccf->rollout_ppm == NGX_ERROR) {
+                goto invalid;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "scope=", 6) == 0) {
+            ccf->scope = ngx_http_upstream_chash_cv(cf, rest[i].data + 6,
+                                                    rest[i].len - 6);
+            if (ccf->scope == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "seed=", 5) == 0) {
+            seed = ngx_atoof(rest[i].data + 5, rest[i].len - 5);
+            if (seed == NGX_ERROR) {
+                goto invalid;
+            }
+
+            ccf->next->seed = (uint64_t) seed;
+            continue;
+        }
+
+        if (rest[i].len == 14
+            && ngx_strncmp(rest[i].data, "allow_mismatch", 14) == 0)
+        {
+            ccf->next->allow_mismatch = 1;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    if (!has_rollout) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chash_migrate needs rollout=VALUE");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &rest[i]);
     return NGX_CONF_ERROR;
 }

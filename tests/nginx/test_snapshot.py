@@ -106,6 +106,42 @@ def pick(rng, servers, fraction):
     return out or [servers[0]]
 
 
+STATUS_LOCATION = "        location = /chash-status { chash_status; allow 127.0.0.1; deny all; }"
+
+
+def status(port, query="", method="GET"):
+    """(HTTP status, content type, body) of the chash_status location."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request(method, "/chash-status" + query)
+        r = c.getresponse()
+        return r.status, r.getheader("Content-Type"), r.read().decode()
+    finally:
+        c.close()
+
+
+def prometheus_samples(text):
+    """{(name, frozenset(labels)): value}; checks each family is one group."""
+    samples = {}
+    families = []
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            families.append(line.split()[2])
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = re.fullmatch(r'([a-z_]+)\{(.*)\} (\d+)', line)
+        check(m is not None, "prometheus line %r" % line)
+        if not m:
+            continue
+        check(families and families[-1] == m.group(1), "sample %s outside its family" %
+              m.group(1))
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
+        samples[(m.group(1), labels)] = int(m.group(3))
+    check(len(families) == len(set(families)), "each family once: %s" % families)
+    return samples
+
+
 def config_error(module, upstream_body, http_extra=""):
     """`nginx -t` of one upstream: (exit status, output)."""
     ngx = Nginx(module=module)
@@ -177,7 +213,7 @@ def routing(args, cli, rng, ports, keys, workdir):
 
     ngx = Nginx(module=args.module, keep=args.keep, log_vars=LOG_VARS)
     try:
-        ngx.write_conf(upstreams, tries=TRIES)
+        ngx.write_conf(upstreams, tries=TRIES, http_extra=STATUS_LOCATION)
         ngx.start()
         notices = re.findall(r"chash_(?:snapshot|migrate) \S+ in upstream \S+: flavor=.*",
                              ngx.stderr_log())
@@ -295,6 +331,43 @@ def routing(args, cli, rng, ports, keys, workdir):
         print("chash_migrate: %d rollout/scope cases x 150 keys, whole ring and subset a: "
               "first pick and old|new = chash route --ring --new-ring" % len(cases),
               flush=True)
+
+        # the status: counters from shared memory
+        code, ctype, body = status(ngx.port)
+        check(code == 200 and ctype == "application/json", "status: %s %s" % (code, ctype))
+        doc = json.loads(body)["upstreams"]
+        w = doc["whole_chash"]
+        check(w["fingerprint"] == fp and w["config_version"] == 5 and w["nodes"] == len(servers)
+              and w["requests"] == {"old": len(keys), "new": 0} and w["key_id"] and
+              w["file"] == ring and [x["config_version"] for x in w["workers"]] == [5],
+              "status of whole_chash: %s" % {k: w[k] for k in w if k != "subsets"})
+        b = doc["subb_chash"]
+        check(b["subsets"].get("b") == 200 and b["unknown_subset"] == 1 and
+              b["requests"]["old"] == 202, "status of subb_chash: subsets %s, unknown %s, "
+              "requests %s" % (b["subsets"], b["unknown_subset"], b["requests"]))
+        m = doc["mig_chash"]
+        want_new = sum(len(news[(r, sc, "mig_chash")]) for r, sc in cases
+                       if sc not in ("", "0", "off"))
+        check(m["requests"] == {"old": 150 * len(cases) - want_new, "new": want_new} and
+              m["migration"]["file"] == p2 and m["migration"]["rollout"] == "$arg_r" and
+              m["migration"]["allow_mismatch"] is False, "status of mig_chash: %s %s" %
+              (m["requests"], m["migration"]))
+        code, ctype, body = status(ngx.port, "?format=prometheus")
+        check(code == 200 and ctype == "text/plain; version=0.0.4", "prometheus: %s %s" %
+              (code, ctype))
+        samples = prometheus_samples(body)
+        check(samples.get(("chash_requests_total", frozenset({("upstream", "mig_chash"),
+                                                               ("ring", "new")}))) == want_new,
+              "prometheus chash_requests_total of mig_chash, new")
+        check(samples.get(("chash_subset_requests_total",
+                           frozenset({("upstream", "subb_chash"), ("subset", "b")}))) == 200,
+              "prometheus chash_subset_requests_total")
+        code, _, body = status(ngx.port, method="HEAD")
+        check(code == 200 and body == "", "HEAD status: %s %r" % (code, body[:40]))
+        code, _, _ = status(ngx.port, method="POST")
+        check(code == 405, "POST status: %s" % code)
+        print("chash_status: JSON and Prometheus (%d samples) agree with the requests sent; "
+              "HEAD answered, POST refused" % len(samples), flush=True)
     finally:
         ngx.stop()
         if FAILURES or args.keep:
@@ -505,7 +578,7 @@ def hot_swap(args, cli, rng, ports, workdir):
     ngx = Nginx(module=args.module, workers=2, keep=args.keep, log_vars=LOG_VARS)
     traffic = None
     try:
-        ngx.write_conf(ups, tries=3)
+        ngx.write_conf(ups, tries=3, http_extra=STATUS_LOCATION)
         ngx.start()
         check(wait_version(ngx, 10) is not None, "serving version 10 at start")
 
@@ -588,6 +661,14 @@ def hot_swap(args, cli, rng, ports, workdir):
         time.sleep(0.5)
         check(ngx.error_log().count(": refused, check ") == 2 * len(cases),
               "no refusal repeated for a file already refused")
+        live = json.loads(status(ngx.port)[2])["upstreams"]["live"]
+        check(live["loads"] == {"ok": 6, "refused": 2 * len(cases)} and
+              live["last_refusal"]["check"] == "address" and
+              sorted(x["config_version"] for x in live["workers"]) == [13, 13],
+              "status after the swaps and bad files: loads %s, last refusal %s, workers %s" %
+              (live["loads"], live["last_refusal"], live["workers"]))
+        print("status: loads %s, workers %s, last refusal %r" %
+              (live["loads"], live["workers"], live["last_refusal"]["check"]))
 
         # a ConfigMap ..data swap (the `cm` upstream, copy mode)
         check(all(v == "1" for v in version_seen(ngx.port, "/u/cm?k=")), "cm serves 1")
@@ -618,7 +699,7 @@ def hot_swap(args, cli, rng, ports, workdir):
 
         # nginx -s reload while polls and loads run: new workers serve the file
         cli.build(path, fleet[1:], version=21, sign=key)
-        ngx.write_conf(ups, tries=3)
+        ngx.write_conf(ups, tries=3, http_extra=STATUS_LOCATION)
         ngx.reload()
         check(wait_version(ngx, 21) is not None, "after a reload every worker serves 21")
         traffic.stop()

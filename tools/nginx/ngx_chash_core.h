@@ -153,6 +153,7 @@ typedef struct {
 
 
 typedef struct ngx_chash_source_s  ngx_chash_source_t;
+typedef struct ngx_chash_status_s  ngx_chash_status_t;
 
 /*
  * Builds gen->peers from gen->addresses and gen->weights, allocating from
@@ -191,6 +192,10 @@ struct ngx_chash_source_s {
     uint64_t                   seed;
     ngx_flag_t                 allow_mismatch;
 
+    ngx_chash_status_t        *status;        /* counters, or NULL */
+    ngx_uint_t                 status_index;
+    ngx_uint_t                 side;          /* 0 chash_snapshot, 1 migrate */
+
     /* process-local state */
     ngx_chash_gen_t           *current;
     ngx_chash_file_id_t        refused;       /* logged once per identity */
@@ -207,11 +212,14 @@ struct ngx_chash_source_s {
  * with another fingerprint too; the flavour; numeric addresses; the
  * partner's backends). Blocking, O(file); thread-safe given that served and
  * partner stay referenced by the caller. NGX_OK and *out (refs 1), or
- * NGX_DECLINED with the check's name in *check and its message in err.
+ * NGX_DECLINED with the check's name in *check (static, or in checkbuf of
+ * NGX_CHASH_CHECK_LEN bytes) and its message in err.
  */
+#define NGX_CHASH_CHECK_LEN  64
+
 ngx_int_t ngx_chash_gen_load(ngx_chash_source_t *src, ngx_chash_gen_t *served,
     ngx_chash_gen_t *partner, ngx_chash_gen_t **out, const char **check,
-    u_char *err, size_t len);
+    u_char *checkbuf, u_char *err, size_t len);
 
 void ngx_chash_gen_unref(ngx_chash_gen_t *gen);
 
@@ -255,6 +263,70 @@ ngx_uint_t ngx_chash_scope_in(ngx_str_t *v);
 ngx_int_t ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
     ngx_pool_t *pool);
+
+
+/* ---- Status: counters in shared memory, summed over workers --------------- */
+
+#define NGX_CHASH_STATUS_SLOTS    64     /* workers by ngx_worker, modulo */
+#define NGX_CHASH_STATUS_SUBSETS  64     /* subsets counted by index */
+
+typedef struct {
+    ngx_atomic_t   pid;
+    ngx_atomic_t   version[2];           /* served: old (chash_snapshot), new */
+    ngx_atomic_t   loads_ok;
+    ngx_atomic_t   loads_refused;
+    ngx_atomic_t   requests[2];          /* old, new */
+    ngx_atomic_t   unknown_subset;
+    ngx_atomic_t   subset[NGX_CHASH_STATUS_SUBSETS];
+} ngx_chash_status_slot_t;
+
+
+typedef struct {
+    u_char                   name[64];
+    size_t                   name_len;
+    ngx_atomic_t             lock;       /* of the last refusal's text */
+    ngx_atomic_t             refused_at;
+    u_char                   last_check[NGX_CHASH_CHECK_LEN];
+    u_char                   last_message[512];
+    ngx_chash_status_slot_t  slot[NGX_CHASH_STATUS_SLOTS];
+} ngx_chash_status_shm_t;
+
+
+/* One snapshot upstream as the status shows it (per cycle). */
+typedef struct {
+    ngx_str_t            *name;
+    ngx_chash_source_t   *snap;
+    ngx_chash_source_t   *next;
+    ngx_str_t             rollout;       /* as configured */
+} ngx_chash_status_upstream_t;
+
+
+struct ngx_chash_status_s {
+    ngx_array_t              upstreams;  /* ngx_chash_status_upstream_t */
+    ngx_shm_zone_t          *zone;
+    ngx_chash_status_shm_t  *shm;        /* one per upstream, in order */
+};
+
+
+/* Registers a snapshot upstream (configuration time); sets src->status. */
+ngx_int_t ngx_chash_status_register(ngx_conf_t *cf, ngx_chash_status_t *st,
+    ngx_str_t *name, ngx_chash_source_t *snap, ngx_chash_source_t *next,
+    ngx_str_t *rollout);
+
+/* Adds the shared zone once every upstream is registered. */
+ngx_int_t ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
+    void *tag);
+
+/* This worker's slot of a source's upstream, or NULL (no zone yet). */
+ngx_chash_status_slot_t *ngx_chash_status_slot(ngx_chash_source_t *src);
+
+/* A request counted: side 0/1, the subset's index or -1, unknown. */
+void ngx_chash_status_count(ngx_chash_source_t *src, ngx_uint_t side,
+    ngx_int_t subset, ngx_uint_t unknown);
+
+/* The status document (JSON, or prometheus != 0) into a buffer of pool. */
+ngx_buf_t *ngx_chash_status_render(ngx_chash_status_t *st, ngx_pool_t *pool,
+    ngx_uint_t prometheus);
 
 
 /* Whether bit i of a tried bitmap is set / sets it. */

@@ -58,7 +58,13 @@ typedef struct {
     time_t                          fail_timeout;
     ngx_uint_t                      max_conns;
     ngx_http_upstream_server_t     *placeholder;
+    ngx_str_t                       rollout_text;
 } ngx_http_upstream_chash_srv_conf_t;
+
+
+typedef struct {
+    ngx_chash_status_t              status;
+} ngx_http_upstream_chash_main_conf_t;
 
 
 /* A generation's peers (ngx_chash_gen_t.peers): nginx's round robin list,
@@ -100,6 +106,10 @@ static char *ngx_http_upstream_chash_snapshot(ngx_conf_t *cf,
 static char *ngx_http_upstream_chash_migrate(ngx_conf_t *cf,
     ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_http_upstream_chash_init_process(ngx_cycle_t *cycle);
+static char *ngx_http_upstream_chash_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void *ngx_http_upstream_chash_create_main_conf(ngx_conf_t *cf);
+static ngx_int_t ngx_http_upstream_chash_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chash_srv_conf_t *ccf);
 
@@ -127,15 +137,22 @@ static ngx_command_t  ngx_http_upstream_chash_commands[] = {
       0,
       NULL },
 
+    { ngx_string("chash_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_upstream_chash_status,
+      0,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
 
 static ngx_http_module_t  ngx_http_upstream_chash_module_ctx = {
     ngx_http_upstream_chash_add_variables, /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_upstream_chash_postconfiguration, /* postconfiguration */
 
-    NULL,                                  /* create main configuration */
+    ngx_http_upstream_chash_create_main_conf, /* create main configuration */
     NULL,                                  /* init main configuration */
 
     ngx_http_upstream_chash_create_conf,   /* create server configuration */
@@ -344,8 +361,9 @@ static ngx_int_t
 ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chash_srv_conf_t *ccf)
 {
-    ngx_chash_source_t  *srcs[2];
-    ngx_uint_t           i;
+    ngx_uint_t                            i;
+    ngx_chash_source_t                   *srcs[2];
+    ngx_http_upstream_chash_main_conf_t  *mcf;
 
     if (us->servers->nelts != 1
         || us->servers->elts != (void *) ccf->placeholder)
@@ -394,6 +412,15 @@ ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
 
     if (ccf->next) {
         ccf->snap->partner = ccf->next;
+    }
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_chash_module);
+
+    if (ngx_chash_status_register(cf, &mcf->status, &us->host, ccf->snap,
+                                  ccf->next, &ccf->rollout_text)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     us->peer.init = ngx_http_upstream_chash_init_peer;
@@ -466,13 +493,14 @@ ngx_http_upstream_chash_init_snapshot_peer(ngx_http_request_t *r,
 {
     ngx_int_t                             ppm;
     ngx_str_t                             v;
-    ngx_uint_t                            words;
+    ngx_uint_t                            words, side;
     ngx_chash_gen_t                      *gen;
     ngx_chash_subset_t                   *sub;
     ngx_http_upstream_srv_conf_t          fus;
     ngx_http_upstream_chash_gen_peers_t  *gp;
 
     gen = ccf->snap->current;
+    side = 0;
     ngx_str_null(&hp->choice);
 
     if (ccf->next) {
@@ -509,6 +537,7 @@ ngx_http_upstream_chash_init_snapshot_peer(ngx_http_request_t *r,
                                             (uint32_t) ppm))
         {
             gen = ccf->next->current;
+            side = 1;
             ngx_str_set(&hp->choice, "new");
         }
     }
@@ -554,6 +583,7 @@ ngx_http_upstream_chash_init_snapshot_peer(ngx_http_request_t *r,
                               &gen->version);
                 r->upstream->peer.get = ngx_http_upstream_chash_get_nowhere;
                 r->upstream->peer.tries = 1;
+                ngx_chash_status_count(ccf->snap, side, -1, 1);
                 return NGX_OK;
             }
 
@@ -565,6 +595,8 @@ ngx_http_upstream_chash_init_snapshot_peer(ngx_http_request_t *r,
             r->upstream->peer.tries = ngx_max(sub->live, 1);
         }
     }
+
+    ngx_chash_status_count(ccf->snap, side, sub ? sub - gen->subsets : -1, 0);
 
     return ngx_chash_walk_init_masked(&hp->walk, hp->flavor, gen->ring,
                                       sub ? sub->mask : NULL, &hp->key,
@@ -1164,6 +1196,8 @@ ngx_http_upstream_chash_migrate(ngx_conf_t *cf, ngx_command_t *cmd,
 
         if (ngx_strncmp(rest[i].data, "rollout=", 8) == 0) {
             has_rollout = 1;
+            ccf->rollout_text.data = rest[i].data + 8;
+            ccf->rollout_text.len = rest[i].len - 8;
 
             if (ngx_strlchr(rest[i].data + 8, rest[i].data + rest[i].len, '$'))
             {
@@ -1228,4 +1262,94 @@ invalid:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
                        &rest[i]);
     return NGX_CONF_ERROR;
+}
+
+
+static void *
+ngx_http_upstream_chash_create_main_conf(ngx_conf_t *cf)
+{
+    return ngx_pcalloc(cf->pool, sizeof(ngx_http_upstream_chash_main_conf_t));
+}
+
+
+static ngx_int_t
+ngx_http_upstream_chash_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_upstream_chash_main_conf_t  *mcf;
+
+    /* after every upstream's init_upstream: the zone's size is known */
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_chash_module);
+
+    return ngx_chash_status_add_zone(cf, &mcf->status,
+                                     &ngx_http_upstream_chash_module);
+}
+
+
+/* chash_status: GET and HEAD, JSON, or ?format=prometheus */
+static ngx_int_t
+ngx_http_upstream_chash_status_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                             rc;
+    ngx_str_t                             format;
+    ngx_buf_t                            *b;
+    ngx_uint_t                            prom;
+    ngx_chain_t                           out;
+    ngx_http_upstream_chash_main_conf_t  *mcf;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    prom = ngx_http_arg(r, (u_char *) "format", 6, &format) == NGX_OK
+           && format.len == 10
+           && ngx_strncmp(format.data, "prometheus", 10) == 0;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_chash_module);
+
+    b = ngx_chash_status_render(&mcf->status, r->pool, prom);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (prom) {
+        ngx_str_set(&r->headers_out.content_type,
+                    "text/plain; version=0.0.4");
+    } else {
+        ngx_str_set(&r->headers_out.content_type, "application/json");
+    }
+
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static char *
+ngx_http_upstream_chash_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_upstream_chash_status_handler;
+
+    return NGX_CONF_OK;
 }

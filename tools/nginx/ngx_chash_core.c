@@ -1270,12 +1270,7 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
         return NGX_CONF_ERROR;
     }
 
-    /* ngx_conf_full_name leaves it NUL-terminated only if it prefixed it */
-    src->path.data = (u_char *) ngx_pstrdup(cf->pool, &src->path);
-    if (src->path.data == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
+    /* NUL-terminated for stat() and chash_snapshot_load() */
     {
         u_char  *p = ngx_pnalloc(cf->pool, src->path.len + 1);
 
@@ -1901,17 +1896,29 @@ ngx_chash_status_render(ngx_chash_status_t *st, ngx_pool_t *pool,
     ngx_chash_status_sum_t        sum;
     ngx_chash_status_upstream_t  *u;
 
+    /*
+     * An upper bound: every line (at most 24 + 2 a worker slot + one a
+     * subset, in either format) holds at most every string of its upstream,
+     * each escaped (at most 7 bytes a byte), and numbers.
+     */
     size = 1024;
     u = st->upstreams.elts;
 
     for (i = 0; i < st->upstreams.nelts; i++) {
-        size += 16384 + 7 * (u[i].snap->path.len + u[i].rollout.len + 600 + 256)
-                + NGX_CHASH_STATUS_SLOTS * 160
-                + (u[i].snap->current ? u[i].snap->current->nsubsets : 0)
-                  * (7 * 64 + 200);
-        if (u[i].next) {
-            size += 7 * u[i].next->path.len;
+        g = u[i].snap->current;
+
+        if (g == NULL) {
+            continue;
         }
+
+        size += (24 + 2 * NGX_CHASH_STATUS_SLOTS
+                 + ngx_min(g->nsubsets, NGX_CHASH_STATUS_SUBSETS))
+                * (512 + 7 * (u[i].name->len + u[i].snap->path.len
+                              + (u[i].next ? u[i].next->path.len : 0)
+                              + ngx_strlen(chash_snapshot_label(g->snapshot))
+                              + u[i].rollout.len + 64 + NGX_CHASH_CHECK_LEN
+                              + sizeof(((ngx_chash_status_shm_t *) 0)
+                                       ->last_message)));
     }
 
     b = ngx_create_temp_buf(pool, size);

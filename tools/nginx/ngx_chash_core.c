@@ -543,12 +543,68 @@ ngx_chash_gen_free(ngx_chash_gen_t *gen)
 }
 
 
+#if (NGX_THREADS)
+
+static void
+ngx_chash_gen_free_thread(void *data, ngx_log_t *log)
+{
+    ngx_chash_gen_free(*(ngx_chash_gen_t **) data);
+}
+
+
+static void
+ngx_chash_gen_freed(ngx_event_t *ev)
+{
+    ngx_free(ev->data);     /* the task */
+}
+
+#endif
+
+
 void
 ngx_chash_gen_unref(ngx_chash_gen_t *gen)
 {
-    if (gen != NULL && --gen->refs == 0) {
-        ngx_chash_gen_free(gen);
+#if (NGX_THREADS)
+    ngx_thread_pool_t  *tp;
+    ngx_thread_task_t  *task;
+#endif
+
+    if (gen == NULL || --gen->refs != 0) {
+        return;
     }
+
+#if (NGX_THREADS)
+
+    /* the task is not in gen's pool: the pool goes before the task ends */
+    if (gen->thread_pool
+        && (ngx_process == NGX_PROCESS_WORKER
+            || ngx_process == NGX_PROCESS_SINGLE)
+        && !ngx_exiting && !ngx_terminate && !ngx_quit)
+    {
+        tp = ngx_thread_pool_get((ngx_cycle_t *) ngx_cycle, gen->thread_pool);
+        task = tp ? ngx_calloc(sizeof(ngx_thread_task_t)
+                               + sizeof(ngx_chash_gen_t *), ngx_cycle->log)
+                  : NULL;
+
+        if (task) {
+            task->ctx = task + 1;
+            *(ngx_chash_gen_t **) task->ctx = gen;
+            task->handler = ngx_chash_gen_free_thread;
+            task->event.handler = ngx_chash_gen_freed;
+            task->event.data = task;
+            task->event.log = ngx_cycle->log;
+
+            if (ngx_thread_task_post(tp, task) == NGX_OK) {
+                return;
+            }
+
+            ngx_free(task);
+        }
+    }
+
+#endif
+
+    ngx_chash_gen_free(gen);
 }
 
 
@@ -716,6 +772,7 @@ ngx_chash_gen_load(ngx_chash_source_t *src, ngx_chash_gen_t *served,
 
         gen->pool = pool;
         gen->refs = 1;
+        gen->thread_pool = src->poll ? &src->thread_pool : NULL;
     }
 
     ngx_chash_file_id(&st, &gen->file);

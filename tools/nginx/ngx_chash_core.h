@@ -129,7 +129,9 @@ typedef struct {
  *
  * refs counts the holders: the source while it serves this generation, and
  * every request that started on it (dropped by the request pool's cleanup).
- * The last ngx_chash_gen_unref frees it. Event loop only.
+ * The last ngx_chash_gen_unref frees it, on a thread of the pool when the
+ * worker has one (unmapping or freeing a large ring takes milliseconds the
+ * event loop should not wait), else at once. Event loop only.
  */
 typedef struct {
     ngx_uint_t             refs;
@@ -149,6 +151,7 @@ typedef struct {
     u_char                 key_id[2 * CHASH_KEY_ID_SIZE + 1];  /* "" unsigned */
     ngx_chash_file_id_t    file;
     time_t                 loaded_at;
+    ngx_str_t             *thread_pool;  /* where it is freed, or NULL */
 } ngx_chash_gen_t;
 
 

@@ -25,6 +25,17 @@ import time
 
 NGINX = "/usr/sbin/nginx"
 
+# Environment of the nginx processes only (not of the chash command the tests
+# run): CHASH_NGINX_PRELOAD becomes their LD_PRELOAD, for a module built with
+# sanitizers (tools/nginx/test --sanitize), CHASH_NGINX_ASAN_OPTIONS their
+# ASAN_OPTIONS.
+NGINX_ENV = dict(os.environ)
+if os.environ.get("CHASH_NGINX_PRELOAD"):
+    NGINX_ENV["LD_PRELOAD"] = os.environ["CHASH_NGINX_PRELOAD"]
+if os.environ.get("CHASH_NGINX_ASAN_OPTIONS"):
+    NGINX_ENV["ASAN_OPTIONS"] = os.environ["CHASH_NGINX_ASAN_OPTIONS"]
+    NGINX_ENV["UBSAN_OPTIONS"] = os.environ.get("CHASH_NGINX_UBSAN_OPTIONS", "")
+
 
 def free_port(host="127.0.0.1"):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -201,7 +212,7 @@ http {{
     def test_config(self):
         """`nginx -t`: (exit status, output)."""
         r = subprocess.run(self.command("-t"), capture_output=True, text=True,
-                           timeout=600)
+                           timeout=600, env=NGINX_ENV)
         return r.returncode, r.stdout + r.stderr
 
     # ---- process
@@ -209,7 +220,7 @@ http {{
         assert self.proc is None
         self.stderr = open(os.path.join(self.prefix, "logs", "stderr.log"), "w")
         self.proc = subprocess.Popen(self.command(), stdout=self.stderr,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, env=NGINX_ENV)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -229,7 +240,7 @@ http {{
             self.proc.send_signal(signal.SIGHUP)
         else:
             r = subprocess.run(self.command("-s", "reload"), capture_output=True,
-                               text=True, timeout=600)
+                               text=True, timeout=600, env=NGINX_ENV)
             if r.returncode != 0:
                 raise RuntimeError("nginx -s reload failed: " + r.stderr)
         deadline = time.monotonic() + timeout

@@ -576,9 +576,9 @@ ngx_chash_gen_unref(ngx_chash_gen_t *gen)
 #if (NGX_THREADS)
 
     /* the task is not in gen's pool: the pool goes before the task ends */
-    if (gen->thread_pool
-        && (ngx_process == NGX_PROCESS_WORKER
-            || ngx_process == NGX_PROCESS_SINGLE)
+    /* only in a worker: elsewhere (nginx -t, the master, a cycle that
+     * failed to load) there may be no thread pool to look up */
+    if (gen->thread_pool && ngx_process == NGX_PROCESS_WORKER
         && !ngx_exiting && !ngx_terminate && !ngx_quit)
     {
         tp = ngx_thread_pool_get((ngx_cycle_t *) ngx_cycle, gen->thread_pool);

@@ -232,6 +232,13 @@ def swaps(args, ngx, sfile, path, key, work):
 
     t = threading.Thread(target=traffic, daemon=True)
     t.start()
+    # the probe's longest gap under the same load without a swap: on a
+    # shared machine, what scheduling alone costs
+    out["stall_baseline_s"] = []
+    for _ in range(5):
+        probe = Probe(ngx.port)
+        time.sleep(1.0)
+        out["stall_baseline_s"].append(probe.stop())
     for n in range(args.swaps):
         if n == 10:
             out["memory_after_10"] = memory(ngx)
@@ -266,6 +273,7 @@ def swaps(args, ngx, sfile, path, key, work):
     out["status"] = status(ngx.port)["loads"]
     out["errors"] = load.get("errors", [])[:5]
     out["worker_crashes"] = ngx.error_log().count("exited on signal")
+    out["uptime_after"] = machine()["uptime"]
     return out
 
 

@@ -240,8 +240,8 @@ def swaps(args, ngx, sfile, path, key, work):
         time.sleep(1.0)
         out["stall_baseline_s"].append(probe.stop())
     for n in range(args.swaps):
-        if n == 10:
-            out["memory_after_10"] = memory(ngx)
+        if n in (10, 50, 100):
+            out["memory_after_%d" % n] = memory(ngx)
         good = n % 2 == 0
         version += 1
         tmp, _ = build(args.chash_cli, sfile, path, version, args,

@@ -449,6 +449,8 @@ class Backend:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
+        # nginx closing a connection (a worker killed, a reload) is no error here
+        self.server.handle_error = lambda request, address: None
         self.thread = threading.Thread(target=self.server.serve_forever,
                                        kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
@@ -571,7 +573,14 @@ def hot_swap(args, cli, rng, ports, workdir):
     os.symlink("..data/live.chash", os.path.join(cm, "live.chash"))
 
     hdr = "add_header X-Ring-Version $chash_ring_version always; "
-    ups = [Upstream("live", "chash $arg_k", [], extra="chash_snapshot %s trusted_key=%s "
+    mig_old = cli.build(os.path.join(live_dir, "mig-old.chash"), fleet, version=1,
+                        mode="pingora-v1")
+    mig_new = cli.build(os.path.join(live_dir, "mig-new.chash"), fleet, version=1,
+                        mode="pingora-v2", multiple=16)
+    ups = [Upstream("mig", "chash $arg_k", [], extra=(
+        "chash_snapshot %s poll=100ms;\n        chash_migrate %s rollout=$arg_r seed=3 "
+        "poll=100ms;" % (mig_old, mig_new)), location_extra=hdr),
+           Upstream("live", "chash $arg_k", [], extra="chash_snapshot %s trusted_key=%s "
                     "poll=100ms;" % (path, pub), location_extra=hdr),
            Upstream("cm", "chash $arg_k", [], extra="chash_snapshot %s/live.chash "
                     "trusted_key=%s poll=100ms copy;" % (cm, pub), location_extra=hdr)]
@@ -686,6 +695,60 @@ def hot_swap(args, cli, rng, ports, workdir):
               "a ..data symlink swap is served")
         print("ConfigMap ..data swap (copy mode): served after %.2f s" %
               (time.monotonic() - start), flush=True)
+
+        # a migration across swaps of either file: first picks and sides as
+        # chash route predicts, before and after each swap; a new file of
+        # other backends is refused
+        mkeys = ["m%d" % i for i in range(120)]
+        mid = [100000]
+
+        def migration_matches(label):
+            ids = []
+            for k in mkeys:
+                mid[0] += 1
+                ids.append(str(mid[0]))
+                ngx.get("/u/mig?i=%d&k=%s&r=50%%" % (mid[0], k))
+            time.sleep(0.3)
+            log = ngx.access_fields()
+            routes = cli.route(mkeys, "--ring", mig_old, "--new-ring", mig_new, "--rollout",
+                               "50%", "--seed", "3")
+            same = sum(1 for i, k in enumerate(mkeys)
+                       if log[ids[i]][1] == routes[i][1] and log[ids[i]][11] == routes[i][2])
+            check(same == len(mkeys), "migration %s: %d of %d first picks and sides as chash "
+                  "route" % (label, same, len(mkeys)))
+            return same
+
+        def migration_versions():
+            return sorted((w["config_version"], w["migration_config_version"])
+                          for w in json.loads(status(ngx.port)[2])["upstreams"]["mig"]
+                          ["workers"])
+
+        def wait_migration(want):
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and migration_versions() != [want, want]:
+                time.sleep(0.05)
+            check(migration_versions() == [want, want], "migration versions %s, want %s" %
+                  (migration_versions(), want))
+
+        migration_matches("at start")
+        cli.build(mig_new, fleet, version=2, mode="pingora-v2", multiple=4)
+        wait_migration((1, 2))
+        migration_matches("after a swap of the new file")
+        cli.build(mig_old, fleet, version=2, mode="pingora-v2", multiple=32)
+        wait_migration((2, 2))
+        migration_matches("after a swap of the old file")
+        before = ngx.error_log().count("check backend_mismatch")
+        cli.build(mig_new, fleet[:3], version=3, mode="pingora-v2", multiple=4)
+        time.sleep(0.6)
+        check(ngx.error_log().count("check backend_mismatch") - before == 2,
+              "a new file of other backends refused by both workers")
+        check(migration_versions() == [(2, 2), (2, 2)], "still serving (2, 2)")
+        cli.build(mig_new, fleet, version=4, mode="pingora-v2", multiple=4)  # back in line
+        wait_migration((2, 4))
+        migration_matches("after the refusal")
+        print("chash_migrate across swaps of either file (pingora-v1 -> v2, 120 keys at "
+              "50%): first picks and sides = chash route each time; other backends "
+              "refused (backend_mismatch)", flush=True)
 
         # a worker killed with SIGKILL right after a rename: its replacement
         # serves the new file before its first request

@@ -70,6 +70,7 @@ class StreamNginx(Nginx):
                          worker_connections=4096)
         self.stream_module = stream_module
         self.http_module = http_module
+        self.port = listen_port()
 
     def stream_conf_text(self, upstreams, tries=0, stream_extra="", http_block="",
                          log_ring=True):
@@ -279,4 +280,16 @@ class Blackhole:
 
 
 check_refused = harness.check_refused
-free_port = harness.free_port
+
+_LISTEN_PORTS = set()
+
+
+def listen_port():
+    """A free port for nginx to listen on, never handed out twice by this
+    process (a port just freed may come back from the kernel at once)."""
+    for _ in range(1000):
+        p = harness.free_port()
+        if p not in _LISTEN_PORTS:
+            _LISTEN_PORTS.add(p)
+            return p
+    raise RuntimeError("no free listen port")

@@ -2,7 +2,8 @@
  * ngx_stream_upstream_chash_module: the `chash` balancer for stream (TCP and
  * UDP) upstreams, in a `stream { upstream {} }` block in place of `hash`:
  *
- *     chash KEY [flavor=nginx|pingora-v1|pingora-v2] [multiple=K];
+ *     chash KEY [flavor=nginx|pingora-v1|pingora-v2] [multiple=K]
+ *           [bounded_load=F];
  *
  * The stream twin of ngx_http_upstream_chash_module: the ring, the node map
  * and the peer walks are ngx_chash_core's, shared with the HTTP module; this
@@ -41,6 +42,7 @@ typedef struct {
     ngx_stream_complex_value_t        key;
     ngx_uint_t                        flavor;      /* chash_flavor */
     ngx_uint_t                        multiple;    /* 0: the flavour's own */
+    double                            bounded_load;   /* 0: off */
 
     chash_ring                       *ring;        /* freed with the cycle */
     ngx_chash_nodes_t                 nodes;
@@ -81,7 +83,7 @@ static char *ngx_stream_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd,
 static ngx_command_t  ngx_stream_upstream_chash_commands[] = {
 
     { ngx_string("chash"),
-      NGX_STREAM_UPS_CONF|NGX_CONF_TAKE123,
+      NGX_STREAM_UPS_CONF|NGX_CONF_1MORE,
       ngx_stream_upstream_chash,
       NGX_STREAM_SRV_CONF_OFFSET,
       0,
@@ -226,8 +228,16 @@ ngx_stream_upstream_chash_init_peer(ngx_stream_session_t *s,
 
     s->upstream->peer.get = ngx_stream_upstream_chash_get;
 
-    return ngx_chash_walk_init(&hp->walk, ccf->flavor, ccf->ring, &hp->key,
-                               s->connection->pool);
+    if (ngx_chash_walk_init(&hp->walk, ccf->flavor, ccf->ring, &hp->key,
+                            s->connection->pool)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    hp->walk.bounded_load = ccf->bounded_load;
+
+    return NGX_OK;
 }
 
 
@@ -279,9 +289,19 @@ ngx_stream_upstream_chash_weights(void *data, ngx_uint_t i, ngx_int_t **current,
 }
 
 
+static ngx_uint_t
+ngx_stream_upstream_chash_conns(void *data, ngx_uint_t i)
+{
+    ngx_stream_upstream_chash_peer_data_t  *hp = data;
+
+    return hp->conf->peer[i]->conns;
+}
+
+
 static const ngx_chash_peer_ops_t  ngx_stream_upstream_chash_peer_ops = {
     ngx_stream_upstream_chash_usable,
-    ngx_stream_upstream_chash_weights
+    ngx_stream_upstream_chash_weights,
+    ngx_stream_upstream_chash_conns
 };
 
 
@@ -484,6 +504,23 @@ ngx_stream_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             ccf->flavor = f;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "bounded_load=", 13) == 0) {
+            s.data = value[i].data + 13;
+            s.len = value[i].len - 13;
+
+            if (ngx_chash_parse_bounded_load(&s, &ccf->bounded_load)
+                != NGX_OK)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\": "
+                                   "bounded_load= takes a factor over 1, "
+                                   "such as 1.25", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
             continue;
         }
 

@@ -506,9 +506,8 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 /*
  * pingora flavours: each node once, in ring order from the key's point; a
  * node is skipped when its peer is not usable (or is at the bounded-load
- * capacity). When the walk has visited
- * every node, no live peer is left (as round robin answers when every peer
- * failed: "no live upstreams").
+ * capacity). When the walk has visited every node, no live peer is left (as
+ * round robin answers when every peer failed: "no live upstreams").
  */
 static ngx_int_t
 ngx_chash_pick_pingora(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,

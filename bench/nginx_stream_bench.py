@@ -135,6 +135,59 @@ def bench_one(args, balancer, ports):
     return result
 
 
+def interleaved(args, ports):
+    """Both upstreams in one nginx, load runs alternating between them: the
+    same workers, the same machine load, interleaved in time."""
+    servers = [Server("127.0.0.1:%d" % p, args.weight) for p in ports]
+    ups = [StreamUpstream("bench_chash", "chash $remote_addr", servers, [sh.listen_port()]),
+           StreamUpstream("bench_hash", "hash $remote_addr consistent", servers,
+                          [sh.listen_port()])]
+    ngx = StreamNginx(stream_module=args.module, workers=args.workers)
+    runs = {u.balancer: [] for u in ups}
+    try:
+        ngx.write_stream_conf(ups, tries=1, stream_extra=backend_block(ports), log_ring=False)
+        text = open(ngx.conf).read().replace("    access_log %s/logs/access.log s;" % ngx.prefix,
+                                             "    access_log off;")
+        with open(ngx.conf, "w") as f:
+            f.write(text)
+        ngx.start(timeout=1800)
+        time.sleep(1)
+        workers = nb.children(ngx.proc.pid)
+        for u in ups:
+            _, data = sh.tcp_session("127.0.0.2", u.ports[0])
+            if data != b"ok":
+                raise RuntimeError("%s: no answer through the upstream: %r" % (u.name, data))
+        for _ in range(args.repeat):
+            for u in ups:
+                cpu0 = sum(nb.cpu_seconds(w) for w in workers)
+                t0 = time.monotonic()
+                n, fails = load(u.ports[0], args.seconds, args.threads)
+                elapsed = time.monotonic() - t0
+                cpu1 = sum(nb.cpu_seconds(w) for w in workers)
+                runs[u.balancer].append({
+                    "connections": n, "failures": fails, "per_s": n / elapsed,
+                    "worker_cpu_us_per_connection": (cpu1 - cpu0) * 1e6 / max(1, n)})
+    finally:
+        ngx.cleanup()
+    return runs
+
+
+def interleaved_summary(runs, meta):
+    import statistics
+    lines = ["# CPU: %s; load before: %s" % (meta["cpu"], meta["uptime_before"]),
+             "# load after: %s" % meta["uptime_after"],
+             "both upstreams in one nginx, load runs alternating (chash, hash, chash, ...):"]
+    med = {}
+    for bal, rs in runs.items():
+        med[bal] = statistics.median(r["worker_cpu_us_per_connection"] for r in rs)
+        lines.append("  %-30s worker CPU a connection %s us (median %.1f); %s connections/s" % (
+            bal, ", ".join("%.1f" % r["worker_cpu_us_per_connection"] for r in rs), med[bal],
+            ", ".join(format(round(r["per_s"]), ",") for r in rs)))
+    c, h = med["chash $remote_addr"], med["hash $remote_addr consistent"]
+    lines.append("  ratio hash / chash (worker CPU a connection, medians): %.2f" % (h / c))
+    return "\n".join(lines)
+
+
 def summary(results, meta):
     fb = nb.fmt_bytes
     lines = ["# CPU: %s; load before: %s" % (meta["cpu"], meta["uptime_before"]),
@@ -170,6 +223,8 @@ def main():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--out", help="write the results as JSON here (and .txt beside)")
+    ap.add_argument("--interleaved", action="store_true",
+                    help="only the connections: both upstreams in one nginx, runs alternating")
     args = ap.parse_args()
 
     ports = list(range(12000, 12000 + args.servers))  # below the ephemeral range
@@ -184,6 +239,18 @@ def main():
             "uptime_before": subprocess.run(["uptime"], capture_output=True,
                                             text=True).stdout.strip(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if args.interleaved:
+        runs = interleaved(args, ports)
+        meta["uptime_after"] = subprocess.run(["uptime"], capture_output=True,
+                                              text=True).stdout.strip()
+        text = interleaved_summary(runs, meta)
+        print(text)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump({"meta": meta, "runs": runs}, f, indent=1)
+            with open(os.path.splitext(args.out)[0] + ".txt", "w") as f:
+                f.write("$ %s\n# %s\n%s\n" % (meta["command"], json.dumps(meta), text))
+        return
     results = []
     for balancer in ("chash $remote_addr", "hash $remote_addr consistent"):
         print("== " + balancer, file=sys.stderr, flush=True)

@@ -766,8 +766,9 @@ class LibChash:
 
 
 def bounded_load_cases(args, rng, ports):
-    """bounded_load=1.25 under concurrent slow connections: 8 backends that
-    accept and never answer, 40 sessions (or HTTP requests) opened one after
+    """bounded_load=1.25 under concurrent slow connections, two workers
+    sharing the loads through a zone: 8 backends that accept and never
+    answer, 40 sessions (or HTTP requests) opened one after
     another and all held open, half of them with keys whose ring node is
     the same backend. Before each, the loads are the held connections; the
     backend that accepts must be the one libchash's bounded-load lookup
@@ -780,12 +781,15 @@ def bounded_load_cases(args, rng, ports):
                for a, w in zip(addrs, [1, 2, 1, 1, 3, 1, 2, 1])]
     listeners = [harness.HangingListener(*a) for a in addrs]
     flavors = [("nginx", 0, ""), ("pingora-v1", 1, " flavor=pingora-v1")]
+    # two workers and a zone: the loads are the connections of both workers
     ups = [StreamUpstream("bl_%s" % f.replace("-", "_"),
                           "chash $remote_addr%s bounded_load=%g" % (opt, factor),
-                          servers, [sh.listen_port()])
+                          servers, [sh.listen_port()],
+                          extra="zone bl_%s 1m;" % f.replace("-", "_"))
            for f, _, opt in flavors]
     http_port = sh.listen_port() if args.http_module else None
-    ngx = StreamNginx(stream_module=args.module, http_module=args.http_module, keep=args.keep)
+    ngx = StreamNginx(stream_module=args.module, http_module=args.http_module, keep=args.keep,
+                      workers=2)
     http_block = ""
     if http_port:
         p = ngx.prefix
@@ -796,7 +800,7 @@ def bounded_load_cases(args, rng, ports):
     fastcgi_temp_path {p}/tmp/fastcgi;
     uwsgi_temp_path {p}/tmp/uwsgi;
     scgi_temp_path {p}/tmp/scgi;
-    upstream h_bl {{ chash $arg_k bounded_load={factor:g}; {" ".join(sv.line().strip() for sv in servers)} }}
+    upstream h_bl {{ chash $arg_k bounded_load={factor:g}; zone h_bl 1m; {" ".join(sv.line().strip() for sv in servers)} }}
     server {{
         listen 127.0.0.1:{http_port};
         error_log {p}/logs/http-error.log crit;

@@ -385,6 +385,7 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     w->ring = ring;
     w->mask = mask;
     w->left = chash_ring_num_points(ring) + 1;
+    w->bounded_load = 0;
 
     hash = ngx_crc32_long(key->data, key->len);
 
@@ -413,11 +414,96 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
 }
 
 
+ngx_int_t
+ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor)
+{
+    ngx_int_t  ppm;
+
+    ppm = ngx_atofp(value->data, value->len, 6);
+
+    /* over 1, and at most 10^6: a larger factor bounds nothing */
+    if (ppm == NGX_ERROR || ppm <= 1000000
+        || ppm > (ngx_int_t) 1000000 * 1000000)
+    {
+        return NGX_ERROR;
+    }
+
+    *factor = (double) ppm / 1000000;
+
+    return NGX_OK;
+}
+
+
+/* The load of node: the active connections of its peers. */
+static uint64_t
+ngx_chash_node_load(const ngx_chash_nodes_t *nodes, uint32_t node,
+    const ngx_chash_peer_ops_t *ops, void *data)
+{
+    uint64_t    load;
+    ngx_uint_t  j;
+
+    load = 0;
+
+    for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++) {
+        load += ops->conns(data, nodes->node_peers[j]);
+    }
+
+    return load;
+}
+
+
+/*
+ * The bounded-load capacity now; UINT64_MAX when bounded_load is off. With
+ * a subset, the average is over the subset's nodes and their loads (the
+ * request routes as a ring of only the subset's servers would).
+ */
+static uint64_t
+ngx_chash_capacity(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data)
+{
+    uint64_t    total;
+    uint32_t    node, count;
+    ngx_uint_t  i;
+
+    if (w->bounded_load <= 1) {
+        return UINT64_MAX;
+    }
+
+    total = 0;
+
+    if (w->mask) {
+        count = 0;
+
+        for (node = 0; node < nodes->nnodes; node++) {
+            if (chash_node_mask_get(w->mask, node)) {
+                total += ngx_chash_node_load(nodes, node, ops, data);
+                count++;
+            }
+        }
+
+        if (count == 0) {
+            return UINT64_MAX;
+        }
+
+        return chash_bounded_load_capacity(total, count, w->bounded_load);
+    }
+
+    for (i = 0; i < nodes->npeers; i++) {
+        total += ops->conns(data, i);
+    }
+
+    /* every node owns points: nginx refuses weight=0 */
+    return chash_bounded_load_capacity(total, (uint32_t) nodes->nnodes,
+                                       w->bounded_load);
+}
+
+
 /* Mirrors ngx_http_upstream_get_chash_peer() of nginx 1.22.1, step for step. */
 static ngx_int_t
 ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log)
 {
+    uint64_t     capacity;
     ngx_int_t    total, *current, *effective, weight;
     ngx_int_t    best_i, *best_current;
     ngx_uint_t   i, j;
@@ -426,6 +512,8 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
         return NGX_CHASH_FALLBACK;
     }
 
+    capacity = ngx_chash_capacity(w, nodes, ops, data);
+
     for ( ;; ) {
 
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0, "chash node:%uD", w->node);
@@ -433,6 +521,12 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
         if (w->node == CHASH_NO_NODE) {
             /* an empty ring, or no point of the subset */
             return NGX_CHASH_FALLBACK;
+        }
+
+        if (capacity != UINT64_MAX
+            && ngx_chash_node_load(nodes, w->node, ops, data) >= capacity)
+        {
+            goto next;
         }
 
         best_i = -1;
@@ -471,6 +565,8 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
             return best_i;
         }
 
+    next:
+
         w->node = ngx_chash_walk_next_point(w);    /* nginx: hp->hash++ */
         w->tries++;
 
@@ -483,16 +579,19 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
 /*
  * pingora flavours: each node once, in ring order from the key's point; a
- * node is skipped when its peer is not usable. When the walk has visited
- * every node, no live peer is left (as round robin answers when every peer
- * failed: "no live upstreams").
+ * node is skipped when its peer is not usable (or is at the bounded-load
+ * capacity). When the walk has visited every node, no live peer is left (as
+ * round robin answers when every peer failed: "no live upstreams").
  */
 static ngx_int_t
 ngx_chash_pick_pingora(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now)
 {
     uint32_t    node;
+    uint64_t    capacity;
     ngx_uint_t  i;
+
+    capacity = ngx_chash_capacity(w, nodes, ops, data);
 
     for ( ;; ) {
         node = chash_distinct_walk_next(w->walk);
@@ -507,7 +606,9 @@ ngx_chash_pick_pingora(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
         i = nodes->node_peers[nodes->node_first[node]];
 
-        if (ops->usable(data, i, now)) {
+        if (ops->usable(data, i, now)
+            && (capacity == UINT64_MAX || ops->conns(data, i) < capacity))
+        {
             return (ngx_int_t) i;
         }
     }

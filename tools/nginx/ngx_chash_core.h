@@ -58,6 +58,8 @@ typedef struct {
     ngx_uint_t  (*usable)(void *data, ngx_uint_t i, time_t now);
     void        (*weights)(void *data, ngx_uint_t i, ngx_int_t **current,
                            ngx_int_t **effective, ngx_int_t *weight);
+    /* peer i's active connections (nginx's peer->conns), for bounded_load */
+    ngx_uint_t  (*conns)(void *data, ngx_uint_t i);
 } ngx_chash_peer_ops_t;
 
 
@@ -71,6 +73,7 @@ typedef struct {
     const chash_ring     *ring;
     const chash_node_mask *mask;    /* a subset, or NULL: the whole ring */
     uint64_t              left;     /* nginx with a mask: points to skip */
+    double                bounded_load;  /* > 1: F of bounded_load=F; 0: off */
 } ngx_chash_walk_t;
 
 
@@ -90,12 +93,25 @@ ngx_int_t ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool);
 
 /*
+ * bounded_load=F of a `chash` directive: value is the parameter's text after
+ * "bounded_load=", F a decimal > 1 with at most 6 decimals (1.25). NGX_OK,
+ * or NGX_ERROR for anything else (the caller names the parameter).
+ */
+ngx_int_t ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor);
+
+/*
  * The next peer of the walk, by the flavour's rules: nginx, point after
  * point (one try a point), the usable peer of largest current weight among
  * the point's node's peers (smooth weighted round robin), and
  * NGX_CHASH_FALLBACK past NGX_CHASH_MAX_TRIES points; pingora, each node
  * once in ring order, its peer if usable, NGX_CHASH_EXHAUSTED when every
- * node came. Call with the peers locked.
+ * node came. With w->bounded_load = F > 1, both walks also pass over a node
+ * whose load (the active connections of its peers) is not below the
+ * capacity ceil(F x (total load + 1) / nodes) of libchash's bounded-load
+ * lookup (chash_bounded_load_capacity), loads read at this pick: a node so
+ * passed costs the nginx walk one of its 20 tries, as a point with no
+ * usable peer does, and round robin past them ignores loads. O(peers) more
+ * a pick to sum the loads. Call with the peers locked.
  */
 ngx_int_t ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log);

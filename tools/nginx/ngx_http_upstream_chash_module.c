@@ -2,7 +2,8 @@
  * ngx_http_upstream_chash_module: the `chash` balancer, in an upstream block
  * in place of `hash`:
  *
- *     chash KEY [flavor=nginx|pingora-v1|pingora-v2] [multiple=K];
+ *     chash KEY [flavor=nginx|pingora-v1|pingora-v2] [multiple=K]
+ *           [bounded_load=F];
  *
  * flavor=nginx (the default) routes exactly as `hash KEY consistent;` of
  * nginx 1.22: the same first peer and the same sequence of peers on retries
@@ -32,6 +33,7 @@ typedef struct {
     ngx_http_complex_value_t        key;
     ngx_uint_t                      flavor;      /* chash_flavor */
     ngx_uint_t                      multiple;    /* 0: the flavour's own */
+    double                          bounded_load;   /* 0: off */
 
     chash_ring                     *ring;        /* freed with the cycle */
     ngx_chash_nodes_t               nodes;
@@ -117,7 +119,7 @@ static ngx_int_t ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
 static ngx_command_t  ngx_http_upstream_chash_commands[] = {
 
     { ngx_string("chash"),
-      NGX_HTTP_UPS_CONF|NGX_CONF_TAKE1234,
+      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
       ngx_http_upstream_chash,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
@@ -598,9 +600,16 @@ ngx_http_upstream_chash_init_snapshot_peer(ngx_http_request_t *r,
 
     ngx_chash_status_count(ccf->snap, side, sub ? sub - gen->subsets : -1, 0);
 
-    return ngx_chash_walk_init_masked(&hp->walk, hp->flavor, gen->ring,
-                                      sub ? sub->mask : NULL, &hp->key,
-                                      r->pool);
+    if (ngx_chash_walk_init_masked(&hp->walk, hp->flavor, gen->ring,
+                                   sub ? sub->mask : NULL, &hp->key, r->pool)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    hp->walk.bounded_load = ccf->bounded_load;
+
+    return NGX_OK;
 }
 
 
@@ -651,8 +660,16 @@ ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
 
     r->upstream->peer.get = ngx_http_upstream_chash_get;
 
-    return ngx_chash_walk_init(&hp->walk, ccf->flavor, ccf->ring, &hp->key,
-                               r->pool);
+    if (ngx_chash_walk_init(&hp->walk, ccf->flavor, ccf->ring, &hp->key,
+                            r->pool)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    hp->walk.bounded_load = ccf->bounded_load;
+
+    return NGX_OK;
 }
 
 
@@ -704,9 +721,19 @@ ngx_http_upstream_chash_weights(void *data, ngx_uint_t i, ngx_int_t **current,
 }
 
 
+static ngx_uint_t
+ngx_http_upstream_chash_conns(void *data, ngx_uint_t i)
+{
+    ngx_http_upstream_chash_peer_data_t  *hp = data;
+
+    return hp->peer[i]->conns;
+}
+
+
 static const ngx_chash_peer_ops_t  ngx_http_upstream_chash_peer_ops = {
     ngx_http_upstream_chash_usable,
-    ngx_http_upstream_chash_weights
+    ngx_http_upstream_chash_weights,
+    ngx_http_upstream_chash_conns
 };
 
 
@@ -959,6 +986,23 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             ccv.complex_value = ccf->subset;
 
             if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "bounded_load=", 13) == 0) {
+            s.data = value[i].data + 13;
+            s.len = value[i].len - 13;
+
+            if (ngx_chash_parse_bounded_load(&s, &ccf->bounded_load)
+                != NGX_OK)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\": "
+                                   "bounded_load= takes a factor over 1, "
+                                   "such as 1.25", &value[i]);
                 return NGX_CONF_ERROR;
             }
 

@@ -516,7 +516,9 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
     for ( ;; ) {
 
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0, "chash node:%uD", w->node);
+        /* shown by debug_http or debug_stream: the core serves both */
+        ngx_log_debug1((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                       "chash node:%uD", w->node);
 
         if (w->node == CHASH_NO_NODE) {
             /* an empty ring, or no point of the subset */
@@ -1625,6 +1627,265 @@ ngx_chash_scope_in(ngx_str_t *v)
 
 
 
+/* ---- Policy: what both modules share about a snapshot upstream ----------- */
+
+char *
+ngx_chash_parse_peer_params(ngx_conf_t *cf, ngx_str_t *rest, ngx_uint_t nrest,
+    ngx_chash_peer_params_t *pp)
+{
+    time_t      t;
+    ngx_int_t   n;
+    ngx_str_t   s;
+    ngx_uint_t  i;
+
+    for (i = 0; i < nrest; i++) {
+
+        if (ngx_strncmp(rest[i].data, "max_fails=", 10) == 0) {
+            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
+            if (n == NGX_ERROR) {
+                goto invalid;
+            }
+
+            pp->max_fails = n;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "max_conns=", 10) == 0) {
+            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
+            if (n == NGX_ERROR) {
+                goto invalid;
+            }
+
+            pp->max_conns = n;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "fail_timeout=", 13) == 0) {
+            s.data = rest[i].data + 13;
+            s.len = rest[i].len - 13;
+            t = ngx_parse_time(&s, 1);
+            if (t == (time_t) NGX_ERROR) {
+                goto invalid;
+            }
+
+            pp->fail_timeout = t;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &rest[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+char *
+ngx_chash_parse_migrate_params(ngx_conf_t *cf, ngx_chash_source_t *next,
+    ngx_str_t *rest, ngx_uint_t nrest, ngx_chash_migrate_params_t *mp)
+{
+    off_t       seed;
+    ngx_uint_t  i, has_rollout;
+
+    has_rollout = 0;
+
+    for (i = 0; i < nrest; i++) {
+
+        if (ngx_strncmp(rest[i].data, "rollout=", 8) == 0) {
+            has_rollout = 1;
+            mp->rollout.data = rest[i].data + 8;
+            mp->rollout.len = rest[i].len - 8;
+
+            if (ngx_strlchr(rest[i].data + 8, rest[i].data + rest[i].len, '$'))
+            {
+                mp->rollout_is_var = 1;
+                continue;
+            }
+
+            mp->rollout_ppm = ngx_chash_parse_rollout(mp->rollout.data,
+                                                      mp->rollout.len);
+            if (mp->rollout_ppm == NGX_ERROR) {
+                goto invalid;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "scope=", 6) == 0) {
+            mp->scope.data = rest[i].data + 6;
+            mp->scope.len = rest[i].len - 6;
+            mp->has_scope = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "seed=", 5) == 0) {
+            seed = ngx_atoof(rest[i].data + 5, rest[i].len - 5);
+            if (seed == NGX_ERROR) {
+                goto invalid;
+            }
+
+            next->seed = (uint64_t) seed;
+            continue;
+        }
+
+        if (rest[i].len == 14
+            && ngx_strncmp(rest[i].data, "allow_mismatch", 14) == 0)
+        {
+            next->allow_mismatch = 1;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    if (!has_rollout) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chash_migrate needs rollout=VALUE");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &rest[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+ngx_int_t
+ngx_chash_policy_init_conf(ngx_conf_t *cf, ngx_str_t *upstream,
+    ngx_chash_source_t *snap, ngx_chash_source_t *next, ngx_int_t flavor,
+    ngx_uint_t has_servers, ngx_uint_t has_zone, ngx_uint_t multiple,
+    void *module_conf, ngx_chash_build_peers_pt build_peers)
+{
+    ngx_uint_t           i;
+    ngx_chash_source_t  *srcs[2];
+
+    if (has_servers) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
+                           "chash_snapshot: its servers are the snapshot's "
+                           "nodes; remove its `server` lines", upstream);
+        return NGX_ERROR;
+    }
+
+    if (has_zone) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
+                           "chash_snapshot: `zone` is not supported (its "
+                           "peers change with the file, per worker)",
+                           upstream);
+        return NGX_ERROR;
+    }
+
+    if (multiple) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\": "
+                           "\"multiple=\" comes from the snapshot with "
+                           "chash_snapshot", upstream);
+        return NGX_ERROR;
+    }
+
+    srcs[0] = snap;
+    srcs[1] = next;
+
+    if (next) {
+        /* the new file's backends are checked against the old one's */
+        next->partner = snap;
+        snap->seed = next->seed;
+        snap->allow_mismatch = next->allow_mismatch;
+    }
+
+    for (i = 0; i < 2 && srcs[i]; i++) {
+        srcs[i]->upstream = upstream;
+        srcs[i]->flavor = flavor;
+        srcs[i]->module_conf = module_conf;
+        srcs[i]->build_peers = build_peers;
+
+        if (ngx_chash_source_init_conf(cf, srcs[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (next) {
+        snap->partner = next;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_chash_rollout_value(ngx_str_t *v, ngx_str_t *upstream, ngx_log_t *log)
+{
+    ngx_int_t  ppm;
+
+    ppm = ngx_chash_parse_rollout(v->data, v->len);
+
+    if (ppm == NGX_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chash_migrate in upstream \"%V\": rollout \"%V\" is "
+                      "not 0..1 or 0%%..100%%: old ring", upstream, v);
+        return 0;
+    }
+
+    return ppm;
+}
+
+
+ngx_chash_gen_t *
+ngx_chash_policy_choose(ngx_chash_source_t *snap, ngx_chash_source_t *next,
+    ngx_str_t *key, ngx_int_t ppm, ngx_str_t *scope, ngx_uint_t *side)
+{
+    *side = 0;
+
+    if (next && ngx_chash_scope_in(scope)
+        && ngx_chash_migration_new_side(key, next->seed, (uint32_t) ppm))
+    {
+        *side = 1;
+        return next->current;
+    }
+
+    return snap->current;
+}
+
+
+ngx_int_t
+ngx_chash_policy_subset(ngx_chash_source_t *snap, ngx_chash_gen_t *gen,
+    ngx_uint_t side, ngx_str_t *name, ngx_chash_subset_t **sub,
+    ngx_log_t *log)
+{
+    ngx_chash_subset_t  *s;
+
+    *sub = NULL;
+
+    if (name->len == 0) {
+        ngx_chash_status_count(snap, side, -1, 0);
+        return NGX_OK;
+    }
+
+    s = ngx_chash_gen_subset(gen, name);
+
+    if (s == NULL || chash_node_mask_count_available(s->mask) == 0) {
+        /* isolation over availability: never the whole ring */
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chash upstream \"%V\": %s subset \"%V\" in config "
+                      "version %V", snap->upstream, s ? "empty" : "no", name,
+                      &gen->version);
+        ngx_chash_status_count(snap, side, -1, 1);
+        return NGX_DECLINED;
+    }
+
+    ngx_chash_status_count(snap, side, s - gen->subsets, 0);
+    *sub = s;
+
+    return NGX_OK;
+}
+
 /* ---- Status --------------------------------------------------------------- */
 
 ngx_int_t
@@ -1718,10 +1979,10 @@ ngx_chash_status_init_zone(ngx_shm_zone_t *zone, void *data)
 
 
 ngx_int_t
-ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st, void *tag)
+ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
+    ngx_str_t *name, void *tag)
 {
     size_t            size;
-    ngx_str_t         name = ngx_string("chash_status");
 
     if (st->upstreams.nelts == 0) {
         return NGX_OK;
@@ -1732,7 +1993,7 @@ ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st, void *tag)
     size = 8 * ngx_pagesize
            + (st->upstreams.nelts + 1) * sizeof(ngx_chash_status_shm_t);
 
-    st->zone = ngx_shared_memory_add(cf, &name, size, tag);
+    st->zone = ngx_shared_memory_add(cf, name, size, tag);
     if (st->zone == NULL) {
         return NGX_ERROR;
     }

@@ -278,6 +278,72 @@ ngx_int_t ngx_chash_parse_rollout(u_char *p, size_t len);
 /* Whether a scope value is in: anything but "", "0" and "off". */
 ngx_uint_t ngx_chash_scope_in(ngx_str_t *v);
 
+/*
+ * ---- The policy of an upstream, shared by both modules -------------------
+ *
+ * chash_snapshot's peer parameters, chash_migrate's own, the configuration
+ * checks of a snapshot upstream and, per request or session, the ring a key
+ * takes (migration) and its subset: the modules only evaluate their complex
+ * values and adapt nginx's peer lists.
+ */
+typedef struct {
+    ngx_uint_t    max_fails;
+    time_t        fail_timeout;
+    ngx_uint_t    max_conns;
+} ngx_chash_peer_params_t;
+
+/* max_fails=N fail_timeout=T max_conns=N of chash_snapshot's rest. */
+char *ngx_chash_parse_peer_params(ngx_conf_t *cf, ngx_str_t *rest,
+    ngx_uint_t nrest, ngx_chash_peer_params_t *pp);
+
+typedef struct {
+    ngx_str_t     rollout;        /* as configured */
+    ngx_uint_t    rollout_is_var; /* holds '$': the module compiles it */
+    ngx_int_t     rollout_ppm;    /* otherwise */
+    ngx_str_t     scope;          /* scope='s value when has_scope */
+    ngx_uint_t    has_scope;
+} ngx_chash_migrate_params_t;
+
+/* rollout= scope= seed= allow_mismatch of chash_migrate's rest (seed and
+ * allow_mismatch go into next). */
+char *ngx_chash_parse_migrate_params(ngx_conf_t *cf, ngx_chash_source_t *next,
+    ngx_str_t *rest, ngx_uint_t nrest, ngx_chash_migrate_params_t *mp);
+
+/*
+ * init_upstream of a snapshot upstream: refuses `server` lines (has_servers),
+ * `zone` and multiple=, wires a migration's two sources, loads both files
+ * with every check (ngx_chash_source_init_conf).
+ */
+ngx_int_t ngx_chash_policy_init_conf(ngx_conf_t *cf, ngx_str_t *upstream,
+    ngx_chash_source_t *snap, ngx_chash_source_t *next, ngx_int_t flavor,
+    ngx_uint_t has_servers, ngx_uint_t has_zone, ngx_uint_t multiple,
+    void *module_conf, ngx_chash_build_peers_pt build_peers);
+
+/* A rollout value evaluated per request: its ppm, or 0 (logged) if bad. */
+ngx_int_t ngx_chash_rollout_value(ngx_str_t *v, ngx_str_t *upstream,
+    ngx_log_t *log);
+
+/*
+ * The ring key takes: snap's, or with a migration next's when scope is in
+ * and the key's bucket falls below ppm. *side 0 old, 1 new.
+ */
+ngx_chash_gen_t *ngx_chash_policy_choose(ngx_chash_source_t *snap,
+    ngx_chash_source_t *next, ngx_str_t *key, ngx_int_t ppm,
+    ngx_str_t *scope, ngx_uint_t *side);
+
+/*
+ * The subset named name of gen for a request: NGX_OK with *sub (NULL for an
+ * empty name: the whole ring), or NGX_DECLINED for a name gen does not hold
+ * or a subset without live peers (logged at error, counted: the request
+ * routes nowhere). words: the length of the tried bitmap for gen's peers.
+ */
+ngx_int_t ngx_chash_policy_subset(ngx_chash_source_t *snap,
+    ngx_chash_gen_t *gen, ngx_uint_t side, ngx_str_t *name,
+    ngx_chash_subset_t **sub, ngx_log_t *log);
+
+#define ngx_chash_tried_words(npeers)                                        \
+    (((npeers) + 8 * sizeof(uintptr_t) - 1) / (8 * sizeof(uintptr_t)))
+
 /* nginx walk over a masked ring: skips the points outside mask. */
 ngx_int_t ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
@@ -334,7 +400,7 @@ ngx_int_t ngx_chash_status_register(ngx_conf_t *cf, ngx_chash_status_t *st,
 
 /* Adds the shared zone once every upstream is registered. */
 ngx_int_t ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
-    void *tag);
+    ngx_str_t *name, void *tag);
 
 /* This worker's slot of a source's upstream, or NULL (no zone yet). */
 ngx_chash_status_slot_t *ngx_chash_status_slot(ngx_chash_source_t *src);

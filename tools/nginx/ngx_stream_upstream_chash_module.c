@@ -3,11 +3,15 @@
  * UDP) upstreams, in a `stream { upstream {} }` block in place of `hash`:
  *
  *     chash KEY [flavor=nginx|pingora-v1|pingora-v2] [multiple=K]
- *           [bounded_load=F];
+ *           [bounded_load=F] [subset=VALUE];
+ *     chash_snapshot FILE ...;     chash_migrate FILE rollout=VALUE ...;
  *
  * The stream twin of ngx_http_upstream_chash_module: the ring, the node map
  * and the peer walks are ngx_chash_core's, shared with the HTTP module; this
- * file only adapts ngx_stream_upstream_rr_* peers to the core.
+ * file only adapts ngx_stream_upstream_rr_* peers to the core. Snapshot
+ * upstreams, their hot swap, subsets and migration are the core's too
+ * (ngx_chash_source_*, ngx_chash_policy_*): this file evaluates the stream
+ * complex values and builds stream peer lists from a snapshot's nodes.
  *
  * flavor=nginx (the default) routes exactly as stream's `hash KEY
  * consistent;` of nginx 1.22 (src/stream/ngx_stream_upstream_hash_module.c),
@@ -56,7 +60,32 @@ typedef struct {
     ngx_stream_upstream_rr_peer_t   **peer;
 
     ngx_str_t                         ring_id;     /* $chash_ring */
+
+    /* chash_snapshot / chash_migrate: the rings and peers come from files */
+    ngx_flag_t                        flavor_set;
+    ngx_chash_source_t               *snap;
+    ngx_chash_source_t               *next;
+    ngx_stream_complex_value_t       *subset;
+    ngx_stream_complex_value_t       *rollout;     /* NULL: rollout_ppm */
+    ngx_int_t                         rollout_ppm;
+    ngx_stream_complex_value_t       *scope;       /* NULL: in */
+    ngx_chash_peer_params_t           pp;          /* every snapshot peer's */
+    ngx_stream_upstream_server_t     *placeholder;
+    ngx_str_t                         rollout_text;
 } ngx_stream_upstream_chash_srv_conf_t;
+
+
+typedef struct {
+    ngx_chash_status_t                status;
+} ngx_stream_upstream_chash_main_conf_t;
+
+
+/* A generation's peers (ngx_chash_gen_t.peers): nginx's round robin list,
+ * built by ngx_stream_upstream_init_round_robin as for `server` lines. */
+typedef struct {
+    ngx_stream_upstream_rr_peers_t   *peers;
+    ngx_stream_upstream_rr_peer_t   **peer;        /* by index */
+} ngx_stream_upstream_chash_gen_peers_t;
 
 
 typedef struct {
@@ -65,6 +94,13 @@ typedef struct {
     ngx_stream_upstream_chash_srv_conf_t  *conf;
     ngx_str_t                              key;
     ngx_chash_walk_t                       walk;
+    ngx_uint_t                             flavor;
+    ngx_stream_upstream_rr_peer_t        **peer;
+    ngx_chash_nodes_t                     *nodes;
+    ngx_chash_gen_t                       *gen;       /* NULL: server lines */
+    ngx_str_t                             *ring_id;
+    ngx_str_t                              choice;    /* "", old, new */
+    ngx_str_t                              subset;    /* "" for the whole ring */
 } ngx_stream_upstream_chash_peer_data_t;
 
 
@@ -78,6 +114,16 @@ static ngx_int_t ngx_stream_upstream_chash_add_variables(ngx_conf_t *cf);
 static void *ngx_stream_upstream_chash_create_conf(ngx_conf_t *cf);
 static char *ngx_stream_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_stream_upstream_chash_snapshot(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_stream_upstream_chash_migrate(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static ngx_int_t ngx_stream_upstream_chash_init_process(ngx_cycle_t *cycle);
+static void *ngx_stream_upstream_chash_create_main_conf(ngx_conf_t *cf);
+static ngx_int_t ngx_stream_upstream_chash_postconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_stream_upstream_chash_init_snapshot(ngx_conf_t *cf,
+    ngx_stream_upstream_srv_conf_t *us,
+    ngx_stream_upstream_chash_srv_conf_t *ccf);
 
 
 static ngx_command_t  ngx_stream_upstream_chash_commands[] = {
@@ -89,15 +135,29 @@ static ngx_command_t  ngx_stream_upstream_chash_commands[] = {
       0,
       NULL },
 
+    { ngx_string("chash_snapshot"),
+      NGX_STREAM_UPS_CONF|NGX_CONF_1MORE,
+      ngx_stream_upstream_chash_snapshot,
+      NGX_STREAM_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("chash_migrate"),
+      NGX_STREAM_UPS_CONF|NGX_CONF_1MORE,
+      ngx_stream_upstream_chash_migrate,
+      NGX_STREAM_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
 
 static ngx_stream_module_t  ngx_stream_upstream_chash_module_ctx = {
     ngx_stream_upstream_chash_add_variables, /* preconfiguration */
-    NULL,                                    /* postconfiguration */
+    ngx_stream_upstream_chash_postconfiguration, /* postconfiguration */
 
-    NULL,                                    /* create main configuration */
+    ngx_stream_upstream_chash_create_main_conf, /* create main configuration */
     NULL,                                    /* init main configuration */
 
     ngx_stream_upstream_chash_create_conf,   /* create server configuration */
@@ -112,7 +172,7 @@ ngx_module_t  ngx_stream_upstream_chash_module = {
     NGX_STREAM_MODULE,                       /* module type */
     NULL,                                    /* init master */
     NULL,                                    /* init module */
-    NULL,                                    /* init process */
+    ngx_stream_upstream_chash_init_process,  /* init process */
     NULL,                                    /* init thread */
     NULL,                                    /* exit thread */
     NULL,                                    /* exit process */
@@ -159,14 +219,32 @@ ngx_stream_upstream_chash_init(ngx_conf_t *cf,
     ngx_stream_upstream_rr_peers_t         *peers;
     ngx_stream_upstream_chash_srv_conf_t   *ccf;
 
+    ccf = ngx_stream_conf_upstream_srv_conf(us,
+                                            ngx_stream_upstream_chash_module);
+
+    if (ccf->snap) {
+        return ngx_stream_upstream_chash_init_snapshot(cf, us, ccf);
+    }
+
+    if (ccf->next) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash_migrate in upstream "
+                           "\"%V\" needs chash_snapshot", &us->host);
+        return NGX_ERROR;
+    }
+
+    if (ccf->subset) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash subset= in upstream "
+                           "\"%V\" needs chash_snapshot (subsets are stored "
+                           "in snapshots)", &us->host);
+        return NGX_ERROR;
+    }
+
     if (ngx_stream_upstream_init_round_robin(cf, us) != NGX_OK) {
         return NGX_ERROR;
     }
 
     us->peer.init = ngx_stream_upstream_chash_init_peer;
 
-    ccf = ngx_stream_conf_upstream_srv_conf(us,
-                                            ngx_stream_upstream_chash_module);
     peers = us->peer.data;
 
     n = peers->number;
@@ -195,6 +273,299 @@ ngx_stream_upstream_chash_init(ngx_conf_t *cf,
 }
 
 
+/*
+ * Runs on a thread of the pool (or at configuration time): the peers of a
+ * snapshot as nginx's stream round robin builds them from `server` lines,
+ * from the generation's pool only. No logging: a refusal goes into err.
+ */
+static ngx_int_t
+ngx_stream_upstream_chash_build_peers(ngx_chash_source_t *src,
+    ngx_chash_gen_t *gen, u_char *err, size_t len)
+{
+    ngx_stream_upstream_chash_srv_conf_t  *ccf = src->module_conf;
+
+    ngx_uint_t                              i, n;
+    ngx_url_t                               u;
+    ngx_conf_t                              cf;
+    ngx_stream_upstream_server_t           *server;
+    ngx_stream_upstream_rr_peer_t          *peer;
+    ngx_stream_upstream_srv_conf_t          us;
+    ngx_stream_upstream_chash_gen_peers_t  *gp;
+
+    n = gen->nodes.npeers;
+
+    ngx_memzero(&us, sizeof(ngx_stream_upstream_srv_conf_t));
+    us.host = *src->upstream;
+    us.servers = ngx_array_create(gen->pool, n,
+                                  sizeof(ngx_stream_upstream_server_t));
+    gp = ngx_palloc(gen->pool, sizeof(ngx_stream_upstream_chash_gen_peers_t));
+    if (us.servers == NULL || gp == NULL) {
+        ngx_snprintf(err, len, "no memory%Z");
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+        ngx_memzero(&u, sizeof(ngx_url_t));
+        u.url = gen->addresses[i];
+
+        if (ngx_parse_url(gen->pool, &u) != NGX_OK || u.naddrs == 0) {
+            ngx_snprintf(err, len, "node %ui \"%V\": %s%Z", i,
+                         &gen->addresses[i], u.err ? u.err : "no address");
+            return NGX_ERROR;
+        }
+
+        if (u.no_port && u.family != AF_UNIX) {
+            /* as stream's own `server`: "no port in upstream" */
+            ngx_snprintf(err, len, "node %ui \"%V\": no port (a stream "
+                         "upstream's servers need one)%Z", i,
+                         &gen->addresses[i]);
+            return NGX_ERROR;
+        }
+
+        server = ngx_array_push(us.servers);
+        ngx_memzero(server, sizeof(ngx_stream_upstream_server_t));
+        server->name = gen->addresses[i];
+        server->addrs = u.addrs;
+        server->naddrs = 1;
+        /* a drained node (weight 0) owns no points: a down peer */
+        server->weight = gen->weights[i] ? gen->weights[i] : 1;
+        server->down = gen->weights[i] == 0;
+        server->max_fails = ccf->pp.max_fails;
+        server->fail_timeout = ccf->pp.fail_timeout;
+        server->max_conns = ccf->pp.max_conns;
+    }
+
+    ngx_memzero(&cf, sizeof(ngx_conf_t));
+    cf.pool = gen->pool;
+    cf.temp_pool = gen->pool;
+    cf.log = ngx_cycle->log;
+    cf.cycle = (ngx_cycle_t *) ngx_cycle;
+
+    if (ngx_stream_upstream_init_round_robin(&cf, &us) != NGX_OK) {
+        ngx_snprintf(err, len, "the peer list could not be built%Z");
+        return NGX_ERROR;
+    }
+
+    gp->peers = us.peer.data;
+    gp->peers->name = src->upstream;     /* not the stack's copy */
+    gp->peer = ngx_palloc(gen->pool,
+                          n * sizeof(ngx_stream_upstream_rr_peer_t *));
+    if (gp->peer == NULL) {
+        ngx_snprintf(err, len, "no memory%Z");
+        return NGX_ERROR;
+    }
+
+    for (peer = gp->peers->peer, i = 0; peer && i < n; peer = peer->next, i++) {
+        gp->peer[i] = peer;
+    }
+
+    if (i != n || peer != NULL) {
+        ngx_snprintf(err, len, "%ui peers for %ui nodes%Z", i, n);
+        return NGX_ERROR;
+    }
+
+    gen->peers = gp;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_stream_upstream_chash_init_snapshot(ngx_conf_t *cf,
+    ngx_stream_upstream_srv_conf_t *us, ngx_stream_upstream_chash_srv_conf_t *ccf)
+{
+    ngx_stream_upstream_chash_main_conf_t  *mcf;
+
+    if (ngx_chash_policy_init_conf(cf, &us->host, ccf->snap, ccf->next,
+            ccf->flavor_set ? (ngx_int_t) ccf->flavor : -1,
+            us->servers->nelts != 1
+            || us->servers->elts != (void *) ccf->placeholder,
+            us->shm_zone != NULL, ccf->multiple, ccf,
+            ngx_stream_upstream_chash_build_peers)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    mcf = ngx_stream_conf_get_module_main_conf(cf,
+                                            ngx_stream_upstream_chash_module);
+
+    if (ngx_chash_status_register(cf, &mcf->status, &us->host, ccf->snap,
+                                  ccf->next, &ccf->rollout_text)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    us->peer.init = ngx_stream_upstream_chash_init_peer;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_stream_upstream_chash_init_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                              i;
+    ngx_stream_upstream_srv_conf_t        **uscfp;
+    ngx_stream_upstream_main_conf_t        *umcf;
+    ngx_stream_upstream_chash_srv_conf_t   *ccf;
+
+    umcf = ngx_stream_cycle_get_module_main_conf(cycle,
+                                                 ngx_stream_upstream_module);
+    if (umcf == NULL) {
+        return NGX_OK;
+    }
+
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->srv_conf == NULL
+            || uscfp[i]->peer.init_upstream != ngx_stream_upstream_chash_init)
+        {
+            continue;
+        }
+
+        ccf = ngx_stream_conf_upstream_srv_conf(uscfp[i],
+                                            ngx_stream_upstream_chash_module);
+
+        if (ccf->snap
+            && ngx_chash_source_init_worker(cycle, ccf->snap) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        if (ccf->next
+            && ngx_chash_source_init_worker(cycle, ccf->next) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_stream_upstream_chash_get_nowhere(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_stream_upstream_chash_peer_data_t  *hp = data;
+
+    pc->name = hp->rrp.peers->name;
+
+    return NGX_BUSY;
+}
+
+
+/*
+ * A session on a snapshot upstream: the ring (old or new of a migration) it
+ * keeps for all its tries, held until its pool goes; its subset's mask.
+ */
+static ngx_int_t
+ngx_stream_upstream_chash_init_snapshot_peer(ngx_stream_session_t *s,
+    ngx_stream_upstream_srv_conf_t *us,
+    ngx_stream_upstream_chash_srv_conf_t *ccf,
+    ngx_stream_upstream_chash_peer_data_t *hp)
+{
+    ngx_int_t                               ppm;
+    ngx_str_t                               v, ro;
+    ngx_uint_t                              side;
+    ngx_chash_gen_t                        *gen;
+    ngx_chash_subset_t                     *sub;
+    ngx_stream_upstream_srv_conf_t          fus;
+    ngx_stream_upstream_chash_gen_peers_t  *gp;
+
+    ppm = ccf->rollout_ppm;
+    ngx_str_set(&v, "in");
+
+    if (ccf->next && ccf->rollout) {
+        if (ngx_stream_complex_value(s, ccf->rollout, &ro) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        ppm = ngx_chash_rollout_value(&ro, &us->host, s->connection->log);
+    }
+
+    if (ccf->next && ccf->scope
+        && ngx_stream_complex_value(s, ccf->scope, &v) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    gen = ngx_chash_policy_choose(ccf->snap, ccf->next, &hp->key, ppm, &v,
+                                  &side);
+
+    ngx_str_null(&hp->choice);
+
+    if (ccf->next) {
+        if (side) {
+            ngx_str_set(&hp->choice, "new");
+
+        } else {
+            ngx_str_set(&hp->choice, "old");
+        }
+    }
+
+    if (ngx_chash_gen_hold(gen, s->connection->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    gp = gen->peers;
+    hp->gen = gen;
+    hp->flavor = gen->info.flavor;
+    hp->peer = gp->peer;
+    hp->nodes = &gen->nodes;
+    hp->ring_id = &gen->ring_id;
+
+    fus = *us;
+    fus.peer.data = gp->peers;
+
+    if (ngx_stream_upstream_init_round_robin_peer(s, &fus) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    s->upstream->peer.get = ngx_stream_upstream_chash_get;
+
+    ngx_str_null(&hp->subset);
+
+    if (ccf->subset
+        && ngx_stream_complex_value(s, ccf->subset, &hp->subset) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ngx_chash_policy_subset(ccf->snap, gen, side, &hp->subset, &sub,
+                                s->connection->log)
+        != NGX_OK)
+    {
+        s->upstream->peer.get = ngx_stream_upstream_chash_get_nowhere;
+        s->upstream->peer.tries = 1;
+        return NGX_OK;
+    }
+
+    if (sub) {
+        /* the peers outside the subset count as tried: nginx's round robin
+         * after 20 tries stays inside it */
+        ngx_memcpy(hp->rrp.tried, sub->outside,
+                   ngx_chash_tried_words(gen->nodes.npeers)
+                   * sizeof(uintptr_t));
+        s->upstream->peer.tries = ngx_max(sub->live, 1);
+    }
+
+    if (ngx_chash_walk_init_masked(&hp->walk, hp->flavor, gen->ring,
+                                   sub ? sub->mask : NULL, &hp->key,
+                                   s->connection->pool)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    hp->walk.bounded_load = ccf->bounded_load;
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_stream_upstream_chash_init_peer(ngx_stream_session_t *s,
     ngx_stream_upstream_srv_conf_t *us)
@@ -210,10 +581,6 @@ ngx_stream_upstream_chash_init_peer(ngx_stream_session_t *s,
 
     s->upstream->peer.data = &hp->rrp;
 
-    if (ngx_stream_upstream_init_round_robin_peer(s, us) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
     ccf = ngx_stream_conf_upstream_srv_conf(us,
                                             ngx_stream_upstream_chash_module);
 
@@ -225,6 +592,25 @@ ngx_stream_upstream_chash_init_peer(ngx_stream_session_t *s,
                    "upstream chash key:\"%V\"", &hp->key);
 
     hp->conf = ccf;
+
+    /* for the $chash_* variables */
+    ngx_stream_set_ctx(s, hp, ngx_stream_upstream_chash_module);
+
+    if (ccf->snap) {
+        return ngx_stream_upstream_chash_init_snapshot_peer(s, us, ccf, hp);
+    }
+
+    if (ngx_stream_upstream_init_round_robin_peer(s, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    hp->gen = NULL;
+    hp->flavor = ccf->flavor;
+    hp->peer = ccf->peer;
+    hp->nodes = &ccf->nodes;
+    hp->ring_id = &ccf->ring_id;
+    ngx_str_null(&hp->choice);
+    ngx_str_null(&hp->subset);
 
     s->upstream->peer.get = ngx_stream_upstream_chash_get;
 
@@ -252,7 +638,7 @@ ngx_stream_upstream_chash_usable(void *data, ngx_uint_t i, time_t now)
         return 0;
     }
 
-    peer = hp->conf->peer[i];
+    peer = hp->peer[i];
 
     if (peer->down) {
         return 0;
@@ -281,7 +667,7 @@ ngx_stream_upstream_chash_weights(void *data, ngx_uint_t i, ngx_int_t **current,
 
     ngx_stream_upstream_rr_peer_t  *peer;
 
-    peer = hp->conf->peer[i];
+    peer = hp->peer[i];
 
     *current = &peer->current_weight;
     *effective = &peer->effective_weight;
@@ -294,7 +680,7 @@ ngx_stream_upstream_chash_conns(void *data, ngx_uint_t i)
 {
     ngx_stream_upstream_chash_peer_data_t  *hp = data;
 
-    return hp->conf->peer[i]->conns;
+    return hp->peer[i]->conns;
 }
 
 
@@ -330,14 +716,14 @@ ngx_stream_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
 
     ngx_stream_upstream_rr_peers_wlock(peers);
 
-    if (ccf->flavor == CHASH_FLAVOR_NGINX
+    if (hp->flavor == CHASH_FLAVOR_NGINX
         && (peers->single || hp->key.len == 0))
     {
         ngx_stream_upstream_rr_peers_unlock(peers);
         return ngx_stream_upstream_get_round_robin_peer(pc, &hp->rrp);
     }
 
-    if (ccf->mapped != peers
+    if (hp->gen == NULL && ccf->mapped != peers
         && ngx_stream_upstream_chash_map_peers(ccf, peers, pc->log) != NGX_OK)
     {
         ngx_stream_upstream_rr_peers_unlock(peers);
@@ -348,7 +734,7 @@ ngx_stream_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
 
     now = ngx_time();
 
-    i = ngx_chash_pick(&hp->walk, &ccf->nodes,
+    i = ngx_chash_pick(&hp->walk, hp->nodes,
                        &ngx_stream_upstream_chash_peer_ops, hp, now, pc->log);
 
     if (i == NGX_CHASH_FALLBACK) {
@@ -362,7 +748,7 @@ ngx_stream_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
         return NGX_BUSY;
     }
 
-    peer = ccf->peer[i];
+    peer = hp->peer[i];
 
     hp->rrp.current = peer;
 
@@ -384,37 +770,54 @@ ngx_stream_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
 }
 
 
+enum {
+    NGX_CHASH_VAR_RING = 0,
+    NGX_CHASH_VAR_VERSION,
+    NGX_CHASH_VAR_CHOICE,
+    NGX_CHASH_VAR_SUBSET
+};
+
+
+/* $chash_ring, $chash_ring_version, $chash_ring_choice, $chash_subset: of
+ * the ring that routed this session (held by it until its pool goes). */
 static ngx_int_t
-ngx_stream_upstream_chash_ring_variable(ngx_stream_session_t *s,
+ngx_stream_upstream_chash_variable(ngx_stream_session_t *s,
     ngx_stream_variable_value_t *v, uintptr_t data)
 {
-    ngx_stream_upstream_srv_conf_t        *uscf;
-    ngx_stream_upstream_chash_srv_conf_t  *ccf;
+    ngx_str_t                              *str;
+    ngx_stream_upstream_chash_peer_data_t  *hp;
 
-    if (s->upstream == NULL
-        || s->upstream->upstream == NULL
-        || s->upstream->upstream->srv_conf == NULL)
-    {
+    hp = ngx_stream_get_module_ctx(s, ngx_stream_upstream_chash_module);
+
+    if (hp == NULL || hp->ring_id == NULL) {
         v->not_found = 1;
         return NGX_OK;
     }
 
-    uscf = s->upstream->upstream;
-    ccf = ngx_stream_conf_upstream_srv_conf(uscf,
-                                            ngx_stream_upstream_chash_module);
-
-    if (ccf == NULL || ccf->ring == NULL
-        || uscf->peer.init != ngx_stream_upstream_chash_init_peer)
-    {
-        v->not_found = 1;
-        return NGX_OK;
+    switch (data) {
+    case NGX_CHASH_VAR_RING:
+        str = hp->ring_id;
+        break;
+    case NGX_CHASH_VAR_VERSION:
+        if (hp->gen == NULL) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
+        str = &hp->gen->version;
+        break;
+    case NGX_CHASH_VAR_CHOICE:
+        str = &hp->choice;
+        break;
+    default:
+        str = &hp->subset;
+        break;
     }
 
-    v->len = ccf->ring_id.len;
+    v->len = str->len;
     v->valid = 1;
     v->no_cacheable = 0;
     v->not_found = 0;
-    v->data = ccf->ring_id.data;
+    v->data = str->data;
 
     return NGX_OK;
 }
@@ -423,15 +826,26 @@ ngx_stream_upstream_chash_ring_variable(ngx_stream_session_t *s,
 static ngx_int_t
 ngx_stream_upstream_chash_add_variables(ngx_conf_t *cf)
 {
+    ngx_uint_t              i;
     ngx_stream_variable_t  *var;
-    static ngx_str_t        name = ngx_string("chash_ring");
 
-    var = ngx_stream_add_variable(cf, &name, NGX_STREAM_VAR_NOCACHEABLE);
-    if (var == NULL) {
-        return NGX_ERROR;
+    static ngx_str_t        names[] = {
+        ngx_string("chash_ring"),
+        ngx_string("chash_ring_version"),
+        ngx_string("chash_ring_choice"),
+        ngx_string("chash_subset")
+    };
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        var = ngx_stream_add_variable(cf, &names[i],
+                                      NGX_STREAM_VAR_NOCACHEABLE);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = ngx_stream_upstream_chash_variable;
+        var->data = i;
     }
-
-    var->get_handler = ngx_stream_upstream_chash_ring_variable;
 
     return NGX_OK;
 }
@@ -448,6 +862,8 @@ ngx_stream_upstream_chash_create_conf(ngx_conf_t *cf)
     }
 
     conf->flavor = NGX_CONF_UNSET_UINT;
+    conf->pp.max_fails = 1;
+    conf->pp.fail_timeout = 10;
 
     return conf;
 }
@@ -504,6 +920,29 @@ ngx_stream_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             ccf->flavor = f;
+            ccf->flavor_set = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "subset=", 7) == 0) {
+            s.data = value[i].data + 7;
+            s.len = value[i].len - 7;
+
+            ccf->subset = ngx_palloc(cf->pool,
+                                     sizeof(ngx_stream_complex_value_t));
+            if (ccf->subset == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            ngx_memzero(&ccv, sizeof(ngx_stream_compile_complex_value_t));
+            ccv.cf = cf;
+            ccv.value = &s;
+            ccv.complex_value = ccf->subset;
+
+            if (ngx_stream_compile_complex_value(&ccv) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
+
             continue;
         }
 
@@ -576,4 +1015,179 @@ invalid:
                        "invalid parameter \"%V\"", &value[i]);
 
     return NGX_CONF_ERROR;
+}
+
+
+static ngx_stream_complex_value_t *
+ngx_stream_upstream_chash_cv(ngx_conf_t *cf, ngx_str_t *value)
+{
+    ngx_stream_complex_value_t          *cv;
+    ngx_stream_compile_complex_value_t   ccv;
+
+    cv = ngx_palloc(cf->pool, sizeof(ngx_stream_complex_value_t));
+    if (cv == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_stream_compile_complex_value_t));
+    ccv.cf = cf;
+    ccv.value = value;
+    ccv.complex_value = cv;
+
+    if (ngx_stream_compile_complex_value(&ccv) != NGX_OK) {
+        return NULL;
+    }
+
+    return cv;
+}
+
+
+static ngx_chash_source_t *
+ngx_stream_upstream_chash_source(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_str_t *rest, ngx_uint_t *nrest)
+{
+    ngx_chash_source_t  *src;
+
+    src = ngx_pcalloc(cf->pool, sizeof(ngx_chash_source_t));
+    if (src == NULL) {
+        return NULL;
+    }
+
+    src->directive = value[0];
+
+    if (ngx_chash_source_parse(cf, src, value, cf->args->nelts, rest, nrest)
+        != NGX_CONF_OK)
+    {
+        return NULL;
+    }
+
+    return src;
+}
+
+
+/*
+ * chash_snapshot FILE [trusted_key=PUB]... [min_version=N] [poll=T|off]
+ *     [thread_pool=NAME] [copy] [max_fails=N] [fail_timeout=T] [max_conns=N]
+ */
+static char *
+ngx_stream_upstream_chash_snapshot(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_stream_upstream_chash_srv_conf_t  *ccf = conf;
+
+    ngx_str_t                       *value, *rest;
+    ngx_uint_t                       nrest;
+    ngx_stream_upstream_srv_conf_t  *uscf;
+
+    if (ccf->snap) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    rest = ngx_palloc(cf->pool, cf->args->nelts * sizeof(ngx_str_t));
+    if (rest == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ccf->snap = ngx_stream_upstream_chash_source(cf, value, rest, &nrest);
+    if (ccf->snap == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* nginx refuses an upstream block without servers: a placeholder that
+     * only init_snapshot sees (and that tells it from `server` lines) */
+    uscf = ngx_stream_conf_get_module_srv_conf(cf, ngx_stream_upstream_module);
+    ccf->placeholder = ngx_array_push(uscf->servers);
+    if (ccf->placeholder == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(ccf->placeholder, sizeof(ngx_stream_upstream_server_t));
+    ngx_str_set(&ccf->placeholder->name, "chash_snapshot");
+
+    return ngx_chash_parse_peer_params(cf, rest, nrest, &ccf->pp);
+}
+
+
+/*
+ * chash_migrate FILE rollout=VALUE [scope=VALUE] [seed=N] [allow_mismatch]
+ *     [trusted_key=PUB]... [min_version=N] [poll=T|off] [thread_pool=NAME]
+ *     [copy]
+ */
+static char *
+ngx_stream_upstream_chash_migrate(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_stream_upstream_chash_srv_conf_t  *ccf = conf;
+
+    ngx_str_t                   *value, *rest;
+    ngx_uint_t                   nrest;
+    ngx_chash_migrate_params_t   mp;
+
+    if (ccf->next) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    rest = ngx_palloc(cf->pool, cf->args->nelts * sizeof(ngx_str_t));
+    if (rest == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ccf->next = ngx_stream_upstream_chash_source(cf, value, rest, &nrest);
+    if (ccf->next == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&mp, sizeof(ngx_chash_migrate_params_t));
+
+    if (ngx_chash_parse_migrate_params(cf, ccf->next, rest, nrest, &mp)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    ccf->rollout_text = mp.rollout;
+    ccf->rollout_ppm = mp.rollout_ppm;
+
+    if (mp.rollout_is_var) {
+        ccf->rollout = ngx_stream_upstream_chash_cv(cf, &mp.rollout);
+        if (ccf->rollout == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (mp.has_scope) {
+        ccf->scope = ngx_stream_upstream_chash_cv(cf, &mp.scope);
+        if (ccf->scope == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_stream_upstream_chash_create_main_conf(ngx_conf_t *cf)
+{
+    return ngx_pcalloc(cf->pool,
+                       sizeof(ngx_stream_upstream_chash_main_conf_t));
+}
+
+
+static ngx_int_t
+ngx_stream_upstream_chash_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_stream_upstream_chash_main_conf_t  *mcf;
+
+    /* its own zone: the HTTP module's is "chash_status" */
+    static ngx_str_t  zone_name = ngx_string("chash_stream_status");
+
+    /* after every upstream's init_upstream: the zone's size is known */
+    mcf = ngx_stream_conf_get_module_main_conf(cf,
+                                            ngx_stream_upstream_chash_module);
+
+    return ngx_chash_status_add_zone(cf, &mcf->status, &zone_name,
+                                     &ngx_stream_upstream_chash_module);
 }

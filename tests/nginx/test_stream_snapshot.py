@@ -14,6 +14,7 @@ Exit status 0 only when every check ran and passed.
 """
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -330,10 +331,108 @@ def hot_swap(args, cli, rng, ports, workdir):
             ngx.cleanup()
 
 
+def status_both(args, cli, rng, ports, workdir):
+    """Both modules in one nginx: the HTTP module's chash_status shows the
+    stream snapshot upstreams (JSON stream_upstreams, Prometheus
+    protocol="stream") beside an HTTP one, counters equal to the sessions."""
+    servers = tn.ip_port_servers(rng, ports, 30)
+    sub_a = tsnap.pick(rng, servers, 0.4)
+    ring = cli.build(os.path.join(workdir, "status.chash"), servers, version=7,
+                     subsets={"a": sub_a})
+    nxt = cli.build(os.path.join(workdir, "status-next.chash"), servers, version=8)
+    harness.check_refused(servers, {})
+    ngx = StreamNginx(stream_module=args.module, http_module=args.http_module,
+                      keep=args.keep)
+    http_port = sh.listen_port()
+    p = ngx.prefix
+    http_block = f"""http {{
+    access_log off;
+    client_body_temp_path {p}/tmp/body;
+    proxy_temp_path {p}/tmp/proxy;
+    fastcgi_temp_path {p}/tmp/fastcgi;
+    uwsgi_temp_path {p}/tmp/uwsgi;
+    scgi_temp_path {p}/tmp/scgi;
+    upstream h_snap {{ chash $arg_k; chash_snapshot {ring} max_fails=0; }}
+    server {{
+        listen 127.0.0.1:{http_port};
+        error_log {p}/logs/http-error.log crit;
+        location = /chash-status {{ chash_status; allow 127.0.0.1; deny all; }}
+    }}
+}}"""
+    sub_ports = [sh.listen_port() for _ in range(3)]
+    maps = ("    map $server_port $ss {\n        %d \"\";\n        %d a;\n        %d nosuch;\n"
+            "    }" % tuple(sub_ports))
+    ups = [StreamUpstream("s_sub", "chash $remote_addr subset=$ss", [], sub_ports,
+                          extra="chash_snapshot %s max_fails=0;" % ring),
+           StreamUpstream("s_mig", "chash $remote_addr", [], [sh.listen_port()],
+                          extra="chash_snapshot %s max_fails=0; chash_migrate %s "
+                                "rollout=100%%;" % (ring, nxt))]
+    counts = {"whole": 25, "a": 15, "nosuch": 5, "mig": 10}
+    try:
+        write_conf(ngx, ups, tries=3, stream_extra=maps, http_block=http_block)
+        ngx.start()
+        plan = []
+        for (tag, port) in (("whole", sub_ports[0]), ("a", sub_ports[1]),
+                            ("nosuch", sub_ports[2]), ("mig", ups[1].ports[0])):
+            for i in range(counts[tag]):
+                plan.append(((tag, i), "127.0.%d.%d" % (len(plan) // 200 + 1,
+                                                        len(plan) % 200 + 1), port))
+        results = ts.run_tcp(ngx, plan)
+        check(all(results[(("nosuch", i))].addrs == ["s_sub"] or
+                  results[("nosuch", i)].addrs == []
+                  for i in range(counts["nosuch"])),
+              "an unknown subset routes nowhere: %s" % results.get(("nosuch", 0)))
+        code, ctype, body = tsnap.status(http_port)
+        doc = json.loads(body)
+        check(code == 200 and "h_snap" in doc.get("upstreams", {}),
+              "chash_status: the HTTP snapshot upstream under upstreams")
+        st = doc.get("stream_upstreams", {})
+        sub, mig = st.get("s_sub", {}), st.get("s_mig", {})
+        check(sub.get("config_version") == 7 and sub.get("requests", {}).get("old") ==
+              counts["whole"] + counts["a"] + counts["nosuch"]
+              and sub.get("subsets", {}).get("a") == counts["a"]
+              and sub.get("unknown_subset") == counts["nosuch"],
+              "stream_upstreams.s_sub: version, requests, subsets, unknown: %s" %
+              {k: sub.get(k) for k in ("config_version", "requests", "subsets",
+                                       "unknown_subset")})
+        check(mig.get("requests") == {"old": 0, "new": counts["mig"]}
+              and mig.get("migration", {}).get("config_version") == 8
+              and len(sub.get("workers", [])) == 1,
+              "stream_upstreams.s_mig: the migration and its requests: %s" %
+              {k: mig.get(k) for k in ("requests", "migration")})
+        code, ctype, text = tsnap.status(http_port, "?format=prometheus")
+        samples = tsnap.prometheus_samples(text)
+        want = {("chash_requests_total", frozenset({("protocol", "stream"),
+                                                    ("upstream", "s_mig"),
+                                                    ("ring", "new")})): counts["mig"],
+                ("chash_subset_requests_total", frozenset({("protocol", "stream"),
+                                                           ("upstream", "s_sub"),
+                                                           ("subset", "a")})): counts["a"],
+                ("chash_unknown_subset_total", frozenset({("protocol", "stream"),
+                                                          ("upstream", "s_sub")})):
+                    counts["nosuch"]}
+        for k, v in want.items():
+            check(samples.get(k) == v, "prometheus %s %s = %s, want %d" %
+                  (k[0], sorted(k[1]), samples.get(k), v))
+        check(ctype.startswith("text/plain; version=0.0.4"), "prometheus content type")
+        http_only = [k for k in samples if k[0] == "chash_requests_total"
+                     and ("upstream", "h_snap") in k[1]]
+        check(http_only and all(("protocol", "stream") not in k[1] for k in http_only),
+              "the HTTP upstream's samples carry no protocol=\"stream\" label")
+        print("chash_status with both modules: stream_upstreams (requests, subsets, "
+              "unknown, migration) and protocol=\"stream\" samples = the %d sessions"
+              % len(plan), flush=True)
+    finally:
+        ngx.stop()
+        if not (FAILURES or args.keep):
+            ngx.cleanup()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--module", required=True, help="ngx_stream_upstream_chash_module.so")
     ap.add_argument("--chash-cli", required=True)
+    ap.add_argument("--http-module", help="ngx_http_upstream_chash_module.so: chash_status")
     ap.add_argument("--keys", type=int, default=300, help="client addresses")
     ap.add_argument("--servers", type=int, default=100)
     ap.add_argument("--seed", type=int, default=20261201)
@@ -345,9 +444,13 @@ def main():
     ports = ts.PortPool(rng)
     workdir = harness.tempfile.mkdtemp(prefix="chash-stream-snapshots-")
     cli = tsnap.Cli(os.path.abspath(args.chash_cli), workdir)
+    phases = [("routing", lambda: routing(args, cli, rng, ports, workdir)),
+              ("hot swap", lambda: hot_swap(args, cli, rng, ports, workdir))]
+    if args.http_module:
+        args.http_module = os.path.abspath(args.http_module)
+        phases.append(("status", lambda: status_both(args, cli, rng, ports, workdir)))
     try:
-        for label, run in (("routing", lambda: routing(args, cli, rng, ports, workdir)),
-                           ("hot swap", lambda: hot_swap(args, cli, rng, ports, workdir))):
+        for label, run in phases:
             t0 = time.monotonic()
             run()
             print("-- %s: %.1f s" % (label, time.monotonic() - t0), flush=True)

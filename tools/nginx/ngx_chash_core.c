@@ -1998,6 +1998,7 @@ ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
         return NGX_ERROR;
     }
 
+    st->abi = NGX_CHASH_STATUS_ABI;
     st->zone->init = ngx_chash_status_init_zone;
     st->zone->data = st;
     st->zone->noreuse = 0;
@@ -2160,9 +2161,10 @@ ngx_chash_status_live(ngx_chash_status_slot_t *slot)
  * its samples for every upstream together.
  */
 static u_char *
-ngx_chash_status_prometheus(ngx_chash_status_t *st, u_char *p)
+ngx_chash_status_prometheus(ngx_chash_status_t **sets, u_char *p)
 {
-    ngx_uint_t                    i, w, k, f;
+    ngx_uint_t                    i, w, k, f, set;
+    ngx_chash_status_t           *st;
     ngx_chash_gen_t              *g, *ng;
     ngx_chash_status_shm_t       *shm;
     ngx_chash_status_sum_t        sum;
@@ -2190,11 +2192,19 @@ ngx_chash_status_prometheus(ngx_chash_status_t *st, u_char *p)
           "The migration's new ring (labels), 1." }
     };
 
-    u = st->upstreams.elts;
-
     for (f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
         p = ngx_sprintf(p, "# HELP %s %s\n# TYPE %s %s\n", families[f][0],
                         families[f][2], families[f][0], families[f][1]);
+
+        /* sets[0] the HTTP upstreams, sets[1] the stream ones (or NULL) */
+        for (set = 0; set < 2; set++) {
+        st = sets[set];
+
+        if (st == NULL) {
+            continue;
+        }
+
+        u = st->upstreams.elts;
 
         for (i = 0; i < st->upstreams.nelts; i++) {
             g = u[i].snap->current;
@@ -2208,7 +2218,8 @@ ngx_chash_status_prometheus(ngx_chash_status_t *st, u_char *p)
             ngx_chash_status_sum(shm, &sum);
 
 #define NGX_CHASH_U(p)                                                       \
-    p = ngx_sprintf(p, "%s{upstream=\"", families[f][0]);                    \
+    p = ngx_sprintf(p, "%s{%supstream=\"", families[f][0],                  \
+                    set ? "protocol=\"stream\"," : "");                      \
     p = ngx_chash_escape(p, u[i].name->data, u[i].name->len, 1)
 
             switch (f) {
@@ -2296,61 +2307,26 @@ ngx_chash_status_prometheus(ngx_chash_status_t *st, u_char *p)
             }
 #undef NGX_CHASH_U
         }
+        }
     }
 
     return p;
 }
 
 
-ngx_buf_t *
-ngx_chash_status_render(ngx_chash_status_t *st, ngx_pool_t *pool,
-    ngx_uint_t prom)
+/* The JSON object of st's upstreams, by name, at p. */
+static u_char *
+ngx_chash_status_json(ngx_chash_status_t *st, u_char *p, ngx_pool_t *pool)
 {
-    size_t                        size;
-    u_char                       *p, *name;
-    ngx_buf_t                    *b;
+    u_char                       *name;
     ngx_uint_t                    i, w, k, first;
     ngx_chash_gen_t              *g, *ng;
     ngx_chash_status_shm_t       *shm;
     ngx_chash_status_sum_t        sum;
     ngx_chash_status_upstream_t  *u;
 
-    /*
-     * An upper bound: every line (at most 24 + 2 a worker slot + one a
-     * subset, in either format) holds at most every string of its upstream,
-     * each escaped (at most 7 bytes a byte), and numbers.
-     */
-    size = 1024;
     u = st->upstreams.elts;
-
-    for (i = 0; i < st->upstreams.nelts; i++) {
-        g = u[i].snap->current;
-
-        if (g == NULL) {
-            continue;
-        }
-
-        size += (24 + 2 * NGX_CHASH_STATUS_SLOTS
-                 + ngx_min(g->nsubsets, NGX_CHASH_STATUS_SUBSETS))
-                * (512 + 7 * (u[i].name->len + u[i].snap->path.len
-                              + (u[i].next ? u[i].next->path.len : 0)
-                              + ngx_strlen(chash_snapshot_label(g->snapshot))
-                              + u[i].rollout.len + 64 + NGX_CHASH_CHECK_LEN
-                              + sizeof(((ngx_chash_status_shm_t *) 0)
-                                       ->last_message)));
-    }
-
-    b = ngx_create_temp_buf(pool, size);
-    if (b == NULL) {
-        return NULL;
-    }
-
-    if (prom) {
-        b->last = ngx_chash_status_prometheus(st, b->last);
-        return b;
-    }
-
-    p = ngx_sprintf(b->last, "{\"upstreams\":{");
+    *p++ = '{';
 
     for (i = 0; i < st->upstreams.nelts; i++) {
         g = u[i].snap->current;
@@ -2451,9 +2427,131 @@ ngx_chash_status_render(ngx_chash_status_t *st, ngx_pool_t *pool,
         *p++ = '}';
     }
 
-    p = ngx_sprintf(p, "}}\n");
+    *p++ = '}';
+
+    return p;
+}
+
+
+ngx_buf_t *
+ngx_chash_status_render(ngx_chash_status_t *st, ngx_chash_status_t *stream,
+    ngx_pool_t *pool, ngx_uint_t prom)
+{
+    size_t                        size;
+    u_char                       *p;
+    ngx_buf_t                    *b;
+    ngx_uint_t                    i, set;
+    ngx_chash_gen_t              *g;
+    ngx_chash_status_t           *sets[2];
+    ngx_chash_status_upstream_t  *u;
+
+    sets[0] = st;
+    sets[1] = stream;
+
+    /*
+     * An upper bound: every line (at most 24 + 2 a worker slot + one a
+     * subset, in either format) holds at most every string of its upstream,
+     * each escaped (at most 7 bytes a byte), and numbers.
+     */
+    size = 1024;
+
+    for (set = 0; set < 2; set++) {
+        if (sets[set] == NULL) {
+            continue;
+        }
+
+        u = sets[set]->upstreams.elts;
+
+        for (i = 0; i < sets[set]->upstreams.nelts; i++) {
+            g = u[i].snap->current;
+
+            if (g == NULL) {
+                continue;
+            }
+
+            size += (24 + 2 * NGX_CHASH_STATUS_SLOTS
+                     + ngx_min(g->nsubsets, NGX_CHASH_STATUS_SUBSETS))
+                    * (512 + 7 * (u[i].name->len + u[i].snap->path.len
+                                  + (u[i].next ? u[i].next->path.len : 0)
+                                  + ngx_strlen(chash_snapshot_label(
+                                                   g->snapshot))
+                                  + u[i].rollout.len + 64
+                                  + NGX_CHASH_CHECK_LEN
+                                  + sizeof(((ngx_chash_status_shm_t *) 0)
+                                           ->last_message)));
+        }
+    }
+
+    b = ngx_create_temp_buf(pool, size);
+    if (b == NULL) {
+        return NULL;
+    }
+
+    if (prom) {
+        b->last = ngx_chash_status_prometheus(sets, b->last);
+        return b;
+    }
+
+    p = ngx_sprintf(b->last, "{\"upstreams\":");
+    p = ngx_chash_status_json(st, p, pool);
+
+    if (p == NULL) {
+        return NULL;
+    }
+
+    if (stream) {
+        p = ngx_sprintf(p, ",\"stream_upstreams\":");
+        p = ngx_chash_status_json(stream, p, pool);
+
+        if (p == NULL) {
+            return NULL;
+        }
+    }
+
+    p = ngx_sprintf(p, "}\n");
 
     b->last = p;
 
     return b;
+}
+
+
+ngx_chash_status_t *
+ngx_chash_status_find(ngx_cycle_t *cycle, ngx_str_t *name)
+{
+    ngx_uint_t           i;
+    ngx_list_part_t     *part;
+    ngx_shm_zone_t      *zone;
+    ngx_chash_status_t  *st;
+
+    part = &cycle->shared_memory.part;
+    zone = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            zone = part->elts;
+            i = 0;
+        }
+
+        if (zone[i].shm.name.len != name->len
+            || ngx_strncmp(zone[i].shm.name.data, name->data, name->len) != 0)
+        {
+            continue;
+        }
+
+        st = zone[i].data;
+
+        /* the other module's copy of this core: the same layout only */
+        if (st == NULL || st->abi != NGX_CHASH_STATUS_ABI || st->shm == NULL) {
+            return NULL;
+        }
+
+        return st;
+    }
 }

@@ -386,7 +386,16 @@ typedef struct {
 } ngx_chash_status_upstream_t;
 
 
+/*
+ * What a module reads of the other module's status (both modules loaded:
+ * each .so has its own copy of this core): only the same layout.
+ */
+#define NGX_CHASH_STATUS_ABI                                                 \
+    (0x63680000 ^ sizeof(ngx_chash_status_t) ^ sizeof(ngx_chash_gen_t) << 4 \
+     ^ sizeof(ngx_chash_source_t) << 8 ^ sizeof(ngx_chash_status_shm_t) << 12)
+
 struct ngx_chash_status_s {
+    ngx_uint_t               abi;        /* NGX_CHASH_STATUS_ABI */
     ngx_array_t              upstreams;  /* ngx_chash_status_upstream_t */
     ngx_shm_zone_t          *zone;
     ngx_chash_status_shm_t  *shm;        /* one per upstream, in order */
@@ -409,9 +418,18 @@ ngx_chash_status_slot_t *ngx_chash_status_slot(ngx_chash_source_t *src);
 void ngx_chash_status_count(ngx_chash_source_t *src, ngx_uint_t side,
     ngx_int_t subset, ngx_uint_t unknown);
 
-/* The status document (JSON, or prometheus != 0) into a buffer of pool. */
-ngx_buf_t *ngx_chash_status_render(ngx_chash_status_t *st, ngx_pool_t *pool,
-    ngx_uint_t prometheus);
+/*
+ * The status document (JSON, or prometheus != 0) into a buffer of pool:
+ * st's upstreams, and stream's (NULL: none) under "stream_upstreams" and
+ * with a protocol="stream" label.
+ */
+ngx_buf_t *ngx_chash_status_render(ngx_chash_status_t *st,
+    ngx_chash_status_t *stream, ngx_pool_t *pool, ngx_uint_t prometheus);
+
+/* The status whose zone is named name in cycle (the stream module's, seen
+ * from the HTTP module), or NULL: no such zone, or another layout. */
+ngx_chash_status_t *ngx_chash_status_find(ngx_cycle_t *cycle,
+    ngx_str_t *name);
 
 
 /* Whether bit i of a tried bitmap is set / sets it. */

@@ -1189,6 +1189,8 @@ ngx_http_upstream_chash_status_handler(ngx_http_request_t *r)
     ngx_chain_t                           out;
     ngx_http_upstream_chash_main_conf_t  *mcf;
 
+    static ngx_str_t  stream_zone = ngx_string("chash_stream_status");
+
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return NGX_HTTP_NOT_ALLOWED;
     }
@@ -1204,7 +1206,11 @@ ngx_http_upstream_chash_status_handler(ngx_http_request_t *r)
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_chash_module);
 
-    b = ngx_chash_status_render(&mcf->status, r->pool, prom);
+    /* with the stream module loaded, its snapshot upstreams too */
+    b = ngx_chash_status_render(&mcf->status,
+                                ngx_chash_status_find((ngx_cycle_t *) ngx_cycle,
+                                                      &stream_zone),
+                                r->pool, prom);
     if (b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

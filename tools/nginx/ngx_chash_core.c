@@ -434,6 +434,104 @@ ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor)
 }
 
 
+char *
+ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
+    ngx_chash_directive_t *d)
+{
+    ngx_int_t   multiple;
+    ngx_str_t   s;
+    ngx_uint_t  i, f;
+
+    ngx_memzero(d, sizeof(ngx_chash_directive_t));
+    d->flavor = CHASH_FLAVOR_NGINX;
+    multiple = 0;
+
+    for (i = 2; i < n; i++) {
+
+        if (ngx_strncmp(value[i].data, "flavor=", 7) == 0) {
+            s.data = value[i].data + 7;
+            s.len = value[i].len - 7;
+
+            for (f = 0; f < 3; f++) {
+                if (s.len == ngx_strlen(ngx_chash_flavors[f])
+                    && ngx_strncmp(s.data, ngx_chash_flavors[f],
+                                   s.len) == 0)
+                {
+                    break;
+                }
+            }
+
+            if (f == 3) {
+                goto invalid;
+            }
+
+            d->flavor = f;
+            d->flavor_set = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "subset=", 7) == 0) {
+            d->subset.data = value[i].data + 7;
+            d->subset.len = value[i].len - 7;
+            d->has_subset = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "bounded_load=", 13) == 0) {
+            s.data = value[i].data + 13;
+            s.len = value[i].len - 13;
+
+            if (ngx_chash_parse_bounded_load(&s, &d->bounded_load)
+                != NGX_OK)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\": "
+                                   "bounded_load= takes a factor over 1, "
+                                   "such as 1.25", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "multiple=", 9) == 0) {
+            multiple = ngx_atoi(value[i].data + 9, value[i].len - 9);
+
+            if (multiple == NGX_ERROR || multiple == 0
+                || multiple > 0xffffffff)
+            {
+                goto invalid;
+            }
+
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    if (multiple) {
+        if (d->flavor != CHASH_FLAVOR_PINGORA_V2) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"multiple=\" is for flavor=pingora-v2 only "
+                               "(nginx and pingora-v1 rings have 160 points "
+                               "a weight unit)");
+            return NGX_CONF_ERROR;
+        }
+
+        d->multiple = multiple;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\"", &value[i]);
+
+    return NGX_CONF_ERROR;
+}
+
+
 /* The load of node: the active connections of its peers. */
 static uint64_t
 ngx_chash_node_load(const ngx_chash_nodes_t *nodes, uint32_t node,

@@ -93,6 +93,24 @@ ngx_int_t ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool);
 
 /*
+ * The parameters of a `chash KEY [flavor=F] [multiple=K] [bounded_load=F]
+ * [subset=VALUE]` directive, parsed by the core for both modules; the
+ * module compiles KEY and subset's text as its own complex values.
+ */
+typedef struct {
+    ngx_uint_t    flavor;         /* chash_flavor, nginx by default */
+    ngx_flag_t    flavor_set;
+    ngx_uint_t    multiple;       /* 0: the flavour's own */
+    double        bounded_load;   /* 0: off */
+    ngx_str_t     subset;         /* subset='s text when has_subset */
+    ngx_uint_t    has_subset;
+} ngx_chash_directive_t;
+
+/* value[2] .. value[n - 1]: the parameters after KEY; errors logged. */
+char *ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t n, ngx_chash_directive_t *d);
+
+/*
  * bounded_load=F of a `chash` directive: value is the parameter's text after
  * "bounded_load=", F a decimal > 1 with at most 6 decimals (1.25). NGX_OK,
  * or NGX_ERROR for anything else (the caller names the parameter).

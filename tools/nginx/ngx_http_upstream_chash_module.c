@@ -856,9 +856,8 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_upstream_chash_srv_conf_t  *ccf = conf;
 
-    ngx_int_t                           multiple;
-    ngx_str_t                          *value, s;
-    ngx_uint_t                          i, f;
+    ngx_chash_directive_t               d;
+    ngx_str_t                          *value;
     ngx_http_upstream_srv_conf_t       *uscf;
     ngx_http_compile_complex_value_t    ccv;
 
@@ -878,98 +877,32 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    ccf->flavor = CHASH_FLAVOR_NGINX;
-    ccf->multiple = 0;
-    multiple = 0;
-
-    for (i = 2; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "flavor=", 7) == 0) {
-            s.data = value[i].data + 7;
-            s.len = value[i].len - 7;
-
-            for (f = 0; f < 3; f++) {
-                if (s.len == ngx_strlen(ngx_chash_flavors[f])
-                    && ngx_strncmp(s.data, ngx_chash_flavors[f],
-                                   s.len) == 0)
-                {
-                    break;
-                }
-            }
-
-            if (f == 3) {
-                goto invalid;
-            }
-
-            ccf->flavor = f;
-            ccf->flavor_set = 1;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "subset=", 7) == 0) {
-            s.data = value[i].data + 7;
-            s.len = value[i].len - 7;
-
-            ccf->subset = ngx_palloc(cf->pool,
-                                     sizeof(ngx_http_complex_value_t));
-            if (ccf->subset == NULL) {
-                return NGX_CONF_ERROR;
-            }
-
-            ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-            ccv.cf = cf;
-            ccv.value = &s;
-            ccv.complex_value = ccf->subset;
-
-            if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "bounded_load=", 13) == 0) {
-            s.data = value[i].data + 13;
-            s.len = value[i].len - 13;
-
-            if (ngx_chash_parse_bounded_load(&s, &ccf->bounded_load)
-                != NGX_OK)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid parameter \"%V\": "
-                                   "bounded_load= takes a factor over 1, "
-                                   "such as 1.25", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "multiple=", 9) == 0) {
-            multiple = ngx_atoi(value[i].data + 9, value[i].len - 9);
-
-            if (multiple == NGX_ERROR || multiple == 0
-                || multiple > 0xffffffff)
-            {
-                goto invalid;
-            }
-
-            continue;
-        }
-
-        goto invalid;
+    if (ngx_chash_parse_directive(cf, value, cf->args->nelts, &d)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
-    if (multiple) {
-        if (ccf->flavor != CHASH_FLAVOR_PINGORA_V2) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"multiple=\" is for flavor=pingora-v2 only "
-                               "(nginx and pingora-v1 rings have 160 points "
-                               "a weight unit)");
+    ccf->flavor = d.flavor;
+    ccf->flavor_set = d.flavor_set;
+    ccf->multiple = d.multiple;
+    ccf->bounded_load = d.bounded_load;
+
+    if (d.has_subset) {
+        ccf->subset = ngx_palloc(cf->pool,
+                                 sizeof(ngx_http_complex_value_t));
+        if (ccf->subset == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        ccf->multiple = multiple;
+        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+        ccv.cf = cf;
+        ccv.value = &d.subset;
+        ccv.complex_value = ccf->subset;
+
+        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
     }
 
     uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
@@ -990,13 +923,6 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     uscf->peer.init_upstream = ngx_http_upstream_chash_init;
 
     return NGX_CONF_OK;
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid parameter \"%V\"", &value[i]);
-
-    return NGX_CONF_ERROR;
 }
 
 

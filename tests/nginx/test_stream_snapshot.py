@@ -428,6 +428,62 @@ def status_both(args, cli, rng, ports, workdir):
             ngx.cleanup()
 
 
+def config_errors(args, cli, rng, ports, workdir):
+    """nginx -t refuses what a stream snapshot upstream cannot serve, naming
+    it: the checks are the core's, the no-port refusal stream's own."""
+    key, other = os.path.join(workdir, "ck"), os.path.join(workdir, "other")
+    cli.run("keygen", "--out", key)
+    cli.run("keygen", "--out", other)
+    servers = tn.ip_port_servers(rng, ports, 8)
+    signed = cli.build(os.path.join(workdir, "ce.chash"), servers, version=4, sign=key)
+    noport = cli.build(os.path.join(workdir, "noport.chash"),
+                       servers[:3] + [Server("127.0.0.9", 1)], version=4)
+    nxt = cli.build(os.path.join(workdir, "ce-next.chash"), servers, version=4)
+    cases = [
+        ("server lines", "chash $remote_addr; chash_snapshot %s; server 127.0.0.1:1;" % signed,
+         "remove its `server` lines"),
+        ("a node without a port", "chash $remote_addr; chash_snapshot %s;" % noport,
+         "no port (a stream upstream's servers need one)"),
+        ("untrusted key", "chash $remote_addr; chash_snapshot %s trusted_key=%s.pub;"
+         % (signed, other), "signature"),
+        ("min_version", "chash $remote_addr; chash_snapshot %s min_version=5;" % signed,
+         "min_version"),
+        ("flavour", "chash $remote_addr flavor=pingora-v1; chash_snapshot %s;" % signed,
+         "the snapshot is flavor=nginx"),
+        ("zone", "chash $remote_addr; chash_snapshot %s; zone z 1m;" % signed,
+         "`zone` is not supported"),
+        ("subset without a snapshot", "chash $remote_addr subset=a; server 127.0.0.1:1;",
+         "needs chash_snapshot"),
+        ("migrate without rollout", "chash $remote_addr; chash_snapshot %s; "
+         "chash_migrate %s;" % (signed, nxt), "chash_migrate needs rollout=VALUE"),
+        ("bad rollout", "chash $remote_addr; chash_snapshot %s; "
+         "chash_migrate %s rollout=150%%;" % (signed, nxt), 'invalid parameter "rollout=150%"'),
+    ]
+    for label, body, message in cases:
+        ngx = StreamNginx(stream_module=args.module)
+        try:
+            ngx.write_stream_conf([StreamUpstream("u", "chash $remote_addr", [],
+                                                  [sh.listen_port()])])
+            text = open(ngx.conf).read().replace("        chash $remote_addr;\n",
+                                                 "        %s\n" % body)
+            with open(ngx.conf, "w") as f:
+                f.write(text)
+            rc, out = ngx.test_config()
+        finally:
+            ngx.cleanup()
+        check(rc != 0 and message in out, "nginx -t, %s: %r" % (label, out[-400:]))
+        print("nginx -t, %s: refused (%s)" % (label, message), flush=True)
+    ok = StreamNginx(stream_module=args.module)
+    try:
+        ok.write_stream_conf([StreamUpstream("u", "chash $remote_addr", [], [sh.listen_port()],
+                                             extra="chash_snapshot %s trusted_key=%s.pub "
+                                                   "min_version=4;" % (signed, key))])
+        rc, out = ok.test_config()
+    finally:
+        ok.cleanup()
+    check(rc == 0, "nginx -t accepts the signed snapshot with its key: %r" % out[-300:])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--module", required=True, help="ngx_stream_upstream_chash_module.so")
@@ -445,7 +501,8 @@ def main():
     workdir = harness.tempfile.mkdtemp(prefix="chash-stream-snapshots-")
     cli = tsnap.Cli(os.path.abspath(args.chash_cli), workdir)
     phases = [("routing", lambda: routing(args, cli, rng, ports, workdir)),
-              ("hot swap", lambda: hot_swap(args, cli, rng, ports, workdir))]
+              ("hot swap", lambda: hot_swap(args, cli, rng, ports, workdir)),
+              ("nginx -t", lambda: config_errors(args, cli, rng, ports, workdir))]
     if args.http_module:
         args.http_module = os.path.abspath(args.http_module)
         phases.append(("status", lambda: status_both(args, cli, rng, ports, workdir)))

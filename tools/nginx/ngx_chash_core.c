@@ -385,6 +385,7 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     w->ring = ring;
     w->mask = mask;
     w->left = chash_ring_num_points(ring) + 1;
+    w->bounded_load = 0;
 
     hash = ngx_crc32_long(key->data, key->len);
 
@@ -413,11 +414,194 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
 }
 
 
+ngx_int_t
+ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor)
+{
+    ngx_int_t  ppm;
+
+    ppm = ngx_atofp(value->data, value->len, 6);
+
+    /* over 1, and at most 10^6: a larger factor bounds nothing */
+    if (ppm == NGX_ERROR || ppm <= 1000000
+        || ppm > (ngx_int_t) 1000000 * 1000000)
+    {
+        return NGX_ERROR;
+    }
+
+    *factor = (double) ppm / 1000000;
+
+    return NGX_OK;
+}
+
+
+char *
+ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
+    ngx_chash_directive_t *d)
+{
+    ngx_int_t   multiple;
+    ngx_str_t   s;
+    ngx_uint_t  i, f;
+
+    ngx_memzero(d, sizeof(ngx_chash_directive_t));
+    d->flavor = CHASH_FLAVOR_NGINX;
+    multiple = 0;
+
+    for (i = 2; i < n; i++) {
+
+        if (ngx_strncmp(value[i].data, "flavor=", 7) == 0) {
+            s.data = value[i].data + 7;
+            s.len = value[i].len - 7;
+
+            for (f = 0; f < 3; f++) {
+                if (s.len == ngx_strlen(ngx_chash_flavors[f])
+                    && ngx_strncmp(s.data, ngx_chash_flavors[f],
+                                   s.len) == 0)
+                {
+                    break;
+                }
+            }
+
+            if (f == 3) {
+                goto invalid;
+            }
+
+            d->flavor = f;
+            d->flavor_set = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "subset=", 7) == 0) {
+            d->subset.data = value[i].data + 7;
+            d->subset.len = value[i].len - 7;
+            d->has_subset = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "bounded_load=", 13) == 0) {
+            s.data = value[i].data + 13;
+            s.len = value[i].len - 13;
+
+            if (ngx_chash_parse_bounded_load(&s, &d->bounded_load)
+                != NGX_OK)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\": "
+                                   "bounded_load= takes a factor over 1, "
+                                   "such as 1.25", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "multiple=", 9) == 0) {
+            multiple = ngx_atoi(value[i].data + 9, value[i].len - 9);
+
+            if (multiple == NGX_ERROR || multiple == 0
+                || multiple > 0xffffffff)
+            {
+                goto invalid;
+            }
+
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    if (multiple) {
+        if (d->flavor != CHASH_FLAVOR_PINGORA_V2) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"multiple=\" is for flavor=pingora-v2 only "
+                               "(nginx and pingora-v1 rings have 160 points "
+                               "a weight unit)");
+            return NGX_CONF_ERROR;
+        }
+
+        d->multiple = multiple;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\"", &value[i]);
+
+    return NGX_CONF_ERROR;
+}
+
+
+/* The load of node: the active connections of its peers. */
+static uint64_t
+ngx_chash_node_load(const ngx_chash_nodes_t *nodes, uint32_t node,
+    const ngx_chash_peer_ops_t *ops, void *data)
+{
+    uint64_t    load;
+    ngx_uint_t  j;
+
+    load = 0;
+
+    for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++) {
+        load += ops->conns(data, nodes->node_peers[j]);
+    }
+
+    return load;
+}
+
+
+/*
+ * The bounded-load capacity now; UINT64_MAX when bounded_load is off. With
+ * a subset, the average is over the subset's nodes and their loads (the
+ * request routes as a ring of only the subset's servers would).
+ */
+static uint64_t
+ngx_chash_capacity(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data)
+{
+    uint64_t    total;
+    uint32_t    node, count;
+    ngx_uint_t  i;
+
+    if (w->bounded_load <= 1) {
+        return UINT64_MAX;
+    }
+
+    total = 0;
+
+    if (w->mask) {
+        count = 0;
+
+        for (node = 0; node < nodes->nnodes; node++) {
+            if (chash_node_mask_get(w->mask, node)) {
+                total += ngx_chash_node_load(nodes, node, ops, data);
+                count++;
+            }
+        }
+
+        if (count == 0) {
+            return UINT64_MAX;
+        }
+
+        return chash_bounded_load_capacity(total, count, w->bounded_load);
+    }
+
+    for (i = 0; i < nodes->npeers; i++) {
+        total += ops->conns(data, i);
+    }
+
+    /* every node owns points: nginx refuses weight=0 */
+    return chash_bounded_load_capacity(total, (uint32_t) nodes->nnodes,
+                                       w->bounded_load);
+}
+
+
 /* Mirrors ngx_http_upstream_get_chash_peer() of nginx 1.22.1, step for step. */
 static ngx_int_t
 ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log)
 {
+    uint64_t     capacity;
     ngx_int_t    total, *current, *effective, weight;
     ngx_int_t    best_i, *best_current;
     ngx_uint_t   i, j;
@@ -426,13 +610,23 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
         return NGX_CHASH_FALLBACK;
     }
 
+    capacity = ngx_chash_capacity(w, nodes, ops, data);
+
     for ( ;; ) {
 
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, log, 0, "chash node:%uD", w->node);
+        /* shown by debug_http or debug_stream: the core serves both */
+        ngx_log_debug1((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                       "chash node:%uD", w->node);
 
         if (w->node == CHASH_NO_NODE) {
             /* an empty ring, or no point of the subset */
             return NGX_CHASH_FALLBACK;
+        }
+
+        if (capacity != UINT64_MAX
+            && ngx_chash_node_load(nodes, w->node, ops, data) >= capacity)
+        {
+            goto next;
         }
 
         best_i = -1;
@@ -471,6 +665,8 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
             return best_i;
         }
 
+    next:
+
         w->node = ngx_chash_walk_next_point(w);    /* nginx: hp->hash++ */
         w->tries++;
 
@@ -483,16 +679,19 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
 /*
  * pingora flavours: each node once, in ring order from the key's point; a
- * node is skipped when its peer is not usable. When the walk has visited
- * every node, no live peer is left (as round robin answers when every peer
- * failed: "no live upstreams").
+ * node is skipped when its peer is not usable (or is at the bounded-load
+ * capacity). When the walk has visited every node, no live peer is left (as
+ * round robin answers when every peer failed: "no live upstreams").
  */
 static ngx_int_t
 ngx_chash_pick_pingora(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now)
 {
     uint32_t    node;
+    uint64_t    capacity;
     ngx_uint_t  i;
+
+    capacity = ngx_chash_capacity(w, nodes, ops, data);
 
     for ( ;; ) {
         node = chash_distinct_walk_next(w->walk);
@@ -507,7 +706,9 @@ ngx_chash_pick_pingora(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
         i = nodes->node_peers[nodes->node_first[node]];
 
-        if (ops->usable(data, i, now)) {
+        if (ops->usable(data, i, now)
+            && (capacity == UINT64_MAX || ops->conns(data, i) < capacity))
+        {
             return (ngx_int_t) i;
         }
     }
@@ -1524,6 +1725,265 @@ ngx_chash_scope_in(ngx_str_t *v)
 
 
 
+/* ---- Policy: what both modules share about a snapshot upstream ----------- */
+
+char *
+ngx_chash_parse_peer_params(ngx_conf_t *cf, ngx_str_t *rest, ngx_uint_t nrest,
+    ngx_chash_peer_params_t *pp)
+{
+    time_t      t;
+    ngx_int_t   n;
+    ngx_str_t   s;
+    ngx_uint_t  i;
+
+    for (i = 0; i < nrest; i++) {
+
+        if (ngx_strncmp(rest[i].data, "max_fails=", 10) == 0) {
+            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
+            if (n == NGX_ERROR) {
+                goto invalid;
+            }
+
+            pp->max_fails = n;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "max_conns=", 10) == 0) {
+            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
+            if (n == NGX_ERROR) {
+                goto invalid;
+            }
+
+            pp->max_conns = n;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "fail_timeout=", 13) == 0) {
+            s.data = rest[i].data + 13;
+            s.len = rest[i].len - 13;
+            t = ngx_parse_time(&s, 1);
+            if (t == (time_t) NGX_ERROR) {
+                goto invalid;
+            }
+
+            pp->fail_timeout = t;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &rest[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+char *
+ngx_chash_parse_migrate_params(ngx_conf_t *cf, ngx_chash_source_t *next,
+    ngx_str_t *rest, ngx_uint_t nrest, ngx_chash_migrate_params_t *mp)
+{
+    off_t       seed;
+    ngx_uint_t  i, has_rollout;
+
+    has_rollout = 0;
+
+    for (i = 0; i < nrest; i++) {
+
+        if (ngx_strncmp(rest[i].data, "rollout=", 8) == 0) {
+            has_rollout = 1;
+            mp->rollout.data = rest[i].data + 8;
+            mp->rollout.len = rest[i].len - 8;
+
+            if (ngx_strlchr(rest[i].data + 8, rest[i].data + rest[i].len, '$'))
+            {
+                mp->rollout_is_var = 1;
+                continue;
+            }
+
+            mp->rollout_ppm = ngx_chash_parse_rollout(mp->rollout.data,
+                                                      mp->rollout.len);
+            if (mp->rollout_ppm == NGX_ERROR) {
+                goto invalid;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "scope=", 6) == 0) {
+            mp->scope.data = rest[i].data + 6;
+            mp->scope.len = rest[i].len - 6;
+            mp->has_scope = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "seed=", 5) == 0) {
+            seed = ngx_atoof(rest[i].data + 5, rest[i].len - 5);
+            if (seed == NGX_ERROR) {
+                goto invalid;
+            }
+
+            next->seed = (uint64_t) seed;
+            continue;
+        }
+
+        if (rest[i].len == 14
+            && ngx_strncmp(rest[i].data, "allow_mismatch", 14) == 0)
+        {
+            next->allow_mismatch = 1;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    if (!has_rollout) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chash_migrate needs rollout=VALUE");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &rest[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+ngx_int_t
+ngx_chash_policy_init_conf(ngx_conf_t *cf, ngx_str_t *upstream,
+    ngx_chash_source_t *snap, ngx_chash_source_t *next, ngx_int_t flavor,
+    ngx_uint_t has_servers, ngx_uint_t has_zone, ngx_uint_t multiple,
+    void *module_conf, ngx_chash_build_peers_pt build_peers)
+{
+    ngx_uint_t           i;
+    ngx_chash_source_t  *srcs[2];
+
+    if (has_servers) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
+                           "chash_snapshot: its servers are the snapshot's "
+                           "nodes; remove its `server` lines", upstream);
+        return NGX_ERROR;
+    }
+
+    if (has_zone) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
+                           "chash_snapshot: `zone` is not supported (its "
+                           "peers change with the file, per worker)",
+                           upstream);
+        return NGX_ERROR;
+    }
+
+    if (multiple) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\": "
+                           "\"multiple=\" comes from the snapshot with "
+                           "chash_snapshot", upstream);
+        return NGX_ERROR;
+    }
+
+    srcs[0] = snap;
+    srcs[1] = next;
+
+    if (next) {
+        /* the new file's backends are checked against the old one's */
+        next->partner = snap;
+        snap->seed = next->seed;
+        snap->allow_mismatch = next->allow_mismatch;
+    }
+
+    for (i = 0; i < 2 && srcs[i]; i++) {
+        srcs[i]->upstream = upstream;
+        srcs[i]->flavor = flavor;
+        srcs[i]->module_conf = module_conf;
+        srcs[i]->build_peers = build_peers;
+
+        if (ngx_chash_source_init_conf(cf, srcs[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (next) {
+        snap->partner = next;
+    }
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_chash_rollout_value(ngx_str_t *v, ngx_str_t *upstream, ngx_log_t *log)
+{
+    ngx_int_t  ppm;
+
+    ppm = ngx_chash_parse_rollout(v->data, v->len);
+
+    if (ppm == NGX_ERROR) {
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chash_migrate in upstream \"%V\": rollout \"%V\" is "
+                      "not 0..1 or 0%%..100%%: old ring", upstream, v);
+        return 0;
+    }
+
+    return ppm;
+}
+
+
+ngx_chash_gen_t *
+ngx_chash_policy_choose(ngx_chash_source_t *snap, ngx_chash_source_t *next,
+    ngx_str_t *key, ngx_int_t ppm, ngx_str_t *scope, ngx_uint_t *side)
+{
+    *side = 0;
+
+    if (next && ngx_chash_scope_in(scope)
+        && ngx_chash_migration_new_side(key, next->seed, (uint32_t) ppm))
+    {
+        *side = 1;
+        return next->current;
+    }
+
+    return snap->current;
+}
+
+
+ngx_int_t
+ngx_chash_policy_subset(ngx_chash_source_t *snap, ngx_chash_gen_t *gen,
+    ngx_uint_t side, ngx_str_t *name, ngx_chash_subset_t **sub,
+    ngx_log_t *log)
+{
+    ngx_chash_subset_t  *s;
+
+    *sub = NULL;
+
+    if (name->len == 0) {
+        ngx_chash_status_count(snap, side, -1, 0);
+        return NGX_OK;
+    }
+
+    s = ngx_chash_gen_subset(gen, name);
+
+    if (s == NULL || chash_node_mask_count_available(s->mask) == 0) {
+        /* isolation over availability: never the whole ring */
+        ngx_log_error(NGX_LOG_ERR, log, 0,
+                      "chash upstream \"%V\": %s subset \"%V\" in config "
+                      "version %V", snap->upstream, s ? "empty" : "no", name,
+                      &gen->version);
+        ngx_chash_status_count(snap, side, -1, 1);
+        return NGX_DECLINED;
+    }
+
+    ngx_chash_status_count(snap, side, s - gen->subsets, 0);
+    *sub = s;
+
+    return NGX_OK;
+}
+
 /* ---- Status --------------------------------------------------------------- */
 
 ngx_int_t
@@ -1617,10 +2077,10 @@ ngx_chash_status_init_zone(ngx_shm_zone_t *zone, void *data)
 
 
 ngx_int_t
-ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st, void *tag)
+ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
+    ngx_str_t *name, void *tag)
 {
     size_t            size;
-    ngx_str_t         name = ngx_string("chash_status");
 
     if (st->upstreams.nelts == 0) {
         return NGX_OK;
@@ -1631,11 +2091,12 @@ ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st, void *tag)
     size = 8 * ngx_pagesize
            + (st->upstreams.nelts + 1) * sizeof(ngx_chash_status_shm_t);
 
-    st->zone = ngx_shared_memory_add(cf, &name, size, tag);
+    st->zone = ngx_shared_memory_add(cf, name, size, tag);
     if (st->zone == NULL) {
         return NGX_ERROR;
     }
 
+    st->abi = NGX_CHASH_STATUS_ABI;
     st->zone->init = ngx_chash_status_init_zone;
     st->zone->data = st;
     st->zone->noreuse = 0;
@@ -1798,9 +2259,10 @@ ngx_chash_status_live(ngx_chash_status_slot_t *slot)
  * its samples for every upstream together.
  */
 static u_char *
-ngx_chash_status_prometheus(ngx_chash_status_t *st, u_char *p)
+ngx_chash_status_prometheus(ngx_chash_status_t **sets, u_char *p)
 {
-    ngx_uint_t                    i, w, k, f;
+    ngx_uint_t                    i, w, k, f, set;
+    ngx_chash_status_t           *st;
     ngx_chash_gen_t              *g, *ng;
     ngx_chash_status_shm_t       *shm;
     ngx_chash_status_sum_t        sum;
@@ -1828,11 +2290,19 @@ ngx_chash_status_prometheus(ngx_chash_status_t *st, u_char *p)
           "The migration's new ring (labels), 1." }
     };
 
-    u = st->upstreams.elts;
-
     for (f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
         p = ngx_sprintf(p, "# HELP %s %s\n# TYPE %s %s\n", families[f][0],
                         families[f][2], families[f][0], families[f][1]);
+
+        /* sets[0] the HTTP upstreams, sets[1] the stream ones (or NULL) */
+        for (set = 0; set < 2; set++) {
+        st = sets[set];
+
+        if (st == NULL) {
+            continue;
+        }
+
+        u = st->upstreams.elts;
 
         for (i = 0; i < st->upstreams.nelts; i++) {
             g = u[i].snap->current;
@@ -1846,7 +2316,8 @@ ngx_chash_status_prometheus(ngx_chash_status_t *st, u_char *p)
             ngx_chash_status_sum(shm, &sum);
 
 #define NGX_CHASH_U(p)                                                       \
-    p = ngx_sprintf(p, "%s{upstream=\"", families[f][0]);                    \
+    p = ngx_sprintf(p, "%s{%supstream=\"", families[f][0],                  \
+                    set ? "protocol=\"stream\"," : "");                      \
     p = ngx_chash_escape(p, u[i].name->data, u[i].name->len, 1)
 
             switch (f) {
@@ -1934,61 +2405,26 @@ ngx_chash_status_prometheus(ngx_chash_status_t *st, u_char *p)
             }
 #undef NGX_CHASH_U
         }
+        }
     }
 
     return p;
 }
 
 
-ngx_buf_t *
-ngx_chash_status_render(ngx_chash_status_t *st, ngx_pool_t *pool,
-    ngx_uint_t prom)
+/* The JSON object of st's upstreams, by name, at p. */
+static u_char *
+ngx_chash_status_json(ngx_chash_status_t *st, u_char *p, ngx_pool_t *pool)
 {
-    size_t                        size;
-    u_char                       *p, *name;
-    ngx_buf_t                    *b;
+    u_char                       *name;
     ngx_uint_t                    i, w, k, first;
     ngx_chash_gen_t              *g, *ng;
     ngx_chash_status_shm_t       *shm;
     ngx_chash_status_sum_t        sum;
     ngx_chash_status_upstream_t  *u;
 
-    /*
-     * An upper bound: every line (at most 24 + 2 a worker slot + one a
-     * subset, in either format) holds at most every string of its upstream,
-     * each escaped (at most 7 bytes a byte), and numbers.
-     */
-    size = 1024;
     u = st->upstreams.elts;
-
-    for (i = 0; i < st->upstreams.nelts; i++) {
-        g = u[i].snap->current;
-
-        if (g == NULL) {
-            continue;
-        }
-
-        size += (24 + 2 * NGX_CHASH_STATUS_SLOTS
-                 + ngx_min(g->nsubsets, NGX_CHASH_STATUS_SUBSETS))
-                * (512 + 7 * (u[i].name->len + u[i].snap->path.len
-                              + (u[i].next ? u[i].next->path.len : 0)
-                              + ngx_strlen(chash_snapshot_label(g->snapshot))
-                              + u[i].rollout.len + 64 + NGX_CHASH_CHECK_LEN
-                              + sizeof(((ngx_chash_status_shm_t *) 0)
-                                       ->last_message)));
-    }
-
-    b = ngx_create_temp_buf(pool, size);
-    if (b == NULL) {
-        return NULL;
-    }
-
-    if (prom) {
-        b->last = ngx_chash_status_prometheus(st, b->last);
-        return b;
-    }
-
-    p = ngx_sprintf(b->last, "{\"upstreams\":{");
+    *p++ = '{';
 
     for (i = 0; i < st->upstreams.nelts; i++) {
         g = u[i].snap->current;
@@ -2089,9 +2525,131 @@ ngx_chash_status_render(ngx_chash_status_t *st, ngx_pool_t *pool,
         *p++ = '}';
     }
 
-    p = ngx_sprintf(p, "}}\n");
+    *p++ = '}';
+
+    return p;
+}
+
+
+ngx_buf_t *
+ngx_chash_status_render(ngx_chash_status_t *st, ngx_chash_status_t *stream,
+    ngx_pool_t *pool, ngx_uint_t prom)
+{
+    size_t                        size;
+    u_char                       *p;
+    ngx_buf_t                    *b;
+    ngx_uint_t                    i, set;
+    ngx_chash_gen_t              *g;
+    ngx_chash_status_t           *sets[2];
+    ngx_chash_status_upstream_t  *u;
+
+    sets[0] = st;
+    sets[1] = stream;
+
+    /*
+     * An upper bound: every line (at most 24 + 2 a worker slot + one a
+     * subset, in either format) holds at most every string of its upstream,
+     * each escaped (at most 7 bytes a byte), and numbers.
+     */
+    size = 1024;
+
+    for (set = 0; set < 2; set++) {
+        if (sets[set] == NULL) {
+            continue;
+        }
+
+        u = sets[set]->upstreams.elts;
+
+        for (i = 0; i < sets[set]->upstreams.nelts; i++) {
+            g = u[i].snap->current;
+
+            if (g == NULL) {
+                continue;
+            }
+
+            size += (24 + 2 * NGX_CHASH_STATUS_SLOTS
+                     + ngx_min(g->nsubsets, NGX_CHASH_STATUS_SUBSETS))
+                    * (512 + 7 * (u[i].name->len + u[i].snap->path.len
+                                  + (u[i].next ? u[i].next->path.len : 0)
+                                  + ngx_strlen(chash_snapshot_label(
+                                                   g->snapshot))
+                                  + u[i].rollout.len + 64
+                                  + NGX_CHASH_CHECK_LEN
+                                  + sizeof(((ngx_chash_status_shm_t *) 0)
+                                           ->last_message)));
+        }
+    }
+
+    b = ngx_create_temp_buf(pool, size);
+    if (b == NULL) {
+        return NULL;
+    }
+
+    if (prom) {
+        b->last = ngx_chash_status_prometheus(sets, b->last);
+        return b;
+    }
+
+    p = ngx_sprintf(b->last, "{\"upstreams\":");
+    p = ngx_chash_status_json(st, p, pool);
+
+    if (p == NULL) {
+        return NULL;
+    }
+
+    if (stream) {
+        p = ngx_sprintf(p, ",\"stream_upstreams\":");
+        p = ngx_chash_status_json(stream, p, pool);
+
+        if (p == NULL) {
+            return NULL;
+        }
+    }
+
+    p = ngx_sprintf(p, "}\n");
 
     b->last = p;
 
     return b;
+}
+
+
+ngx_chash_status_t *
+ngx_chash_status_find(ngx_cycle_t *cycle, ngx_str_t *name)
+{
+    ngx_uint_t           i;
+    ngx_list_part_t     *part;
+    ngx_shm_zone_t      *zone;
+    ngx_chash_status_t  *st;
+
+    part = &cycle->shared_memory.part;
+    zone = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            zone = part->elts;
+            i = 0;
+        }
+
+        if (zone[i].shm.name.len != name->len
+            || ngx_strncmp(zone[i].shm.name.data, name->data, name->len) != 0)
+        {
+            continue;
+        }
+
+        st = zone[i].data;
+
+        /* the other module's copy of this core: the same layout only */
+        if (st == NULL || st->abi != NGX_CHASH_STATUS_ABI || st->shm == NULL) {
+            return NULL;
+        }
+
+        return st;
+    }
 }

@@ -58,6 +58,8 @@ typedef struct {
     ngx_uint_t  (*usable)(void *data, ngx_uint_t i, time_t now);
     void        (*weights)(void *data, ngx_uint_t i, ngx_int_t **current,
                            ngx_int_t **effective, ngx_int_t *weight);
+    /* peer i's active connections (nginx's peer->conns), for bounded_load */
+    ngx_uint_t  (*conns)(void *data, ngx_uint_t i);
 } ngx_chash_peer_ops_t;
 
 
@@ -71,6 +73,7 @@ typedef struct {
     const chash_ring     *ring;
     const chash_node_mask *mask;    /* a subset, or NULL: the whole ring */
     uint64_t              left;     /* nginx with a mask: points to skip */
+    double                bounded_load;  /* > 1: F of bounded_load=F; 0: off */
 } ngx_chash_walk_t;
 
 
@@ -90,12 +93,43 @@ ngx_int_t ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool);
 
 /*
+ * The parameters of a `chash KEY [flavor=F] [multiple=K] [bounded_load=F]
+ * [subset=VALUE]` directive, parsed by the core for both modules; the
+ * module compiles KEY and subset's text as its own complex values.
+ */
+typedef struct {
+    ngx_uint_t    flavor;         /* chash_flavor, nginx by default */
+    ngx_flag_t    flavor_set;
+    ngx_uint_t    multiple;       /* 0: the flavour's own */
+    double        bounded_load;   /* 0: off */
+    ngx_str_t     subset;         /* subset='s text when has_subset */
+    ngx_uint_t    has_subset;
+} ngx_chash_directive_t;
+
+/* value[2] .. value[n - 1]: the parameters after KEY; errors logged. */
+char *ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t n, ngx_chash_directive_t *d);
+
+/*
+ * bounded_load=F of a `chash` directive: value is the parameter's text after
+ * "bounded_load=", F a decimal > 1 with at most 6 decimals (1.25). NGX_OK,
+ * or NGX_ERROR for anything else (the caller names the parameter).
+ */
+ngx_int_t ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor);
+
+/*
  * The next peer of the walk, by the flavour's rules: nginx, point after
  * point (one try a point), the usable peer of largest current weight among
  * the point's node's peers (smooth weighted round robin), and
  * NGX_CHASH_FALLBACK past NGX_CHASH_MAX_TRIES points; pingora, each node
  * once in ring order, its peer if usable, NGX_CHASH_EXHAUSTED when every
- * node came. Call with the peers locked.
+ * node came. With w->bounded_load = F > 1, both walks also pass over a node
+ * whose load (the active connections of its peers) is not below the
+ * capacity ceil(F x (total load + 1) / nodes) of libchash's bounded-load
+ * lookup (chash_bounded_load_capacity), loads read at this pick: a node so
+ * passed costs the nginx walk one of its 20 tries, as a point with no
+ * usable peer does, and round robin past them ignores loads. O(peers) more
+ * a pick to sum the loads. Call with the peers locked.
  */
 ngx_int_t ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log);
@@ -262,6 +296,72 @@ ngx_int_t ngx_chash_parse_rollout(u_char *p, size_t len);
 /* Whether a scope value is in: anything but "", "0" and "off". */
 ngx_uint_t ngx_chash_scope_in(ngx_str_t *v);
 
+/*
+ * ---- The policy of an upstream, shared by both modules -------------------
+ *
+ * chash_snapshot's peer parameters, chash_migrate's own, the configuration
+ * checks of a snapshot upstream and, per request or session, the ring a key
+ * takes (migration) and its subset: the modules only evaluate their complex
+ * values and adapt nginx's peer lists.
+ */
+typedef struct {
+    ngx_uint_t    max_fails;
+    time_t        fail_timeout;
+    ngx_uint_t    max_conns;
+} ngx_chash_peer_params_t;
+
+/* max_fails=N fail_timeout=T max_conns=N of chash_snapshot's rest. */
+char *ngx_chash_parse_peer_params(ngx_conf_t *cf, ngx_str_t *rest,
+    ngx_uint_t nrest, ngx_chash_peer_params_t *pp);
+
+typedef struct {
+    ngx_str_t     rollout;        /* as configured */
+    ngx_uint_t    rollout_is_var; /* holds '$': the module compiles it */
+    ngx_int_t     rollout_ppm;    /* otherwise */
+    ngx_str_t     scope;          /* scope='s value when has_scope */
+    ngx_uint_t    has_scope;
+} ngx_chash_migrate_params_t;
+
+/* rollout= scope= seed= allow_mismatch of chash_migrate's rest (seed and
+ * allow_mismatch go into next). */
+char *ngx_chash_parse_migrate_params(ngx_conf_t *cf, ngx_chash_source_t *next,
+    ngx_str_t *rest, ngx_uint_t nrest, ngx_chash_migrate_params_t *mp);
+
+/*
+ * init_upstream of a snapshot upstream: refuses `server` lines (has_servers),
+ * `zone` and multiple=, wires a migration's two sources, loads both files
+ * with every check (ngx_chash_source_init_conf).
+ */
+ngx_int_t ngx_chash_policy_init_conf(ngx_conf_t *cf, ngx_str_t *upstream,
+    ngx_chash_source_t *snap, ngx_chash_source_t *next, ngx_int_t flavor,
+    ngx_uint_t has_servers, ngx_uint_t has_zone, ngx_uint_t multiple,
+    void *module_conf, ngx_chash_build_peers_pt build_peers);
+
+/* A rollout value evaluated per request: its ppm, or 0 (logged) if bad. */
+ngx_int_t ngx_chash_rollout_value(ngx_str_t *v, ngx_str_t *upstream,
+    ngx_log_t *log);
+
+/*
+ * The ring key takes: snap's, or with a migration next's when scope is in
+ * and the key's bucket falls below ppm. *side 0 old, 1 new.
+ */
+ngx_chash_gen_t *ngx_chash_policy_choose(ngx_chash_source_t *snap,
+    ngx_chash_source_t *next, ngx_str_t *key, ngx_int_t ppm,
+    ngx_str_t *scope, ngx_uint_t *side);
+
+/*
+ * The subset named name of gen for a request: NGX_OK with *sub (NULL for an
+ * empty name: the whole ring), or NGX_DECLINED for a name gen does not hold
+ * or a subset without live peers (logged at error, counted: the request
+ * routes nowhere). words: the length of the tried bitmap for gen's peers.
+ */
+ngx_int_t ngx_chash_policy_subset(ngx_chash_source_t *snap,
+    ngx_chash_gen_t *gen, ngx_uint_t side, ngx_str_t *name,
+    ngx_chash_subset_t **sub, ngx_log_t *log);
+
+#define ngx_chash_tried_words(npeers)                                        \
+    (((npeers) + 8 * sizeof(uintptr_t) - 1) / (8 * sizeof(uintptr_t)))
+
 /* nginx walk over a masked ring: skips the points outside mask. */
 ngx_int_t ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
@@ -304,7 +404,16 @@ typedef struct {
 } ngx_chash_status_upstream_t;
 
 
+/*
+ * What a module reads of the other module's status (both modules loaded:
+ * each .so has its own copy of this core): only the same layout.
+ */
+#define NGX_CHASH_STATUS_ABI                                                 \
+    (0x63680000 ^ sizeof(ngx_chash_status_t) ^ sizeof(ngx_chash_gen_t) << 4 \
+     ^ sizeof(ngx_chash_source_t) << 8 ^ sizeof(ngx_chash_status_shm_t) << 12)
+
 struct ngx_chash_status_s {
+    ngx_uint_t               abi;        /* NGX_CHASH_STATUS_ABI */
     ngx_array_t              upstreams;  /* ngx_chash_status_upstream_t */
     ngx_shm_zone_t          *zone;
     ngx_chash_status_shm_t  *shm;        /* one per upstream, in order */
@@ -318,7 +427,7 @@ ngx_int_t ngx_chash_status_register(ngx_conf_t *cf, ngx_chash_status_t *st,
 
 /* Adds the shared zone once every upstream is registered. */
 ngx_int_t ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
-    void *tag);
+    ngx_str_t *name, void *tag);
 
 /* This worker's slot of a source's upstream, or NULL (no zone yet). */
 ngx_chash_status_slot_t *ngx_chash_status_slot(ngx_chash_source_t *src);
@@ -327,9 +436,18 @@ ngx_chash_status_slot_t *ngx_chash_status_slot(ngx_chash_source_t *src);
 void ngx_chash_status_count(ngx_chash_source_t *src, ngx_uint_t side,
     ngx_int_t subset, ngx_uint_t unknown);
 
-/* The status document (JSON, or prometheus != 0) into a buffer of pool. */
-ngx_buf_t *ngx_chash_status_render(ngx_chash_status_t *st, ngx_pool_t *pool,
-    ngx_uint_t prometheus);
+/*
+ * The status document (JSON, or prometheus != 0) into a buffer of pool:
+ * st's upstreams, and stream's (NULL: none) under "stream_upstreams" and
+ * with a protocol="stream" label.
+ */
+ngx_buf_t *ngx_chash_status_render(ngx_chash_status_t *st,
+    ngx_chash_status_t *stream, ngx_pool_t *pool, ngx_uint_t prometheus);
+
+/* The status whose zone is named name in cycle (the stream module's, seen
+ * from the HTTP module), or NULL: no such zone, or another layout. */
+ngx_chash_status_t *ngx_chash_status_find(ngx_cycle_t *cycle,
+    ngx_str_t *name);
 
 
 /* Whether bit i of a tried bitmap is set / sets it. */

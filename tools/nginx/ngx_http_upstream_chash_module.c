@@ -2,7 +2,8 @@
  * ngx_http_upstream_chash_module: the `chash` balancer, in an upstream block
  * in place of `hash`:
  *
- *     chash KEY [flavor=nginx|pingora-v1|pingora-v2] [multiple=K];
+ *     chash KEY [flavor=nginx|pingora-v1|pingora-v2] [multiple=K]
+ *           [bounded_load=F];
  *
  * flavor=nginx (the default) routes exactly as `hash KEY consistent;` of
  * nginx 1.22: the same first peer and the same sequence of peers on retries
@@ -32,6 +33,7 @@ typedef struct {
     ngx_http_complex_value_t        key;
     ngx_uint_t                      flavor;      /* chash_flavor */
     ngx_uint_t                      multiple;    /* 0: the flavour's own */
+    double                          bounded_load;   /* 0: off */
 
     chash_ring                     *ring;        /* freed with the cycle */
     ngx_chash_nodes_t               nodes;
@@ -54,9 +56,7 @@ typedef struct {
     ngx_http_complex_value_t       *rollout;     /* NULL: rollout_ppm */
     ngx_int_t                       rollout_ppm;
     ngx_http_complex_value_t       *scope;       /* NULL: in */
-    ngx_uint_t                      max_fails;
-    time_t                          fail_timeout;
-    ngx_uint_t                      max_conns;
+    ngx_chash_peer_params_t         pp;          /* every snapshot peer's */
     ngx_http_upstream_server_t     *placeholder;
     ngx_str_t                       rollout_text;
 } ngx_http_upstream_chash_srv_conf_t;
@@ -117,7 +117,7 @@ static ngx_int_t ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
 static ngx_command_t  ngx_http_upstream_chash_commands[] = {
 
     { ngx_string("chash"),
-      NGX_HTTP_UPS_CONF|NGX_CONF_TAKE1234,
+      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
       ngx_http_upstream_chash,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
@@ -318,9 +318,9 @@ ngx_http_upstream_chash_build_peers(ngx_chash_source_t *src,
         /* a drained node (weight 0) owns no points: a down peer */
         server->weight = gen->weights[i] ? gen->weights[i] : 1;
         server->down = gen->weights[i] == 0;
-        server->max_fails = ccf->max_fails;
-        server->fail_timeout = ccf->fail_timeout;
-        server->max_conns = ccf->max_conns;
+        server->max_fails = ccf->pp.max_fails;
+        server->fail_timeout = ccf->pp.fail_timeout;
+        server->max_conns = ccf->pp.max_conns;
     }
 
     ngx_memzero(&cf, sizeof(ngx_conf_t));
@@ -361,57 +361,17 @@ static ngx_int_t
 ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chash_srv_conf_t *ccf)
 {
-    ngx_uint_t                            i;
-    ngx_chash_source_t                   *srcs[2];
     ngx_http_upstream_chash_main_conf_t  *mcf;
 
-    if (us->servers->nelts != 1
-        || us->servers->elts != (void *) ccf->placeholder)
+    if (ngx_chash_policy_init_conf(cf, &us->host, ccf->snap, ccf->next,
+            ccf->flavor_set ? (ngx_int_t) ccf->flavor : -1,
+            us->servers->nelts != 1
+            || us->servers->elts != (void *) ccf->placeholder,
+            us->shm_zone != NULL, ccf->multiple, ccf,
+            ngx_http_upstream_chash_build_peers)
+        != NGX_OK)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
-                           "chash_snapshot: its servers are the snapshot's "
-                           "nodes; remove its `server` lines", &us->host);
         return NGX_ERROR;
-    }
-
-    if (us->shm_zone) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
-                           "chash_snapshot: `zone` is not supported (its "
-                           "peers change with the file, per worker)",
-                           &us->host);
-        return NGX_ERROR;
-    }
-
-    if (ccf->multiple) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\": "
-                           "\"multiple=\" comes from the snapshot with "
-                           "chash_snapshot", &us->host);
-        return NGX_ERROR;
-    }
-
-    srcs[0] = ccf->snap;
-    srcs[1] = ccf->next;
-
-    if (ccf->next) {
-        /* the new file's backends are checked against the old one's */
-        ccf->next->partner = ccf->snap;
-        ccf->snap->seed = ccf->next->seed;
-        ccf->snap->allow_mismatch = ccf->next->allow_mismatch;
-    }
-
-    for (i = 0; i < 2 && srcs[i]; i++) {
-        srcs[i]->upstream = &us->host;
-        srcs[i]->flavor = ccf->flavor_set ? (ngx_int_t) ccf->flavor : -1;
-        srcs[i]->module_conf = ccf;
-        srcs[i]->build_peers = ngx_http_upstream_chash_build_peers;
-
-        if (ngx_chash_source_init_conf(cf, srcs[i]) != NGX_OK) {
-            return NGX_ERROR;
-        }
-    }
-
-    if (ccf->next) {
-        ccf->snap->partner = ccf->next;
     }
 
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_chash_module);
@@ -492,53 +452,41 @@ ngx_http_upstream_chash_init_snapshot_peer(ngx_http_request_t *r,
     ngx_http_upstream_chash_peer_data_t *hp)
 {
     ngx_int_t                             ppm;
-    ngx_str_t                             v;
-    ngx_uint_t                            words, side;
+    ngx_str_t                             v, ro;
+    ngx_uint_t                            side;
     ngx_chash_gen_t                      *gen;
     ngx_chash_subset_t                   *sub;
     ngx_http_upstream_srv_conf_t          fus;
     ngx_http_upstream_chash_gen_peers_t  *gp;
 
-    gen = ccf->snap->current;
-    side = 0;
-    ngx_str_null(&hp->choice);
+    ppm = ccf->rollout_ppm;
+    ngx_str_set(&v, "in");
 
-    if (ccf->next) {
-        ngx_str_set(&hp->choice, "old");
-        ppm = ccf->rollout_ppm;
-
-        if (ccf->rollout) {
-            if (ngx_http_complex_value(r, ccf->rollout, &v) != NGX_OK) {
-                return NGX_ERROR;
-            }
-
-            ppm = ngx_chash_parse_rollout(v.data, v.len);
-
-            if (ppm == NGX_ERROR) {
-                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                              "chash_migrate in upstream \"%V\": rollout "
-                              "\"%V\" is not 0..1 or 0%%..100%%: old ring",
-                              &us->host, &v);
-                ppm = 0;
-            }
-        }
-
-        v.len = 2;
-        v.data = (u_char *) "in";
-
-        if (ccf->scope
-            && ngx_http_complex_value(r, ccf->scope, &v) != NGX_OK)
-        {
+    if (ccf->next && ccf->rollout) {
+        if (ngx_http_complex_value(r, ccf->rollout, &ro) != NGX_OK) {
             return NGX_ERROR;
         }
 
-        if (ngx_chash_scope_in(&v)
-            && ngx_chash_migration_new_side(&hp->key, ccf->next->seed,
-                                            (uint32_t) ppm))
-        {
-            gen = ccf->next->current;
-            side = 1;
+        ppm = ngx_chash_rollout_value(&ro, &us->host, r->connection->log);
+    }
+
+    if (ccf->next && ccf->scope
+        && ngx_http_complex_value(r, ccf->scope, &v) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    gen = ngx_chash_policy_choose(ccf->snap, ccf->next, &hp->key, ppm, &v,
+                                  &side);
+
+    ngx_str_null(&hp->choice);
+
+    if (ccf->next) {
+        if (side) {
             ngx_str_set(&hp->choice, "new");
+
+        } else {
+            ngx_str_set(&hp->choice, "old");
         }
     }
 
@@ -562,45 +510,42 @@ ngx_http_upstream_chash_init_snapshot_peer(ngx_http_request_t *r,
 
     r->upstream->peer.get = ngx_http_upstream_chash_get;
 
-    sub = NULL;
     ngx_str_null(&hp->subset);
 
-    if (ccf->subset) {
-        if (ngx_http_complex_value(r, ccf->subset, &hp->subset) != NGX_OK) {
-            return NGX_ERROR;
-        }
-
-        if (hp->subset.len) {
-            sub = ngx_chash_gen_subset(gen, &hp->subset);
-
-            if (sub == NULL || chash_node_mask_count_available(sub->mask) == 0)
-            {
-                /* isolation over availability: never the whole ring */
-                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                              "chash upstream \"%V\": %s subset \"%V\" in "
-                              "config version %V", &us->host,
-                              sub ? "empty" : "no", &hp->subset,
-                              &gen->version);
-                r->upstream->peer.get = ngx_http_upstream_chash_get_nowhere;
-                r->upstream->peer.tries = 1;
-                ngx_chash_status_count(ccf->snap, side, -1, 1);
-                return NGX_OK;
-            }
-
-            /* the peers outside the subset count as tried: nginx's round
-             * robin after 20 tries stays inside it */
-            words = (gen->nodes.npeers + 8 * sizeof(uintptr_t) - 1)
-                    / (8 * sizeof(uintptr_t));
-            ngx_memcpy(hp->rrp.tried, sub->outside, words * sizeof(uintptr_t));
-            r->upstream->peer.tries = ngx_max(sub->live, 1);
-        }
+    if (ccf->subset
+        && ngx_http_complex_value(r, ccf->subset, &hp->subset) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
-    ngx_chash_status_count(ccf->snap, side, sub ? sub - gen->subsets : -1, 0);
+    if (ngx_chash_policy_subset(ccf->snap, gen, side, &hp->subset, &sub,
+                                r->connection->log)
+        != NGX_OK)
+    {
+        r->upstream->peer.get = ngx_http_upstream_chash_get_nowhere;
+        r->upstream->peer.tries = 1;
+        return NGX_OK;
+    }
 
-    return ngx_chash_walk_init_masked(&hp->walk, hp->flavor, gen->ring,
-                                      sub ? sub->mask : NULL, &hp->key,
-                                      r->pool);
+    if (sub) {
+        /* the peers outside the subset count as tried: nginx's round robin
+         * after 20 tries stays inside it */
+        ngx_memcpy(hp->rrp.tried, sub->outside,
+                   ngx_chash_tried_words(gen->nodes.npeers)
+                   * sizeof(uintptr_t));
+        r->upstream->peer.tries = ngx_max(sub->live, 1);
+    }
+
+    if (ngx_chash_walk_init_masked(&hp->walk, hp->flavor, gen->ring,
+                                   sub ? sub->mask : NULL, &hp->key, r->pool)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    hp->walk.bounded_load = ccf->bounded_load;
+
+    return NGX_OK;
 }
 
 
@@ -651,8 +596,16 @@ ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
 
     r->upstream->peer.get = ngx_http_upstream_chash_get;
 
-    return ngx_chash_walk_init(&hp->walk, ccf->flavor, ccf->ring, &hp->key,
-                               r->pool);
+    if (ngx_chash_walk_init(&hp->walk, ccf->flavor, ccf->ring, &hp->key,
+                            r->pool)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    hp->walk.bounded_load = ccf->bounded_load;
+
+    return NGX_OK;
 }
 
 
@@ -704,9 +657,19 @@ ngx_http_upstream_chash_weights(void *data, ngx_uint_t i, ngx_int_t **current,
 }
 
 
+static ngx_uint_t
+ngx_http_upstream_chash_conns(void *data, ngx_uint_t i)
+{
+    ngx_http_upstream_chash_peer_data_t  *hp = data;
+
+    return hp->peer[i]->conns;
+}
+
+
 static const ngx_chash_peer_ops_t  ngx_http_upstream_chash_peer_ops = {
     ngx_http_upstream_chash_usable,
-    ngx_http_upstream_chash_weights
+    ngx_http_upstream_chash_weights,
+    ngx_http_upstream_chash_conns
 };
 
 
@@ -881,8 +844,8 @@ ngx_http_upstream_chash_create_conf(ngx_conf_t *cf)
     }
 
     conf->flavor = NGX_CONF_UNSET_UINT;
-    conf->max_fails = 1;
-    conf->fail_timeout = 10;
+    conf->pp.max_fails = 1;
+    conf->pp.fail_timeout = 10;
 
     return conf;
 }
@@ -893,9 +856,8 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_upstream_chash_srv_conf_t  *ccf = conf;
 
-    ngx_int_t                           multiple;
-    ngx_str_t                          *value, s;
-    ngx_uint_t                          i, f;
+    ngx_chash_directive_t               d;
+    ngx_str_t                          *value;
     ngx_http_upstream_srv_conf_t       *uscf;
     ngx_http_compile_complex_value_t    ccv;
 
@@ -915,81 +877,32 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    ccf->flavor = CHASH_FLAVOR_NGINX;
-    ccf->multiple = 0;
-    multiple = 0;
-
-    for (i = 2; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "flavor=", 7) == 0) {
-            s.data = value[i].data + 7;
-            s.len = value[i].len - 7;
-
-            for (f = 0; f < 3; f++) {
-                if (s.len == ngx_strlen(ngx_chash_flavors[f])
-                    && ngx_strncmp(s.data, ngx_chash_flavors[f],
-                                   s.len) == 0)
-                {
-                    break;
-                }
-            }
-
-            if (f == 3) {
-                goto invalid;
-            }
-
-            ccf->flavor = f;
-            ccf->flavor_set = 1;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "subset=", 7) == 0) {
-            s.data = value[i].data + 7;
-            s.len = value[i].len - 7;
-
-            ccf->subset = ngx_palloc(cf->pool,
-                                     sizeof(ngx_http_complex_value_t));
-            if (ccf->subset == NULL) {
-                return NGX_CONF_ERROR;
-            }
-
-            ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
-            ccv.cf = cf;
-            ccv.value = &s;
-            ccv.complex_value = ccf->subset;
-
-            if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "multiple=", 9) == 0) {
-            multiple = ngx_atoi(value[i].data + 9, value[i].len - 9);
-
-            if (multiple == NGX_ERROR || multiple == 0
-                || multiple > 0xffffffff)
-            {
-                goto invalid;
-            }
-
-            continue;
-        }
-
-        goto invalid;
+    if (ngx_chash_parse_directive(cf, value, cf->args->nelts, &d)
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
-    if (multiple) {
-        if (ccf->flavor != CHASH_FLAVOR_PINGORA_V2) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"multiple=\" is for flavor=pingora-v2 only "
-                               "(nginx and pingora-v1 rings have 160 points "
-                               "a weight unit)");
+    ccf->flavor = d.flavor;
+    ccf->flavor_set = d.flavor_set;
+    ccf->multiple = d.multiple;
+    ccf->bounded_load = d.bounded_load;
+
+    if (d.has_subset) {
+        ccf->subset = ngx_palloc(cf->pool,
+                                 sizeof(ngx_http_complex_value_t));
+        if (ccf->subset == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        ccf->multiple = multiple;
+        ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+        ccv.cf = cf;
+        ccv.value = &d.subset;
+        ccv.complex_value = ccf->subset;
+
+        if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
     }
 
     uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
@@ -1010,13 +923,6 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     uscf->peer.init_upstream = ngx_http_upstream_chash_init;
 
     return NGX_CONF_OK;
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid parameter \"%V\"", &value[i]);
-
-    return NGX_CONF_ERROR;
 }
 
 
@@ -1081,10 +987,8 @@ ngx_http_upstream_chash_snapshot(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_http_upstream_chash_srv_conf_t  *ccf = conf;
 
-    time_t       t;
-    ngx_int_t    n;
-    ngx_str_t                     *value, *rest, s;
-    ngx_uint_t                     i, nrest;
+    ngx_str_t                     *value, *rest;
+    ngx_uint_t                     nrest;
     ngx_http_upstream_srv_conf_t  *uscf;
 
     if (ccf->snap) {
@@ -1113,50 +1017,7 @@ ngx_http_upstream_chash_snapshot(ngx_conf_t *cf, ngx_command_t *cmd,
     ngx_memzero(ccf->placeholder, sizeof(ngx_http_upstream_server_t));
     ngx_str_set(&ccf->placeholder->name, "chash_snapshot");
 
-    for (i = 0; i < nrest; i++) {
-
-        if (ngx_strncmp(rest[i].data, "max_fails=", 10) == 0) {
-            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
-            if (n == NGX_ERROR) {
-                goto invalid;
-            }
-
-            ccf->max_fails = n;
-            continue;
-        }
-
-        if (ngx_strncmp(rest[i].data, "max_conns=", 10) == 0) {
-            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
-            if (n == NGX_ERROR) {
-                goto invalid;
-            }
-
-            ccf->max_conns = n;
-            continue;
-        }
-
-        if (ngx_strncmp(rest[i].data, "fail_timeout=", 13) == 0) {
-            s.data = rest[i].data + 13;
-            s.len = rest[i].len - 13;
-            t = ngx_parse_time(&s, 1);
-            if (t == (time_t) NGX_ERROR) {
-                goto invalid;
-            }
-
-            ccf->fail_timeout = t;
-            continue;
-        }
-
-        goto invalid;
-    }
-
-    return NGX_CONF_OK;
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                       &rest[i]);
-    return NGX_CONF_ERROR;
+    return ngx_chash_parse_peer_params(cf, rest, nrest, &ccf->pp);
 }
 
 
@@ -1171,9 +1032,9 @@ ngx_http_upstream_chash_migrate(ngx_conf_t *cf, ngx_command_t *cmd,
 {
     ngx_http_upstream_chash_srv_conf_t  *ccf = conf;
 
-    off_t        seed;
-    ngx_str_t   *value, *rest;
-    ngx_uint_t   i, nrest, has_rollout;
+    ngx_str_t                   *value, *rest;
+    ngx_uint_t                   nrest;
+    ngx_chash_migrate_params_t   mp;
 
     if (ccf->next) {
         return "is duplicate";
@@ -1190,78 +1051,34 @@ ngx_http_upstream_chash_migrate(ngx_conf_t *cf, ngx_command_t *cmd,
         return NGX_CONF_ERROR;
     }
 
-    has_rollout = 0;
+    ngx_memzero(&mp, sizeof(ngx_chash_migrate_params_t));
 
-    for (i = 0; i < nrest; i++) {
-
-        if (ngx_strncmp(rest[i].data, "rollout=", 8) == 0) {
-            has_rollout = 1;
-            ccf->rollout_text.data = rest[i].data + 8;
-            ccf->rollout_text.len = rest[i].len - 8;
-
-            if (ngx_strlchr(rest[i].data + 8, rest[i].data + rest[i].len, '$'))
-            {
-                ccf->rollout = ngx_http_upstream_chash_cv(cf, rest[i].data + 8,
-                                                          rest[i].len - 8);
-                if (ccf->rollout == NULL) {
-                    return NGX_CONF_ERROR;
-                }
-
-                continue;
-            }
-
-            ccf->rollout_ppm = ngx_chash_parse_rollout(rest[i].data + 8,
-                                                       rest[i].len - 8);
-            if (ccf->rollout_ppm == NGX_ERROR) {
-                goto invalid;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(rest[i].data, "scope=", 6) == 0) {
-            ccf->scope = ngx_http_upstream_chash_cv(cf, rest[i].data + 6,
-                                                    rest[i].len - 6);
-            if (ccf->scope == NULL) {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(rest[i].data, "seed=", 5) == 0) {
-            seed = ngx_atoof(rest[i].data + 5, rest[i].len - 5);
-            if (seed == NGX_ERROR) {
-                goto invalid;
-            }
-
-            ccf->next->seed = (uint64_t) seed;
-            continue;
-        }
-
-        if (rest[i].len == 14
-            && ngx_strncmp(rest[i].data, "allow_mismatch", 14) == 0)
-        {
-            ccf->next->allow_mismatch = 1;
-            continue;
-        }
-
-        goto invalid;
-    }
-
-    if (!has_rollout) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "chash_migrate needs rollout=VALUE");
+    if (ngx_chash_parse_migrate_params(cf, ccf->next, rest, nrest, &mp)
+        != NGX_CONF_OK)
+    {
         return NGX_CONF_ERROR;
     }
 
+    ccf->rollout_text = mp.rollout;
+    ccf->rollout_ppm = mp.rollout_ppm;
+
+    if (mp.rollout_is_var) {
+        ccf->rollout = ngx_http_upstream_chash_cv(cf, mp.rollout.data,
+                                                  mp.rollout.len);
+        if (ccf->rollout == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (mp.has_scope) {
+        ccf->scope = ngx_http_upstream_chash_cv(cf, mp.scope.data,
+                                                mp.scope.len);
+        if (ccf->scope == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
     return NGX_CONF_OK;
-
-invalid:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                       &rest[i]);
-    return NGX_CONF_ERROR;
 }
 
 
@@ -1277,10 +1094,12 @@ ngx_http_upstream_chash_postconfiguration(ngx_conf_t *cf)
 {
     ngx_http_upstream_chash_main_conf_t  *mcf;
 
+    static ngx_str_t  zone_name = ngx_string("chash_status");
+
     /* after every upstream's init_upstream: the zone's size is known */
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_chash_module);
 
-    return ngx_chash_status_add_zone(cf, &mcf->status,
+    return ngx_chash_status_add_zone(cf, &mcf->status, &zone_name,
                                      &ngx_http_upstream_chash_module);
 }
 
@@ -1295,6 +1114,8 @@ ngx_http_upstream_chash_status_handler(ngx_http_request_t *r)
     ngx_uint_t                            prom;
     ngx_chain_t                           out;
     ngx_http_upstream_chash_main_conf_t  *mcf;
+
+    static ngx_str_t  stream_zone = ngx_string("chash_stream_status");
 
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return NGX_HTTP_NOT_ALLOWED;
@@ -1311,7 +1132,11 @@ ngx_http_upstream_chash_status_handler(ngx_http_request_t *r)
 
     mcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_chash_module);
 
-    b = ngx_chash_status_render(&mcf->status, r->pool, prom);
+    /* with the stream module loaded, its snapshot upstreams too */
+    b = ngx_chash_status_render(&mcf->status,
+                                ngx_chash_status_find((ngx_cycle_t *) ngx_cycle,
+                                                      &stream_zone),
+                                r->pool, prom);
     if (b == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

@@ -416,6 +416,47 @@ TEST(SnapshotSignature, SignedVerifiesTamperedDoesNot) {
   ExpectRefused(Serialize(ring), "signature", trust_key);
 }
 
+// A signed file of format 1.0 (tests/data/snapshot, written by the last 1.0
+// writer): every later reader must load it, verify its BLAKE2b signature and
+// answer as the ring of its servers, and refuse it once tampered.
+TEST(SnapshotSignature, Format10FileStillLoadsAndVerifies) {
+  const std::string path = DataPath("snapshot/ring-v1.0-signed.chash");
+  Result<PublicKey> key = ReadPublicKeyFile(DataPath("snapshot/key-v1.0.pub"));
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  SnapshotLoadOptions trust;
+  trust.trusted_keys = {key.value()};
+  trust.verify_points_digest = true;
+  for (const SnapshotLoadMode mode : {SnapshotLoadMode::kMap, SnapshotLoadMode::kCopy}) {
+    trust.mode = mode;
+    Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path, trust);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    const SnapshotInfo& info = loaded.value()->info();
+    EXPECT_EQ(info.major_version, 1);
+    EXPECT_EQ(info.minor_version, 0);
+    EXPECT_EQ(info.config_version, 7u);
+    EXPECT_EQ(info.label, "format 1.0 golden");
+    EXPECT_TRUE(info.is_signed);
+    EXPECT_EQ(info.KeyIdHex(), "07524929117fe9a9");
+    const Ring built = MustBuild(LoadServers("snapshot/servers-v1.0.txt"), {});
+    ExpectSameAnswers(built, loaded.value()->ring());
+    const NodeMask* pair = loaded.value()->FindSubset("pair");
+    ASSERT_NE(pair, nullptr);
+    for (uint32_t id = 0; id < built.num_nodes(); ++id) {
+      EXPECT_EQ(pair->available(id), id == 1 || id == 2) << id;
+    }
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.size(), 9728u);
+  trust.mode = SnapshotLoadMode::kMap;
+  ASSERT_TRUE(LoadSnapshotFromBytes(bytes, trust).ok());
+  std::string tampered = bytes;
+  tampered[SectionOffset(bytes, fmt::kHashColumn) + 4 * 10] ^= 1;
+  ExpectRefused(tampered, "checksum", trust);
+  FixChecksum(tampered);
+  ExpectRefused(tampered, "signature", trust);
+}
+
 TEST(SnapshotSignature, KeyFiles) {
   const SecretKey key = GenerateSecretKey().value();
   const std::string base = TempPath("key");

@@ -62,6 +62,7 @@
 
 #include "proc_status.h"
 #include "build/columns_builder.h"
+#include "build/parallel.h"
 #include "chash/chash.h"
 #include "chash/snapshot.h"
 #include "layout/aligned_array.h"
@@ -483,12 +484,12 @@ struct Mapped {
   }
 };
 
-enum class Part { kXxh3, kBlake2b, kIndex };
+enum class Part { kXxh3, kBlake2b, kSha256Tree1, kSha256Tree, kIndex };
 
 void BM_Part(benchmark::State& state, size_t ring, Part part) {
   Fixture* f = Usable(state, ring);
   if (f == nullptr) return;
-  const Mapped file(part == Part::kBlake2b ? f->signed_path : f->path);
+  const Mapped file(part == Part::kIndex || part == Part::kXxh3 ? f->path : f->signed_path);
   if (file.data == nullptr) return state.SkipWithError("mmap failed");
   if (part == Part::kXxh3) {
     const uint8_t* checksum = file.data + file.size - 16;
@@ -498,10 +499,20 @@ void BM_Part(benchmark::State& state, size_t ring, Part part) {
     for (auto _ : state) {
       benchmark::DoNotOptimize(fmt::Checksum(file.data, file.size - 16));
     }
-  } else if (part == Part::kBlake2b) {
+  } else if (part != Part::kIndex) {
+    // What a 1.0 signature hashes (BLAKE2b, one thread) and what a 1.1 one
+    // hashes (the SHA-256 chunk tree, on one thread and on every thread).
+    const uint16_t minor = part == Part::kBlake2b ? 0 : 1;
+    const unsigned threads = part == Part::kSha256Tree ? internal::BuildThreads() : 1;
+    fmt::SignedMessage message;
     for (auto _ : state) {
-      benchmark::DoNotOptimize(fmt::SignedMessage(file.data, file.size - fmt::kTrailerBytes));
+      if (!fmt::MakeSignedMessage(minor, file.data, file.size - fmt::kTrailerBytes, threads,
+                                  message)) {
+        return state.SkipWithError("out of memory hashing");
+      }
+      benchmark::DoNotOptimize(message);
     }
+    state.counters["threads"] = threads;
   } else {
     const uint64_t n = f->ring.num_points();
     const auto section = [&](fmt::Section s) {
@@ -763,6 +774,8 @@ void RegisterAll() {
          ring, 5, 2);
     for (const auto& [part, name] : {std::pair{Part::kXxh3, "xxh3_128"},
                                      std::pair{Part::kBlake2b, "blake2b_256"},
+                                     std::pair{Part::kSha256Tree1, "sha256_tree_1thread"},
+                                     std::pair{Part::kSha256Tree, "sha256_tree"},
                                      std::pair{Part::kIndex, "index_rebuild"}}) {
       slow(reg(std::string("part/") + name + "/" + r,
                [ring, part](benchmark::State& s) { BM_Part(s, ring, part); }),

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "build/parallel.h"
 #include "chash/snapshot.h"
 #include "layout/columns.h"
 #include "out_of_memory.h"
@@ -199,11 +200,15 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
 
   uint8_t* trailer = out + layout.trailer;
   if (options.signing_key) {
-    const std::array<uint8_t, 49> message = SignedMessage(out, layout.trailer);
+    SignedMessage message;
+    if (!MakeSignedMessage(kSnapshotMinorVersion, out, layout.trailer, internal::BuildThreads(),
+                           message)) {
+      throw std::bad_alloc();  // a digest context: reported as kOutOfMemory
+    }
     const std::array<uint8_t, 8> id = options.signing_key->public_key().KeyId();
     std::memcpy(trailer + kTrailKeyId, id.data(), id.size());
-    crypto_sign_ed25519_detached(trailer + kTrailSignature, nullptr, message.data(),
-                                 message.size(), options.signing_key->bytes.data());
+    crypto_sign_ed25519_detached(trailer + kTrailSignature, nullptr, message.bytes.data(),
+                                 message.size, options.signing_key->bytes.data());
   }
   const std::array<uint8_t, 16> checksum = Checksum(out, layout.file_bytes - 16);
   std::memcpy(trailer + kTrailChecksum, checksum.data(), checksum.size());

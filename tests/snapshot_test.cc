@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "layout/columns.h"
 #include "ops/sha256.h"
+#include "ring_state.h"
 #include "snapshot/format.h"
 #include "test_util.h"
 
@@ -178,6 +180,41 @@ TEST_P(SnapshotRoundTrip, LoadedRingAnswersAsBuilt) {
       ExpectSameAnswers(built, from_file.value()->ring());
     }
   }
+  // The stored index is the file's (borrowed, no copy); a file without one
+  // (store_search_index = false) gets an index built at load, with the same
+  // answers.
+  EXPECT_EQ(info.index_bytes > 0, built.num_points() > 0);
+  if (built.num_points() > 0) {
+    const internal::Columns& columns =
+        internal::RingFactory::StateOf(from_bytes.value()->ring())->columns;
+    EXPECT_EQ(reinterpret_cast<const uint8_t*>(columns.index.level_keys()) -
+                  reinterpret_cast<const uint8_t*>(columns.hash.data()),
+              static_cast<ptrdiff_t>(SectionOffset(bytes, fmt::kSearchIndex) +
+                                     fmt::kIndexHeaderBytes -
+                                     SectionOffset(bytes, fmt::kHashColumn)));
+  }
+  SnapshotWriteOptions no_index = options;
+  no_index.store_search_index = false;
+  const std::string smaller = Serialize(built, no_index);
+  // Only the index section (the last one) and the trailer's alignment differ.
+  EXPECT_LE(smaller.size() + info.index_bytes, bytes.size());
+  EXPECT_GE(smaller.size() + info.index_bytes + 8, bytes.size());
+  Result<std::shared_ptr<const RingSnapshot>> rebuilt = LoadSnapshotFromBytes(smaller);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
+  EXPECT_EQ(rebuilt.value()->info().index_bytes, 0u);
+  ExpectSameAnswers(built, rebuilt.value()->ring());
+  if (built.num_points() > 0) {
+    const internal::SearchIndex& a =
+        internal::RingFactory::StateOf(from_bytes.value()->ring())->columns.index;
+    const internal::SearchIndex& b =
+        internal::RingFactory::StateOf(rebuilt.value()->ring())->columns.index;
+    ASSERT_EQ(a.level_key_count(), b.level_key_count());
+    ASSERT_EQ(a.table_entries(), b.table_entries());
+    EXPECT_EQ(0, std::memcmp(a.level_keys(), b.level_keys(), 4 * a.level_key_count()));
+    EXPECT_EQ(0, std::memcmp(a.table(), b.table(), 4 * a.table_entries()));
+    EXPECT_EQ(a.entry_level(), b.entry_level());
+  }
+
   // The ring outlives the snapshot object that loaded it (RingOf).
   std::shared_ptr<const Ring> ring = RingOf(LoadSnapshot(path).value());
   ASSERT_TRUE(ring);
@@ -354,6 +391,66 @@ TEST_F(SnapshotRefusal, StructuralChecksBehindTheChecksum) {
   ExpectRefused(edit(subsets + 8 + 8 * 31, [](uint8_t* p) { p[7] = 0x80; }), "subsets");
 }
 
+// The stored search index is checked like everything else, with or without
+// the checksum: a damaged index is refused ("index"), never searched.
+TEST_F(SnapshotRefusal, DamagedSearchIndex) {
+  const size_t index = SectionOffset(good_, fmt::kSearchIndex);
+  const auto* data = reinterpret_cast<const uint8_t*>(good_.data());
+  const uint32_t levels = fmt::LoadU32(data + index + fmt::kIndexOffLevels);
+  const uint32_t bits = fmt::LoadU32(data + index + fmt::kIndexOffTableBits);
+  ASSERT_GE(levels, 3u);
+  ASSERT_GT(bits, 0u) << "the fixture's index has a prefix table";
+  const size_t keys = index + fmt::kIndexHeaderBytes;
+  int expected_levels = 0;
+  const size_t key_count =
+      internal::SearchIndex::LevelKeyCount(static_cast<uint32_t>(ring_.num_points()),
+                                           expected_levels);
+  ASSERT_EQ(static_cast<uint32_t>(expected_levels), levels);
+  const size_t table = keys + 4 * key_count;
+  const auto edit = [&](size_t at, auto&& change) {
+    std::string bad = good_;
+    change(reinterpret_cast<uint8_t*>(bad.data()) + at);
+    FixChecksum(bad);
+    return bad;
+  };
+  const auto add = [](uint32_t delta) {
+    return [delta](uint8_t* p) { fmt::StoreU32(p, fmt::LoadU32(p) + delta); };
+  };
+  std::vector<std::string> damaged = {
+      edit(index + fmt::kIndexOffLayout, add(1)),
+      edit(index + fmt::kIndexOffLevels, add(1)),
+      edit(index + fmt::kIndexOffEntryLevel, add(1)),
+      edit(index + fmt::kIndexOffEntryLevel, [&](uint8_t* p) { fmt::StoreU32(p, levels); }),
+      edit(index + fmt::kIndexOffTableBits, add(1)),
+      edit(index + fmt::kIndexOffTableBits, [](uint8_t* p) { fmt::StoreU32(p, 0); }),
+      edit(index + fmt::kIndexOffReserved + 3, [](uint8_t* p) { *p = 1; }),
+      edit(keys, add(1)),                             // the root's first key
+      edit(keys + 4 * (key_count - 1), add(1)),       // level 1's last padding key
+      edit(keys + 4 * (key_count / 2), add(1)),       // level 1, mid
+      edit(keys + 4 * (key_count / 2), add(~0u)),     // ... minus one
+      edit(table, add(1)),                            // the first table entry
+      edit(table + 4 * ((size_t{1} << bits) / 3), add(1)),
+      edit(table + 4 * ((size_t{1} << bits) - 1), add(~0u)),
+  };
+  for (size_t i = 0; i < damaged.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    ExpectRefused(damaged[i], "index");
+    SnapshotLoadOptions unverified;
+    unverified.verify = false;
+    ExpectRefused(damaged[i], "index", unverified);
+  }
+  // The section's length out of step with its contents: what it no longer
+  // covers is nonzero bytes before the trailer.
+  ExpectRefused(edit(fmt::kOffSections + 16 * fmt::kSearchIndex + 8, add(~3u)), "sections");
+  ExpectRefused(edit(fmt::kOffSections + 16 * fmt::kSearchIndex + 8,
+                     [](uint8_t* p) { fmt::StoreU64(p, 40); }),
+                "sections");
+  // A damaged index behind an intact checksum is the checksum's to catch.
+  std::string flipped = good_;
+  flipped[table + 8] ^= 1;
+  ExpectRefused(flipped, "checksum");
+}
+
 TEST_F(SnapshotRefusal, MinimumVersion) {
   SnapshotLoadOptions options;
   options.min_config_version = 5;
@@ -523,7 +620,10 @@ TEST(SnapshotSignature, SignedAcrossChunks) {
     FixChecksum(tampered);
     ExpectRefused(tampered, "signature", trust);
   }
-  std::string relabelled = bytes;
+  // (Without a stored index, which a 1.0 file cannot have.)
+  write.store_search_index = false;
+  std::string relabelled = Serialize(ring, write);
+  ASSERT_TRUE(LoadSnapshotFromBytes(relabelled, trust).ok());
   fmt::StoreU16(reinterpret_cast<uint8_t*>(relabelled.data()) + fmt::kOffMinor, 0);
   FixChecksum(relabelled);
   ExpectRefused(relabelled, "signature", trust);

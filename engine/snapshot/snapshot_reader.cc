@@ -235,7 +235,8 @@ Status ParseHeader(const uint8_t* data, uint64_t size, Header& h) {
   std::memcpy(info.checksum.data(), trailer + kTrailChecksum, 16);
   info.column_bytes = h.length[kHashColumn] + h.length[kNodeColumn];
   info.collision_bytes = h.length[kLoserHashes] + h.length[kLoserNodes];
-  info.other_bytes = size - info.column_bytes - info.collision_bytes;
+  info.index_bytes = h.length[kSearchIndex];
+  info.other_bytes = size - info.column_bytes - info.collision_bytes - info.index_bytes;
   info.label.assign(reinterpret_cast<const char*>(data + h.offset[kLabel]), h.length[kLabel]);
   (void)subsets;
   return Status();
@@ -480,6 +481,61 @@ Status ParseSubsets(const uint8_t* data, const Header& h, std::vector<NamedSubse
   return Status();
 }
 
+// The search index: the stored one once it is checked to be exactly the
+// index of the hash column (SearchIndex::AdoptStored: no private memory), or
+// one built here for files without one (1.0 files, `chash build
+// --no-index`) or with a layout of a later minor this reader does not know.
+Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns& columns) {
+  const uint64_t length = h.length[kSearchIndex];
+  const uint8_t* section = data + h.offset[kSearchIndex];
+  const bool stored = length > 0 && !(h.info.minor_version > kSnapshotMinorVersion &&
+                                      length >= kIndexHeaderBytes &&
+                                      LoadU32(section + kIndexOffLayout) != kIndexLayoutSTree16);
+  if (!stored) {
+    if (!internal::BuildColumnsIndex(columns)) {
+      return Status(StatusCode::kOutOfMemory, "index: out of memory building the search index");
+    }
+    return Status();
+  }
+  if (length < kIndexHeaderBytes) {
+    return Bad("index", "a section of " + std::to_string(length) + " bytes has no index header");
+  }
+  const uint32_t layout = LoadU32(section + kIndexOffLayout);
+  if (layout != kIndexLayoutSTree16) {
+    return Bad("index", "layout " + std::to_string(layout) + " unknown (1: the 16-ary S+ tree)");
+  }
+  if (!AllZero(section + kIndexOffReserved, kIndexHeaderBytes - kIndexOffReserved)) {
+    return Bad("index", "reserved bytes of the index header are not zero");
+  }
+  const uint32_t n = columns.size;
+  int levels = 0;
+  const uint64_t key_count = internal::SearchIndex::LevelKeyCount(n, levels);
+  const uint32_t stored_levels = LoadU32(section + kIndexOffLevels);
+  const uint32_t entry_level = LoadU32(section + kIndexOffEntryLevel);
+  const uint32_t table_bits = LoadU32(section + kIndexOffTableBits);
+  if (stored_levels != static_cast<uint32_t>(levels)) {
+    return Bad("index", std::to_string(stored_levels) + " levels; " + std::to_string(n) +
+                            " points need " + std::to_string(levels));
+  }
+  if (table_bits > 24) {
+    return Bad("index", "a prefix table of 2^" + std::to_string(table_bits) +
+                            " entries (at most 2^24)");
+  }
+  const uint64_t table_entries = table_bits == 0 ? 1 : uint64_t{1} << table_bits;
+  const uint64_t expected = kIndexHeaderBytes + 4 * (key_count + table_entries);
+  if (length != expected) {
+    return Bad("index", "the section has " + std::to_string(length) + " bytes; its levels and "
+                        "table need " + std::to_string(expected));
+  }
+  const auto* keys = reinterpret_cast<const uint32_t*>(section + kIndexHeaderBytes);
+  if (const char* wrong = columns.index.AdoptStored(columns.hash.data(), n, keys, key_count,
+                                                    entry_level, table_bits,
+                                                    keys + key_count, table_entries)) {
+    return Bad("index", wrong);
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
@@ -557,13 +613,15 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
       snapshot->info_.subset_names.push_back(subset.name);
     }
 
+    if (n == 0 && h.length[kSearchIndex] != 0) {
+      return signature_first(Bad("index", "a ring without points has no search index"));
+    }
     if (n > 0) {
       state->columns.size = static_cast<uint32_t>(n);
       state->columns.hash.Borrow(hash, internal::HashColumnSlots(n));
       state->columns.node.Borrow(node, internal::NodeColumnSlots(n));
-      if (!internal::BuildColumnsIndex(state->columns)) {
-        return signature_first(
-            Status(StatusCode::kOutOfMemory, "index: out of memory building the search index"));
+      if (Status status = AdoptOrBuildIndex(data, h, state->columns); !status.ok()) {
+        return signature_first(status);
       }
     }
     if (info.losers > 0) {

@@ -72,12 +72,50 @@
 //                                 8, u64 x ceil(N / 64) node mask: bit (id %
 //                                 64) of word (id / 64) = node id in the
 //                                 subset; bits past N zero}. Names unique.
-//                7 search index   length 0 in 1.0: the index is rebuilt at load
-//                                 by the engine's own builder, so a change of
-//                                 index layout never invalidates a snapshot
+//                7 search index   length 0 in 1.0 and in 1.1 files written
+//                                 without it (store_search_index = false,
+//                                 `chash build --no-index`): the reader then
+//                                 builds the index itself. Otherwise (1.1):
+//                                 offset size
+//                                   0    4   layout: 1, the 16-ary S+ tree of
+//                                            engine/layout/search_index.h
+//                                   4    4   levels L above the hash column
+//                                            (the least L with ceil((n + 1)
+//                                            / 16^L) <= 16)
+//                                   8    4   entry level e of the prefix
+//                                            table (1 <= e < L), or L when
+//                                            there is no table
+//                                  12    4   table bits b (1..24), or 0: no
+//                                            table
+//                                  16   48   reserved, 0
+//                                  64        level keys, levels L..1 (root
+//                                            first): level l holds m_l =
+//                                            ceil(m_(l-1) / 16) keys (m_0 =
+//                                            n + 1, the hash column and its
+//                                            sentinel), key j = key 16j + 15
+//                                            of level l - 1, then UINT32_MAX
+//                                            to (ceil(m_l / 16) + 1) x 16
+//                                            keys (u32 each)
+//                                  then      the prefix table: u32 x 2^b
+//                                            (1 entry, 0, when b = 0); entry
+//                                            p = the first position at level
+//                                            e whose key >= p << (32 - b), and
+//                                            no two consecutive entries (the
+//                                            last and m_e - 1) 16 or more
+//                                            apart
+//                                 Mapped, it is shared through the page cache
+//                                 like the columns, instead of each process
+//                                 building its own (5.7 MB at 20.5M points,
+//                                 55 MB at 204.8M). A reader checks every key
+//                                 and entry against the hash column (check
+//                                 "index"), so a damaged index is refused,
+//                                 never searched. A later minor may store
+//                                 another layout: a reader that does not know
+//                                 it builds its own index, so a change of
+//                                 layout never invalidates a snapshot
 //              Sections lie inside [512, file bytes - 128), in this order,
 //              without overlap; bytes between them are 0.
-//   272  240   reserved           0 in 1.0
+//   272  240   reserved           0 in 1.0 and 1.1
 //   ---- trailer (the last 128 bytes) ----------------------------------------
 //     0    8   key id             first 8 bytes of SHA-256("chash-key-id" ||
 //                                 public key); 0 when unsigned
@@ -129,9 +167,10 @@
 //
 // LoadSnapshot maps the file PROT_READ/MAP_SHARED: the ring's hash, node and
 // collision columns are the file's pages, shared by every process that maps
-// the same file through the page cache; only the node table (O(nodes)), the
-// search index (4.4% of the columns, rebuilt) and two bit sets per node are
-// the process's own. Checks, in order; a failure is a kBadSnapshot (or
+// the same file through the page cache, and so is the search index when
+// the file stores it (1.1, the default); only the node table (O(nodes)), two
+// bit sets per node and, for a file without a stored index, the index (4.4%
+// of the columns, built at load) are the process's own. Checks, in order; a failure is a kBadSnapshot (or
 // kUntrusted for policy) Status whose message starts with the check's name:
 //   io          open/fstat/mmap failed (kIoError; kOutOfMemory, not a check,
 //               when the address space cannot hold the mapping: ENOMEM)
@@ -160,7 +199,10 @@
 //   collisions  loser hashes not ascending or not in the column, loser node
 //               ids >= N, a loser equal to its hash's kept node
 //   subsets     a bad name, a duplicate, or mask bits past N
-//   index       the search index cannot be built (out of memory)
+//   index       a stored index that is not exactly the index of the hash
+//               column (layout, levels, entry level, table size, a key, the
+//               padding, a table entry or a bucket of 16 keys or more), or
+//               for a file without one: it cannot be built (out of memory)
 //   fingerprint the header's fingerprint != the node table's
 //   points_digest  (verify_points_digest only: SHA-256 over 8 bytes a point)
 //               the points differ from the header's digest
@@ -179,8 +221,10 @@
 // costing the ring's memory per process again but nothing else.
 //
 // Cost of a verified map load (n points): one XXH3 pass over the file at
-// memory speed, one pass over each column, the index build (a read of every
-// 16th hash): O(n), a small fraction of a build (measured in the README).
+// memory speed, one pass over each column, the index check (or build): a
+// read of every 16th hash and of the stored index, O(n), a small fraction of
+// a build; with trusted keys, the SHA-256 of the file's chunks on the other
+// hardware threads meanwhile (measured in bench/results/).
 #ifndef CHASH_SNAPSHOT_H_
 #define CHASH_SNAPSHOT_H_
 
@@ -260,6 +304,11 @@ struct SnapshotWriteOptions {
   std::vector<NamedSubset> subsets;
   int64_t created_unix_seconds = -1;  // -1: now
   std::optional<SecretKey> signing_key;
+  // Store the search index (1/15 of the hash column and the prefix table,
+  // about 4.5% of the columns): every process that maps
+  // the file then shares it through the page cache instead of building its
+  // own copy. false: a smaller file whose readers rebuild the index.
+  bool store_search_index = true;
 };
 
 // The snapshot's bytes. kBadArgument for a raw-point ring (it has no server
@@ -323,10 +372,12 @@ struct SnapshotInfo {
   // key_id as 16 hex digits; may throw std::bad_alloc, as PublicKey::KeyIdHex.
   std::string KeyIdHex() const;
   std::array<uint8_t, 16> checksum{};  // the trailer's XXH3-128
-  // Bytes of the sections: the two columns, the collision table, everything
-  // else (header, trailer, node table, label, subsets, alignment).
+  // Bytes of the sections: the two columns, the collision table, the search
+  // index, everything else (header, trailer, node table, label, subsets,
+  // alignment).
   uint64_t column_bytes = 0;
   uint64_t collision_bytes = 0;
+  uint64_t index_bytes = 0;  // the stored search index (0: readers build their own)
   uint64_t other_bytes = 0;
 };
 

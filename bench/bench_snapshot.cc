@@ -13,7 +13,8 @@
 //            directory);
 //   load     LoadSnapshot: kMap verified (XXH3-128 on), kMap unverified
 //            (checksum off, every structural check on), kCopy verified and
-//            unverified, kMap signed (a trusted key: one more BLAKE2b pass),
+//            unverified, kMap signed (a trusted key: the SHA-256 chunk tree
+//            of format 1.1, hashed on the other threads during the load),
 //            kMap with the points digest (SHA-256, 8 bytes a point); each
 //            from a warm page cache (the file was just written or read), and
 //            kMap verified from a cold one for this file only
@@ -22,10 +23,10 @@
 //            cached when the load started: on a VM the "disk" may itself be
 //            the host's cache);
 //   parts    what a load is made of, each alone over the same file: the
-//            XXH3-128 pass, the BLAKE2b pass a signature check adds, and the
-//            search index rebuild (format 1.0 stores no index; this is what
-//            storing it would save per load, and index_bytes what it would
-//            save per process);
+//            XXH3-128 pass, the digest a signature check adds (1.0's BLAKE2b;
+//            1.1's SHA-256 chunk tree on one thread and on every thread),
+//            and the search index rebuild (what a file without a stored
+//            index costs per load, and index_bytes per process);
 //   lookups  by hash (single and 1,024 a batch) and by 30-byte key on the
 //            built ring (transparent huge pages), the same built on 4 KiB
 //            pages, the mapped ring (page-cache pages) and the copied one;

@@ -170,8 +170,9 @@
 // the same file through the page cache, and so is the search index when
 // the file stores it (1.1, the default); only the node table (O(nodes)), two
 // bit sets per node and, for a file without a stored index, the index (4.4%
-// of the columns, built at load) are the process's own. Checks, in order; a failure is a kBadSnapshot (or
-// kUntrusted for policy) Status whose message starts with the check's name:
+// of the columns, built at load) are the process's own. Checks, in order; a
+// failure is a kBadSnapshot (or kUntrusted for policy) Status whose message
+// starts with the check's name:
 //   io          open/fstat/mmap failed (kIoError; kOutOfMemory, not a check,
 //               when the address space cannot hold the mapping: ENOMEM)
 //   size        the mapped file (fstat of the descriptor that is mapped, never

@@ -117,6 +117,11 @@ PointCursor Ring::WalkFromHash(uint32_t hash) const noexcept {
   return PointCursor(hashes_, nodes_, size_, slot);
 }
 
+PointCursor Ring::At(uint64_t position) const noexcept {
+  if (position >= size_) return PointCursor();
+  return PointCursor(hashes_, nodes_, size_, static_cast<uint32_t>(position));
+}
+
 PointCursor Ring::Walk(std::string_view key) const noexcept {
   return WalkFromHash(Crc32(key));
 }

@@ -50,10 +50,7 @@ void CompareAddress(Flavor flavor, std::string_view text, const std::string& des
              ", model host " + Printable(model.host) + " port " + Printable(model.port),
          description);
   }
-  std::string hashed = model.host;
-  hashed += '\0';
-  hashed += model.port;
-  if (got.HashedBytes() != hashed) Fail(where + ": HashedBytes differs", description);
+  if (got.HashedBytes() != model.HashedBytes()) Fail(where + ": HashedBytes differs", description);
   if (!(got.order == model.order)) Fail(where + ": socket order key differs", description);
 }
 
@@ -109,13 +106,15 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
   size_t compared = 0;
 
   if ((mode & 1) == 0) {
-    for (const Flavor flavor : {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2}) {
+    for (const Flavor flavor :
+         {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2, Flavor::kResty}) {
       CompareAddress(flavor, text, description);
       ++compared;
     }
-    // ParseFlavor takes exactly the three names FlavorName gives.
+    // ParseFlavor takes exactly the four names FlavorName gives.
     const Result<Flavor> flavor = ParseFlavor(text);
-    const bool is_name = text == "nginx" || text == "pingora-v1" || text == "pingora-v2";
+    const bool is_name =
+        text == "nginx" || text == "pingora-v1" || text == "pingora-v2" || text == "resty";
     if (flavor.ok() != is_name || (is_name && FlavorName(flavor.value()) != text) ||
         (!flavor.ok() && flavor.status().code() != StatusCode::kBadArgument)) {
       Fail("ParseFlavor(" + Printable(text) + ") gives " + flavor.status().ToString(), description);
@@ -129,8 +128,9 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
     return compared;
   }
 
-  const Flavor flavor = static_cast<Flavor>(((mode >> 1) & 3) % 3);
-  const uint32_t multiple = flavor == Flavor::kPingoraV2 ? 1u + (mode >> 3) : 160u;
+  const Flavor flavor = static_cast<Flavor>((mode >> 1) & 3);
+  const uint32_t multiple =
+      flavor == Flavor::kPingoraV2 || flavor == Flavor::kResty ? 1u + (mode >> 3) : 160u;
   const Result<std::vector<ServerEntry>> parsed = ParseServersText(text, "fuzz");
   const ModelServersFile model = ModelParseServersText(text);
   if (parsed.status().code() != model.code) {

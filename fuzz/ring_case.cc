@@ -77,11 +77,11 @@ std::string FlavorText(Flavor flavor) { return std::string(FlavorName(flavor)); 
 RingCase DecodeRingCase(const uint8_t* data, size_t size) {
   FuzzReader r(data, size);
   RingCase c;
-  c.flavor = static_cast<Flavor>(r.U8() % 3);
+  c.flavor = static_cast<Flavor>(r.U8() % 4);
   const uint8_t options = r.U8();
   const int multiple_mode = options & 3;
   const int cap_mode = (options >> 2) & 3;
-  if (c.flavor == Flavor::kPingoraV2 || multiple_mode == 3) {
+  if (c.flavor == Flavor::kPingoraV2 || c.flavor == Flavor::kResty || multiple_mode == 3) {
     switch (multiple_mode) {
       case 0:
         break;
@@ -329,7 +329,7 @@ RingCaseWriter::RingCaseWriter(Flavor flavor, Multiple multiple_mode, uint32_t m
                                Cap cap_mode, uint32_t cap) {
   header_.U8(static_cast<uint8_t>(flavor))
       .U8(static_cast<uint8_t>(static_cast<int>(multiple_mode) | static_cast<int>(cap_mode) << 2));
-  if (flavor == Flavor::kPingoraV2 || multiple_mode == Multiple::kU32) {
+  if (flavor == Flavor::kPingoraV2 || flavor == Flavor::kResty || multiple_mode == Multiple::kU32) {
     switch (multiple_mode) {
       case Multiple::kDefault:
         break;

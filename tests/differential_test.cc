@@ -92,12 +92,13 @@ void ExpectSameRing(const RingSpec& spec, std::mt19937_64& rng) {
 TEST(Differential, RandomRingsMatchTheReference) {
   std::mt19937_64 rng(20261130);
   const size_t rings = testing::Scaled(2000, 30);
-  const Flavor flavors[] = {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2};
+  const Flavor flavors[] = {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2, Flavor::kResty};
   const uint32_t v2_multiples[] = {1, 2, 3, 7, 16, 40, 160};
   for (size_t i = 0; i < rings; ++i) {
-    const Flavor flavor = flavors[i % 3];
+    const Flavor flavor = flavors[i % 4];
+    const bool takes_multiple = flavor == Flavor::kPingoraV2 || flavor == Flavor::kResty;
     uint32_t multiple = kDefaultPointMultiple;
-    if (flavor == Flavor::kPingoraV2) multiple = v2_multiples[rng() % 7];
+    if (takes_multiple) multiple = v2_multiples[rng() % 7];
     uint32_t nodes;
     const uint32_t size_class = static_cast<uint32_t>(rng() % 100);
     if (size_class < 88) {
@@ -110,7 +111,7 @@ TEST(Differential, RandomRingsMatchTheReference) {
       // a few full-size nginx / v1 rings (every 10th).
       if (i % 10 != 0) {
         multiple = v2_multiples[rng() % 4];
-        if (flavor != Flavor::kPingoraV2) multiple = kDefaultPointMultiple;
+        if (!takes_multiple) multiple = kDefaultPointMultiple;
       }
     }
     const uint32_t max_weight = (nodes > 200 && multiple == 160 && i % 10 != 0) ? 1 : 10;

@@ -19,8 +19,16 @@ std::string RingSpec::Describe() const {
 std::string RandomAddress(std::mt19937_64& rng, Flavor flavor, uint32_t i) {
   char text[128];
   const uint32_t port = 1 + static_cast<uint32_t>(rng() % 65535);
-  const uint32_t form = static_cast<uint32_t>(rng() % (flavor == Flavor::kNginx ? 9 : 6));
+  const uint32_t forms = flavor == Flavor::kNginx ? 9 : flavor == Flavor::kResty ? 11 : 6;
+  const uint32_t form = static_cast<uint32_t>(rng() % forms);
   const uint32_t r = static_cast<uint32_t>(rng());
+  if (form == 9) {  // resty: APISIX's id, host NUL port
+    return "10." + std::to_string(i >> 8) + "." + std::to_string(i & 255) + "." +
+           std::to_string(r % 256) + std::string(1, '\0') + std::to_string(port);
+  }
+  if (form == 10) {  // resty: any bytes (spaces, high bytes, a shared prefix)
+    return "node " + std::to_string(i) + "\xff\x01" + std::to_string(r % 7);
+  }
   switch (form) {
     case 0:
     case 1:  // IPv4, unique by index in the middle octets

@@ -216,6 +216,64 @@ TEST_F(SnapshotCli, RollbackIsANewerVersionOfTheOldServers) {
   std::remove(rolled.c_str());
 }
 
+TEST_F(SnapshotCli, MigrationBetweenSnapshotsEqualsMigrationBetweenServers) {
+  // what the nginx module's chash_migrate must pick first: the same lines as
+  // the --servers form, and with --subset each key's subset in its own ring
+  const std::string next = TempPath("next.chash");
+  const std::string subset = WriteTemp("subset.txt", "10.0.0.1:80\n10.0.0.7:80\n10.0.0.9:80\n");
+  const std::string servers = WriteTemp(
+      "mig.servers", "10.0.0.1:80 1\n10.0.0.2:80 2\n10.0.0.7:80 1\n10.0.0.9:80 3\n10.0.0.4:80 1\n");
+  ASSERT_EQ(RunChash("build --servers " + servers + " --mode pingora-v1 --subset a=" + subset +
+                     " --out " + ring_)
+                .status,
+            0);
+  ASSERT_EQ(RunChash("build --servers " + servers + " --mode pingora-v2 --multiple 16 --subset a=" +
+                     subset + " --out " + next)
+                .status,
+            0);
+  const std::string keys = DataPath("nginx/a.keys");
+  const CliRun rings = RunChash("route --ring " + ring_ + " --new-ring " + next +
+                                " --rollout 30% --seed 5 --keys " + keys);
+  const CliRun built = RunChash("route --servers " + servers +
+                                " --mode pingora-v1 --new-mode pingora-v2 --new-multiple 16"
+                                " --rollout 30% --seed 5 --keys " + keys);
+  ASSERT_EQ(rings.status, 0) << rings.err;
+  ASSERT_EQ(built.status, 0) << built.err;
+  EXPECT_NE(rings.out.find(",new\n"), std::string::npos);
+  EXPECT_NE(rings.out.find(",old\n"), std::string::npos);
+  EXPECT_EQ(rings.out, built.out);
+
+  const CliRun sub = RunChash("route --ring " + ring_ + " --new-ring " + next +
+                              " --rollout 30% --seed 5 --subset a --keys " + keys);
+  const CliRun old_sub = RunChash("route --ring " + ring_ + " --subset a --keys " + keys);
+  const CliRun new_sub = RunChash("route --ring " + next + " --subset a --keys " + keys);
+  ASSERT_EQ(sub.status, 0) << sub.err;
+  const auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t at = 0, nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+      out.push_back(text.substr(at, nl - at));
+    }
+    return out;
+  };
+  const std::vector<std::string> got = lines(sub.out), sides = lines(rings.out),
+                                 olds = lines(old_sub.out), news = lines(new_sub.out);
+  ASSERT_EQ(got.size(), sides.size());
+  ASSERT_EQ(got.size(), olds.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool is_new = sides[i].size() > 4 && sides[i].substr(sides[i].size() - 4) == ",new";
+    EXPECT_EQ(got[i], (is_new ? news[i] : olds[i]) + (is_new ? ",new" : ",old")) << i;
+  }
+  EXPECT_EQ(RunChash("route --ring " + ring_ + " --new-ring " + next +
+                     " --rollout 5% --subset nosuch --keys " + keys)
+                .status,
+            2);
+  EXPECT_EQ(RunChash("route --ring " + ring_ + " --new-ring " + next +
+                     " --new-mode nginx --rollout 5% --keys " + keys)
+                .status,
+            2);
+  std::remove(next.c_str());
+}
+
 TEST_F(SnapshotCli, UsageErrors) {
   EXPECT_EQ(RunChash("route --ring " + ring_ + " --servers " + servers_, "k\n").status, 2);
   EXPECT_EQ(RunChash("route --servers " + servers_ + " --trusted-key x", "k\n").status, 2);

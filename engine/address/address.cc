@@ -398,24 +398,28 @@ std::string_view FlavorName(Flavor flavor) noexcept {
       return "pingora-v1";
     case Flavor::kPingoraV2:
       return "pingora-v2";
+    case Flavor::kResty:
+      return "resty";
   }
   return "unknown";
 }
 
 Result<Flavor> ParseFlavor(std::string_view name) {
-  for (const Flavor flavor : {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2}) {
+  for (const Flavor flavor :
+       {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2, Flavor::kResty}) {
     if (name == FlavorName(flavor)) return flavor;
   }
   try {
     return Status(StatusCode::kBadArgument,
                   "unknown mode '" + std::string(name) +
-                      "' (expected nginx, pingora-v1 or pingora-v2)");
+                      "' (expected nginx, pingora-v1, pingora-v2 or resty)");
   } catch (const std::bad_alloc&) {
     return internal::OutOfMemory("reporting an unknown mode");
   }
 }
 
 std::string NodeAddress::HashedBytes() const {
+  if (opaque_id) return host;
   std::string bytes;
   bytes.reserve(host.size() + 1 + port.size());
   bytes += host;
@@ -528,8 +532,27 @@ Result<NodeAddress> ParsePingoraAddress(std::string_view text) {
   }
 }
 
+Result<NodeAddress> ParseRestyId(std::string_view id) {
+  if (id.empty()) return Status(StatusCode::kBadAddress, "empty id (an id is 1..4096 bytes)");
+  if (id.size() > 4096) {
+    return Status(StatusCode::kBadAddress,
+                  "id of " + std::to_string(id.size()) + " bytes (an id is 1..4096 bytes)");
+  }
+  try {
+    NodeAddress out;
+    out.written.assign(id);
+    out.host.assign(id);
+    out.opaque_id = true;
+    return out;
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("storing an id");
+  }
+}
+
 Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text) {
   switch (flavor) {
+    case Flavor::kResty:
+      return ParseRestyId(text);
     case Flavor::kNginx:
       return ParseNginxAddress(text);
     case Flavor::kPingoraV1:

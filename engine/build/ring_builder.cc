@@ -31,17 +31,18 @@ std::string NodeLabel(size_t id, std::string_view text) {
 }
 
 Status ValidateOptions(const RingOptions& options) {
-  if (options.flavor > Flavor::kPingoraV2) {
+  if (options.flavor > Flavor::kResty) {
     return Status(StatusCode::kBadArgument,
                   "unknown flavour " + std::to_string(static_cast<int>(options.flavor)));
   }
   if (options.point_multiple == 0) {
     return Status(StatusCode::kBadMultiple, "point multiple must be at least 1");
   }
-  if (options.flavor != Flavor::kPingoraV2 && options.point_multiple != kDefaultPointMultiple) {
+  if ((options.flavor == Flavor::kNginx || options.flavor == Flavor::kPingoraV1) &&
+      options.point_multiple != kDefaultPointMultiple) {
     return Status(StatusCode::kBadMultiple,
                   std::string(FlavorName(options.flavor)) +
-                      " uses 160 points per weight unit; only pingora-v2 takes a "
+                      " uses 160 points per weight unit; only pingora-v2 and resty take a "
                       "point multiple (got " +
                       std::to_string(options.point_multiple) + ")");
   }
@@ -90,7 +91,14 @@ Status OutOfMemory(uint64_t points) noexcept {
 }  // namespace
 
 TieBreak FlavorTieBreak(Flavor flavor) noexcept {
-  return flavor == Flavor::kPingoraV2 ? TieBreak::kAddressOrder : TieBreak::kConfigOrder;
+  switch (flavor) {
+    case Flavor::kPingoraV2:
+      return TieBreak::kAddressOrder;
+    case Flavor::kResty:
+      return TieBreak::kIdOrder;
+    default:
+      return TieBreak::kConfigOrder;
+  }
 }
 
 RingBuilder::RingBuilder(RingOptions options) noexcept : options_(options) {}
@@ -169,6 +177,14 @@ Result<Ring> RingBuilder::Build() && {
         return nodes_[a].address.order < nodes_[b].address.order;
       });
       for (uint32_t r = 0; r < num_nodes; ++r) rank[by_address[r]] = r;
+    } else if (state->tie_break == TieBreak::kIdOrder) {
+      std::vector<uint32_t> by_id(num_nodes);
+      std::iota(by_id.begin(), by_id.end(), 0u);
+      // Ids are distinct (kDuplicateNode), so the order is total.
+      std::sort(by_id.begin(), by_id.end(), [&](uint32_t a, uint32_t b) {
+        return nodes_[a].address.host < nodes_[b].address.host;
+      });
+      for (uint32_t r = 0; r < num_nodes; ++r) rank[by_id[r]] = r;
     }
 
     internal::PointKeyBuffer keys;

@@ -82,6 +82,7 @@ static_assert(CHASH_FINGERPRINT_SIZE == sizeof(chash::Fingerprint{}.bytes));
 static_assert(CHASH_FLAVOR_NGINX == static_cast<int>(chash::Flavor::kNginx));
 static_assert(CHASH_FLAVOR_PINGORA_V1 == static_cast<int>(chash::Flavor::kPingoraV1));
 static_assert(CHASH_FLAVOR_PINGORA_V2 == static_cast<int>(chash::Flavor::kPingoraV2));
+static_assert(CHASH_FLAVOR_RESTY == static_cast<int>(chash::Flavor::kResty));
 static_assert(CHASH_SIDE_OLD == static_cast<int>(chash::RingSide::kOld));
 static_assert(CHASH_SIDE_NEW == static_cast<int>(chash::RingSide::kNew));
 
@@ -237,6 +238,8 @@ const char* FlavorText(uint32_t flavor) noexcept {
       return "pingora-v1";
     case CHASH_FLAVOR_PINGORA_V2:
       return "pingora-v2";
+    case CHASH_FLAVOR_RESTY:
+      return "resty";
   }
   return "?";
 }
@@ -332,17 +335,19 @@ int chash_builder_new(chash_flavor flavor, uint32_t point_multiple, chash_builde
   if (out == nullptr) return NullArgument("chash_builder_new", "out");
   *out = nullptr;
   const uint32_t flavor_value = static_cast<uint32_t>(flavor);
-  if (flavor_value > CHASH_FLAVOR_PINGORA_V2) {
+  if (flavor_value > CHASH_FLAVOR_RESTY) {
     char message[96];
     std::snprintf(message, sizeof(message),
-                  "unknown flavor %u (0 nginx, 1 pingora-v1, 2 pingora-v2)", flavor_value);
+                  "unknown flavor %u (0 nginx, 1 pingora-v1, 2 pingora-v2, 3 resty)", flavor_value);
     return Fail(CHASH_E_BAD_ARGUMENT, message);
   }
   const uint32_t multiple = point_multiple == 0 ? chash::kDefaultPointMultiple : point_multiple;
-  if (flavor != CHASH_FLAVOR_PINGORA_V2 && multiple != chash::kDefaultPointMultiple) {
+  if ((flavor == CHASH_FLAVOR_NGINX || flavor == CHASH_FLAVOR_PINGORA_V1) &&
+      multiple != chash::kDefaultPointMultiple) {
     char message[160];
     std::snprintf(message, sizeof(message),
-                  "%s uses 160 points per weight unit; only pingora-v2 takes a point multiple "
+                  "%s uses 160 points per weight unit; only pingora-v2 and resty take a point "
+                  "multiple "
                   "(got %u)",
                   FlavorText(flavor_value), multiple);
     return Fail(CHASH_E_BAD_MULTIPLE, message);
@@ -403,7 +408,9 @@ int chash_builder_add(chash_builder* builder, const char* address, size_t addres
       return CHASH_E_NULL_ARGUMENT;
     }
     const std::string_view text(address, address_len);
-    if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    // A resty id is opaque bytes (APISIX's ids hold NULs); an address is text.
+    if (const size_t nul = text.find('\0');
+        nul != std::string_view::npos && builder->options.flavor != chash::Flavor::kResty) {
       builder->error = "node " + std::to_string(builder->builder.size()) +
                        ": address contains a NUL byte at offset " + std::to_string(nul);
       return CHASH_E_BAD_ADDRESS;
@@ -500,6 +507,36 @@ int chash_ring_find_keys(const chash_ring* ring, const char* const* keys, const 
 }
 
 // ---- Walks ----------------------------------------------------------------------------
+
+uint32_t chash_ring_find_position(const chash_ring* ring, uint32_t hash) noexcept {
+  if (ring == nullptr || ring->ring.empty()) return CHASH_NO_NODE;
+  return ring->ring.WalkFromHash(hash).position();
+}
+
+uint32_t chash_ring_point_at(const chash_ring* ring, uint64_t position, uint32_t* hash) noexcept {
+  if (hash != nullptr) *hash = 0;
+  if (ring == nullptr) return CHASH_NO_NODE;
+  const chash::PointCursor point = ring->ring.At(position);
+  if (point.empty()) return CHASH_NO_NODE;
+  if (hash != nullptr) *hash = point.hash();
+  return point.node();
+}
+
+int chash_ring_collision_losers(const chash_ring* ring, const uint32_t** hashes,
+                                const uint16_t** nodes, uint64_t* count) noexcept {
+  if (hashes != nullptr) *hashes = nullptr;
+  if (nodes != nullptr) *nodes = nullptr;
+  if (count != nullptr) *count = 0;
+  if (ring == nullptr) return NullArgument("chash_ring_collision_losers", "ring");
+  if (hashes == nullptr) return NullArgument("chash_ring_collision_losers", "hashes");
+  if (nodes == nullptr) return NullArgument("chash_ring_collision_losers", "nodes");
+  if (count == nullptr) return NullArgument("chash_ring_collision_losers", "count");
+  const chash::CollisionLosers losers = ring->ring.collision_losers();
+  *hashes = losers.hashes.data();
+  *nodes = losers.nodes.data();
+  *count = losers.hashes.size();
+  return CHASH_OK;
+}
 
 int chash_ring_walk(const chash_ring* ring, uint32_t hash, chash_cursor* cursor) noexcept {
   if (cursor == nullptr) return NullArgument("chash_ring_walk", "cursor");

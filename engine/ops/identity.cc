@@ -36,6 +36,8 @@ uint8_t FlavorCode(const Ring& ring) {
       return 1;
     case Flavor::kPingoraV2:
       return 2;
+    case Flavor::kResty:
+      return 3;
   }
   return 0xFF;
 }
@@ -48,6 +50,8 @@ uint8_t TieBreakCode(TieBreak tie_break) {
       return 1;
     case TieBreak::kExplicitRank:
       return 2;
+    case TieBreak::kIdOrder:
+      return 3;
   }
   return 0xFF;
 }
@@ -61,6 +65,10 @@ std::vector<uint32_t> CanonicalNodes(const Ring& ring) {
   if (ring.tie_break() == TieBreak::kAddressOrder) {
     std::stable_sort(nodes.begin(), nodes.end(), [&](uint32_t a, uint32_t b) {
       return ring.node(a).address.order < ring.node(b).address.order;
+    });
+  } else if (ring.tie_break() == TieBreak::kIdOrder) {
+    std::sort(nodes.begin(), nodes.end(), [&](uint32_t a, uint32_t b) {
+      return ring.node(a).address.host < ring.node(b).address.host;
     });
   }
   return nodes;

@@ -357,7 +357,20 @@ ParsedAddress ParsePingora(std::string_view text) {
   return out;
 }
 
+ParsedAddress ParseResty(std::string_view text) {
+  ParsedAddress out;
+  if (text.empty() || text.size() > 4096) {
+    out.why = "an id is 1..4096 bytes";
+    return out;
+  }
+  out.accepted = true;
+  out.whole_id = true;
+  out.host.assign(text);
+  return out;
+}
+
 ParsedAddress ParseAddress(Flavor flavor, std::string_view text) {
+  if (flavor == Flavor::kResty) return ParseResty(text);
   return flavor == Flavor::kNginx ? ParseNginx(text) : ParsePingora(text);
 }
 

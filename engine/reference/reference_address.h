@@ -35,9 +35,12 @@ struct ParsedAddress {
   std::string host;      // HOST_BYTES
   std::string port;      // PORT_BYTES
   SocketOrderKey order;  // pingora only (family 0 for nginx)
+  bool whole_id = false;  // resty: HOST is the id, hashed alone
 
-  // HOST + '\0' + PORT: the bytes whose CRC32 seeds the point chain.
+  // HOST + '\0' + PORT (resty: the id alone): the bytes whose CRC32 seeds
+  // the point chain.
   std::string HashedBytes() const {
+    if (whole_id) return host;
     std::string bytes = host;
     bytes.push_back('\0');
     bytes.append(port);
@@ -47,6 +50,8 @@ struct ParsedAddress {
 
 ParsedAddress ParseNginx(std::string_view text);
 ParsedAddress ParsePingora(std::string_view text);
+// resty.chash: `crc32(tostring(id))`, any id; chash takes 1..4096 bytes.
+ParsedAddress ParseResty(std::string_view text);
 ParsedAddress ParseAddress(Flavor flavor, std::string_view text);
 
 // RFC 5952 text as Rust's Ipv6Addr Display prints it.

@@ -51,7 +51,7 @@ Result<ReferenceRing> ReferenceRing::Build(Flavor flavor, uint32_t point_multipl
                                            const std::vector<Server>& servers,
                                            uint64_t max_points) {
   if (point_multiple == 0) return Status(StatusCode::kBadMultiple, "multiple 0");
-  if (flavor != Flavor::kPingoraV2 && point_multiple != 160) {
+  if ((flavor == Flavor::kNginx || flavor == Flavor::kPingoraV1) && point_multiple != 160) {
     return Status(StatusCode::kBadMultiple, "multiple must be 160");
   }
   if (max_points == 0 || max_points > kHardMaxPoints) {
@@ -94,8 +94,23 @@ Result<ReferenceRing> ReferenceRing::Build(Flavor flavor, uint32_t point_multipl
   }
 
   // Tie-break rank: configuration order, or (pingora v2) the socket address
-  // order: IPv4 before IPv6, then address bytes, then port.
+  // order: IPv4 before IPv6, then address bytes, then port, or (resty) the
+  // id's bytes as unsigned values, a prefix first.
   std::vector<uint32_t> rank(addresses.size());
+  if (flavor == Flavor::kResty) {
+    std::vector<std::pair<std::vector<uint8_t>, uint32_t>> by_id;
+    for (uint32_t node = 0; node < addresses.size(); ++node) {
+      const std::string& id = addresses[node].host;
+      by_id.emplace_back(std::vector<uint8_t>(id.begin(), id.end()), node);
+    }
+    std::sort(by_id.begin(), by_id.end());
+    for (uint32_t r = 0; r < by_id.size(); ++r) rank[by_id[r].second] = r;
+    ReferenceRing ring;
+    ring.points_generated_ = points.size();
+    ring.num_nodes_ = static_cast<uint32_t>(addresses.size());
+    ring.points_ = SortAndDedup(std::move(points), rank, ring.collision_losers_);
+    return ring;
+  }
   std::vector<std::pair<SocketOrderKey, uint32_t>> by_address;
   for (uint32_t node = 0; node < addresses.size(); ++node) {
     by_address.emplace_back(flavor == Flavor::kPingoraV2 ? addresses[node].order

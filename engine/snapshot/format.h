@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "chash/ring.h"
+
 namespace chash::internal::snapshot {
 
 inline constexpr char kMagic[8] = {'C', 'H', 'A', 'S', 'H', 'R', 'N', 'G'};
@@ -22,6 +24,20 @@ inline constexpr size_t kMaxLabelBytes = 4096;
 inline constexpr size_t kMaxAddressBytes = 4096;
 inline constexpr size_t kMaxSubsetNameBytes = 64;
 inline constexpr uint8_t kHashFunctionKetamaCrc32 = 1;
+
+// The header's tie-break byte: 0 config order, 1 address order (pingora v2),
+// 2 id order (resty). Explicit ranks belong to raw rings, which have no
+// snapshots.
+inline uint8_t TieBreakCode(TieBreak tie_break) {
+  switch (tie_break) {
+    case TieBreak::kAddressOrder:
+      return 1;
+    case TieBreak::kIdOrder:
+      return 2;
+    default:
+      return 0;
+  }
+}
 inline constexpr uint32_t kFlagSigned = 1;
 // What a signature signs, by minor version (include/chash/snapshot.h): 1.0
 // the context || BLAKE2b-256 of the file; 1.1 and later the context ||

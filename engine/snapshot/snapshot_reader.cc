@@ -80,8 +80,10 @@ Result<Flavor> FlavorFromCode(uint8_t code) {
       return Flavor::kPingoraV1;
     case 2:
       return Flavor::kPingoraV2;
+    case 3:
+      return Flavor::kResty;
   }
-  return Bad("header", "flavour code " + std::to_string(code) + " is not 0, 1 or 2");
+  return Bad("header", "flavour code " + std::to_string(code) + " is not 0, 1, 2 or 3");
 }
 
 struct Header {
@@ -130,14 +132,15 @@ Status ParseHeader(const uint8_t* data, uint64_t size, Header& h) {
   if (!flavor.ok()) return flavor.status();
   info.flavor = flavor.value();
   info.tie_break = FlavorTieBreak(info.flavor);
-  const uint8_t tie_code = info.tie_break == TieBreak::kAddressOrder ? 1 : 0;
+  const uint8_t tie_code = TieBreakCode(info.tie_break);
   if (data[kOffTieBreak] != tie_code) {
     return Bad("header", "tie-break " + std::to_string(data[kOffTieBreak]) + " is not " +
                              std::string(FlavorName(info.flavor)) + "'s");
   }
   info.point_multiple = LoadU32(data + kOffMultiple);
   if (info.point_multiple == 0 ||
-      (info.flavor != Flavor::kPingoraV2 && info.point_multiple != kDefaultPointMultiple)) {
+      ((info.flavor == Flavor::kNginx || info.flavor == Flavor::kPingoraV1) &&
+       info.point_multiple != kDefaultPointMultiple)) {
     return Bad("header", "point multiple " + std::to_string(info.point_multiple) +
                              " is not valid for " + std::string(FlavorName(info.flavor)));
   }

@@ -85,6 +85,8 @@ uint8_t FlavorCode(Flavor flavor) {
       return 1;
     case Flavor::kPingoraV2:
       return 2;
+    case Flavor::kResty:
+      return 3;
   }
   return 0xFF;
 }
@@ -149,7 +151,7 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
   StoreU64(out + kOffCreated, static_cast<uint64_t>(created));
   out[kOffHashFunction] = kHashFunctionKetamaCrc32;
   out[kOffFlavor] = FlavorCode(ring.flavor());
-  out[kOffTieBreak] = ring.tie_break() == TieBreak::kAddressOrder ? 1 : 0;
+  out[kOffTieBreak] = TieBreakCode(ring.tie_break());
   StoreU32(out + kOffMultiple, ring.point_multiple());
   StoreU32(out + kOffNodes, ring.num_nodes());
   StoreU32(out + kOffPoints, static_cast<uint32_t>(ring.num_points()));

@@ -8,6 +8,8 @@
 //   pingora-*   the socket address as Rust prints it: IPv6 per RFC 5952
 //               without brackets ("::ffff:1.2.3.4", "2001:db8::abcd"), the
 //               port in decimal.
+//   resty       no address at all: the node id is opaque bytes and its chain
+//               starts from CRC32(ID) alone (no "\0" PORT).
 // These functions are the single source of those bytes: the engine, the
 // reference ring, the fuzzers and the CLI all call them.
 #ifndef CHASH_ADDRESS_H_
@@ -28,9 +30,10 @@ enum class Flavor : uint8_t {
   kNginx,      // nginx `hash $key consistent;` (1.22)
   kPingoraV1,  // pingora-ketama Continuum::new
   kPingoraV2,  // pingora-ketama Version::V2 { point_multiple }
+  kResty,      // OpenResty lua-resty-balancer resty.chash (Apache APISIX's chash)
 };
 
-// "nginx", "pingora-v1", "pingora-v2".
+// "nginx", "pingora-v1", "pingora-v2", "resty".
 std::string_view FlavorName(Flavor flavor) noexcept;
 Result<Flavor> ParseFlavor(std::string_view name);
 
@@ -50,8 +53,11 @@ struct NodeAddress {
   std::string host;     // HOST_BYTES
   std::string port;     // PORT_BYTES (empty for nginx servers without a port)
   SocketOrderKey order;  // set for IP socket addresses, else family 0
+  // resty: `host` is the whole id and HashedBytes() is the id alone.
+  bool opaque_id = false;
 
-  // HOST + '\0' + PORT: the bytes whose CRC32 seeds this node's point chain.
+  // HOST + '\0' + PORT (the id alone if opaque_id): the bytes whose CRC32
+  // seeds this node's point chain.
   // May throw std::bad_alloc, and nothing else: it copies host and port (a
   // few hundred bytes at most) into a new string. Kept a plain value for the
   // tools, fuzzers and benchmarks that hash addresses they just parsed; the
@@ -87,8 +93,14 @@ Result<NodeAddress> ParseNginxAddress(std::string_view text);
 // IP without them, so two such nodes would collide.
 Result<NodeAddress> ParsePingoraAddress(std::string_view text);
 
+// resty: any id of 1..4,096 bytes (NUL and every other byte included: APISIX
+// writes "host\0port"), taken as it is: resty.chash hashes tostring(id).
+// kBadAddress for an empty id or a longer one.
+Result<NodeAddress> ParseRestyId(std::string_view id);
+
 // Dispatches on the flavour: nginx -> ParseNginxAddress, pingora-v1/v2 ->
-// ParsePingoraAddress; kBadArgument for a value that is no Flavor.
+// ParsePingoraAddress, resty -> ParseRestyId; kBadArgument for a value that
+// is no Flavor.
 // Allocation: the parsers copy the text into the NodeAddress; if memory
 // runs out they report kOutOfMemory.
 Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text);

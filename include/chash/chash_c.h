@@ -80,7 +80,8 @@ typedef struct chash_snapshot chash_snapshot;
 typedef enum chash_flavor {
   CHASH_FLAVOR_NGINX = 0,      /* nginx `hash $key consistent;` (1.22) */
   CHASH_FLAVOR_PINGORA_V1 = 1, /* pingora-ketama Continuum::new */
-  CHASH_FLAVOR_PINGORA_V2 = 2  /* pingora-ketama Version::V2 { point_multiple } */
+  CHASH_FLAVOR_PINGORA_V2 = 2, /* pingora-ketama Version::V2 { point_multiple } */
+  CHASH_FLAVOR_RESTY = 3       /* OpenResty resty.chash (APISIX): opaque ids, CRC32(ID) chains */
 } chash_flavor;
 
 #define CHASH_OK 0
@@ -154,7 +155,8 @@ CHASH_C_API int chash_builder_set_threads(chash_builder *builder,
                                           uint32_t threads) CHASH_C_NOEXCEPT;
 /* Adds a server, `address_len` bytes of text (no NUL needed; a NUL byte in
  * it is refused with CHASH_E_BAD_ADDRESS), as an nginx `server` line or a
- * Rust SocketAddr takes it. Validates as the C++ RingBuilder::Add does
+ * Rust SocketAddr takes it; for CHASH_FLAVOR_RESTY any id of 1..4096 bytes,
+ * NUL bytes included (APISIX's "host\0port"). Validates as the C++ RingBuilder::Add does
  * (address, duplicates, node count, points); weight 0 is a drained node that
  * keeps its id. A failed add leaves the builder unchanged and sets
  * chash_builder_error, which names the node ("node 3 '10.0.0.1:99999': ...").
@@ -251,6 +253,26 @@ CHASH_C_API uint32_t chash_cursor_hash(const chash_cursor *cursor) CHASH_C_NOEXC
 typedef struct chash_distinct_walk {
   uint64_t opaque[1032];
 } chash_distinct_walk;
+
+/* Positions: each kept point's index in ring (ascending-hash) order,
+ * 0..num_points-1; resty.chash's `find` answers with one and `next` walks
+ * them. chash_ring_find_position: the position of the point
+ * chash_ring_find_hash(ring, hash) answers with; CHASH_NO_NODE for an empty
+ * or NULL ring. O(log16 n). chash_ring_point_at: the node at `position`
+ * and, if `hash` is not NULL, its hash; CHASH_NO_NODE (hash 0) past the last
+ * point or for NULL. O(1). No allocation. */
+CHASH_C_API uint32_t chash_ring_find_position(const chash_ring *ring,
+                                              uint32_t hash) CHASH_C_NOEXCEPT;
+CHASH_C_API uint32_t chash_ring_point_at(const chash_ring *ring, uint64_t position,
+                                         uint32_t *hash) CHASH_C_NOEXCEPT;
+/* The points collisions dropped (the losers at a hash another node won):
+ * `count` hashes ascending and their nodes, the best-ranked loser of a hash
+ * first, each distinct (hash, node) once. Pointers into the ring, valid
+ * while it lives; NULL and 0 when there were no collisions.
+ * CHASH_E_NULL_ARGUMENT for a NULL argument. O(1), no allocation. */
+CHASH_C_API int chash_ring_collision_losers(const chash_ring *ring, const uint32_t **hashes,
+                                            const uint16_t **nodes,
+                                            uint64_t *count) CHASH_C_NOEXCEPT;
 
 /* Starts the walk at the point chash_ring_find_hash(ring, hash) answers with.
  * CHASH_E_NULL_ARGUMENT for a NULL walk or ring (a NULL ring leaves a walk

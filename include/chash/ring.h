@@ -58,12 +58,16 @@ enum class TieBreak : uint8_t {
   kConfigOrder,   // the node added first (nginx, chash's pingora v1)
   kAddressOrder,  // the smallest socket address (pingora v2)
   kExplicitRank,  // a caller-given rank per node (raw-point rings)
+  // The smallest id by bytes (memcmp, then the shorter first): chash's resty
+  // rule. resty.chash's own winner follows Lua's table order, which differs
+  // between processes and starts; this rule does not depend on any order.
+  kIdOrder,
 };
 
 struct RingOptions {
   Flavor flavor = Flavor::kNginx;
   // Points per weight unit. nginx and pingora v1 fix it at 160; pingora v2
-  // takes any value >= 1.
+  // and resty take any value >= 1 (resty.chash itself uses 160).
   uint32_t point_multiple = kDefaultPointMultiple;
   uint64_t max_points = kDefaultMaxPoints;
   // Threads Build() may use, the caller's included: 0 = every hardware
@@ -119,6 +123,9 @@ class PointCursor {
   // cursor.
   uint32_t node() const noexcept;
   uint32_t hash() const noexcept;
+  // Index of the current point in ring order, 0..num_points()-1 (0 on an
+  // empty cursor): resty.chash's position.
+  uint32_t position() const noexcept { return slot_; }
   // Moves to the next point, wrapping from the largest hash to the smallest.
   void Advance() noexcept;
   // pingora NodeIterator::next: the current node, then Advance().
@@ -200,6 +207,9 @@ class Ring {
   PointCursor WalkFromHash(uint32_t hash) const noexcept;
   // The point with the smallest hash (where a full ring-order scan starts).
   PointCursor Begin() const noexcept { return WalkFromHash(0); }
+  // The cursor at ring-order index `position`; an empty cursor when
+  // position >= num_points(). O(1).
+  PointCursor At(uint64_t position) const noexcept;
 
   // Distinct-node failover order starting at the key's point.
   DistinctNodeWalk WalkDistinct(std::string_view key) const noexcept;

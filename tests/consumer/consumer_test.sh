@@ -8,6 +8,14 @@
 #   consumer_test.sh c BUILD WORK         a C99 program built with nothing but
 #                                         cc prog.c $(pkg-config --cflags --libs chash)
 #   consumer_test.sh cxx BUILD WORK [TARGET]  a C++ project with find_package(chash)
+#   consumer_test.sh static-only BUILD WORK   chash configured with
+#                                         CHASH_BUILD_SHARED=OFF and installed:
+#                                         its CMake package and chash.pc work
+#                                         (chash::chash is libchash.a), and a
+#                                         missing Highway fails find_package
+#   consumer_test.sh subproject BUILD WORK  chash added with add_subdirectory
+#                                         to a parent project that keeps its
+#                                         own build type and install
 #
 # Each consumer routes golden answers of the real nginx and pingora-ketama
 # (tests/data/) and checks every key.
@@ -122,6 +130,70 @@ $(diff <(echo "$declared") <(echo "$exported"))"
     [ "$includes" = " -isystem $prefix/include" ] || fail "include folders: '$includes'"
     echo "C++ consumer: find_package(chash) -> $target, includes:$includes"
     LD_LIBRARY_PATH="$(libdir)" run_golden "$dir/golden_route_cxx"
+    ;;
+
+  static-only)
+    source_dir="$(cd "$here/../.." && pwd)"
+    sbuild="$work/static-only-build" sprefix="$work/static-only-prefix"
+    rm -rf "$sbuild" "$sprefix"
+    log="$work/static-only.log"
+    cmake -S "$source_dir" -B "$sbuild" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCHASH_BUILD_SHARED=OFF -DCHASH_BUILD_TESTS=OFF -DCHASH_BUILD_TOOLS=OFF \
+      -DCHASH_BUILD_BENCH=OFF -DCHASH_BUILD_FUZZ=OFF -DCHASH_INSTALL=ON \
+      -DCMAKE_INSTALL_PREFIX="$sprefix" >"$log" 2>&1 || { cat "$log"; fail "configure"; }
+    cmake --build "$sbuild" -j 2 >>"$log" 2>&1 || { tail -30 "$log"; fail "build"; }
+    cmake --install "$sbuild" >>"$log" 2>&1 || { cat "$log"; fail "install"; }
+    [ -z "$(find "$sprefix" -name 'libchash.so*')" ] || fail "a static-only install holds libchash.so"
+    for file in cmake/chash/chash-config.cmake pkgconfig/chash.pc libchash.a; do
+      [ -n "$(find "$sprefix" -path "*/$file")" ] || fail "a static-only install has no $file"
+    done
+    prefix="$sprefix"
+    export PKG_CONFIG_PATH="$(dirname "$(find "$sprefix" -name chash.pc)")"
+    mkdir -p "$work/static-c"
+    # shellcheck disable=SC2046
+    cc -std=c99 -Wall -Wextra -pedantic -Werror "$here/golden_route.c" \
+      $(pkg-config --cflags --libs chash) -o "$work/static-c/golden_route" ||
+      fail "cc golden_route.c \$(pkg-config --cflags --libs chash): $(pkg-config --libs chash)"
+    readelf -d "$work/static-c/golden_route" | grep -q 'libchash' && fail "linked a libchash.so"
+    echo "C consumer of a static-only install: pkg-config --libs chash = $(pkg-config --libs chash)"
+    run_golden "$work/static-c/golden_route"
+    for target in chash::chash chash::chash_static; do
+      dir="$work/static-cxx-${target##*::}"
+      rm -rf "$dir"
+      cmake -S "$here/cpp" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$sprefix" -DCHASH_TARGET="$target" >"$log" 2>&1 ||
+        { cat "$log"; fail "configure the C++ consumer with $target"; }
+      cmake --build "$dir" >>"$log" 2>&1 || { cat "$log"; fail "build the C++ consumer"; }
+      echo "C++ consumer of a static-only install: find_package(chash) -> $target"
+      run_golden "$dir/golden_route_cxx"
+    done
+    # Without Highway, libchash.a cannot link: find_package must say so.
+    dir="$work/static-cxx-nohwy"
+    rm -rf "$dir"
+    if cmake -S "$here/cpp" -B "$dir" -G Ninja -DCMAKE_PREFIX_PATH="$sprefix" \
+         -DCMAKE_DISABLE_FIND_PACKAGE_hwy=ON >"$log" 2>&1; then
+      fail "find_package(chash) succeeded without Highway"
+    fi
+    grep -q 'hwy' "$log" || { cat "$log"; fail "the failed find_package does not name Highway"; }
+    echo "without Highway: find_package(chash) fails naming hwy"
+    ;;
+
+  subproject)
+    source_dir="$(cd "$here/../.." && pwd)"
+    dir="$work/subproject"
+    rm -rf "$dir" "$work/subproject-prefix"
+    log="$work/subproject.log"
+    cmake -S "$here/subproject" -B "$dir" -G Ninja -DCHASH_SOURCE_DIR="$source_dir" \
+      -DCMAKE_INSTALL_PREFIX="$work/subproject-prefix" >"$log" 2>&1 ||
+      { cat "$log"; fail "configure the parent project"; }
+    cmake --build "$dir" -j 2 >>"$log" 2>&1 || { tail -30 "$log"; fail "build the parent project"; }
+    run_golden "$dir/golden_route_cxx"
+    run_golden "$dir/golden_route_c"
+    cmake --install "$dir" >>"$log" 2>&1 || { cat "$log"; fail "install the parent project"; }
+    installed="$(cd "$work/subproject-prefix" && find . -type f | LC_ALL=C sort | tr '\n' ' ')"
+    [ "$installed" = "./bin/golden_route_cxx " ] ||
+      fail "the parent's install holds more than its own program: $installed"
+    echo "subproject: the parent keeps no build type, builds only the library, installs only its own"
     ;;
 
   *)

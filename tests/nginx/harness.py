@@ -25,6 +25,17 @@ import time
 
 NGINX = "/usr/sbin/nginx"
 
+# Environment of the nginx processes only (not of the chash command the tests
+# run): CHASH_NGINX_PRELOAD becomes their LD_PRELOAD, for a module built with
+# sanitizers (tools/nginx/test --sanitize), CHASH_NGINX_ASAN_OPTIONS their
+# ASAN_OPTIONS.
+NGINX_ENV = dict(os.environ)
+if os.environ.get("CHASH_NGINX_PRELOAD"):
+    NGINX_ENV["LD_PRELOAD"] = os.environ["CHASH_NGINX_PRELOAD"]
+if os.environ.get("CHASH_NGINX_ASAN_OPTIONS"):
+    NGINX_ENV["ASAN_OPTIONS"] = os.environ["CHASH_NGINX_ASAN_OPTIONS"]
+    NGINX_ENV["UBSAN_OPTIONS"] = os.environ.get("CHASH_NGINX_UBSAN_OPTIONS", "")
+
 
 def free_port(host="127.0.0.1"):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -109,8 +120,9 @@ class Nginx:
     """The real nginx in a temporary prefix, a child process stopped by PID."""
 
     def __init__(self, module=None, hosts=None, workers=1, error_level="notice",
-                 nginx=NGINX, keep=False, worker_connections=1024):
+                 nginx=NGINX, keep=False, worker_connections=1024, log_vars=()):
         self.worker_connections = worker_connections
+        self.log_vars = list(log_vars)  # more variables at the end of each access log line
         self.module = module
         self.hosts = hosts or {}
         self.workers = workers
@@ -133,6 +145,7 @@ class Nginx:
         # the access log: $arg_i, $upstream_addr, $status, diagnostics, [$chash_ring]
         self.generation += 1
         ring_var = "\\t$chash_ring" if self.module else ""
+        ring_var += "".join("\\t" + v for v in self.log_vars)
         locations = "\n".join(
             "        location = /u/%s { proxy_pass http://%s; %s}" %
             (u.name, u.name, u.location_extra) for u in upstreams)
@@ -199,7 +212,7 @@ http {{
     def test_config(self):
         """`nginx -t`: (exit status, output)."""
         r = subprocess.run(self.command("-t"), capture_output=True, text=True,
-                           timeout=600)
+                           timeout=600, env=NGINX_ENV)
         return r.returncode, r.stdout + r.stderr
 
     # ---- process
@@ -207,7 +220,7 @@ http {{
         assert self.proc is None
         self.stderr = open(os.path.join(self.prefix, "logs", "stderr.log"), "w")
         self.proc = subprocess.Popen(self.command(), stdout=self.stderr,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, env=NGINX_ENV)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -227,7 +240,7 @@ http {{
             self.proc.send_signal(signal.SIGHUP)
         else:
             r = subprocess.run(self.command("-s", "reload"), capture_output=True,
-                               text=True, timeout=600)
+                               text=True, timeout=600, env=NGINX_ENV)
             if r.returncode != 0:
                 raise RuntimeError("nginx -s reload failed: " + r.stderr)
         deadline = time.monotonic() + timeout
@@ -308,8 +321,18 @@ http {{
                 if len(fields) < 3 or not fields[0]:
                     continue
                 addrs = [a.strip() for a in fields[1].split(",")] if fields[1] != "-" else []
-                out[fields[0]] = (addrs, fields[2], fields[-1] if len(fields) > 9 else "",
+                out[fields[0]] = (addrs, fields[2], fields[9] if len(fields) > 9 else "",
                                   fields[3:9])
+        return out
+
+    def access_fields(self):
+        """{request id: every field of its access log line}"""
+        out = {}
+        with open(os.path.join(self.prefix, "logs", "access.log"), errors="replace") as f:
+            for line in f:
+                fields = line.rstrip("\n").split("\t")
+                if fields and fields[0]:
+                    out[fields[0]] = fields
         return out
 
     def truncate_access_log(self):

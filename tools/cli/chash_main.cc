@@ -103,10 +103,16 @@ commands:
   route/stats/diff --ring RINGFILE [--trusted-key PUB]... [--min-version N]
          Map a snapshot instead of building from --servers (route --subset
          NAME then names a subset stored in it; diff takes --new-ring).
+         route --ring OLD --new-ring NEW --rollout F [--scope in|out]
+         [--seed N] [--subset NAME]: the migration between two snapshots,
+         "KEY,ADDR,old|new" (with --subset, the subset NAME stored in the
+         ring the key takes; ADDR "-" if it holds no server with points):
+         what the nginx module's chash_migrate picks first.
 
 options:
-  --mode M       nginx (default), pingora-v1 or pingora-v2
-  --multiple K   points per weight unit, pingora-v2 only (default 160)
+  --mode M       nginx (default), pingora-v1, pingora-v2 or resty (OpenResty's
+                 resty.chash: the first field is an opaque id, hashed as is)
+  --multiple K   points per weight unit, pingora-v2 and resty only (default 160)
   --nginx-conf FILE --upstream NAME
                  route, stats, diff, plan: instead of --servers, the server
                  lines of upstream NAME (http or stream) in an nginx config

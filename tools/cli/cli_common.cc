@@ -102,6 +102,11 @@ Result<Ring> BuildWithProgress(const std::vector<ServerEntry>& servers, const Ri
 
 }  // namespace
 
+// pingora v2 and resty take --multiple; nginx and pingora v1 fix 160.
+bool TakesMultiple(Flavor flavor) {
+  return flavor == Flavor::kPingoraV2 || flavor == Flavor::kResty;
+}
+
 Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
                                     std::string_view multiple_option) {
   RingOptions ring_options;
@@ -111,10 +116,10 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
     ring_options.flavor = flavor.value();
   }
   if (options.Has(multiple_option)) {
-    if (ring_options.flavor != Flavor::kPingoraV2) {
+    if (!TakesMultiple(ring_options.flavor)) {
       return Status(StatusCode::kBadMultiple, "--" + std::string(multiple_option) +
                                                   " is only for --" + std::string(mode_option) +
-                                                  " pingora-v2 (" +
+                                                  " pingora-v2 or resty (" +
                                                   std::string(FlavorName(ring_options.flavor)) +
                                                   " uses 160 points per weight unit)");
     }
@@ -300,14 +305,15 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
     if (!flavor.ok()) return flavor.status();
     ring_options.flavor = flavor.value();
   }
-  if (ring_options.flavor != Flavor::kPingoraV2 || old_options.flavor != Flavor::kPingoraV2) {
+  if (!TakesMultiple(ring_options.flavor) || ring_options.flavor != old_options.flavor) {
     ring_options.point_multiple = kDefaultPointMultiple;
   }
   if (options.Has("new-multiple")) {
-    if (ring_options.flavor != Flavor::kPingoraV2) {
-      return Status(StatusCode::kBadMultiple, "--new-multiple is only for a pingora-v2 new ring (" +
-                                                  std::string(FlavorName(ring_options.flavor)) +
-                                                  " uses 160 points per weight unit)");
+    if (!TakesMultiple(ring_options.flavor)) {
+      return Status(StatusCode::kBadMultiple,
+                    "--new-multiple is only for a pingora-v2 or resty new ring (" +
+                        std::string(FlavorName(ring_options.flavor)) +
+                        " uses 160 points per weight unit)");
     }
     Result<uint64_t> multiple = options.GetUint("new-multiple", 0, 1, UINT32_MAX);
     if (!multiple.ok()) return multiple.status();

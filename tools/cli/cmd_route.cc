@@ -153,7 +153,7 @@ int RunRoute(const Args& args) {
   std::set<std::string_view> valued = {
       "servers",  "mode",         "multiple", "keys",  "down",       "subset",
       "new-servers", "new-mode",  "new-multiple", "rollout", "scope", "seed",
-      "nginx-conf", "upstream",   "new-nginx-conf", "new-upstream"};
+      "nginx-conf", "upstream",   "new-nginx-conf", "new-upstream", "new-ring"};
   valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
   Result<Options> options = Options::Parse(args, valued, {"allow-mismatch"}, kSnapshotRepeated);
   if (!options.ok()) return Fail("route", options.status().message());
@@ -169,13 +169,27 @@ int RunRoute(const Args& args) {
   const bool migrating = opts.Has("rollout");
   for (const char* name :
        {"new-servers", "new-mode", "new-multiple", "scope", "seed", "allow-mismatch",
-        "new-nginx-conf", "new-upstream"}) {
+        "new-nginx-conf", "new-upstream", "new-ring"}) {
     if (opts.Has(name) && !migrating) {
       return Fail("route", std::string("--") + name + " needs --rollout (a migration)");
     }
   }
-  if (masked && migrating) {
-    return Fail("route", "--down/--subset and --rollout cannot be combined");
+  // A migration between two snapshots routes a named subset on each side:
+  // the subset of that name stored in the ring the key takes.
+  const bool migrating_subset =
+      migrating && opts.Has("subset") && opts.Has("ring") && opts.Has("new-ring");
+  if (masked && migrating && (opts.Has("down") || !migrating_subset)) {
+    return Fail("route", "--down and --rollout cannot be combined; --subset NAME with --rollout "
+                         "needs --ring and --new-ring (the subset stored in each)");
+  }
+  if (opts.Has("new-ring")) {
+    for (const char* name : {"new-servers", "new-mode", "new-multiple", "new-nginx-conf",
+                             "new-upstream"}) {
+      if (opts.Has(name)) {
+        return Fail("route", std::string("--new-ring cannot be combined with --") + name +
+                                 " (the snapshot carries its servers, mode and multiple)");
+      }
+    }
   }
   if (!input.down.empty() && (masked || migrating)) {
     return Fail("route", input.name + " marks servers `down` (routed as nginx skips them); " +
@@ -213,7 +227,7 @@ int RunRoute(const Args& args) {
     };
   }
   NodeMask mask;
-  if (masked) {
+  if (masked && !migrating) {
     Result<NodeMask> built = MaskFromOptions(opts, ring.value(), stored_subsets);
     if (!built.ok()) return Fail("route", built.status().message());
     mask = std::move(built).value();
@@ -226,10 +240,14 @@ int RunRoute(const Args& args) {
     };
   }
   std::unique_ptr<RingMigration> migration;
+  NodeMask side_masks[2];
   if (migrating) {
     Result<RingOptions> old_options = RingOptionsFrom(opts, "mode", "multiple");
     if (!old_options.ok()) return Fail("route", old_options.status().message());
-    Result<Ring> new_ring = LoadNewRingFromOptions(opts, old_options.value());
+    std::vector<NamedSubset> new_subsets;
+    Result<Ring> new_ring = opts.Has("new-ring")
+                                ? LoadRingFromSnapshotOption(opts, "new-ring", &new_subsets)
+                                : LoadNewRingFromOptions(opts, old_options.value());
     if (!new_ring.ok()) return Fail("route", new_ring.status().message());
     Result<double> rollout = ParseFraction("rollout", *opts.Get("rollout"));
     if (!rollout.ok()) return Fail("route", rollout.status().message());
@@ -249,11 +267,36 @@ int RunRoute(const Args& args) {
     migration = std::move(created).value();
     (void)migration->SetRollout(rollout.value());
     migration->SetInScope(scope == "in");
+    if (migrating_subset) {
+      const std::string name = *opts.Get("subset");
+      for (int side = 0; side < 2; ++side) {
+        const std::vector<NamedSubset>& stored = side == 0 ? stored_subsets : new_subsets;
+        const std::string file = *opts.Get(side == 0 ? "ring" : "new-ring");
+        const NamedSubset* found = nullptr;
+        for (const NamedSubset& subset : stored) {
+          if (subset.name == name) found = &subset;
+        }
+        if (found == nullptr) {
+          return Fail("route", "no subset '" + name + "' in " + file);
+        }
+        side_masks[side] = found->mask;
+      }
+    }
     router = [&](const std::vector<std::string_view>& keys, OutputBuffer& out) {
       nodes.resize(keys.size());
       sides.resize(keys.size());
       migration->FindNodes(keys, nodes, sides);
       for (size_t i = 0; i < keys.size(); ++i) {
+        if (migrating_subset) {
+          const int side = sides[i] == RingSide::kNew ? 1 : 0;
+          nodes[i] = FindAvailableNode(migration->ring(sides[i]), side_masks[side], keys[i]);
+          if (nodes[i] == Ring::kNoNode) {
+            out.Append(keys[i]);
+            out.Append(sides[i] == RingSide::kNew ? std::string_view(",-,new\n")
+                                                  : std::string_view(",-,old\n"));
+            continue;
+          }
+        }
         out.Append(keys[i]);
         out.Append(',');
         out.Append(migration->ring(sides[i]).node(nodes[i]).address.written);

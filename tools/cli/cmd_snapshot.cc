@@ -62,6 +62,8 @@ std::string TieBreakName(TieBreak tie_break) {
       return "address-order";
     case TieBreak::kExplicitRank:
       return "explicit-rank";
+    case TieBreak::kIdOrder:
+      return "id-order";
   }
   return "?";
 }

@@ -91,7 +91,8 @@ int RunStats(const Args& args) {
     return 0;
   }
   std::printf("mode              %s", std::string(FlavorName(ring.value().flavor())).c_str());
-  if (ring.value().flavor() == Flavor::kPingoraV2) {
+  if (ring.value().flavor() == Flavor::kPingoraV2 ||
+      ring.value().point_multiple() != kDefaultPointMultiple) {
     std::printf(" (multiple %u)", ring.value().point_multiple());
   }
   std::printf("\n");

@@ -253,7 +253,10 @@ std::string PlanSvg(const Plan& plan, const RingOptions& current,
   doc.Text(cx + (label_left ? -10 : 10), cmy + 4,
            WithCommas(plan.current.points_generated) + " points, " +
                Format("%.3g%%", 100 * collided) + " collided, " +
-               (current.flavor == Flavor::kPingoraV2 ? "address" : "config") + "-order ties",
+               (current.flavor == Flavor::kPingoraV2 ? "address"
+                : current.flavor == Flavor::kResty   ? "id"
+                                                     : "config") +
+               "-order ties",
            11, label_left ? "end" : "start", kHalo);
 
   svg::DrawLegendRow(doc, frame.x0() - 8, 66,

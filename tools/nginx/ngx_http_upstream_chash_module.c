@@ -25,13 +25,7 @@
 #include <ngx_core.h>
 #include <ngx_http.h>
 
-#include <time.h>
-
-#include <chash/chash_c.h>
-
-
-/* nginx's hash balancer gives up on the ring after this many tries. */
-#define NGX_CHASH_MAX_TRIES  20
+#include "ngx_chash_core.h"
 
 
 typedef struct {
@@ -40,17 +34,7 @@ typedef struct {
     ngx_uint_t                      multiple;    /* 0: the flavour's own */
 
     chash_ring                     *ring;        /* freed with the cycle */
-
-    /*
-     * Ring node k owns the peers node_peers[node_first[k] ..
-     * node_first[k + 1] - 1] (indices in the peer list, ascending). nginx
-     * flavour: one node per distinct server text (a name that resolves to N
-     * addresses is N peers of one node); pingora: one node per peer.
-     */
-    ngx_uint_t                      nnodes;
-    ngx_uint_t                      npeers;
-    ngx_uint_t                     *node_first;
-    ngx_uint_t                     *node_peers;
+    ngx_chash_nodes_t               nodes;
 
     /*
      * peer[i] is the i-th peer of the list `mapped`. The list is the one
@@ -61,7 +45,34 @@ typedef struct {
     ngx_http_upstream_rr_peer_t   **peer;
 
     ngx_str_t                       ring_id;     /* $chash_ring */
+
+    /* chash_snapshot / chash_migrate: the rings and peers come from files */
+    ngx_flag_t                      flavor_set;
+    ngx_chash_source_t             *snap;
+    ngx_chash_source_t             *next;
+    ngx_http_complex_value_t       *subset;
+    ngx_http_complex_value_t       *rollout;     /* NULL: rollout_ppm */
+    ngx_int_t                       rollout_ppm;
+    ngx_http_complex_value_t       *scope;       /* NULL: in */
+    ngx_uint_t                      max_fails;
+    time_t                          fail_timeout;
+    ngx_uint_t                      max_conns;
+    ngx_http_upstream_server_t     *placeholder;
+    ngx_str_t                       rollout_text;
 } ngx_http_upstream_chash_srv_conf_t;
+
+
+typedef struct {
+    ngx_chash_status_t              status;
+} ngx_http_upstream_chash_main_conf_t;
+
+
+/* A generation's peers (ngx_chash_gen_t.peers): nginx's round robin list,
+ * built by ngx_http_upstream_init_round_robin as for `server` lines. */
+typedef struct {
+    ngx_http_upstream_rr_peers_t   *peers;
+    ngx_http_upstream_rr_peer_t   **peer;        /* by index */
+} ngx_http_upstream_chash_gen_peers_t;
 
 
 typedef struct {
@@ -69,11 +80,14 @@ typedef struct {
     ngx_http_upstream_rr_peer_data_t     rrp;
     ngx_http_upstream_chash_srv_conf_t  *conf;
     ngx_str_t                            key;
-    ngx_uint_t                           tries;
-    uint32_t                             node;     /* nginx: current point's */
-    chash_cursor                         cursor;   /* nginx: next point */
-    chash_distinct_walk                 *walk;     /* pingora: 8 KiB */
-    ngx_event_get_peer_pt                get_rr_peer;
+    ngx_chash_walk_t                     walk;
+    ngx_uint_t                           flavor;
+    ngx_http_upstream_rr_peer_t        **peer;
+    ngx_chash_nodes_t                   *nodes;
+    ngx_chash_gen_t                     *gen;       /* NULL: server lines */
+    ngx_str_t                           *ring_id;
+    ngx_str_t                            choice;    /* "", old, new */
+    ngx_str_t                            subset;    /* "" for the whole ring */
 } ngx_http_upstream_chash_peer_data_t;
 
 
@@ -81,22 +95,52 @@ static ngx_int_t ngx_http_upstream_chash_init(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
-static ngx_int_t ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc,
+static ngx_int_t ngx_http_upstream_chash_get(ngx_peer_connection_t *pc,
     void *data);
-static ngx_int_t ngx_http_upstream_chash_get_pingora(
-    ngx_peer_connection_t *pc, void *data);
 static ngx_int_t ngx_http_upstream_chash_add_variables(ngx_conf_t *cf);
 static void *ngx_http_upstream_chash_create_conf(ngx_conf_t *cf);
 static char *ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_upstream_chash_snapshot(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static char *ngx_http_upstream_chash_migrate(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
+static ngx_int_t ngx_http_upstream_chash_init_process(ngx_cycle_t *cycle);
+static char *ngx_http_upstream_chash_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void *ngx_http_upstream_chash_create_main_conf(ngx_conf_t *cf);
+static ngx_int_t ngx_http_upstream_chash_postconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chash_srv_conf_t *ccf);
 
 
 static ngx_command_t  ngx_http_upstream_chash_commands[] = {
 
     { ngx_string("chash"),
-      NGX_HTTP_UPS_CONF|NGX_CONF_TAKE123,
+      NGX_HTTP_UPS_CONF|NGX_CONF_TAKE1234,
       ngx_http_upstream_chash,
       NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("chash_snapshot"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
+      ngx_http_upstream_chash_snapshot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("chash_migrate"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
+      ngx_http_upstream_chash_migrate,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("chash_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_upstream_chash_status,
+      0,
       0,
       NULL },
 
@@ -106,9 +150,9 @@ static ngx_command_t  ngx_http_upstream_chash_commands[] = {
 
 static ngx_http_module_t  ngx_http_upstream_chash_module_ctx = {
     ngx_http_upstream_chash_add_variables, /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_upstream_chash_postconfiguration, /* postconfiguration */
 
-    NULL,                                  /* create main configuration */
+    ngx_http_upstream_chash_create_main_conf, /* create main configuration */
     NULL,                                  /* init main configuration */
 
     ngx_http_upstream_chash_create_conf,   /* create server configuration */
@@ -126,17 +170,12 @@ ngx_module_t  ngx_http_upstream_chash_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_upstream_chash_init_process,  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
-};
-
-
-static const char  *ngx_http_upstream_chash_flavors[] = {
-    "nginx", "pingora-v1", "pingora-v2"
 };
 
 
@@ -149,17 +188,17 @@ ngx_http_upstream_chash_map_peers(ngx_http_upstream_chash_srv_conf_t *ccf,
     ngx_http_upstream_rr_peer_t  *peer;
 
     for (peer = peers->peer, i = 0; peer; peer = peer->next, i++) {
-        if (i == ccf->npeers) {
+        if (i == ccf->nodes.npeers) {
             break;
         }
 
         ccf->peer[i] = peer;
     }
 
-    if (i != ccf->npeers || peer != NULL) {
+    if (i != ccf->nodes.npeers || peer != NULL) {
         ngx_log_error(NGX_LOG_ALERT, log, 0,
                       "chash: upstream \"%V\" has %ui peers, not %ui",
-                      peers->name, i, ccf->npeers);
+                      peers->name, i, ccf->nodes.npeers);
         return NGX_ERROR;
     }
 
@@ -169,241 +208,32 @@ ngx_http_upstream_chash_map_peers(ngx_http_upstream_chash_srv_conf_t *ccf,
 }
 
 
-typedef struct {
-    ngx_str_t   *server;
-    ngx_uint_t   index;      /* in the peer list */
-} ngx_http_upstream_chash_text_t;
-
-
-typedef struct {
-    ngx_uint_t   start;      /* in the sorted texts */
-    ngx_uint_t   end;
-    ngx_uint_t   index;      /* the run's first peer */
-} ngx_http_upstream_chash_run_t;
-
-
-static int ngx_libc_cdecl
-ngx_http_upstream_chash_cmp_text(const void *one, const void *two)
-{
-    const ngx_http_upstream_chash_text_t  *a = one, *b = two;
-
-    int  rc;
-
-    rc = ngx_memcmp(a->server->data, b->server->data,
-                    ngx_min(a->server->len, b->server->len));
-
-    if (rc != 0) {
-        return rc < 0 ? -1 : 1;
-    }
-
-    if (a->server->len != b->server->len) {
-        return a->server->len < b->server->len ? -1 : 1;
-    }
-
-    return a->index < b->index ? -1 : (a->index > b->index);
-}
-
-
-static int ngx_libc_cdecl
-ngx_http_upstream_chash_cmp_run(const void *one, const void *two)
-{
-    const ngx_http_upstream_chash_run_t  *a = one, *b = two;
-
-    return a->index < b->index ? -1 : (a->index > b->index);
-}
-
-
-static ngx_int_t
-ngx_http_upstream_chash_add(ngx_conf_t *cf,
-    ngx_http_upstream_chash_srv_conf_t *ccf, chash_builder *b,
-    ngx_str_t *server, ngx_uint_t weight)
-{
-    if (chash_builder_add(b, (const char *) server->data, server->len,
-                          (uint32_t) weight)
-        != CHASH_OK)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "chash flavor=%s: server \"%V\": %s",
-                           ngx_http_upstream_chash_flavors[ccf->flavor],
-                           server, chash_builder_error(b));
-        return NGX_DECLINED;
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * Nodes of the nginx flavour: peers with one server text share one chain of
- * points in nginx (the chain of the largest weight among them, since the
- * chain of weight w is a prefix of the chain of any larger weight), and
- * nginx picks among them by server text. Node ids follow the first peer of
- * each text, so chash's "first listed wins" tie-break is nginx's.
- * Returns NGX_OK, NGX_ERROR (no memory) or NGX_DECLINED (logged).
- */
-static ngx_int_t
-ngx_http_upstream_chash_group(ngx_conf_t *cf,
-    ngx_http_upstream_chash_srv_conf_t *ccf, chash_builder *b)
-{
-    ngx_int_t                        rc;
-    ngx_uint_t                       i, j, k, n, weight, nruns;
-    ngx_http_upstream_chash_run_t   *runs;
-    ngx_http_upstream_chash_text_t  *text;
-
-    n = ccf->npeers;
-
-    text = ngx_alloc(n * sizeof(ngx_http_upstream_chash_text_t), cf->log);
-    runs = ngx_alloc(n * sizeof(ngx_http_upstream_chash_run_t), cf->log);
-
-    if (text == NULL || runs == NULL) {
-        rc = NGX_ERROR;
-        goto done;
-    }
-
-    for (i = 0; i < n; i++) {
-        text[i].server = &ccf->peer[i]->server;
-        text[i].index = i;
-    }
-
-    ngx_qsort(text, n, sizeof(ngx_http_upstream_chash_text_t),
-              ngx_http_upstream_chash_cmp_text);
-
-    nruns = 0;
-
-    for (i = 0; i < n; i = j) {
-        for (j = i + 1; j < n; j++) {
-            if (text[j].server->len != text[i].server->len
-                || ngx_memcmp(text[j].server->data, text[i].server->data,
-                              text[i].server->len) != 0)
-            {
-                break;
-            }
-        }
-
-        runs[nruns].start = i;
-        runs[nruns].end = j;
-        runs[nruns].index = text[i].index;    /* smallest: sorted by index */
-        nruns++;
-    }
-
-    ngx_qsort(runs, nruns, sizeof(ngx_http_upstream_chash_run_t),
-              ngx_http_upstream_chash_cmp_run);
-
-    ccf->nnodes = nruns;
-    ccf->node_first = ngx_palloc(cf->pool, (nruns + 1) * sizeof(ngx_uint_t));
-    ccf->node_peers = ngx_palloc(cf->pool, n * sizeof(ngx_uint_t));
-
-    if (ccf->node_first == NULL || ccf->node_peers == NULL) {
-        rc = NGX_ERROR;
-        goto done;
-    }
-
-    rc = NGX_OK;
-
-    for (k = 0, j = 0; k < nruns; k++) {
-        ccf->node_first[k] = j;
-        weight = 0;
-
-        for (i = runs[k].start; i < runs[k].end; i++) {
-            ccf->node_peers[j++] = text[i].index;
-            weight = ngx_max(weight,
-                             (ngx_uint_t) ccf->peer[text[i].index]->weight);
-        }
-
-        rc = ngx_http_upstream_chash_add(cf, ccf, b,
-                                         text[runs[k].start].server, weight);
-        if (rc != NGX_OK) {
-            goto done;
-        }
-    }
-
-    ccf->node_first[nruns] = j;
-
-done:
-
-    if (text) {
-        ngx_free(text);
-    }
-
-    if (runs) {
-        ngx_free(runs);
-    }
-
-    return rc;
-}
-
-
-static ngx_int_t
-ngx_http_upstream_chash_one_per_peer(ngx_conf_t *cf,
-    ngx_http_upstream_chash_srv_conf_t *ccf, chash_builder *b)
-{
-    ngx_uint_t   i, n;
-    ngx_str_t   *server;
-
-    n = ccf->npeers;
-
-    ccf->nnodes = n;
-    ccf->node_first = ngx_palloc(cf->pool, (n + 1) * sizeof(ngx_uint_t));
-    ccf->node_peers = ngx_palloc(cf->pool, n * sizeof(ngx_uint_t));
-
-    if (ccf->node_first == NULL || ccf->node_peers == NULL) {
-        return NGX_ERROR;
-    }
-
-    for (i = 0; i < n; i++) {
-        ccf->node_first[i] = i;
-        ccf->node_peers[i] = i;
-
-        /* the builder refuses anything but IP:port: one peer a line */
-        server = &ccf->peer[i]->server;
-
-        if (ngx_http_upstream_chash_add(cf, ccf, b, server,
-                                        ccf->peer[i]->weight)
-            != NGX_OK)
-        {
-            return NGX_DECLINED;
-        }
-    }
-
-    ccf->node_first[n] = n;
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_upstream_chash_cleanup(void *data)
-{
-    ngx_http_upstream_chash_srv_conf_t  *ccf = data;
-
-    chash_ring_free(ccf->ring);
-    ccf->ring = NULL;
-}
-
-
-static uint64_t
-ngx_http_upstream_chash_usec(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-
 static ngx_int_t
 ngx_http_upstream_chash_init(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
 {
-    int                                  rc;
-    uint8_t                              fingerprint[CHASH_FINGERPRINT_SIZE];
-    uint64_t                             start, build_us;
-    ngx_int_t                            grc;
-    chash_builder                       *b;
-    ngx_pool_cleanup_t                  *cln;
-    chash_memory_usage                   mem;
+    ngx_uint_t                           i, n, *weights;
+    ngx_str_t                          **texts;
     ngx_http_upstream_rr_peers_t        *peers;
     ngx_http_upstream_chash_srv_conf_t  *ccf;
+
+    ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chash_module);
+
+    if (ccf->snap) {
+        return ngx_http_upstream_chash_init_snapshot(cf, us, ccf);
+    }
+
+    if (ccf->next) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash_migrate in upstream "
+                           "\"%V\" needs chash_snapshot", &us->host);
+        return NGX_ERROR;
+    }
+
+    if (ccf->subset) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash subset= in upstream "
+                           "\"%V\" needs chash_snapshot (subsets are stored "
+                           "in snapshots)", &us->host);
+        return NGX_ERROR;
+    }
 
     if (ngx_http_upstream_init_round_robin(cf, us) != NGX_OK) {
         return NGX_ERROR;
@@ -411,13 +241,14 @@ ngx_http_upstream_chash_init(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
 
     us->peer.init = ngx_http_upstream_chash_init_peer;
 
-    ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chash_module);
     peers = us->peer.data;
 
-    ccf->npeers = peers->number;
-    ccf->peer = ngx_palloc(cf->pool,
-                           ccf->npeers * sizeof(ngx_http_upstream_rr_peer_t *));
-    if (ccf->peer == NULL) {
+    n = peers->number;
+    ccf->nodes.npeers = n;
+    ccf->peer = ngx_palloc(cf->pool, n * sizeof(ngx_http_upstream_rr_peer_t *));
+    texts = ngx_palloc(cf->temp_pool, n * sizeof(ngx_str_t *));
+    weights = ngx_palloc(cf->temp_pool, n * sizeof(ngx_uint_t));
+    if (ccf->peer == NULL || texts == NULL || weights == NULL) {
         return NGX_ERROR;
     }
 
@@ -425,100 +256,359 @@ ngx_http_upstream_chash_init(ngx_conf_t *cf, ngx_http_upstream_srv_conf_t *us)
         return NGX_ERROR;
     }
 
-    start = ngx_http_upstream_chash_usec();
+    for (i = 0; i < n; i++) {
+        texts[i] = &ccf->peer[i]->server;
+        weights[i] = (ngx_uint_t) ccf->peer[i]->weight;
+    }
 
-    rc = chash_builder_new((chash_flavor) ccf->flavor,
-                           (uint32_t) ccf->multiple, &b);
-    if (rc != CHASH_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
-                           chash_strerror(rc));
+    return ngx_chash_build_from_servers(cf, &us->host, ccf->flavor,
+                                        ccf->multiple, texts, weights, n,
+                                        &ccf->nodes, &ccf->ring,
+                                        &ccf->ring_id);
+}
+
+
+/*
+ * Runs on a thread of the pool (or at configuration time): the peers of a
+ * snapshot as nginx's round robin builds them from `server` lines, from the
+ * generation's pool only. No logging: a refusal goes into err.
+ */
+static ngx_int_t
+ngx_http_upstream_chash_build_peers(ngx_chash_source_t *src,
+    ngx_chash_gen_t *gen, u_char *err, size_t len)
+{
+    ngx_http_upstream_chash_srv_conf_t  *ccf = src->module_conf;
+
+    ngx_uint_t                            i, n;
+    ngx_url_t                             u;
+    ngx_conf_t                            cf;
+    ngx_http_upstream_server_t           *server;
+    ngx_http_upstream_rr_peer_t          *peer;
+    ngx_http_upstream_srv_conf_t          us;
+    ngx_http_upstream_chash_gen_peers_t  *gp;
+
+    n = gen->nodes.npeers;
+
+    ngx_memzero(&us, sizeof(ngx_http_upstream_srv_conf_t));
+    us.host = *src->upstream;
+    us.servers = ngx_array_create(gen->pool, n,
+                                  sizeof(ngx_http_upstream_server_t));
+    gp = ngx_palloc(gen->pool, sizeof(ngx_http_upstream_chash_gen_peers_t));
+    if (us.servers == NULL || gp == NULL) {
+        ngx_snprintf(err, len, "no memory%Z");
         return NGX_ERROR;
     }
 
-    /* refuse only what libchash cannot hold (2^31 - 1 points, 12 GiB of
-     * columns), not its 2^30 default: nginx's own hash has no limit */
-    rc = chash_builder_set_max_points(b, 0x7fffffff);
-    if (rc != CHASH_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
-                           chash_strerror(rc));
-        chash_builder_free(b);
+    for (i = 0; i < n; i++) {
+        ngx_memzero(&u, sizeof(ngx_url_t));
+        u.url = gen->addresses[i];
+        u.default_port = 80;
+
+        if (ngx_parse_url(gen->pool, &u) != NGX_OK || u.naddrs == 0) {
+            ngx_snprintf(err, len, "node %ui \"%V\": %s%Z", i,
+                         &gen->addresses[i], u.err ? u.err : "no address");
+            return NGX_ERROR;
+        }
+
+        server = ngx_array_push(us.servers);
+        ngx_memzero(server, sizeof(ngx_http_upstream_server_t));
+        server->name = gen->addresses[i];
+        server->addrs = u.addrs;
+        server->naddrs = 1;
+        /* a drained node (weight 0) owns no points: a down peer */
+        server->weight = gen->weights[i] ? gen->weights[i] : 1;
+        server->down = gen->weights[i] == 0;
+        server->max_fails = ccf->max_fails;
+        server->fail_timeout = ccf->fail_timeout;
+        server->max_conns = ccf->max_conns;
+    }
+
+    ngx_memzero(&cf, sizeof(ngx_conf_t));
+    cf.pool = gen->pool;
+    cf.temp_pool = gen->pool;
+    cf.log = ngx_cycle->log;
+    cf.cycle = (ngx_cycle_t *) ngx_cycle;
+
+    if (ngx_http_upstream_init_round_robin(&cf, &us) != NGX_OK) {
+        ngx_snprintf(err, len, "the peer list could not be built%Z");
         return NGX_ERROR;
     }
 
-    if (ccf->flavor == CHASH_FLAVOR_NGINX) {
-        grc = ngx_http_upstream_chash_group(cf, ccf, b);
-
-    } else {
-        grc = ngx_http_upstream_chash_one_per_peer(cf, ccf, b);
-    }
-
-    if (grc != NGX_OK) {
-        chash_builder_free(b);
+    gp->peers = us.peer.data;
+    gp->peers->name = src->upstream;     /* not the stack's copy */
+    gp->peer = ngx_palloc(gen->pool, n * sizeof(ngx_http_upstream_rr_peer_t *));
+    if (gp->peer == NULL) {
+        ngx_snprintf(err, len, "no memory%Z");
         return NGX_ERROR;
     }
 
-    cln = ngx_pool_cleanup_add(cf->pool, 0);
-    if (cln == NULL) {
-        chash_builder_free(b);
+    for (peer = gp->peers->peer, i = 0; peer && i < n; peer = peer->next, i++) {
+        gp->peer[i] = peer;
+    }
+
+    if (i != n || peer != NULL) {
+        ngx_snprintf(err, len, "%ui peers for %ui nodes%Z", i, n);
         return NGX_ERROR;
     }
 
-    rc = chash_builder_build(b, &ccf->ring);     /* consumes b */
-    if (rc != CHASH_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "chash in upstream \"%V\": %s", &us->host,
-                           chash_last_error());
-        return NGX_ERROR;
-    }
-
-    cln->handler = ngx_http_upstream_chash_cleanup;
-    cln->data = ccf;
-
-    build_us = ngx_http_upstream_chash_usec() - start;
-
-    if (chash_ring_memory_usage(ccf->ring, &mem) != CHASH_OK
-        || chash_ring_fingerprint(ccf->ring, fingerprint) != CHASH_OK)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
-                           chash_last_error());
-        return NGX_ERROR;
-    }
-
-    /* $chash_ring: the first 8 bytes of the routing fingerprint, in hex */
-    ccf->ring_id.len = 16;
-    ccf->ring_id.data = ngx_pnalloc(cf->pool, ccf->ring_id.len);
-    if (ccf->ring_id.data == NULL) {
-        return NGX_ERROR;
-    }
-
-    ngx_hex_dump(ccf->ring_id.data, fingerprint, ccf->ring_id.len / 2);
-
-    ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0,
-                       "chash upstream \"%V\": flavor=%s multiple=%uD, "
-                       "%ui peers, %uD nodes, %uL points, %uL collisions, "
-                       "%uL bytes (columns %uL, index %uL, collision table "
-                       "%uL, nodes %uL), ring %V, built in %uL us",
-                       &us->host, ngx_http_upstream_chash_flavors[ccf->flavor],
-                       chash_ring_point_multiple(ccf->ring), ccf->npeers,
-                       chash_ring_num_nodes(ccf->ring),
-                       chash_ring_num_points(ccf->ring),
-                       chash_ring_points_generated(ccf->ring)
-                       - chash_ring_num_points(ccf->ring),
-                       mem.column_bytes + mem.index_bytes
-                       + mem.collision_table_bytes + mem.other_bytes,
-                       mem.column_bytes, mem.index_bytes,
-                       mem.collision_table_bytes, mem.other_bytes,
-                       &ccf->ring_id, build_us);
+    gen->peers = gp;
 
     return NGX_OK;
 }
 
 
 static ngx_int_t
+ngx_http_upstream_chash_init_snapshot(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chash_srv_conf_t *ccf)
+{
+    ngx_uint_t                            i;
+    ngx_chash_source_t                   *srcs[2];
+    ngx_http_upstream_chash_main_conf_t  *mcf;
+
+    if (us->servers->nelts != 1
+        || us->servers->elts != (void *) ccf->placeholder)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
+                           "chash_snapshot: its servers are the snapshot's "
+                           "nodes; remove its `server` lines", &us->host);
+        return NGX_ERROR;
+    }
+
+    if (us->shm_zone) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
+                           "chash_snapshot: `zone` is not supported (its "
+                           "peers change with the file, per worker)",
+                           &us->host);
+        return NGX_ERROR;
+    }
+
+    if (ccf->multiple) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\": "
+                           "\"multiple=\" comes from the snapshot with "
+                           "chash_snapshot", &us->host);
+        return NGX_ERROR;
+    }
+
+    srcs[0] = ccf->snap;
+    srcs[1] = ccf->next;
+
+    if (ccf->next) {
+        /* the new file's backends are checked against the old one's */
+        ccf->next->partner = ccf->snap;
+        ccf->snap->seed = ccf->next->seed;
+        ccf->snap->allow_mismatch = ccf->next->allow_mismatch;
+    }
+
+    for (i = 0; i < 2 && srcs[i]; i++) {
+        srcs[i]->upstream = &us->host;
+        srcs[i]->flavor = ccf->flavor_set ? (ngx_int_t) ccf->flavor : -1;
+        srcs[i]->module_conf = ccf;
+        srcs[i]->build_peers = ngx_http_upstream_chash_build_peers;
+
+        if (ngx_chash_source_init_conf(cf, srcs[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (ccf->next) {
+        ccf->snap->partner = ccf->next;
+    }
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_chash_module);
+
+    if (ngx_chash_status_register(cf, &mcf->status, &us->host, ccf->snap,
+                                  ccf->next, &ccf->rollout_text)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    us->peer.init = ngx_http_upstream_chash_init_peer;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_upstream_chash_init_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                            i;
+    ngx_http_upstream_srv_conf_t        **uscfp;
+    ngx_http_upstream_main_conf_t        *umcf;
+    ngx_http_upstream_chash_srv_conf_t   *ccf;
+
+    umcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_upstream_module);
+    if (umcf == NULL) {
+        return NGX_OK;
+    }
+
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->srv_conf == NULL
+            || uscfp[i]->peer.init_upstream != ngx_http_upstream_chash_init)
+        {
+            continue;
+        }
+
+        ccf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                              ngx_http_upstream_chash_module);
+
+        if (ccf->snap
+            && ngx_chash_source_init_worker(cycle, ccf->snap) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        if (ccf->next
+            && ngx_chash_source_init_worker(cycle, ccf->next) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_upstream_chash_get_nowhere(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_upstream_chash_peer_data_t  *hp = data;
+
+    pc->name = hp->rrp.peers->name;
+
+    return NGX_BUSY;
+}
+
+
+/*
+ * A request on a snapshot upstream: the ring (old or new of a migration) it
+ * keeps for all its tries, held until its pool goes; its subset's mask.
+ */
+static ngx_int_t
+ngx_http_upstream_chash_init_snapshot_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us, ngx_http_upstream_chash_srv_conf_t *ccf,
+    ngx_http_upstream_chash_peer_data_t *hp)
+{
+    ngx_int_t                             ppm;
+    ngx_str_t                             v;
+    ngx_uint_t                            words, side;
+    ngx_chash_gen_t                      *gen;
+    ngx_chash_subset_t                   *sub;
+    ngx_http_upstream_srv_conf_t          fus;
+    ngx_http_upstream_chash_gen_peers_t  *gp;
+
+    gen = ccf->snap->current;
+    side = 0;
+    ngx_str_null(&hp->choice);
+
+    if (ccf->next) {
+        ngx_str_set(&hp->choice, "old");
+        ppm = ccf->rollout_ppm;
+
+        if (ccf->rollout) {
+            if (ngx_http_complex_value(r, ccf->rollout, &v) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            ppm = ngx_chash_parse_rollout(v.data, v.len);
+
+            if (ppm == NGX_ERROR) {
+                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                              "chash_migrate in upstream \"%V\": rollout "
+                              "\"%V\" is not 0..1 or 0%%..100%%: old ring",
+                              &us->host, &v);
+                ppm = 0;
+            }
+        }
+
+        v.len = 2;
+        v.data = (u_char *) "in";
+
+        if (ccf->scope
+            && ngx_http_complex_value(r, ccf->scope, &v) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        if (ngx_chash_scope_in(&v)
+            && ngx_chash_migration_new_side(&hp->key, ccf->next->seed,
+                                            (uint32_t) ppm))
+        {
+            gen = ccf->next->current;
+            side = 1;
+            ngx_str_set(&hp->choice, "new");
+        }
+    }
+
+    if (ngx_chash_gen_hold(gen, r->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    gp = gen->peers;
+    hp->gen = gen;
+    hp->flavor = gen->info.flavor;
+    hp->peer = gp->peer;
+    hp->nodes = &gen->nodes;
+    hp->ring_id = &gen->ring_id;
+
+    fus = *us;
+    fus.peer.data = gp->peers;
+
+    if (ngx_http_upstream_init_round_robin_peer(r, &fus) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    r->upstream->peer.get = ngx_http_upstream_chash_get;
+
+    sub = NULL;
+    ngx_str_null(&hp->subset);
+
+    if (ccf->subset) {
+        if (ngx_http_complex_value(r, ccf->subset, &hp->subset) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        if (hp->subset.len) {
+            sub = ngx_chash_gen_subset(gen, &hp->subset);
+
+            if (sub == NULL || chash_node_mask_count_available(sub->mask) == 0)
+            {
+                /* isolation over availability: never the whole ring */
+                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                              "chash upstream \"%V\": %s subset \"%V\" in "
+                              "config version %V", &us->host,
+                              sub ? "empty" : "no", &hp->subset,
+                              &gen->version);
+                r->upstream->peer.get = ngx_http_upstream_chash_get_nowhere;
+                r->upstream->peer.tries = 1;
+                ngx_chash_status_count(ccf->snap, side, -1, 1);
+                return NGX_OK;
+            }
+
+            /* the peers outside the subset count as tried: nginx's round
+             * robin after 20 tries stays inside it */
+            words = (gen->nodes.npeers + 8 * sizeof(uintptr_t) - 1)
+                    / (8 * sizeof(uintptr_t));
+            ngx_memcpy(hp->rrp.tried, sub->outside, words * sizeof(uintptr_t));
+            r->upstream->peer.tries = ngx_max(sub->live, 1);
+        }
+    }
+
+    ngx_chash_status_count(ccf->snap, side, sub ? sub - gen->subsets : -1, 0);
+
+    return ngx_chash_walk_init_masked(&hp->walk, hp->flavor, gen->ring,
+                                      sub ? sub->mask : NULL, &hp->key,
+                                      r->pool);
+}
+
+
+
+static ngx_int_t
 ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us)
 {
-    uint32_t                              hash;
     ngx_http_upstream_chash_srv_conf_t   *ccf;
     ngx_http_upstream_chash_peer_data_t  *hp;
 
@@ -528,10 +618,6 @@ ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
     }
 
     r->upstream->peer.data = &hp->rrp;
-
-    if (ngx_http_upstream_init_round_robin_peer(r, us) != NGX_OK) {
-        return NGX_ERROR;
-    }
 
     ccf = ngx_http_conf_upstream_srv_conf(us, ngx_http_upstream_chash_module);
 
@@ -543,58 +629,45 @@ ngx_http_upstream_chash_init_peer(ngx_http_request_t *r,
                    "upstream chash key:\"%V\"", &hp->key);
 
     hp->conf = ccf;
-    hp->tries = 0;
-    hp->get_rr_peer = ngx_http_upstream_get_round_robin_peer;
 
-    hash = ngx_crc32_long(hp->key.data, hp->key.len);
+    /* for the $chash_* variables, which other modules' data may hide */
+    ngx_http_set_ctx(r, hp, ngx_http_upstream_chash_module);
 
-    if (ccf->flavor == CHASH_FLAVOR_NGINX) {
-        r->upstream->peer.get = ngx_http_upstream_chash_get_nginx;
-
-        /* the ring is immutable: no lock, unlike nginx's rlock */
-        if (chash_ring_walk(ccf->ring, hash, &hp->cursor) != CHASH_OK) {
-            return NGX_ERROR;
-        }
-
-        hp->node = chash_cursor_next(&hp->cursor);
-
-    } else {
-        r->upstream->peer.get = ngx_http_upstream_chash_get_pingora;
-
-        hp->walk = ngx_palloc(r->pool, sizeof(chash_distinct_walk));
-        if (hp->walk == NULL) {
-            return NGX_ERROR;
-        }
-
-        if (chash_ring_walk_distinct(ccf->ring, hash, hp->walk) != CHASH_OK) {
-            return NGX_ERROR;
-        }
+    if (ccf->snap) {
+        return ngx_http_upstream_chash_init_snapshot_peer(r, us, ccf, hp);
     }
 
-    return NGX_OK;
+    if (ngx_http_upstream_init_round_robin_peer(r, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    hp->gen = NULL;
+    hp->flavor = ccf->flavor;
+    hp->peer = ccf->peer;
+    hp->nodes = &ccf->nodes;
+    hp->ring_id = &ccf->ring_id;
+    ngx_str_null(&hp->choice);
+    ngx_str_null(&hp->subset);
+
+    r->upstream->peer.get = ngx_http_upstream_chash_get;
+
+    return ngx_chash_walk_init(&hp->walk, ccf->flavor, ccf->ring, &hp->key,
+                               r->pool);
 }
 
 
-/* Mirrors ngx_http_upstream_get_chash_peer() of nginx 1.22.1, step for step. */
-/*
- * Whether peer i may be tried now, by the rules nginx's hash balancer
- * applies to each candidate: not tried by this request, not down, not over
- * max_fails within fail_timeout, not at max_conns. Call with the peers
- * locked.
- */
 static ngx_uint_t
-ngx_http_upstream_chash_peer_usable(ngx_http_upstream_chash_peer_data_t *hp,
-    ngx_uint_t i, ngx_http_upstream_rr_peer_t *peer, time_t now)
+ngx_http_upstream_chash_usable(void *data, ngx_uint_t i, time_t now)
 {
-    uintptr_t   m;
-    ngx_uint_t  n;
+    ngx_http_upstream_chash_peer_data_t  *hp = data;
 
-    n = i / (8 * sizeof(uintptr_t));
-    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+    ngx_http_upstream_rr_peer_t  *peer;
 
-    if (hp->rrp.tried[n] & m) {
+    if (ngx_chash_tried(hp->rrp.tried, i)) {
         return 0;
     }
+
+    peer = hp->peer[i];
 
     if (peer->down) {
         return 0;
@@ -615,16 +688,42 @@ ngx_http_upstream_chash_peer_usable(ngx_http_upstream_chash_peer_data_t *hp,
 }
 
 
+static void
+ngx_http_upstream_chash_weights(void *data, ngx_uint_t i, ngx_int_t **current,
+    ngx_int_t **effective, ngx_int_t *weight)
+{
+    ngx_http_upstream_chash_peer_data_t  *hp = data;
+
+    ngx_http_upstream_rr_peer_t  *peer;
+
+    peer = hp->peer[i];
+
+    *current = &peer->current_weight;
+    *effective = &peer->effective_weight;
+    *weight = peer->weight;
+}
+
+
+static const ngx_chash_peer_ops_t  ngx_http_upstream_chash_peer_ops = {
+    ngx_http_upstream_chash_usable,
+    ngx_http_upstream_chash_weights
+};
+
+
+/*
+ * One try: the core's pick over this upstream's peers, then nginx's round
+ * robin bookkeeping for the peer chosen, as `hash` does. nginx flavour: round
+ * robin for a single peer, an empty key, or past 20 ring tries; pingora:
+ * NGX_BUSY when the walk has visited every node.
+ */
 static ngx_int_t
-ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc, void *data)
+ngx_http_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
 {
     ngx_http_upstream_chash_peer_data_t  *hp = data;
 
     time_t                               now;
-    uintptr_t                            m;
-    ngx_int_t                            total;
-    ngx_uint_t                           i, j, n, best_i;
-    ngx_http_upstream_rr_peer_t         *peer, *best;
+    ngx_int_t                            i;
+    ngx_http_upstream_rr_peer_t         *peer;
     ngx_http_upstream_rr_peers_t        *peers;
     ngx_http_upstream_chash_srv_conf_t  *ccf;
 
@@ -636,12 +735,14 @@ ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc, void *data)
 
     ngx_http_upstream_rr_peers_wlock(peers);
 
-    if (hp->tries > NGX_CHASH_MAX_TRIES || peers->single || hp->key.len == 0) {
+    if (hp->flavor == CHASH_FLAVOR_NGINX
+        && (peers->single || hp->key.len == 0))
+    {
         ngx_http_upstream_rr_peers_unlock(peers);
-        return hp->get_rr_peer(pc, &hp->rrp);
+        return ngx_http_upstream_get_round_robin_peer(pc, &hp->rrp);
     }
 
-    if (ccf->mapped != peers
+    if (hp->gen == NULL && ccf->mapped != peers
         && ngx_http_upstream_chash_map_peers(ccf, peers, pc->log) != NGX_OK)
     {
         ngx_http_upstream_rr_peers_unlock(peers);
@@ -653,134 +754,21 @@ ngx_http_upstream_chash_get_nginx(ngx_peer_connection_t *pc, void *data)
 
     now = ngx_time();
 
-    for ( ;; ) {
+    i = ngx_chash_pick(&hp->walk, hp->nodes,
+                       &ngx_http_upstream_chash_peer_ops, hp, now, pc->log);
 
-        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
-                       "chash node:%uD", hp->node);
-
-        best = NULL;
-        best_i = 0;
-        total = 0;
-
-        /* the peers with this point's server text, in list order */
-
-        for (j = ccf->node_first[hp->node];
-             j < ccf->node_first[hp->node + 1];
-             j++)
-        {
-            i = ccf->node_peers[j];
-            peer = ccf->peer[i];
-
-            if (!ngx_http_upstream_chash_peer_usable(hp, i, peer, now)) {
-                continue;
-            }
-
-            peer->current_weight += peer->effective_weight;
-            total += peer->effective_weight;
-
-            if (peer->effective_weight < peer->weight) {
-                peer->effective_weight++;
-            }
-
-            if (best == NULL || peer->current_weight > best->current_weight) {
-                best = peer;
-                best_i = i;
-            }
-        }
-
-        if (best) {
-            best->current_weight -= total;
-            break;
-        }
-
-        hp->node = chash_cursor_next(&hp->cursor);   /* nginx: hp->hash++ */
-        hp->tries++;
-
-        if (hp->tries > NGX_CHASH_MAX_TRIES) {
-            ngx_http_upstream_rr_peers_unlock(peers);
-            return hp->get_rr_peer(pc, &hp->rrp);
-        }
-    }
-
-    hp->rrp.current = best;
-
-    pc->sockaddr = best->sockaddr;
-    pc->socklen = best->socklen;
-    pc->name = &best->name;
-
-    best->conns++;
-
-    if (now - best->checked > best->fail_timeout) {
-        best->checked = now;
-    }
-
-    ngx_http_upstream_rr_peers_unlock(peers);
-
-    n = best_i / (8 * sizeof(uintptr_t));
-    m = (uintptr_t) 1 << best_i % (8 * sizeof(uintptr_t));
-
-    hp->rrp.tried[n] |= m;
-
-    return NGX_OK;
-}
-
-
-/*
- * pingora flavours: each node once, in ring order from the key's point; a
- * node is skipped when its peer was tried in this request, is down, has
- * failed max_fails times within fail_timeout, or is at max_conns. When the
- * walk has visited every node, no live peer is left: NGX_BUSY, as round
- * robin answers when every peer failed ("no live upstreams").
- */
-static ngx_int_t
-ngx_http_upstream_chash_get_pingora(ngx_peer_connection_t *pc, void *data)
-{
-    ngx_http_upstream_chash_peer_data_t  *hp = data;
-
-    time_t                               now;
-    uint32_t                             node;
-    uintptr_t                            m;
-    ngx_uint_t                           i, n;
-    ngx_http_upstream_rr_peer_t         *peer;
-    ngx_http_upstream_rr_peers_t        *peers;
-    ngx_http_upstream_chash_srv_conf_t  *ccf;
-
-    peers = hp->rrp.peers;
-    ccf = hp->conf;
-
-    ngx_http_upstream_rr_peers_wlock(peers);
-
-    if (ccf->mapped != peers
-        && ngx_http_upstream_chash_map_peers(ccf, peers, pc->log) != NGX_OK)
-    {
+    if (i == NGX_CHASH_FALLBACK) {
         ngx_http_upstream_rr_peers_unlock(peers);
-        return NGX_ERROR;
+        return ngx_http_upstream_get_round_robin_peer(pc, &hp->rrp);
     }
 
-    pc->cached = 0;
-    pc->connection = NULL;
-
-    now = ngx_time();
-
-    for ( ;; ) {
-        node = chash_distinct_walk_next(hp->walk);
-
-        if (node == CHASH_NO_NODE) {
-            pc->name = peers->name;
-            ngx_http_upstream_rr_peers_unlock(peers);
-            return NGX_BUSY;
-        }
-
-        i = ccf->node_peers[ccf->node_first[node]];
-        peer = ccf->peer[i];
-
-        if (ngx_http_upstream_chash_peer_usable(hp, i, peer, now)) {
-            break;
-        }
+    if (i == NGX_CHASH_EXHAUSTED) {
+        pc->name = peers->name;
+        ngx_http_upstream_rr_peers_unlock(peers);
+        return NGX_BUSY;
     }
 
-    n = i / (8 * sizeof(uintptr_t));
-    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+    peer = hp->peer[i];
 
     hp->rrp.current = peer;
 
@@ -796,42 +784,60 @@ ngx_http_upstream_chash_get_pingora(ngx_peer_connection_t *pc, void *data)
 
     ngx_http_upstream_rr_peers_unlock(peers);
 
-    hp->rrp.tried[n] |= m;
+    ngx_chash_set_tried(hp->rrp.tried, (ngx_uint_t) i);
 
     return NGX_OK;
 }
 
 
+enum {
+    NGX_CHASH_VAR_RING = 0,
+    NGX_CHASH_VAR_VERSION,
+    NGX_CHASH_VAR_CHOICE,
+    NGX_CHASH_VAR_SUBSET
+};
+
+
+/* $chash_ring, $chash_ring_version, $chash_ring_choice, $chash_subset: of
+ * the ring that routed this request (held by it until its pool goes). */
 static ngx_int_t
-ngx_http_upstream_chash_ring_variable(ngx_http_request_t *r,
+ngx_http_upstream_chash_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    ngx_http_upstream_srv_conf_t        *uscf;
-    ngx_http_upstream_chash_srv_conf_t  *ccf;
+    ngx_str_t                            *s;
+    ngx_http_upstream_chash_peer_data_t  *hp;
 
-    if (r->upstream == NULL
-        || r->upstream->upstream == NULL
-        || r->upstream->upstream->srv_conf == NULL)
-    {
+    hp = ngx_http_get_module_ctx(r, ngx_http_upstream_chash_module);
+
+    if (hp == NULL || hp->ring_id == NULL) {
         v->not_found = 1;
         return NGX_OK;
     }
 
-    uscf = r->upstream->upstream;
-    ccf = ngx_http_conf_upstream_srv_conf(uscf, ngx_http_upstream_chash_module);
-
-    if (ccf == NULL || ccf->ring == NULL
-        || uscf->peer.init != ngx_http_upstream_chash_init_peer)
-    {
-        v->not_found = 1;
-        return NGX_OK;
+    switch (data) {
+    case NGX_CHASH_VAR_RING:
+        s = hp->ring_id;
+        break;
+    case NGX_CHASH_VAR_VERSION:
+        if (hp->gen == NULL) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
+        s = &hp->gen->version;
+        break;
+    case NGX_CHASH_VAR_CHOICE:
+        s = &hp->choice;
+        break;
+    default:
+        s = &hp->subset;
+        break;
     }
 
-    v->len = ccf->ring_id.len;
+    v->len = s->len;
     v->valid = 1;
     v->no_cacheable = 0;
     v->not_found = 0;
-    v->data = ccf->ring_id.data;
+    v->data = s->data;
 
     return NGX_OK;
 }
@@ -840,15 +846,25 @@ ngx_http_upstream_chash_ring_variable(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_upstream_chash_add_variables(ngx_conf_t *cf)
 {
+    ngx_uint_t            i;
     ngx_http_variable_t  *var;
-    static ngx_str_t      name = ngx_string("chash_ring");
 
-    var = ngx_http_add_variable(cf, &name, NGX_HTTP_VAR_NOCACHEABLE);
-    if (var == NULL) {
-        return NGX_ERROR;
+    static ngx_str_t      names[] = {
+        ngx_string("chash_ring"),
+        ngx_string("chash_ring_version"),
+        ngx_string("chash_ring_choice"),
+        ngx_string("chash_subset")
+    };
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        var = ngx_http_add_variable(cf, &names[i], NGX_HTTP_VAR_NOCACHEABLE);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = ngx_http_upstream_chash_variable;
+        var->data = i;
     }
-
-    var->get_handler = ngx_http_upstream_chash_ring_variable;
 
     return NGX_OK;
 }
@@ -865,6 +881,8 @@ ngx_http_upstream_chash_create_conf(ngx_conf_t *cf)
     }
 
     conf->flavor = NGX_CONF_UNSET_UINT;
+    conf->max_fails = 1;
+    conf->fail_timeout = 10;
 
     return conf;
 }
@@ -908,8 +926,8 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             s.len = value[i].len - 7;
 
             for (f = 0; f < 3; f++) {
-                if (s.len == ngx_strlen(ngx_http_upstream_chash_flavors[f])
-                    && ngx_strncmp(s.data, ngx_http_upstream_chash_flavors[f],
+                if (s.len == ngx_strlen(ngx_chash_flavors[f])
+                    && ngx_strncmp(s.data, ngx_chash_flavors[f],
                                    s.len) == 0)
                 {
                     break;
@@ -921,6 +939,29 @@ ngx_http_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             ccf->flavor = f;
+            ccf->flavor_set = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "subset=", 7) == 0) {
+            s.data = value[i].data + 7;
+            s.len = value[i].len - 7;
+
+            ccf->subset = ngx_palloc(cf->pool,
+                                     sizeof(ngx_http_complex_value_t));
+            if (ccf->subset == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+            ccv.cf = cf;
+            ccv.value = &s;
+            ccv.complex_value = ccf->subset;
+
+            if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
+
             continue;
         }
 
@@ -976,4 +1017,339 @@ invalid:
                        "invalid parameter \"%V\"", &value[i]);
 
     return NGX_CONF_ERROR;
+}
+
+
+static ngx_http_complex_value_t *
+ngx_http_upstream_chash_cv(ngx_conf_t *cf, u_char *p, size_t len)
+{
+    ngx_str_t                          s;
+    ngx_http_complex_value_t          *cv;
+    ngx_http_compile_complex_value_t   ccv;
+
+    s.data = p;
+    s.len = len;
+
+    cv = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+    if (cv == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+    ccv.cf = cf;
+    ccv.value = &s;
+    ccv.complex_value = cv;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NULL;
+    }
+
+    return cv;
+}
+
+
+static ngx_chash_source_t *
+ngx_http_upstream_chash_source(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_str_t *rest, ngx_uint_t *nrest)
+{
+    ngx_chash_source_t  *src;
+
+    src = ngx_pcalloc(cf->pool, sizeof(ngx_chash_source_t));
+    if (src == NULL) {
+        return NULL;
+    }
+
+    src->directive = value[0];
+
+    if (ngx_chash_source_parse(cf, src, value, cf->args->nelts, rest, nrest)
+        != NGX_CONF_OK)
+    {
+        return NULL;
+    }
+
+    return src;
+}
+
+
+/*
+ * chash_snapshot FILE [trusted_key=PUB]... [min_version=N] [poll=T|off]
+ *     [thread_pool=NAME] [copy] [max_fails=N] [fail_timeout=T] [max_conns=N]
+ */
+static char *
+ngx_http_upstream_chash_snapshot(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_upstream_chash_srv_conf_t  *ccf = conf;
+
+    time_t       t;
+    ngx_int_t    n;
+    ngx_str_t                     *value, *rest, s;
+    ngx_uint_t                     i, nrest;
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    if (ccf->snap) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    rest = ngx_palloc(cf->pool, cf->args->nelts * sizeof(ngx_str_t));
+    if (rest == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ccf->snap = ngx_http_upstream_chash_source(cf, value, rest, &nrest);
+    if (ccf->snap == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* nginx refuses an upstream block without servers: a placeholder that
+     * only init_snapshot sees (and that tells it from `server` lines) */
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+    ccf->placeholder = ngx_array_push(uscf->servers);
+    if (ccf->placeholder == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(ccf->placeholder, sizeof(ngx_http_upstream_server_t));
+    ngx_str_set(&ccf->placeholder->name, "chash_snapshot");
+
+    for (i = 0; i < nrest; i++) {
+
+        if (ngx_strncmp(rest[i].data, "max_fails=", 10) == 0) {
+            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
+            if (n == NGX_ERROR) {
+                goto invalid;
+            }
+
+            ccf->max_fails = n;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "max_conns=", 10) == 0) {
+            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
+            if (n == NGX_ERROR) {
+                goto invalid;
+            }
+
+            ccf->max_conns = n;
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "fail_timeout=", 13) == 0) {
+            s.data = rest[i].data + 13;
+            s.len = rest[i].len - 13;
+            t = ngx_parse_time(&s, 1);
+            if (t == (time_t) NGX_ERROR) {
+                goto invalid;
+            }
+
+            ccf->fail_timeout = t;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &rest[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+/*
+ * chash_migrate FILE rollout=VALUE [scope=VALUE] [seed=N] [allow_mismatch]
+ *     [trusted_key=PUB]... [min_version=N] [poll=T|off] [thread_pool=NAME]
+ *     [copy]
+ */
+static char *
+ngx_http_upstream_chash_migrate(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_upstream_chash_srv_conf_t  *ccf = conf;
+
+    off_t        seed;
+    ngx_str_t   *value, *rest;
+    ngx_uint_t   i, nrest, has_rollout;
+
+    if (ccf->next) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    rest = ngx_palloc(cf->pool, cf->args->nelts * sizeof(ngx_str_t));
+    if (rest == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ccf->next = ngx_http_upstream_chash_source(cf, value, rest, &nrest);
+    if (ccf->next == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    has_rollout = 0;
+
+    for (i = 0; i < nrest; i++) {
+
+        if (ngx_strncmp(rest[i].data, "rollout=", 8) == 0) {
+            has_rollout = 1;
+            ccf->rollout_text.data = rest[i].data + 8;
+            ccf->rollout_text.len = rest[i].len - 8;
+
+            if (ngx_strlchr(rest[i].data + 8, rest[i].data + rest[i].len, '$'))
+            {
+                ccf->rollout = ngx_http_upstream_chash_cv(cf, rest[i].data + 8,
+                                                          rest[i].len - 8);
+                if (ccf->rollout == NULL) {
+                    return NGX_CONF_ERROR;
+                }
+
+                continue;
+            }
+
+            ccf->rollout_ppm = ngx_chash_parse_rollout(rest[i].data + 8,
+                                                       rest[i].len - 8);
+            if (ccf->rollout_ppm == NGX_ERROR) {
+                goto invalid;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "scope=", 6) == 0) {
+            ccf->scope = ngx_http_upstream_chash_cv(cf, rest[i].data + 6,
+                                                    rest[i].len - 6);
+            if (ccf->scope == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(rest[i].data, "seed=", 5) == 0) {
+            seed = ngx_atoof(rest[i].data + 5, rest[i].len - 5);
+            if (seed == NGX_ERROR) {
+                goto invalid;
+            }
+
+            ccf->next->seed = (uint64_t) seed;
+            continue;
+        }
+
+        if (rest[i].len == 14
+            && ngx_strncmp(rest[i].data, "allow_mismatch", 14) == 0)
+        {
+            ccf->next->allow_mismatch = 1;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    if (!has_rollout) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "chash_migrate needs rollout=VALUE");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &rest[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+static void *
+ngx_http_upstream_chash_create_main_conf(ngx_conf_t *cf)
+{
+    return ngx_pcalloc(cf->pool, sizeof(ngx_http_upstream_chash_main_conf_t));
+}
+
+
+static ngx_int_t
+ngx_http_upstream_chash_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_upstream_chash_main_conf_t  *mcf;
+
+    /* after every upstream's init_upstream: the zone's size is known */
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_chash_module);
+
+    return ngx_chash_status_add_zone(cf, &mcf->status,
+                                     &ngx_http_upstream_chash_module);
+}
+
+
+/* chash_status: GET and HEAD, JSON, or ?format=prometheus */
+static ngx_int_t
+ngx_http_upstream_chash_status_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                             rc;
+    ngx_str_t                             format;
+    ngx_buf_t                            *b;
+    ngx_uint_t                            prom;
+    ngx_chain_t                           out;
+    ngx_http_upstream_chash_main_conf_t  *mcf;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    prom = ngx_http_arg(r, (u_char *) "format", 6, &format) == NGX_OK
+           && format.len == 10
+           && ngx_strncmp(format.data, "prometheus", 10) == 0;
+
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_chash_module);
+
+    b = ngx_chash_status_render(&mcf->status, r->pool, prom);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (prom) {
+        ngx_str_set(&r->headers_out.content_type,
+                    "text/plain; version=0.0.4");
+    } else {
+        ngx_str_set(&r->headers_out.content_type, "application/json");
+    }
+
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static char *
+ngx_http_upstream_chash_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_upstream_chash_status_handler;
+
+    return NGX_CONF_OK;
 }

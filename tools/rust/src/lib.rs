@@ -63,11 +63,66 @@
 //!
 //! Thread safety: a [`Continuum`] is immutable; every lookup takes `&self`
 //! and may run from any number of threads.
+//!
+//! ## Policy: snapshots, reloads, subsets, migrations
+//!
+//! For services that take their ring from a file rather than building it:
+//!
+//! - [`Snapshot::load`] maps (or copies, [`LoadMode`]) a snapshot written by
+//!   `chash build`, after every check of its format and integrity, and the
+//!   policy of [`LoadOptions`] (trusted [`PublicKey`]s, a minimum config
+//!   version). Each refusal is a [`SnapshotError`] whose
+//!   [`check`](SnapshotError::check) names the [`SnapshotCheck`] that failed.
+//! - Its ring is a [`Ring`] (any flavour, servers as address text) in an
+//!   `Arc`, or pingora-ketama's [`Continuum`] ([`Snapshot::continuum`]); its
+//!   named subsets are [`NodeMask`]s for the masked lookups
+//!   ([`Ring::bucket_idx_available`]).
+//! - A [`Reloader`] polls a path ([`Reloader::poll`], or a thread of its own:
+//!   [`Reloader::watch`]) and swaps in a replaced file only after it passes
+//!   every check and has a higher config version; [`Reloader::ring`] is an
+//!   `Arc<Ring>` that stays valid across reloads.
+//! - A [`Migration`] routes each key through an old or a new ring by a
+//!   stable hash of the key, under a rollout and a scope, with counters.
+//! - Bounded loads: [`Ring::bucket_idx_bounded_load`],
+//!   [`bounded_load_capacity`], [`Ring::bucket_idx_under_capacity`].
+//!
+//! ```no_run
+//! use chash::{LoadOptions, PublicKey, Reloader, ReloadOptions};
+//! use std::{sync::Arc, time::Duration};
+//!
+//! let load = LoadOptions::new()
+//!     .trust(PublicKey::read("/etc/app/ring.pub")?)
+//!     .min_config_version(1);
+//! let reloader = Arc::new(Reloader::new(
+//!     "/etc/app/backends.ring",
+//!     ReloadOptions { load, ..Default::default() },
+//! )?);
+//! let _watcher = reloader.watch(Duration::from_secs(1))?;
+//!
+//! // Per request: the current ring, and the canary subset of its snapshot.
+//! let snapshot = reloader.snapshot();
+//! let ring = snapshot.ring();
+//! let canary = snapshot.subset("canary")?;
+//! let server = ring.node_available(b"/some/url", canary);
+//! # let _ = server;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod ffi;
+mod migration;
 mod ops;
+mod reload;
+mod ring;
+mod snapshot;
 
-pub use ops::{Availability, NodeMask, RingStats, FINGERPRINT_SIZE};
+pub use migration::{Migration, MigrationCounters, Route, Side, ROLLOUT_SCALE};
+pub use ops::{bounded_load_capacity, Availability, NodeMask, RingStats, FINGERPRINT_SIZE};
+pub use reload::{Reload, ReloadOptions, Reloader, Watcher};
+pub use ring::{DistinctBuckets, Flavor, Ring};
+pub use snapshot::{
+    LoadMode, LoadOptions, PublicKey, Snapshot, SnapshotCheck, SnapshotError, SnapshotInfo,
+    KEY_ID_SIZE, PUBLIC_KEY_SIZE,
+};
 
 use std::ffi::CStr;
 use std::fmt;
@@ -150,6 +205,16 @@ pub enum ErrorKind {
     BadArgument,
     /// Out of memory; nothing was built.
     OutOfMemory,
+    /// A weight out of range.
+    BadWeight,
+    /// A file could not be read (a snapshot, a key).
+    Io,
+    /// A snapshot fails a format or integrity check ([`SnapshotCheck`]).
+    BadSnapshot,
+    /// A snapshot fails the policy: key, signature, minimum version.
+    Untrusted,
+    /// An unexpected failure inside the C library (a bug).
+    Internal,
     /// Any other error the C library reports (its code).
     Other(i32),
 }
@@ -186,6 +251,11 @@ impl Error {
             ffi::CHASH_E_BAD_NODE_ID => ErrorKind::BadNodeId,
             ffi::CHASH_E_BAD_ARGUMENT => ErrorKind::BadArgument,
             ffi::CHASH_E_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+            ffi::CHASH_E_BAD_WEIGHT => ErrorKind::BadWeight,
+            ffi::CHASH_E_IO => ErrorKind::Io,
+            ffi::CHASH_E_BAD_SNAPSHOT => ErrorKind::BadSnapshot,
+            ffi::CHASH_E_UNTRUSTED => ErrorKind::Untrusted,
+            ffi::CHASH_E_INTERNAL => ErrorKind::Internal,
             other => ErrorKind::Other(other),
         };
         let message = detail.filter(|m| !m.is_empty()).unwrap_or_else(|| strerror(code));

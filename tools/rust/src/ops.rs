@@ -74,6 +74,30 @@ impl NodeMask {
     }
 }
 
+impl std::fmt::Debug for NodeMask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeMask")
+            .field("len", &self.len())
+            .field("available", &self.count_available())
+            .finish()
+    }
+}
+
+impl NodeMask {
+    pub(crate) fn raw(&self) -> *const ffi::chash_node_mask {
+        self.0.as_ptr()
+    }
+
+    /// Takes ownership of a mask handle.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live mask handle no one else frees.
+    pub(crate) unsafe fn from_raw(raw: NonNull<ffi::chash_node_mask>) -> NodeMask {
+        NodeMask(raw)
+    }
+}
+
 impl Drop for NodeMask {
     fn drop(&mut self) {
         // SAFETY: freed once.
@@ -268,24 +292,21 @@ impl Continuum {
         balance_factor: f64,
         mask: Option<&NodeMask>,
     ) -> Result<Option<usize>, Error> {
-        let mask = mask.map_or(std::ptr::null(), |m| m.0.as_ptr().cast_const());
-        let mut node = NO_BUCKET;
-        // SAFETY: loads.len() loads; the ring (and mask) are alive.
-        let code = unsafe {
-            ffi::chash_ring_find_bounded_load(
-                self.raw(),
-                crate::crc32(hash_key),
-                loads.as_ptr(),
-                loads.len(),
-                balance_factor,
-                mask,
-                &mut node,
-            )
-        };
-        if code != ffi::CHASH_OK {
-            return Err(Error::from_code(code, last_error()));
-        }
-        Ok((node != NO_BUCKET).then_some(node as usize))
+        find_bounded_load(self.raw(), crate::crc32(hash_key), loads, balance_factor, mask)
+    }
+
+    /// The first bucket in the (masked) walk from `hash_key`'s point whose
+    /// load is below `capacity` ([`bounded_load_capacity`] computed once a
+    /// batch, say); buckets at or past `loads.len()` are skipped; `None` if
+    /// every one is full. No allocation.
+    pub fn bucket_idx_under_capacity(
+        &self,
+        hash_key: &[u8],
+        loads: &[u64],
+        capacity: u64,
+        mask: Option<&NodeMask>,
+    ) -> Option<usize> {
+        find_under_capacity(self.raw(), crate::crc32(hash_key), loads, capacity, mask)
     }
 
     /// The ring's statistics (one scan of the ring: O(points)).
@@ -346,4 +367,57 @@ impl Continuum {
     pub fn backend_fingerprint(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
         self.digest(ffi::chash_ring_backend_fingerprint)
     }
+}
+
+/// The capacity of consistent hashing with bounded loads: `ceil(c × (total
+/// + 1) / buckets)`, saturated to `u64::MAX`; `None` if `buckets` is 0 or
+/// `c` is not a finite number > 1. O(1).
+pub fn bounded_load_capacity(total_load: u64, buckets: usize, balance_factor: f64) -> Option<u64> {
+    let buckets = u32::try_from(buckets).ok()?;
+    // SAFETY: a pure function of its arguments.
+    let capacity = unsafe { ffi::chash_bounded_load_capacity(total_load, buckets, balance_factor) };
+    (capacity != 0).then_some(capacity)
+}
+
+pub(crate) fn find_bounded_load(
+    ring: *const ffi::chash_ring,
+    hash: u32,
+    loads: &[u64],
+    balance_factor: f64,
+    mask: Option<&NodeMask>,
+) -> Result<Option<usize>, Error> {
+    let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
+    let mut node = NO_BUCKET;
+    // SAFETY: loads.len() loads; the ring (and mask) are alive.
+    let code = unsafe {
+        ffi::chash_ring_find_bounded_load(
+            ring,
+            hash,
+            loads.as_ptr(),
+            loads.len(),
+            balance_factor,
+            mask,
+            &mut node,
+        )
+    };
+    if code != ffi::CHASH_OK {
+        return Err(Error::from_code(code, last_error()));
+    }
+    Ok((node != NO_BUCKET).then_some(node as usize))
+}
+
+pub(crate) fn find_under_capacity(
+    ring: *const ffi::chash_ring,
+    hash: u32,
+    loads: &[u64],
+    capacity: u64,
+    mask: Option<&NodeMask>,
+) -> Option<usize> {
+    let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
+    // SAFETY: loads.len() loads (the pointer is never read when empty); the
+    // ring (and mask) are alive.
+    let node = unsafe {
+        ffi::chash_ring_find_under_capacity(ring, hash, loads.as_ptr(), loads.len(), capacity, mask)
+    };
+    (node != NO_BUCKET).then_some(node as usize)
 }

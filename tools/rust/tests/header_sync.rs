@@ -23,28 +23,68 @@ fn body<'a>(text: &'a str, open: &str, close: &str) -> &'a str {
     &text[start..end]
 }
 
+// The text with its /* ... */ comments removed.
+fn without_comments(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("/*") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find("*/").expect("an unclosed comment") + start + 2;
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 // (type, name) of each field of a C struct, comments removed.
 fn c_fields(header: &str, name: &str) -> Vec<(String, String)> {
-    let text = body(header, &format!("typedef struct {name} {{"), "}");
+    let text = without_comments(body(header, &format!("typedef struct {name} {{"), "}"));
     let mut fields = Vec::new();
     for decl in text.split(';') {
-        let decl =
-            decl.lines().map(|l| l.split("/*").next().unwrap()).collect::<Vec<_>>().join(" ");
-        let decl = decl.split("*/").last().unwrap().trim().to_string();
+        let decl = decl.split_whitespace().collect::<Vec<_>>().join(" ");
         if decl.is_empty() {
             continue;
         }
-        let (ty, field) = decl.rsplit_once(' ').unwrap();
-        let ty = match ty.trim() {
+        // `uint16_t a, b` declares two fields of one type.
+        let (ty, first) = decl
+            .split_once(", ")
+            .map_or(decl.as_str(), |(first, _)| first)
+            .rsplit_once(' ')
+            .unwrap();
+        let mut names = vec![first.to_string()];
+        names.extend(decl.split(", ").skip(1).map(|n| n.trim().to_string()));
+        let base = match ty.trim() {
             "uint64_t" => "u64",
             "uint32_t" => "u32",
+            "uint16_t" => "u16",
+            "uint8_t" | "const uint8_t" => "u8",
+            "int64_t" => "i64",
+            "int" => "c_int",
+            "size_t" => "usize",
             "double" => "f64",
             other => panic!("{name}: unmapped C type '{other}'"),
         };
-        // `opaque[4]` -> ("[u64; 4]", "opaque")
-        match field.split_once('[') {
-            Some((f, n)) => fields.push((format!("[{ty}; {}]", n.trim_end_matches(']')), f.into())),
-            None => fields.push((ty.to_string(), field.to_string())),
+        for field in names {
+            // `*keys` -> ("*const u8", "keys"); `opaque[4]` -> ("[u64; 4]", "opaque")
+            let (ty, field) = match field.strip_prefix('*') {
+                Some(f) if ty.starts_with("const ") => (format!("*const {base}"), f.to_string()),
+                Some(_) => panic!("{name}: unmapped pointer field '{field}'"),
+                None => (base.to_string(), field),
+            };
+            match field.split_once('[') {
+                Some((f, n)) => {
+                    let n = n.trim_end_matches(']');
+                    // CHASH_KEY_ID_SIZE and the like: src/ffi.rs writes the number.
+                    let n = header
+                        .lines()
+                        .find_map(|l| l.strip_prefix(&format!("#define {n} ")))
+                        .map_or(n.to_string(), |v| {
+                            v.split_whitespace().next().unwrap().to_string()
+                        });
+                    fields.push((format!("[{ty}; {n}]"), f.into()))
+                }
+                None => fields.push((ty, field)),
+            }
         }
     }
     fields
@@ -64,7 +104,13 @@ fn rust_fields(ffi: &str, name: &str) -> Vec<(String, String)> {
 #[test]
 fn caller_allocated_structs_match_the_header() {
     let (header, ffi) = (header(), ffi());
-    for name in ["chash_cursor", "chash_distinct_walk", "chash_ring_stats"] {
+    for name in [
+        "chash_cursor",
+        "chash_distinct_walk",
+        "chash_ring_stats",
+        "chash_snapshot_options",
+        "chash_snapshot_info",
+    ] {
         let c = c_fields(&header, name);
         assert!(!c.is_empty(), "{name}");
         assert_eq!(rust_fields(&ffi, name), c, "{name}: src/ffi.rs differs from chash_c.h");
@@ -84,11 +130,15 @@ fn constants_match_the_header() {
             .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
             .map(|v| v.split("/*").next().unwrap().trim().to_string())
             .or_else(|| {
-                // enum members: `  NAME = 1,`
+                // enum members: `  NAME = 1,` or `{ NAME = 0, OTHER = 1 }`
                 header.lines().find_map(|l| {
-                    l.trim().strip_prefix(&format!("{name} = ")).map(|v| {
-                        v.split(|c: char| c == ',' || c == ' ').next().unwrap().to_string()
-                    })
+                    let at = l.find(&format!("{name} = "))?;
+                    let before = l[..at].chars().last();
+                    if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        return None;
+                    }
+                    let v = &l[at + name.len() + 3..];
+                    Some(v.split([',', ' ']).next().unwrap().to_string())
                 })
             })
             .unwrap_or_else(|| panic!("{name} is not in chash_c.h"));
@@ -118,4 +168,33 @@ fn every_declared_function_is_in_the_header() {
         declared += 1;
     }
     assert!(declared >= 20, "only {declared} functions found in src/ffi.rs");
+}
+
+// Every check the snapshot reader names (engine/snapshot/snapshot_reader.cc:
+// Bad("check", ...) and Untrusted("check", ...), and the "io: " and "index: "
+// messages) is a SnapshotCheck: a check added there fails here until the
+// crate names it.
+#[test]
+fn every_snapshot_check_of_the_reader_is_named() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../engine/snapshot/snapshot_reader.cc");
+    let source = read(path);
+    let mut names = vec!["io".to_string(), "index".to_string()];
+    for call in ["Bad(\"", "Untrusted(\""] {
+        for (at, _) in source.match_indices(call) {
+            let rest = &source[at + call.len()..];
+            names.push(rest[..rest.find('"').unwrap()].to_string());
+        }
+    }
+    for prefix in ["\"io: ", "\"index: "] {
+        assert!(source.contains(prefix), "no {prefix} message in snapshot_reader.cc");
+    }
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 18, "only {names:?}");
+    for name in &names {
+        let check = chash::SnapshotCheck::from_name(name)
+            .unwrap_or_else(|| panic!("the reader's check '{name}' is no chash::SnapshotCheck"));
+        assert_eq!(check.name(), name);
+    }
 }

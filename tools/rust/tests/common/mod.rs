@@ -64,3 +64,86 @@ pub fn read_answers(keys_file: &str, answers_file: &str) -> Vec<(Vec<u8>, Vec<St
         })
         .collect()
 }
+
+/// The `chash` CLI of this checkout's build (target chash_cli): `CHASH_CLI`,
+/// else `CHASH_LIB_DIR/tools/chash` (tools/rust/test sets CHASH_LIB_DIR),
+/// else `build/tools/chash` of this repository. Panics if there is none:
+/// the snapshot tests cannot run without it, and must not pass silently.
+pub fn cli() -> PathBuf {
+    let path = std::env::var_os("CHASH_CLI").map(PathBuf::from).unwrap_or_else(|| {
+        let build = std::env::var_os("CHASH_LIB_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../build"));
+        build.join("tools/chash")
+    });
+    assert!(
+        path.is_file(),
+        "{}: no chash CLI (build target chash_cli: tools/rust/test does, or set CHASH_CLI)",
+        path.display()
+    );
+    path
+}
+
+/// Runs the CLI with `args`; panics with its stderr if it fails. Its stdout.
+pub fn run_cli<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Vec<u8> {
+    let output = std::process::Command::new(cli())
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", cli().display()));
+    assert!(
+        output.status.success(),
+        "chash {:?}: {}",
+        args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+/// A fresh folder for one test, removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("chash-rust-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        TempDir(dir)
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// Writes `lines` (one a line) to the file `name`; its path.
+    pub fn write_lines<S: AsRef<str>>(&self, name: &str, lines: &[S]) -> PathBuf {
+        let mut text = String::new();
+        for line in lines {
+            text.push_str(line.as_ref());
+            text.push('\n');
+        }
+        let path = self.path(name);
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `ADDR WEIGHT` lines of `buckets`, as a servers file writes them.
+pub fn server_lines(buckets: &[Bucket]) -> Vec<String> {
+    buckets.iter().map(|b| format!("{} {}", b.node(), b.weight())).collect()
+}
+
+/// `chash build` of `servers` into `out`, with extra arguments.
+pub fn build_snapshot(servers: &std::path::Path, out: &std::path::Path, extra: &[&str]) {
+    let mut args: Vec<std::ffi::OsString> = vec!["build".into(), "--servers".into()];
+    args.push(servers.into());
+    args.extend(extra.iter().map(Into::into));
+    args.push("--out".into());
+    args.push(out.into());
+    run_cli(&args);
+}

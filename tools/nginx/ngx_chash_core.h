@@ -1,0 +1,343 @@
+/*
+ * ngx_chash_core: what every chash balancer module of nginx shares (the HTTP
+ * upstream module here, a stream module later): building a ring from server
+ * lines, the node -> peer map, and the peer-walk rules of both flavours over
+ * an abstract peer list. Nothing here knows ngx_http_* or ngx_stream_*: a
+ * module adapts its own round robin peers through ngx_chash_peer_ops_t.
+ *
+ * Threads: everything here runs on the event loop of one process unless a
+ * function says otherwise.
+ */
+
+#ifndef NGX_CHASH_CORE_H_INCLUDED_
+#define NGX_CHASH_CORE_H_INCLUDED_
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
+
+#include <chash/chash_c.h>
+
+
+/* nginx's hash balancer gives up on the ring after this many tries. */
+#define NGX_CHASH_MAX_TRIES  20
+
+/* ngx_chash_pick answers a peer index >= 0, or one of these. */
+#define NGX_CHASH_FALLBACK   (-2)    /* past the ring tries: round robin */
+#define NGX_CHASH_EXHAUSTED  (-3)    /* no usable peer left: NGX_BUSY */
+
+
+extern const char  *ngx_chash_flavors[];
+
+
+/*
+ * Ring node k owns the peers peer[node_first[k] .. node_first[k + 1] - 1]
+ * (indices in the module's peer list, ascending). nginx flavour: one node
+ * per distinct server text (a name that resolves to N addresses is N peers
+ * of one node); pingora and snapshots: one node per peer.
+ */
+typedef struct {
+    ngx_uint_t   nnodes;
+    ngx_uint_t   npeers;
+    ngx_uint_t  *node_first;
+    ngx_uint_t  *node_peers;
+} ngx_chash_nodes_t;
+
+
+/*
+ * The module's view of its peers, by index in its peer list. usable() is
+ * nginx's candidate test (not tried by this request, not down, not over
+ * max_fails within fail_timeout, not at max_conns); weights() hands out the
+ * smooth weighted round robin fields of one peer. Called with the peers
+ * locked.
+ */
+typedef struct {
+    ngx_uint_t  (*usable)(void *data, ngx_uint_t i, time_t now);
+    void        (*weights)(void *data, ngx_uint_t i, ngx_int_t **current,
+                           ngx_int_t **effective, ngx_int_t *weight);
+} ngx_chash_peer_ops_t;
+
+
+/* One request's walk over one ring: its retries continue it. */
+typedef struct {
+    ngx_uint_t            flavor;
+    ngx_uint_t            tries;    /* nginx: points tried */
+    uint32_t              node;     /* nginx: the current point's */
+    chash_cursor          cursor;   /* nginx: the next point */
+    chash_distinct_walk  *walk;     /* pingora: 8 KiB, from the pool */
+    const chash_ring     *ring;
+    const chash_node_mask *mask;    /* a subset, or NULL: the whole ring */
+    uint64_t              left;     /* nginx with a mask: points to skip */
+} ngx_chash_walk_t;
+
+
+/*
+ * Builds the ring of server lines: texts[i] with weights[i], i < n, in the
+ * peer list's order. Fills nodes (from cf->pool) and *ring (freed with
+ * cf->pool). Errors are logged with ngx_conf_log_error, naming upstream.
+ * NGX_OK, NGX_ERROR.
+ */
+ngx_int_t ngx_chash_build_from_servers(ngx_conf_t *cf, ngx_str_t *upstream,
+    ngx_uint_t flavor, ngx_uint_t multiple, ngx_str_t **texts,
+    ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
+    chash_ring **ring, ngx_str_t *ring_id);
+
+/* Starts the walk of key on ring; the pingora walk is allocated from pool. */
+ngx_int_t ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
+    const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool);
+
+/*
+ * The next peer of the walk, by the flavour's rules: nginx, point after
+ * point (one try a point), the usable peer of largest current weight among
+ * the point's node's peers (smooth weighted round robin), and
+ * NGX_CHASH_FALLBACK past NGX_CHASH_MAX_TRIES points; pingora, each node
+ * once in ring order, its peer if usable, NGX_CHASH_EXHAUSTED when every
+ * node came. Call with the peers locked.
+ */
+ngx_int_t ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log);
+
+/* ---- Snapshot rings: generations, sources, hot swap ------------------------ */
+
+/* What identifies the file behind a path (the symlink followed). */
+typedef struct {
+    dev_t            dev;
+    ino_t            ino;
+    off_t            size;
+    struct timespec  mtime;
+} ngx_chash_file_id_t;
+
+
+typedef struct {
+    ngx_str_t          name;
+    chash_node_mask   *mask;
+    ngx_uint_t         live;       /* its peers that are not down */
+    uintptr_t         *outside;    /* tried bitmap: the peers not in it */
+} ngx_chash_subset_t;
+
+
+/*
+ * One loaded snapshot with everything a request routes through: the ring,
+ * the module's peers built from its node table, its subsets. Immutable once
+ * published, except refs. Lives in its own pool (malloc'ed memory of the
+ * process that loaded it: the master at configuration time, inherited by the
+ * workers' fork, or a worker after a swap); the ring's columns are the
+ * file's pages (mapped, shared through the page cache) or a private copy.
+ *
+ * refs counts the holders: the source while it serves this generation, and
+ * every request that started on it (dropped by the request pool's cleanup).
+ * The last ngx_chash_gen_unref frees it, on a thread of the pool when the
+ * worker has one (unmapping or freeing a large ring takes milliseconds the
+ * event loop should not wait), else at once. Event loop only.
+ */
+typedef struct {
+    ngx_uint_t             refs;
+    ngx_pool_t            *pool;
+    chash_snapshot        *snapshot;
+    chash_ring            *ring;
+    chash_snapshot_info    info;
+    ngx_chash_nodes_t      nodes;       /* one node a peer */
+    ngx_str_t             *addresses;   /* node i's address, NUL-terminated */
+    ngx_uint_t            *weights;     /* 0: drained (a down peer) */
+    ngx_uint_t             nsubsets;
+    ngx_chash_subset_t    *subsets;
+    void                  *peers;       /* the module's peer list */
+    ngx_str_t              ring_id;     /* 16 hex digits of the fingerprint */
+    ngx_str_t              version;     /* config version, decimal */
+    u_char                 fingerprint[2 * CHASH_FINGERPRINT_SIZE + 1];
+    u_char                 key_id[2 * CHASH_KEY_ID_SIZE + 1];  /* "" unsigned */
+    ngx_chash_file_id_t    file;
+    time_t                 loaded_at;
+    ngx_str_t             *thread_pool;  /* where it is freed, or NULL */
+} ngx_chash_gen_t;
+
+
+typedef struct ngx_chash_source_s  ngx_chash_source_t;
+typedef struct ngx_chash_status_s  ngx_chash_status_t;
+
+/*
+ * Builds gen->peers from gen->addresses and gen->weights, allocating from
+ * gen->pool only. May run on a thread of the pool: no logging, no shared
+ * state; a refusal writes its message into err (NUL-terminated).
+ */
+typedef ngx_int_t (*ngx_chash_build_peers_pt)(ngx_chash_source_t *src,
+    ngx_chash_gen_t *gen, u_char *err, size_t len);
+
+/* Told of each load a worker finished: gen on success, else check/message. */
+typedef void (*ngx_chash_loaded_pt)(ngx_chash_source_t *src,
+    ngx_chash_gen_t *gen, const char *check, const u_char *message);
+
+
+#define NGX_CHASH_ERR_LEN  1024
+
+/* The file an upstream's ring comes from (chash_snapshot or chash_migrate). */
+struct ngx_chash_source_s {
+    ngx_str_t                  path;          /* NUL-terminated */
+    ngx_str_t                 *upstream;
+    ngx_str_t                  directive;
+    ngx_int_t                  flavor;        /* -1: any */
+    ngx_flag_t                 copy;
+    uint64_t                   min_version;
+    u_char                    *trusted_keys;  /* n x 32 bytes */
+    ngx_uint_t                 n_trusted_keys;
+    ngx_msec_t                 poll;          /* 0: never */
+    ngx_str_t                  thread_pool;
+    void                      *module_conf;   /* for build_peers */
+    ngx_chash_build_peers_pt   build_peers;
+    ngx_chash_loaded_pt        loaded;
+
+    /* migration: the other file's source, whose ring must match this one's
+     * backends unless allow_mismatch (checked at every load) */
+    ngx_chash_source_t        *partner;
+    uint64_t                   seed;
+    ngx_flag_t                 allow_mismatch;
+
+    ngx_chash_status_t        *status;        /* counters, or NULL */
+    ngx_uint_t                 status_index;
+    ngx_uint_t                 side;          /* 0 chash_snapshot, 1 migrate */
+
+    /* process-local state */
+    ngx_chash_gen_t           *current;
+    ngx_chash_file_id_t        refused;       /* logged once per identity */
+    ngx_uint_t                 refused_valid;
+    ngx_event_t                poll_event;
+    void                      *task;          /* one load in flight at most */
+    ngx_uint_t                 busy;
+};
+
+
+/*
+ * Loads and verifies src->path with every check (signature against each
+ * trusted key, min_version, the version served: lower is refused, equal
+ * with another fingerprint too; the flavour; numeric addresses; the
+ * partner's backends). Blocking, O(file); thread-safe given that served and
+ * partner stay referenced by the caller. NGX_OK and *out (refs 1), or
+ * NGX_DECLINED with the check's name in *check (static, or in checkbuf of
+ * NGX_CHASH_CHECK_LEN bytes) and its message in err.
+ */
+#define NGX_CHASH_CHECK_LEN  64
+
+ngx_int_t ngx_chash_gen_load(ngx_chash_source_t *src, ngx_chash_gen_t *served,
+    ngx_chash_gen_t *partner, ngx_chash_gen_t **out, const char **check,
+    u_char *checkbuf, u_char *err, size_t len);
+
+void ngx_chash_gen_unref(ngx_chash_gen_t *gen);
+
+/* The request's hold on gen, dropped when pool is destroyed. */
+ngx_int_t ngx_chash_gen_hold(ngx_chash_gen_t *gen, ngx_pool_t *pool);
+
+/* The subset named name, or NULL. */
+ngx_chash_subset_t *ngx_chash_gen_subset(ngx_chash_gen_t *gen,
+    ngx_str_t *name);
+
+/*
+ * At configuration time (master, nginx -t): loads src->path with every check
+ * and serves it; errors with ngx_conf_log_error naming the check. The
+ * generation is released with cf->cycle's pool.
+ */
+ngx_int_t ngx_chash_source_init_conf(ngx_conf_t *cf, ngx_chash_source_t *src);
+
+/*
+ * In each worker (init_process): serves the file as it is now (loading it
+ * synchronously, before the first request, if it changed since the master
+ * loaded it) and starts the poll timer.
+ */
+ngx_int_t ngx_chash_source_init_worker(ngx_cycle_t *cycle,
+    ngx_chash_source_t *src);
+
+/* Parses the common parameters of chash_snapshot and chash_migrate. */
+char *ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
+    ngx_str_t *value, ngx_uint_t n, ngx_str_t *rest, ngx_uint_t *nrest);
+
+/* The migration's choice for key: 1 new, 0 old. */
+ngx_uint_t ngx_chash_migration_new_side(ngx_str_t *key, uint64_t seed,
+    uint32_t rollout_ppm);
+
+/* "5%", "0.05", "1" -> ppm; NGX_ERROR if malformed or over 100%. */
+ngx_int_t ngx_chash_parse_rollout(u_char *p, size_t len);
+
+/* Whether a scope value is in: anything but "", "0" and "off". */
+ngx_uint_t ngx_chash_scope_in(ngx_str_t *v);
+
+/* nginx walk over a masked ring: skips the points outside mask. */
+ngx_int_t ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
+    const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
+    ngx_pool_t *pool);
+
+
+/* ---- Status: counters in shared memory, summed over workers --------------- */
+
+#define NGX_CHASH_STATUS_SLOTS    64     /* workers by ngx_worker, modulo */
+#define NGX_CHASH_STATUS_SUBSETS  64     /* subsets counted by index */
+
+typedef struct {
+    ngx_atomic_t   pid;
+    ngx_atomic_t   version[2];           /* served: old (chash_snapshot), new */
+    ngx_atomic_t   loads_ok;
+    ngx_atomic_t   loads_refused;
+    ngx_atomic_t   requests[2];          /* old, new */
+    ngx_atomic_t   unknown_subset;
+    ngx_atomic_t   subset[NGX_CHASH_STATUS_SUBSETS];
+} ngx_chash_status_slot_t;
+
+
+typedef struct {
+    u_char                   name[64];
+    size_t                   name_len;
+    ngx_atomic_t             lock;       /* of the last refusal's text */
+    ngx_atomic_t             refused_at;
+    u_char                   last_check[NGX_CHASH_CHECK_LEN];
+    u_char                   last_message[512];
+    ngx_chash_status_slot_t  slot[NGX_CHASH_STATUS_SLOTS];
+} ngx_chash_status_shm_t;
+
+
+/* One snapshot upstream as the status shows it (per cycle). */
+typedef struct {
+    ngx_str_t            *name;
+    ngx_chash_source_t   *snap;
+    ngx_chash_source_t   *next;
+    ngx_str_t             rollout;       /* as configured */
+} ngx_chash_status_upstream_t;
+
+
+struct ngx_chash_status_s {
+    ngx_array_t              upstreams;  /* ngx_chash_status_upstream_t */
+    ngx_shm_zone_t          *zone;
+    ngx_chash_status_shm_t  *shm;        /* one per upstream, in order */
+};
+
+
+/* Registers a snapshot upstream (configuration time); sets src->status. */
+ngx_int_t ngx_chash_status_register(ngx_conf_t *cf, ngx_chash_status_t *st,
+    ngx_str_t *name, ngx_chash_source_t *snap, ngx_chash_source_t *next,
+    ngx_str_t *rollout);
+
+/* Adds the shared zone once every upstream is registered. */
+ngx_int_t ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
+    void *tag);
+
+/* This worker's slot of a source's upstream, or NULL (no zone yet). */
+ngx_chash_status_slot_t *ngx_chash_status_slot(ngx_chash_source_t *src);
+
+/* A request counted: side 0/1, the subset's index or -1, unknown. */
+void ngx_chash_status_count(ngx_chash_source_t *src, ngx_uint_t side,
+    ngx_int_t subset, ngx_uint_t unknown);
+
+/* The status document (JSON, or prometheus != 0) into a buffer of pool. */
+ngx_buf_t *ngx_chash_status_render(ngx_chash_status_t *st, ngx_pool_t *pool,
+    ngx_uint_t prometheus);
+
+
+/* Whether bit i of a tried bitmap is set / sets it. */
+#define ngx_chash_tried(bits, i)                                             \
+    ((bits)[(i) / (8 * sizeof(uintptr_t))]                                   \
+     & ((uintptr_t) 1 << (i) % (8 * sizeof(uintptr_t))))
+#define ngx_chash_set_tried(bits, i)                                         \
+    ((bits)[(i) / (8 * sizeof(uintptr_t))]                                   \
+     |= ((uintptr_t) 1 << (i) % (8 * sizeof(uintptr_t))))
+
+#endif /* NGX_CHASH_CORE_H_INCLUDED_ */

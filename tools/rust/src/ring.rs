@@ -1,0 +1,392 @@
+//! [`Ring`]: a ring of any flavour whose servers are address text rather
+//! than `SocketAddr`s: what a snapshot holds (nginx rings name servers as
+//! `host:port` text), what a [`crate::Reloader`] and a [`crate::Migration`]
+//! hand out.
+
+use std::fmt;
+use std::ptr::NonNull;
+
+use crate::ops::NodeMask;
+use crate::{
+    crc32, ffi, for_key_chunks, last_error, Builder, Continuum, Error, ErrorKind, FINGERPRINT_SIZE,
+    NO_BUCKET,
+};
+
+/// How a ring hashes its servers into points.
+#[derive(Copy, Clone, Debug, Eq, PartialEq, Hash)]
+#[non_exhaustive]
+pub enum Flavor {
+    /// nginx `hash $key consistent;` (160 points a weight unit).
+    Nginx,
+    /// pingora-ketama `Continuum::new` (160 points a weight unit).
+    PingoraV1,
+    /// pingora-ketama `Version::V2 { point_multiple }`.
+    PingoraV2,
+    /// OpenResty's `resty.chash` (Apache APISIX's chash balancer): a server
+    /// is an opaque id (any text), its points chain CRC32 over the id alone
+    /// (160 a weight unit, or `point_multiple`); on a duplicated hash the
+    /// smallest id by bytes wins, where resty.chash follows Lua's table order.
+    Resty,
+}
+
+impl Flavor {
+    pub(crate) fn code(self) -> ffi::chash_flavor {
+        match self {
+            Flavor::Nginx => ffi::CHASH_FLAVOR_NGINX,
+            Flavor::PingoraV1 => ffi::CHASH_FLAVOR_PINGORA_V1,
+            Flavor::PingoraV2 => ffi::CHASH_FLAVOR_PINGORA_V2,
+            Flavor::Resty => ffi::CHASH_FLAVOR_RESTY,
+        }
+    }
+
+    // None for a raw-point ring (-1) and for flavours this crate does not
+    // name yet.
+    pub(crate) fn from_code(code: i32) -> Option<Flavor> {
+        match code {
+            ffi::CHASH_FLAVOR_NGINX => Some(Flavor::Nginx),
+            ffi::CHASH_FLAVOR_PINGORA_V1 => Some(Flavor::PingoraV1),
+            ffi::CHASH_FLAVOR_PINGORA_V2 => Some(Flavor::PingoraV2),
+            ffi::CHASH_FLAVOR_RESTY => Some(Flavor::Resty),
+            _ => None,
+        }
+    }
+}
+
+/// An immutable consistent-hash ring whose servers are bucket indices
+/// `0..num_buckets()` with address text. Lookups take `&self` and run from
+/// any number of threads without locks; share it in an `Arc`.
+///
+/// A ring taken from a [`crate::Snapshot`] keeps the snapshot's mapping
+/// alive on its own: it stays valid after the snapshot is dropped.
+pub struct Ring {
+    raw: NonNull<ffi::chash_ring>,
+    buckets: usize,
+    points: usize,
+}
+
+// SAFETY: the C ring is immutable once built and its lookups are
+// documented thread-safe; the handle is freed once, in Drop.
+unsafe impl Send for Ring {}
+unsafe impl Sync for Ring {}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: freed once, after the last borrow (Drop takes &mut).
+        unsafe { ffi::chash_ring_free(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for Ring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ring")
+            .field("flavor", &self.flavor())
+            .field("buckets", &self.buckets)
+            .field("points", &self.points)
+            .finish()
+    }
+}
+
+/// A ring of pingora-ketama's buckets, the addresses as pingora hashes them
+/// (`ip:port`, `[ipv6]:port`): for a [`crate::Migration`] from a
+/// `Continuum`. O(1), no copy.
+impl From<Continuum> for Ring {
+    fn from(continuum: Continuum) -> Ring {
+        let continuum = std::mem::ManuallyDrop::new(continuum);
+        // SAFETY: the ring handle moves to the Ring (Continuum's Drop never
+        // runs); its address list is dropped here, once.
+        let addrs = unsafe { std::ptr::read(&continuum.addrs) };
+        drop(addrs);
+        // SAFETY: a live ring handle, now owned by the Ring alone.
+        unsafe { Ring::from_raw(continuum.ring) }
+    }
+}
+
+impl Ring {
+    /// Takes ownership of a ring handle.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live ring handle no one else frees.
+    pub(crate) unsafe fn from_raw(raw: NonNull<ffi::chash_ring>) -> Ring {
+        let buckets = ffi::chash_ring_num_nodes(raw.as_ptr()) as usize;
+        let points = ffi::chash_ring_num_points(raw.as_ptr()) as usize;
+        Ring { raw, buckets, points }
+    }
+
+    pub(crate) fn raw(&self) -> *const ffi::chash_ring {
+        self.raw.as_ptr()
+    }
+
+    /// The ring of `servers` (address text and weight; bucket `i` is the
+    /// i-th) for `flavor` with `point_multiple` points a weight unit (0 =
+    /// 160; nginx and pingora v1 take only 160). The errors name the server.
+    /// Pingora flavours hash the address text as given: write it as
+    /// pingora prints a `SocketAddr`.
+    pub fn build<I, A>(flavor: Flavor, point_multiple: u32, servers: I) -> Result<Ring, Error>
+    where
+        I: IntoIterator<Item = (A, u32)>,
+        A: AsRef<str>,
+    {
+        let mut builder = Builder::new(flavor.code(), point_multiple)?;
+        for (address, weight) in servers {
+            builder.add(address.as_ref(), weight)?;
+        }
+        let raw = builder.build()?;
+        // SAFETY: a ring just built, owned here.
+        Ok(unsafe { Ring::from_raw(raw) })
+    }
+
+    /// The flavour; `None` for a ring of a flavour this crate does not name.
+    pub fn flavor(&self) -> Option<Flavor> {
+        // SAFETY: the ring is alive.
+        Flavor::from_code(unsafe { ffi::chash_ring_flavor(self.raw()) })
+    }
+
+    /// Points per weight unit.
+    pub fn point_multiple(&self) -> u32 {
+        // SAFETY: the ring is alive.
+        unsafe { ffi::chash_ring_point_multiple(self.raw()) }
+    }
+
+    /// Buckets, drained ones (weight 0) included.
+    pub fn num_buckets(&self) -> usize {
+        self.buckets
+    }
+
+    /// Buckets that own at least one point.
+    pub fn buckets_with_points(&self) -> usize {
+        // SAFETY: the ring is alive.
+        unsafe { ffi::chash_ring_nodes_with_points(self.raw()) as usize }
+    }
+
+    /// Points kept after collisions.
+    pub fn num_points(&self) -> usize {
+        self.points
+    }
+
+    /// Points generated (the sum of weight × multiple).
+    pub fn points_generated(&self) -> u64 {
+        // SAFETY: the ring is alive.
+        unsafe { ffi::chash_ring_points_generated(self.raw()) }
+    }
+
+    /// The address of bucket `idx` as bytes, exactly as it was added (or
+    /// written in the servers file of a snapshot); `None` past the end.
+    /// Borrowed from the ring: O(1), no copy.
+    pub fn address_bytes(&self, idx: usize) -> Option<&[u8]> {
+        let node = u32::try_from(idx).ok()?;
+        let mut len = 0usize;
+        // SAFETY: the ring is alive; len is a valid out-pointer.
+        let text = unsafe { ffi::chash_ring_node_address(self.raw(), node, &mut len) };
+        if text.is_null() {
+            return None;
+        }
+        // SAFETY: len bytes at text, owned by the ring, which outlives the
+        // borrow of self.
+        Some(unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) })
+    }
+
+    /// The address of bucket `idx`; `None` past the end or if it is not
+    /// UTF-8 (see [`Ring::address_bytes`]).
+    pub fn address(&self, idx: usize) -> Option<&str> {
+        self.address_bytes(idx).and_then(|bytes| std::str::from_utf8(bytes).ok())
+    }
+
+    /// The weight of bucket `idx`; `None` past the end.
+    pub fn weight(&self, idx: usize) -> Option<u32> {
+        // SAFETY: the ring is alive; idx is checked first.
+        (idx < self.buckets).then(|| unsafe { ffi::chash_ring_node_weight(self.raw(), idx as u32) })
+    }
+
+    /// The bucket of `key`; `None` when the ring has no points. Lock-free,
+    /// no allocation: O(key + log16 points).
+    pub fn bucket_idx(&self, key: &[u8]) -> Option<usize> {
+        // SAFETY: the key is a valid slice; the ring is alive.
+        let node = unsafe { ffi::chash_ring_find(self.raw(), key.as_ptr().cast(), key.len()) };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// The bucket of a key whose CRC32 ([`crate::crc32`]) is `hash`.
+    pub fn bucket_idx_by_hash(&self, hash: u32) -> Option<usize> {
+        // SAFETY: the ring is alive.
+        let node = unsafe { ffi::chash_ring_find_hash(self.raw(), hash) };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// The address of `key`'s bucket (see [`Ring::address`]).
+    pub fn node(&self, key: &[u8]) -> Option<&str> {
+        self.bucket_idx(key).and_then(|idx| self.address(idx))
+    }
+
+    /// Buckets of many keys at once: `out[i]` for `keys[i]`, [`NO_BUCKET`]
+    /// on an empty ring. No heap allocation.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than `keys`.
+    pub fn bucket_idxs<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [u32]) {
+        for_key_chunks("Ring::bucket_idxs", keys, out, |keys, lens, n, out| {
+            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
+            unsafe { ffi::chash_ring_find_keys(self.raw(), keys, lens, n, out) }
+        });
+    }
+
+    /// The bucket the ring of the buckets `mask` leaves available would
+    /// answer for `key` (a snapshot's subset, or health), without building
+    /// that ring; `None` if no available bucket owns a point. Bucket ids at
+    /// or past the mask's length count as unavailable.
+    pub fn bucket_idx_available(&self, key: &[u8], mask: &NodeMask) -> Option<usize> {
+        // SAFETY: ring and mask are alive; the key is a valid slice.
+        let node = unsafe {
+            ffi::chash_ring_find_available(self.raw(), mask.raw(), key.as_ptr().cast(), key.len())
+        };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// [`Ring::bucket_idx_available`] of a key whose CRC32 is `hash`.
+    pub fn bucket_idx_available_by_hash(&self, hash: u32, mask: &NodeMask) -> Option<usize> {
+        // SAFETY: ring and mask are alive.
+        let node = unsafe { ffi::chash_ring_find_available_hash(self.raw(), mask.raw(), hash) };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// The address [`Ring::bucket_idx_available`] answers with.
+    pub fn node_available(&self, key: &[u8], mask: &NodeMask) -> Option<&str> {
+        self.bucket_idx_available(key, mask).and_then(|idx| self.address(idx))
+    }
+
+    /// Masked lookups in a batch: `out[i]` for `keys[i]`.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than `keys`.
+    pub fn bucket_idxs_available<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        mask: &NodeMask,
+        out: &mut [u32],
+    ) {
+        for_key_chunks("Ring::bucket_idxs_available", keys, out, |keys, lens, n, out| {
+            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
+            unsafe {
+                ffi::chash_ring_find_available_keys(self.raw(), mask.raw(), keys, lens, n, out)
+            }
+        });
+    }
+
+    /// Each bucket once, in ring order from `key`'s point: the failover
+    /// order. Its 8 KiB seen-set is one heap allocation a walk.
+    pub fn distinct_iter(&self, key: &[u8]) -> DistinctBuckets<'_> {
+        self.distinct_iter_by_hash(crc32(key))
+    }
+
+    /// [`Ring::distinct_iter`] from a key whose CRC32 is `hash`.
+    pub fn distinct_iter_by_hash(&self, hash: u32) -> DistinctBuckets<'_> {
+        let mut walk = Box::new(ffi::chash_distinct_walk { opaque: [0; 1032] });
+        // SAFETY: the ring is alive; the walk is caller-allocated.
+        unsafe { ffi::chash_ring_walk_distinct(self.raw(), hash, &mut *walk) };
+        DistinctBuckets { walk, _ring: self }
+    }
+
+    /// Consistent hashing with bounded loads: the first bucket in the
+    /// (masked) walk from `key`'s point whose load is below
+    /// [`crate::bounded_load_capacity`]`(total, n, c)`, n and total over the
+    /// available buckets that own points; `loads[i]` is bucket i's load.
+    /// `Ok(None)` if no available bucket owns a point; an error
+    /// ([`ErrorKind::BadArgument`]) if `c` is not a finite number > 1 or
+    /// `loads` is shorter than the buckets. O(buckets) to sum the loads.
+    pub fn bucket_idx_bounded_load(
+        &self,
+        key: &[u8],
+        loads: &[u64],
+        balance_factor: f64,
+        mask: Option<&NodeMask>,
+    ) -> Result<Option<usize>, Error> {
+        crate::ops::find_bounded_load(self.raw(), crc32(key), loads, balance_factor, mask)
+    }
+
+    /// The first bucket in the (masked) walk from `key`'s point whose load
+    /// is below `capacity`; buckets at or past `loads.len()` are skipped;
+    /// `None` if every one is full. For callers that keep the capacity
+    /// themselves (computed once a batch).
+    pub fn bucket_idx_under_capacity(
+        &self,
+        key: &[u8],
+        loads: &[u64],
+        capacity: u64,
+        mask: Option<&NodeMask>,
+    ) -> Option<usize> {
+        crate::ops::find_under_capacity(self.raw(), crc32(key), loads, capacity, mask)
+    }
+
+    /// SHA-256 of what routes keys: equal fingerprints route every key alike.
+    pub fn fingerprint(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
+        let mut out = [0u8; FINGERPRINT_SIZE];
+        // SAFETY: the ring is alive; out holds FINGERPRINT_SIZE bytes.
+        let code = unsafe { ffi::chash_ring_fingerprint(self.raw(), out.as_mut_ptr()) };
+        if code == ffi::CHASH_OK {
+            Ok(out)
+        } else {
+            Err(Error::from_code(code, last_error()))
+        }
+    }
+
+    /// The ring as pingora-ketama's [`Continuum`] when it is a pingora ring
+    /// whose every address reads as a `SocketAddr` (an error naming the
+    /// bucket otherwise). Consumes the ring: the Continuum owns its handle
+    /// (no copy of the points); O(buckets).
+    pub fn into_continuum(self) -> Result<Continuum, Error> {
+        match self.flavor() {
+            Some(Flavor::PingoraV1 | Flavor::PingoraV2) => {}
+            other => {
+                return Err(Error::new(
+                    ErrorKind::BadArgument,
+                    format!("a {other:?} ring is not a pingora-ketama Continuum"),
+                ))
+            }
+        }
+        let mut addrs = Vec::with_capacity(self.buckets);
+        for idx in 0..self.buckets {
+            let text = self.address(idx).unwrap_or("");
+            // The ring routes by the points already built: the SocketAddr
+            // only names the bucket, whatever the text's spelling.
+            match text.parse::<std::net::SocketAddr>() {
+                Ok(addr) => addrs.push(addr),
+                Err(_) => {
+                    return Err(Error::new(
+                        ErrorKind::BadAddress,
+                        format!("bucket {idx} '{text}' is not a socket address"),
+                    ))
+                }
+            }
+        }
+        let ring = std::mem::ManuallyDrop::new(self);
+        Ok(Continuum { ring: ring.raw, addrs: addrs.into_boxed_slice(), points: ring.points })
+    }
+}
+
+/// Each bucket once from a key's point (see [`Ring::distinct_iter`]):
+/// bucket indices, ending after the last bucket that owns points. Borrows
+/// its ring: it cannot outlive it.
+///
+/// ```compile_fail,E0505
+/// fn walk_after_drop(ring: std::sync::Arc<chash::Ring>) -> Option<usize> {
+///     let mut walk = ring.distinct_iter(b"key");
+///     drop(ring);
+///     walk.next() // error: `ring` moved while borrowed
+/// }
+/// ```
+pub struct DistinctBuckets<'a> {
+    walk: Box<ffi::chash_distinct_walk>,
+    _ring: &'a Ring,
+}
+
+impl Iterator for DistinctBuckets<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        // SAFETY: the walk belongs to the borrowed ring, alive for 'a.
+        let node = unsafe { ffi::chash_distinct_walk_next(&mut *self.walk) };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+}

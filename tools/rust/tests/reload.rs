@@ -1,0 +1,320 @@
+//! The Reloader on snapshots the CLI writes over a path: reloads under
+//! reader threads (each reader's ring answers exactly as the ring of its
+//! config version), refusals that keep the current ring, symlinks, the
+//! watcher thread, rollbacks, and rings held across reloads.
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chash::{
+    Bucket, Continuum, LoadOptions, PublicKey, Reload, ReloadOptions, Reloader, SnapshotCheck,
+};
+use common::{build_snapshot, read_lines, read_servers, run_cli, server_lines, TempDir};
+
+// Version v of the fleet: servers_50.txt without server v (v = 0: all).
+fn fleet(version: u64) -> Vec<Bucket> {
+    let mut buckets = read_servers("servers_50.txt");
+    if version > 0 {
+        buckets.remove(version as usize % buckets.len());
+    }
+    buckets
+}
+
+// Writes version v of the fleet as a pingora-v1 snapshot at `path` (the
+// CLI renames a complete file over it).
+fn publish(dir: &TempDir, path: &Path, version: u64) {
+    let servers =
+        dir.write_lines(&format!("servers_{version}.txt"), &server_lines(&fleet(version)));
+    build_snapshot(
+        &servers,
+        path,
+        &["--mode", "pingora-v1", "--config-version", &version.to_string()],
+    );
+}
+
+// Each key's server on version v, from the crate's golden-tested Continuum.
+fn expected(version: u64, keys: &[Vec<u8>]) -> Vec<SocketAddr> {
+    let ring = Continuum::new(&fleet(version));
+    keys.iter().map(|k| ring.node(k).unwrap()).collect()
+}
+
+fn options() -> ReloadOptions {
+    ReloadOptions::default()
+}
+
+#[test]
+fn reloads_under_reader_threads_answer_as_one_version() {
+    let dir = TempDir::new("readers");
+    let path = dir.path("live.ring");
+    publish(&dir, &path, 1);
+    let reloader = Arc::new(Reloader::new(&path, options()).unwrap());
+    let keys: Arc<Vec<Vec<u8>>> = Arc::new(read_lines("keys_10000.txt")[..2000].to_vec());
+    let last = 6u64;
+    let answers: Arc<HashMap<u64, Vec<SocketAddr>>> =
+        Arc::new((1..=last).map(|v| (v, expected(v, &keys))).collect());
+    // The versions differ: a reader on the wrong ring would be noticed.
+    assert_ne!(answers[&1], answers[&2]);
+    let versions: Arc<HashMap<[u8; 32], u64>> = Arc::new(
+        (1..=last).map(|v| (Continuum::new(&fleet(v)).fingerprint().unwrap(), v)).collect(),
+    );
+    assert_eq!(versions.len(), last as usize);
+
+    let started = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let readers: Vec<_> = (0..3)
+        .map(|t| {
+            let (reloader, keys, answers) = (reloader.clone(), keys.clone(), answers.clone());
+            let versions = versions.clone();
+            let started = started.clone();
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut lookups = 0u64;
+                for round in 0..10_000_000u64 {
+                    // Odd rounds take the ring alone, whose version is known
+                    // by its fingerprint; even rounds the whole snapshot.
+                    let (ring, version) = if round % 2 == 1 {
+                        let ring = reloader.ring();
+                        let version = versions[&ring.fingerprint().unwrap()];
+                        (ring, version)
+                    } else {
+                        let snapshot = reloader.snapshot();
+                        (snapshot.ring(), snapshot.config_version())
+                    };
+                    if seen.last() != Some(&version) {
+                        // Never back to an older version.
+                        assert!(seen.last().is_none_or(|&v| v < version), "{seen:?} {version}");
+                        seen.push(version);
+                    }
+                    let expected = &answers[&version];
+                    for i in (t..keys.len()).step_by(7) {
+                        let got: SocketAddr = ring.node(&keys[i]).unwrap().parse().unwrap();
+                        assert_eq!(got, expected[i], "version {version}, key {i}");
+                        lookups += 1;
+                    }
+                    if round == 0 {
+                        started.fetch_add(1, Ordering::SeqCst);
+                    }
+                    // Each reader runs until it has answered on the last
+                    // version (or the deadline, which the asserts below fail).
+                    if version == last || Instant::now() > deadline {
+                        break;
+                    }
+                }
+                (seen, lookups)
+            })
+        })
+        .collect();
+    while started.load(Ordering::SeqCst) < readers.len() {
+        assert!(Instant::now() < deadline, "readers did not start");
+        std::thread::yield_now();
+    }
+    for version in 2..=last {
+        publish(&dir, &path, version);
+        assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: version });
+        assert_eq!(reloader.poll().unwrap(), Reload::Unchanged);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for reader in readers {
+        let (seen, lookups) = reader.join().unwrap();
+        assert_eq!(seen.first(), Some(&1), "{seen:?}");
+        assert_eq!(seen.last(), Some(&last), "{seen:?}");
+        assert!(lookups > 0);
+    }
+    assert_eq!(reloader.reloads(), last - 1);
+    assert_eq!(reloader.refusals(), 0);
+    assert!(reloader.last_error().is_none());
+}
+
+#[test]
+fn refused_files_keep_the_current_ring() {
+    let dir = TempDir::new("refusals");
+    let path = dir.path("live.ring");
+    publish(&dir, &path, 5);
+    let reloader = Reloader::new(&path, options()).unwrap();
+    let keys = read_lines("keys_1000.txt");
+    let v5 = expected(5, &keys);
+    let held = reloader.ring();
+    let held_continuum = reloader.continuum().unwrap();
+    assert!(Arc::ptr_eq(&held_continuum, &reloader.continuum().unwrap()), "built once");
+    let check_v5 = |ring: &chash::Ring| {
+        for (key, want) in keys.iter().zip(&v5) {
+            assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
+        }
+    };
+
+    // A damaged file renamed over the path: refused by its checksum.
+    let good = std::fs::read(&path).unwrap();
+    let mut damaged = good.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 1;
+    let staged = dir.path("staged.ring");
+    std::fs::write(&staged, &damaged).unwrap();
+    std::fs::rename(&staged, &path).unwrap();
+    let err = reloader.poll().unwrap_err();
+    assert_eq!(err.check(), SnapshotCheck::Checksum, "{err}");
+    assert_eq!(reloader.last_error().map(|e| e.check()), Some(SnapshotCheck::Checksum));
+    assert_eq!(reloader.refusals(), 1);
+    // Not tried again until the path changes.
+    assert_eq!(reloader.poll().unwrap(), Reload::Unchanged);
+    assert_eq!(reloader.refusals(), 1);
+    check_v5(&reloader.ring());
+
+    // A lower config version: refused, unless a rollback is allowed.
+    publish(&dir, &path, 3);
+    let err = reloader.poll().unwrap_err();
+    assert_eq!(err.check(), SnapshotCheck::ConfigVersion, "{err}");
+    assert!(err.is_untrusted());
+    assert_eq!(reloader.snapshot().config_version(), 5);
+    // The same version with other servers: refused too.
+    let other = dir.write_lines("other.txt", &server_lines(&fleet(9)));
+    build_snapshot(&other, &path, &["--mode", "pingora-v1", "--config-version", "5"]);
+    assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::ConfigVersion);
+    // The same version and servers (a rewrite of the same content): nothing to do.
+    publish(&dir, &path, 5);
+    assert_eq!(reloader.poll().unwrap(), Reload::Unchanged);
+    assert_eq!((reloader.reloads(), reloader.refusals()), (0, 3));
+    check_v5(&reloader.ring());
+
+    // The file vanishes: an io error, the ring stays.
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::Io);
+    check_v5(&reloader.ring());
+
+    // A good, higher version is published; the ring held since v5 still
+    // answers as v5.
+    publish(&dir, &path, 8);
+    assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 8 });
+    let v8 = expected(8, &keys);
+    for (key, want) in keys.iter().zip(&v8) {
+        assert_eq!(reloader.ring().node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
+    }
+    check_v5(&held);
+    let continuum = reloader.continuum().unwrap();
+    for ((key, v5), v8) in keys.iter().zip(&v5).zip(&v8) {
+        assert_eq!(continuum.node(key), Some(*v8));
+        assert_eq!(held_continuum.node(key), Some(*v5));
+    }
+    drop(reloader);
+    // The ring outlives the reloader too.
+    check_v5(&held);
+
+    let rollback = Reloader::new(&path, ReloadOptions { allow_rollback: true, ..options() });
+    let rollback = rollback.unwrap();
+    publish(&dir, &path, 2);
+    assert_eq!(rollback.poll().unwrap(), Reload::Reloaded { config_version: 2 });
+}
+
+#[test]
+fn the_policy_holds_for_every_reload() {
+    let dir = TempDir::new("policy");
+    let key = dir.path("k");
+    run_cli(&[std::ffi::OsStr::new("keygen"), "--out".as_ref(), key.as_os_str()]);
+    let trusted = PublicKey::read(dir.path("k.pub")).unwrap();
+    let path = dir.path("live.ring");
+    let servers = dir.write_lines("servers.txt", &server_lines(&fleet(0)));
+    let sign = key.to_str().unwrap();
+    build_snapshot(
+        &servers,
+        &path,
+        &["--mode", "pingora-v1", "--config-version", "1", "--sign", sign],
+    );
+    let load = LoadOptions::new().trust(trusted).min_config_version(1);
+    let reloader = Reloader::new(&path, ReloadOptions { load, allow_rollback: false }).unwrap();
+    // Unsigned, higher version: refused by the signature check.
+    build_snapshot(&servers, &path, &["--mode", "pingora-v1", "--config-version", "2"]);
+    assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::Signature);
+    build_snapshot(
+        &servers,
+        &path,
+        &["--mode", "pingora-v1", "--config-version", "3", "--sign", sign],
+    );
+    assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 3 });
+    assert!(reloader.snapshot().info().key_id.is_some());
+    // The first load is held to the policy as well.
+    build_snapshot(&servers, &path, &["--mode", "pingora-v1", "--config-version", "4"]);
+    let load = LoadOptions::new().trust(trusted);
+    let err = Reloader::new(&path, ReloadOptions { load, allow_rollback: false }).unwrap_err();
+    assert_eq!(err.check(), SnapshotCheck::Signature);
+}
+
+#[test]
+fn the_watcher_follows_a_retargeted_symlink() {
+    let dir = TempDir::new("watcher");
+    let (a, b) = (dir.path("a.ring"), dir.path("b.ring"));
+    publish(&dir, &a, 1);
+    publish(&dir, &b, 2);
+    let link = dir.path("current.ring");
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    let reloader = Arc::new(Reloader::new(&link, options()).unwrap());
+    assert_eq!(reloader.snapshot().config_version(), 1);
+    let watcher = reloader.watch(Duration::from_millis(5)).unwrap();
+    // Retarget atomically: a new link renamed over the old.
+    let staged = dir.path("staged.link");
+    std::os::unix::fs::symlink(&b, &staged).unwrap();
+    std::fs::rename(&staged, &link).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reloader.snapshot().config_version() != 2 {
+        assert!(Instant::now() < deadline, "the watcher did not reload");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(watcher); // stops and joins the thread
+    assert_eq!(Arc::strong_count(&reloader), 1, "the watcher thread still holds the reloader");
+    let keys = read_lines("keys_1000.txt");
+    let v2 = expected(2, &keys);
+    let ring = reloader.ring();
+    for (key, want) in keys.iter().zip(&v2) {
+        assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
+    }
+}
+
+// Files replaced faster than the watcher polls, some while it loads: it
+// must end on the last one, and every reader answer must be one version's.
+#[test]
+fn a_watcher_under_rapid_replacements_ends_on_the_last_file() {
+    let dir = TempDir::new("rapid");
+    let path = dir.path("live.ring");
+    publish(&dir, &path, 1);
+    let reloader = Arc::new(Reloader::new(&path, options()).unwrap());
+    let keys: Arc<Vec<Vec<u8>>> = Arc::new(read_lines("keys_1000.txt"));
+    let last = 12u64;
+    let answers: Arc<HashMap<u64, Vec<SocketAddr>>> =
+        Arc::new((1..=last).map(|v| (v, expected(v, &keys))).collect());
+    let watcher = reloader.watch(Duration::from_millis(1)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (reloader, keys, answers, stop) =
+            (reloader.clone(), keys.clone(), answers.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut rounds = 0u64;
+            while !stop.load(Ordering::SeqCst) && Instant::now() < deadline && rounds < 1_000_000 {
+                let snapshot = reloader.snapshot();
+                let (ring, expected) = (snapshot.ring(), &answers[&snapshot.config_version()]);
+                for (key, want) in keys.iter().zip(expected).step_by(13) {
+                    assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    for version in 2..=last {
+        publish(&dir, &path, version);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reloader.snapshot().config_version() != last {
+        assert!(Instant::now() < deadline, "stuck at {}", reloader.snapshot().config_version());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stop.store(true, Ordering::SeqCst);
+    assert!(reader.join().unwrap() > 0);
+    drop(watcher);
+    assert!((1..last).contains(&reloader.reloads()), "{} reloads", reloader.reloads());
+    assert_eq!(reloader.refusals(), 0, "{:?}", reloader.last_error());
+}

@@ -13,7 +13,8 @@
 //            directory);
 //   load     LoadSnapshot: kMap verified (XXH3-128 on), kMap unverified
 //            (checksum off, every structural check on), kCopy verified and
-//            unverified, kMap signed (a trusted key: one more BLAKE2b pass),
+//            unverified, kMap signed (a trusted key: the SHA-256 chunk tree
+//            of format 1.1, hashed on the other threads during the load),
 //            kMap with the points digest (SHA-256, 8 bytes a point); each
 //            from a warm page cache (the file was just written or read), and
 //            kMap verified from a cold one for this file only
@@ -22,10 +23,10 @@
 //            cached when the load started: on a VM the "disk" may itself be
 //            the host's cache);
 //   parts    what a load is made of, each alone over the same file: the
-//            XXH3-128 pass, the BLAKE2b pass a signature check adds, and the
-//            search index rebuild (format 1.0 stores no index; this is what
-//            storing it would save per load, and index_bytes what it would
-//            save per process);
+//            XXH3-128 pass, the digest a signature check adds (1.0's BLAKE2b;
+//            1.1's SHA-256 chunk tree on one thread and on every thread),
+//            and the search index rebuild (what a file without a stored
+//            index costs per load, and index_bytes per process);
 //   lookups  by hash (single and 1,024 a batch) and by 30-byte key on the
 //            built ring (transparent huge pages), the same built on 4 KiB
 //            pages, the mapped ring (page-cache pages) and the copied one;
@@ -62,6 +63,7 @@
 
 #include "proc_status.h"
 #include "build/columns_builder.h"
+#include "build/parallel.h"
 #include "chash/chash.h"
 #include "chash/snapshot.h"
 #include "layout/aligned_array.h"
@@ -483,12 +485,12 @@ struct Mapped {
   }
 };
 
-enum class Part { kXxh3, kBlake2b, kIndex };
+enum class Part { kXxh3, kBlake2b, kSha256Tree1, kSha256Tree, kIndex };
 
 void BM_Part(benchmark::State& state, size_t ring, Part part) {
   Fixture* f = Usable(state, ring);
   if (f == nullptr) return;
-  const Mapped file(part == Part::kBlake2b ? f->signed_path : f->path);
+  const Mapped file(part == Part::kIndex || part == Part::kXxh3 ? f->path : f->signed_path);
   if (file.data == nullptr) return state.SkipWithError("mmap failed");
   if (part == Part::kXxh3) {
     const uint8_t* checksum = file.data + file.size - 16;
@@ -498,10 +500,20 @@ void BM_Part(benchmark::State& state, size_t ring, Part part) {
     for (auto _ : state) {
       benchmark::DoNotOptimize(fmt::Checksum(file.data, file.size - 16));
     }
-  } else if (part == Part::kBlake2b) {
+  } else if (part != Part::kIndex) {
+    // What a 1.0 signature hashes (BLAKE2b, one thread) and what a 1.1 one
+    // hashes (the SHA-256 chunk tree, on one thread and on every thread).
+    const uint16_t minor = part == Part::kBlake2b ? 0 : 1;
+    const unsigned threads = part == Part::kSha256Tree ? internal::BuildThreads() : 1;
+    fmt::SignedMessage message;
     for (auto _ : state) {
-      benchmark::DoNotOptimize(fmt::SignedMessage(file.data, file.size - fmt::kTrailerBytes));
+      if (!fmt::MakeSignedMessage(minor, file.data, file.size - fmt::kTrailerBytes, threads,
+                                  message)) {
+        return state.SkipWithError("out of memory hashing");
+      }
+      benchmark::DoNotOptimize(message);
     }
+    state.counters["threads"] = threads;
   } else {
     const uint64_t n = f->ring.num_points();
     const auto section = [&](fmt::Section s) {
@@ -763,6 +775,8 @@ void RegisterAll() {
          ring, 5, 2);
     for (const auto& [part, name] : {std::pair{Part::kXxh3, "xxh3_128"},
                                      std::pair{Part::kBlake2b, "blake2b_256"},
+                                     std::pair{Part::kSha256Tree1, "sha256_tree_1thread"},
+                                     std::pair{Part::kSha256Tree, "sha256_tree"},
                                      std::pair{Part::kIndex, "index_rebuild"}}) {
       slow(reg(std::string("part/") + name + "/" + r,
                [ring, part](benchmark::State& s) { BM_Part(s, ring, part); }),

@@ -14,7 +14,16 @@ every process printed the same routes, and stops any that is left by PID.
 
   bench/snapshot_pss.py --chash build/tools/cli/chash [--procs 8]
       [--nodes 2048 --weight 625 --mode pingora-v2 --multiple 16]
-      [--built-procs N] [--workdir DIR] > bench/results/x86_64/snapshot-pss.txt
+      [--built-procs N] [--baseline-procs 2] [--no-index-procs N]
+      [--workdir DIR] > bench/results/x86_64/snapshot-pss.txt
+
+What a mapped ring keeps privately is measured against a baseline: a few
+processes that route the same keys with a snapshot of 2 servers (the
+process's own memory, its binary, allocator and keys, without a large
+ring). "private per mapped process" is then the mean Pss_Anon of a mapped
+process minus the baseline's mean. --no-index-procs N also maps the ring
+written with `chash build --no-index` (format 1.1 readers then build the
+search index themselves, as every reader of 1.0 files did).
 
 Bounded: each process must be ready within --ready-timeout seconds (default
 600), the whole run within --total-timeout (default 1800); on any failure
@@ -139,6 +148,8 @@ def main():
     parser.add_argument("--procs", type=int, default=8)
     parser.add_argument("--built-procs", type=int, default=None,
                         help="processes that build (default: --procs)")
+    parser.add_argument("--baseline-procs", type=int, default=2)
+    parser.add_argument("--no-index-procs", type=int, default=0)
     parser.add_argument("--nodes", type=int, default=2048)
     parser.add_argument("--weight", type=int, default=625)
     parser.add_argument("--mode", default="pingora-v2")
@@ -173,6 +184,19 @@ def main():
                     "--config-version", "1", "--out", snapshot],
                    check=True, stdout=subprocess.DEVNULL, timeout=args.ready_timeout)
     build_seconds = time.monotonic() - started
+    small_servers = os.path.join(workdir, "small-servers.txt")
+    with open(small_servers, "w") as f:
+        f.write("10.0.0.1:443 1\n10.0.0.2:443 1\n")
+    small = os.path.join(workdir, "small.chash")
+    if args.baseline_procs:
+        subprocess.run([args.chash, "build", "--servers", small_servers, *ring_options,
+                        "--config-version", "1", "--out", small],
+                       check=True, stdout=subprocess.DEVNULL, timeout=args.ready_timeout)
+    bare = os.path.join(workdir, "ring-no-index.chash")
+    if args.no_index_procs:
+        subprocess.run([args.chash, "build", "--servers", servers, *ring_options,
+                        "--config-version", "1", "--no-index", "--out", bare],
+                       check=True, stdout=subprocess.DEVNULL, timeout=args.ready_timeout)
     rng = random.Random(42)
     alphabet = "abcdefghijklmnopqrstuvwxyz0123456789/"
     keys = "".join("/" + "".join(rng.choice(alphabet) for _ in range(29)) + "\n"
@@ -192,13 +216,18 @@ def main():
     built_argv = [args.chash, "route", "--servers", servers, *ring_options]
     results = {}
     outputs = []
-    for name, argv, count in (("mapped", mapped_argv, args.procs),
-                              ("built", built_argv, built_procs)):
+    groups = (("baseline", [args.chash, "route", "--ring", small], args.baseline_procs),
+              ("mapped", mapped_argv, args.procs),
+              ("mapped-no-index", [args.chash, "route", "--ring", bare], args.no_index_procs),
+              ("built", built_argv, built_procs))
+    for name, argv, count in groups:
         if count == 0:
             continue
         measured, outs = run(args, name, argv, keys, workdir, count)
         results[name] = report(name, argv, measured)
-        outputs += outs
+        results[name + "/count"] = count
+        if name != "baseline":  # another ring: other routes
+            outputs += outs
     first = open(outputs[0], "rb").read()
     same = all(open(p, "rb").read() == first for p in outputs[1:])
     lines = first.count(b"\n")
@@ -214,6 +243,15 @@ def main():
               f"{per_built * args.procs / max(1, m['Pss']):.1f}x less mapped")
         print(f"summed Rss: {args.procs} mapped {m['Rss'] / 1024:.1f} MiB "
               f"(each counts the whole file), {built_procs} built {b['Rss'] / 1024:.1f} MiB")
+    if "baseline" in results:
+        base = results["baseline"][0]["Pss_Anon"] / results["baseline/count"]
+        print(f"baseline: {base / 1024:.1f} MiB Pss_Anon a process (2-server ring)")
+        for name in ("mapped", "mapped-no-index"):
+            if name in results:
+                own = results[name][0]["Pss_Anon"] / results[name + "/count"]
+                print(f"private per {name} process beyond the baseline: "
+                      f"{(own - base) / 1024:.1f} MiB Pss_Anon ({own / 1024:.1f} - "
+                      f"{base / 1024:.1f})")
     with open("/proc/loadavg") as f:
         print(f"# loadavg after: {f.read().strip()}")
     if not args.workdir:

@@ -61,6 +61,17 @@ void CheckInBounds(const Ring& ring, const std::string& description) {
   }
 }
 
+// A fixed test key (seed 1, 2, 3, ...): the seed files stay byte-stable,
+// and the check verifies signatures by it.
+SecretKey FuzzSigningKey() {
+  SecretKey key;
+  std::array<uint8_t, 32> seed;
+  for (size_t i = 0; i < seed.size(); ++i) seed[i] = static_cast<uint8_t>(i + 1);
+  std::array<uint8_t, 32> pub;
+  crypto_sign_ed25519_seed_keypair(pub.data(), key.bytes.data(), seed.data());
+  return key;
+}
+
 }  // namespace
 
 std::string RunSnapshotCheck(const uint8_t* data, size_t size) {
@@ -79,6 +90,17 @@ std::string RunSnapshotCheck(const uint8_t* data, size_t size) {
   }
   Result<std::shared_ptr<const RingSnapshot>> plain = LoadSnapshotFromBytes(bytes);
   if (!plain.ok()) CheckRefusal(plain.status(), description);
+  // The signature path (its chunks hashed while the other checks run): a
+  // file it accepts, the plain load accepts too.
+  static const PublicKey trusted = FuzzSigningKey().public_key();
+  SnapshotLoadOptions signature;
+  signature.trusted_keys = {trusted};
+  Result<std::shared_ptr<const RingSnapshot>> signed_load = LoadSnapshotFromBytes(bytes, signature);
+  if (!signed_load.ok()) {
+    CheckRefusal(signed_load.status(), description);
+  } else if (!plain.ok()) {
+    Fail("a signature-checked load accepted what the plain load refused", description);
+  }
 
   SnapshotLoadOptions deep;
   deep.verify_points_digest = true;
@@ -131,7 +153,7 @@ std::string RunSnapshotCheck(const uint8_t* data, size_t size) {
 }
 
 std::string SnapshotSeedBytes(int flavor, uint32_t multiple, uint32_t nodes, int subsets,
-                              bool sign) {
+                              bool sign, bool store_index) {
   const Flavor flavors[] = {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2};
   RingBuilder builder({.flavor = flavors[flavor], .point_multiple = multiple});
   for (uint32_t i = 0; i < nodes; ++i) {
@@ -150,15 +172,8 @@ std::string SnapshotSeedBytes(int flavor, uint32_t multiple, uint32_t nodes, int
     for (uint32_t id = static_cast<uint32_t>(s); id < nodes; id += 2 + s) mask.Set(id, true);
     options.subsets.push_back({"subset-" + std::to_string(s), mask});
   }
-  if (sign) {
-    // A fixed test key (seed 1, 2, 3, ...): the seed files stay byte-stable.
-    SecretKey key;
-    std::array<uint8_t, 32> seed;
-    for (size_t i = 0; i < seed.size(); ++i) seed[i] = static_cast<uint8_t>(i + 1);
-    std::array<uint8_t, 32> pub;
-    crypto_sign_ed25519_seed_keypair(pub.data(), key.bytes.data(), seed.data());
-    options.signing_key = key;
-  }
+  if (sign) options.signing_key = FuzzSigningKey();
+  options.store_search_index = store_index;
   Result<std::string> bytes = SerializeSnapshot(ring.value(), options);
   return bytes.ok() ? bytes.value() : std::string();
 }

@@ -41,6 +41,22 @@ TEST_P(SnapshotGoldenCli, RouteRingEqualsRouteServers) {
   ASSERT_EQ(from_ring.status, 0) << from_ring.err;
   ASSERT_FALSE(from_servers.out.empty());
   EXPECT_EQ(from_ring.out, from_servers.out);
+  // The stored index (the default) and none (--no-index): the same routes.
+  const std::string bare = TempPath("golden-no-index.chash");
+  ASSERT_EQ(RunChash("build --servers " + servers + " " + set.mode_args + " --no-index --out " +
+                     bare).status,
+            0);
+  const CliRun with_index = RunChash("inspect " + ring + " --json");
+  const CliRun without_index = RunChash("inspect " + bare + " --json");
+  ASSERT_EQ(with_index.status, 0) << with_index.err;
+  ASSERT_EQ(without_index.status, 0) << without_index.err;
+  EXPECT_EQ(with_index.out.find("\"index_bytes\":0,"), std::string::npos) << with_index.out;
+  EXPECT_NE(without_index.out.find("\"index_bytes\":0,"), std::string::npos)
+      << without_index.out;
+  const CliRun from_bare = RunChash("route --ring " + bare + " --keys " + keys);
+  ASSERT_EQ(from_bare.status, 0) << from_bare.err;
+  EXPECT_EQ(from_bare.out, from_servers.out);
+  std::remove(bare.c_str());
   // stats: the same ring, identity included (build time and memory differ).
   const CliRun stats_servers = RunChash("stats --servers " + servers + " " + set.mode_args);
   const CliRun stats_ring = RunChash("stats --ring " + ring);
@@ -155,7 +171,7 @@ TEST_F(SnapshotCli, InspectJson) {
   const CliRun run = RunChash("inspect " + ring_ + " --json --trusted-key " + key_ + ".pub");
   ASSERT_EQ(run.status, 0) << run.err;
   for (const char* field :
-       {"\"format_version\":\"1.0\"", "\"config_version\":3", "\"mode\":\"pingora-v1\"",
+       {"\"format_version\":\"1.1\"", "\"config_version\":3", "\"mode\":\"pingora-v1\"",
         "\"nodes\":50", "\"subsets\":[{\"name\":\"two\",\"servers\":2}]", "\"signed\":true",
         "\"signature_verified\":true", "\"checks_pass\":true", "\"failed_check\":null"}) {
     EXPECT_NE(run.out.find(field), std::string::npos) << field << " in " << run.out;

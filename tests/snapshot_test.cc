@@ -20,6 +20,9 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "layout/columns.h"
+#include "ops/sha256.h"
+#include "ring_state.h"
 #include "snapshot/format.h"
 #include "test_util.h"
 
@@ -177,6 +180,41 @@ TEST_P(SnapshotRoundTrip, LoadedRingAnswersAsBuilt) {
       ExpectSameAnswers(built, from_file.value()->ring());
     }
   }
+  // The stored index is the file's (borrowed, no copy); a file without one
+  // (store_search_index = false) gets an index built at load, with the same
+  // answers.
+  EXPECT_EQ(info.index_bytes > 0, built.num_points() > 0);
+  if (built.num_points() > 0) {
+    const internal::Columns& columns =
+        internal::RingFactory::StateOf(from_bytes.value()->ring())->columns;
+    EXPECT_EQ(reinterpret_cast<const uint8_t*>(columns.index.level_keys()) -
+                  reinterpret_cast<const uint8_t*>(columns.hash.data()),
+              static_cast<ptrdiff_t>(SectionOffset(bytes, fmt::kSearchIndex) +
+                                     fmt::kIndexHeaderBytes -
+                                     SectionOffset(bytes, fmt::kHashColumn)));
+  }
+  SnapshotWriteOptions no_index = options;
+  no_index.store_search_index = false;
+  const std::string smaller = Serialize(built, no_index);
+  // Only the index section (the last one) and the trailer's alignment differ.
+  EXPECT_LE(smaller.size() + info.index_bytes, bytes.size());
+  EXPECT_GE(smaller.size() + info.index_bytes + 8, bytes.size());
+  Result<std::shared_ptr<const RingSnapshot>> rebuilt = LoadSnapshotFromBytes(smaller);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
+  EXPECT_EQ(rebuilt.value()->info().index_bytes, 0u);
+  ExpectSameAnswers(built, rebuilt.value()->ring());
+  if (built.num_points() > 0) {
+    const internal::SearchIndex& a =
+        internal::RingFactory::StateOf(from_bytes.value()->ring())->columns.index;
+    const internal::SearchIndex& b =
+        internal::RingFactory::StateOf(rebuilt.value()->ring())->columns.index;
+    ASSERT_EQ(a.level_key_count(), b.level_key_count());
+    ASSERT_EQ(a.table_entries(), b.table_entries());
+    EXPECT_EQ(0, std::memcmp(a.level_keys(), b.level_keys(), 4 * a.level_key_count()));
+    EXPECT_EQ(0, std::memcmp(a.table(), b.table(), 4 * a.table_entries()));
+    EXPECT_EQ(a.entry_level(), b.entry_level());
+  }
+
   // The ring outlives the snapshot object that loaded it (RingOf).
   std::shared_ptr<const Ring> ring = RingOf(LoadSnapshot(path).value());
   ASSERT_TRUE(ring);
@@ -353,6 +391,66 @@ TEST_F(SnapshotRefusal, StructuralChecksBehindTheChecksum) {
   ExpectRefused(edit(subsets + 8 + 8 * 31, [](uint8_t* p) { p[7] = 0x80; }), "subsets");
 }
 
+// The stored search index is checked like everything else, with or without
+// the checksum: a damaged index is refused ("index"), never searched.
+TEST_F(SnapshotRefusal, DamagedSearchIndex) {
+  const size_t index = SectionOffset(good_, fmt::kSearchIndex);
+  const auto* data = reinterpret_cast<const uint8_t*>(good_.data());
+  const uint32_t levels = fmt::LoadU32(data + index + fmt::kIndexOffLevels);
+  const uint32_t bits = fmt::LoadU32(data + index + fmt::kIndexOffTableBits);
+  ASSERT_GE(levels, 3u);
+  ASSERT_GT(bits, 0u) << "the fixture's index has a prefix table";
+  const size_t keys = index + fmt::kIndexHeaderBytes;
+  int expected_levels = 0;
+  const size_t key_count =
+      internal::SearchIndex::LevelKeyCount(static_cast<uint32_t>(ring_.num_points()),
+                                           expected_levels);
+  ASSERT_EQ(static_cast<uint32_t>(expected_levels), levels);
+  const size_t table = keys + 4 * key_count;
+  const auto edit = [&](size_t at, auto&& change) {
+    std::string bad = good_;
+    change(reinterpret_cast<uint8_t*>(bad.data()) + at);
+    FixChecksum(bad);
+    return bad;
+  };
+  const auto add = [](uint32_t delta) {
+    return [delta](uint8_t* p) { fmt::StoreU32(p, fmt::LoadU32(p) + delta); };
+  };
+  std::vector<std::string> damaged = {
+      edit(index + fmt::kIndexOffLayout, add(1)),
+      edit(index + fmt::kIndexOffLevels, add(1)),
+      edit(index + fmt::kIndexOffEntryLevel, add(1)),
+      edit(index + fmt::kIndexOffEntryLevel, [&](uint8_t* p) { fmt::StoreU32(p, levels); }),
+      edit(index + fmt::kIndexOffTableBits, add(1)),
+      edit(index + fmt::kIndexOffTableBits, [](uint8_t* p) { fmt::StoreU32(p, 0); }),
+      edit(index + fmt::kIndexOffReserved + 3, [](uint8_t* p) { *p = 1; }),
+      edit(keys, add(1)),                             // the root's first key
+      edit(keys + 4 * (key_count - 1), add(1)),       // level 1's last padding key
+      edit(keys + 4 * (key_count / 2), add(1)),       // level 1, mid
+      edit(keys + 4 * (key_count / 2), add(~0u)),     // ... minus one
+      edit(table, add(1)),                            // the first table entry
+      edit(table + 4 * ((size_t{1} << bits) / 3), add(1)),
+      edit(table + 4 * ((size_t{1} << bits) - 1), add(~0u)),
+  };
+  for (size_t i = 0; i < damaged.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    ExpectRefused(damaged[i], "index");
+    SnapshotLoadOptions unverified;
+    unverified.verify = false;
+    ExpectRefused(damaged[i], "index", unverified);
+  }
+  // The section's length out of step with its contents: what it no longer
+  // covers is nonzero bytes before the trailer.
+  ExpectRefused(edit(fmt::kOffSections + 16 * fmt::kSearchIndex + 8, add(~3u)), "sections");
+  ExpectRefused(edit(fmt::kOffSections + 16 * fmt::kSearchIndex + 8,
+                     [](uint8_t* p) { fmt::StoreU64(p, 40); }),
+                "sections");
+  // A damaged index behind an intact checksum is the checksum's to catch.
+  std::string flipped = good_;
+  flipped[table + 8] ^= 1;
+  ExpectRefused(flipped, "checksum");
+}
+
 TEST_F(SnapshotRefusal, MinimumVersion) {
   SnapshotLoadOptions options;
   options.min_config_version = 5;
@@ -414,6 +512,129 @@ TEST(SnapshotSignature, SignedVerifiesTamperedDoesNot) {
   ExpectRefused(tampered, "signature", trust_key);
   // Unsigned with keys required.
   ExpectRefused(Serialize(ring), "signature", trust_key);
+}
+
+// A signed file of format 1.0 (tests/data/snapshot, written by the last 1.0
+// writer): every later reader must load it, verify its BLAKE2b signature and
+// answer as the ring of its servers, and refuse it once tampered.
+TEST(SnapshotSignature, Format10FileStillLoadsAndVerifies) {
+  const std::string path = DataPath("snapshot/ring-v1.0-signed.chash");
+  Result<PublicKey> key = ReadPublicKeyFile(DataPath("snapshot/key-v1.0.pub"));
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  SnapshotLoadOptions trust;
+  trust.trusted_keys = {key.value()};
+  trust.verify_points_digest = true;
+  for (const SnapshotLoadMode mode : {SnapshotLoadMode::kMap, SnapshotLoadMode::kCopy}) {
+    trust.mode = mode;
+    Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path, trust);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    const SnapshotInfo& info = loaded.value()->info();
+    EXPECT_EQ(info.major_version, 1);
+    EXPECT_EQ(info.minor_version, 0);
+    EXPECT_EQ(info.config_version, 7u);
+    EXPECT_EQ(info.label, "format 1.0 golden");
+    EXPECT_TRUE(info.is_signed);
+    EXPECT_EQ(info.KeyIdHex(), "07524929117fe9a9");
+    const Ring built = MustBuild(LoadServers("snapshot/servers-v1.0.txt"), {});
+    ExpectSameAnswers(built, loaded.value()->ring());
+    const NodeMask* pair = loaded.value()->FindSubset("pair");
+    ASSERT_NE(pair, nullptr);
+    for (uint32_t id = 0; id < built.num_nodes(); ++id) {
+      EXPECT_EQ(pair->available(id), id == 1 || id == 2) << id;
+    }
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.size(), 9728u);
+  trust.mode = SnapshotLoadMode::kMap;
+  ASSERT_TRUE(LoadSnapshotFromBytes(bytes, trust).ok());
+  std::string tampered = bytes;
+  tampered[SectionOffset(bytes, fmt::kHashColumn) + 4 * 10] ^= 1;
+  ExpectRefused(tampered, "checksum", trust);
+  FixChecksum(tampered);
+  ExpectRefused(tampered, "signature", trust);
+}
+
+// The 1.1 signature's digest, recomputed here as include/chash/snapshot.h
+// specifies it with another SHA-256 (libsodium's, not libcrypto's): the
+// same for every thread count, on empty, exact-chunk and ragged lengths.
+TEST(SnapshotSignature, ChunkTreeDigestIsTheDocumentedOne) {
+  std::mt19937 rng(11);
+  std::string data(5 * fmt::kDigestChunkBytes + 12345, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
+  for (const uint64_t size : {uint64_t{0}, uint64_t{1}, fmt::kDigestChunkBytes - 1,
+                              fmt::kDigestChunkBytes, fmt::kDigestChunkBytes + 1,
+                              uint64_t{data.size()}}) {
+    internal::Sha256Hasher root;
+    root.Update(fmt::kChunkTreeContext.data(), fmt::kChunkTreeContext.size());
+    uint8_t lengths[12];
+    fmt::StoreU64(lengths, size);
+    fmt::StoreU32(lengths + 8, 1u << 20);
+    root.Update(lengths, sizeof lengths);
+    for (uint64_t at = 0; at < size; at += fmt::kDigestChunkBytes) {
+      internal::Sha256Hasher chunk;
+      chunk.Update(bytes + at, std::min(fmt::kDigestChunkBytes, size - at));
+      const std::array<uint8_t, 32> digest = chunk.Finish();
+      root.Update(digest.data(), digest.size());
+    }
+    const std::array<uint8_t, 32> expected = root.Finish();
+    for (const unsigned threads : {1u, 2u, 3u, 8u}) {
+      fmt::SignedMessage message;
+      ASSERT_TRUE(fmt::MakeSignedMessage(1, bytes, size, threads, message));
+      ASSERT_EQ(message.size, fmt::kSignatureContext11.size() + 32);
+      EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(message.bytes.data()),
+                                 fmt::kSignatureContext11.size()),
+                fmt::kSignatureContext11);
+      EXPECT_EQ(0, std::memcmp(message.bytes.data() + fmt::kSignatureContext11.size(),
+                               expected.data(), 32))
+          << size << " bytes, " << threads << " threads";
+    }
+  }
+}
+
+// A signed 1.1 file over several chunks: a change in any chunk, the last
+// (short) one included, fails the signature; so does relabelling the file
+// 1.0 (its signature then reads as one over BLAKE2b).
+TEST(SnapshotSignature, SignedAcrossChunks) {
+  const Ring ring = BuildFleet(Flavor::kPingoraV1, 160, 600, 5);
+  const SecretKey key = GenerateSecretKey().value();
+  SnapshotWriteOptions write = Versioned(4);
+  write.signing_key = key;
+  const std::string bytes = Serialize(ring, write);
+  ASSERT_GT(bytes.size(), fmt::kDigestChunkBytes + 4096);
+  SnapshotLoadOptions trust;
+  trust.trusted_keys = {key.public_key()};
+  Result<std::shared_ptr<const RingSnapshot>> ok = LoadSnapshotFromBytes(bytes, trust);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok.value()->info().minor_version, kSnapshotMinorVersion);
+  ExpectSameAnswers(ring, ok.value()->ring());
+  const size_t last_node = SectionOffset(bytes, fmt::kNodeColumn) + 2 * (ring.num_points() - 1);
+  ASSERT_GT(last_node, fmt::kDigestChunkBytes);
+  for (const size_t at : {SectionOffset(bytes, fmt::kNodeTable) + 9,
+                          SectionOffset(bytes, fmt::kHashColumn) + 64,
+                          size_t{fmt::kDigestChunkBytes - 1}, size_t{fmt::kDigestChunkBytes},
+                          last_node}) {
+    std::string tampered = bytes;
+    tampered[at] ^= 0x10;
+    FixChecksum(tampered);
+    ExpectRefused(tampered, "signature", trust);
+  }
+  // (Without a stored index, which a 1.0 file cannot have.)
+  write.store_search_index = false;
+  std::string relabelled = Serialize(ring, write);
+  ASSERT_TRUE(LoadSnapshotFromBytes(relabelled, trust).ok());
+  fmt::StoreU16(reinterpret_cast<uint8_t*>(relabelled.data()) + fmt::kOffMinor, 0);
+  FixChecksum(relabelled);
+  ExpectRefused(relabelled, "signature", trust);
+  // The signature's verdict comes before a later check's (both fail here):
+  // a damaged node column behind a recomputed checksum.
+  std::string both = bytes;
+  fmt::StoreU16(reinterpret_cast<uint8_t*>(both.data()) + SectionOffset(bytes, fmt::kNodeColumn),
+                65000);
+  FixChecksum(both);
+  ExpectRefused(both, "signature", trust);
+  ExpectRefused(both, "node_column");
 }
 
 TEST(SnapshotSignature, KeyFiles) {

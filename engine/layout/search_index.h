@@ -59,6 +59,30 @@ class SearchIndex {
   // take max(table_budget_bytes, kSmallTableBytes). False: out of memory.
   bool Build(const uint32_t* hash, uint32_t n, size_t table_budget_bytes) noexcept;
 
+  // The index as a snapshot stores it (include/chash/snapshot.h, section 7):
+  // levels 1..L root first in one array, then the prefix table.
+  const uint32_t* level_keys() const noexcept { return keys_.data(); }
+  size_t level_key_count() const noexcept { return keys_.size(); }
+  const uint32_t* table() const noexcept { return table_.data(); }
+  size_t table_entries() const noexcept { return table_.size(); }
+  // Level keys an index over n points holds, and its levels L.
+  static size_t LevelKeyCount(uint32_t n, int& levels) noexcept;
+
+  // Takes a stored index over the hash column `hash` of n points after
+  // checking that it is exactly an index Build could have made: the levels
+  // n implies, each key the last key of its block below, the padding
+  // UINT32_MAX, an entry level below the root with a table of at most 2^24
+  // entries (or no table: entry level L, the table {0}), each entry the
+  // position at the entry level of its bucket's first key, and no bucket of
+  // more than 15 keys. A descent over it then answers exactly as over the
+  // built index. Reads the levels, every 16th hash and the table once and
+  // allocates nothing: the arrays are borrowed (they must outlive this
+  // index). nullptr on success, else what is wrong (a static string); the
+  // index is then unchanged.
+  const char* AdoptStored(const uint32_t* hash, uint32_t n, const uint32_t* keys,
+                          size_t key_count, uint32_t entry_level, uint32_t table_bits,
+                          const uint32_t* table, size_t table_entries) noexcept;
+
   // The view of a ring whose columns are `hash` and `node`; valid while this
   // index and the columns live.
   SearchView View(const uint32_t* hash, const uint16_t* node, uint32_t n) const noexcept;

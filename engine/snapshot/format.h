@@ -39,7 +39,16 @@ inline uint8_t TieBreakCode(TieBreak tie_break) {
   }
 }
 inline constexpr uint32_t kFlagSigned = 1;
-inline constexpr std::string_view kSignatureContext = "chash-snapshot-v1";
+// What a signature signs, by minor version (include/chash/snapshot.h): 1.0
+// the context || BLAKE2b-256 of the file; 1.1 and later the context ||
+// the SHA-256 chunk tree digest of the file (ChunkTreeDigest).
+inline constexpr std::string_view kSignatureContext10 = "chash-snapshot-v1";
+inline constexpr std::string_view kSignatureContext11 = "chash-snapshot-v1.1-sha256-chunks";
+// The chunk tree: SHA-256 of each 1 MiB chunk, then SHA-256 of the context,
+// the message length (u64) and the chunk size (u32), then the chunk digests.
+inline constexpr std::string_view kChunkTreeContext = "chash-sha256-chunk-tree";
+inline constexpr uint64_t kDigestChunkBytes = uint64_t{1} << 20;
+static_assert(kSignatureContext11.size() + 32 <= 96 && kSignatureContext10.size() + 32 <= 96);
 inline constexpr std::string_view kKeyIdContext = "chash-key-id";
 
 // Header field offsets.
@@ -66,6 +75,18 @@ inline constexpr size_t kOffFingerprint = 80;
 inline constexpr size_t kOffPointsDigest = 112;
 inline constexpr size_t kOffSections = 144;
 inline constexpr size_t kOffReserved = kOffSections + 16 * kSectionCount;  // 272
+
+// Search index section (section 7, format 1.1) field offsets; the level
+// keys start at kIndexHeaderBytes, the prefix table right after them.
+inline constexpr size_t kIndexHeaderBytes = 64;
+inline constexpr size_t kIndexOffLayout = 0;
+inline constexpr size_t kIndexOffLevels = 4;
+inline constexpr size_t kIndexOffEntryLevel = 8;
+inline constexpr size_t kIndexOffTableBits = 12;
+inline constexpr size_t kIndexOffReserved = 16;
+// The one layout of 1.1: the 16-ary S+ tree and prefix table of
+// engine/layout/search_index.h.
+inline constexpr uint32_t kIndexLayoutSTree16 = 1;
 
 // Trailer field offsets (from the trailer's start).
 inline constexpr size_t kTrailKeyId = 0;
@@ -110,9 +131,40 @@ inline constexpr uint64_t RoundUp(uint64_t value, uint64_t multiple) noexcept {
 
 // XXH3-128 of `bytes`, low 64 bits first then high, as 16 little-endian bytes.
 std::array<uint8_t, 16> Checksum(const uint8_t* bytes, size_t size) noexcept;
-// The 49-byte message a snapshot's signature signs: kSignatureContext ||
-// BLAKE2b-256 of `bytes` (the file without its trailer).
-std::array<uint8_t, 49> SignedMessage(const uint8_t* bytes, size_t size) noexcept;
+// The message a snapshot's signature signs (Ed25519 over message[0, size)).
+struct SignedMessage {
+  std::array<uint8_t, 96> bytes{};
+  size_t size = 0;
+};
+
+// SHA-256 (libcrypto) of the chunks of [bytes, bytes + size), computed in
+// the background from construction on: up to threads - 1 helper threads
+// start hashing chunks at once, and Finish hashes what is left on the
+// calling thread, joins them and makes the tree's root. The digest is the
+// same whatever the thread count. The bytes must stay readable until
+// Finish returns or the job is destroyed (which stops the helpers at their
+// current chunk and joins them). Never throws: a thread that cannot start
+// leaves its chunks to the others.
+class ChunkTreeJob {
+ public:
+  ChunkTreeJob(const uint8_t* bytes, uint64_t size, unsigned threads) noexcept;
+  ~ChunkTreeJob();
+  ChunkTreeJob(const ChunkTreeJob&) = delete;
+  ChunkTreeJob& operator=(const ChunkTreeJob&) = delete;
+  // False: out of memory (a digest context or the chunk digests).
+  bool Finish(std::array<uint8_t, 32>& root) noexcept;
+
+ private:
+  struct State;
+  State* state_;
+};
+
+// The signed message of a file of minor version `minor` whose bytes before
+// the trailer are [bytes, bytes + size): for minor 0 kSignatureContext10 ||
+// BLAKE2b-256 (one thread, ~0.5 GB/s), else kSignatureContext11 || the chunk
+// tree digest on up to `threads` threads. False: out of memory.
+bool MakeSignedMessage(uint16_t minor, const uint8_t* bytes, uint64_t size, unsigned threads,
+                       SignedMessage& message) noexcept;
 
 // Subset names: 1..64 bytes of [A-Za-z0-9._-].
 bool ValidSubsetName(std::string_view name) noexcept;

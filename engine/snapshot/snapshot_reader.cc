@@ -12,10 +12,12 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
 #include "build/columns_builder.h"
+#include "build/parallel.h"
 #include "chash/snapshot.h"
 #include "layout/aligned_array.h"
 #include "ops/ops_internal.h"
@@ -165,7 +167,9 @@ Status ParseHeader(const uint8_t* data, uint64_t size, Header& h) {
     return Bad("header", "section count " + std::to_string(LoadU32(data + kOffSectionCount)) +
                              ", not 8");
   }
-  if (info.minor_version == 0 &&
+  // Reserved bytes of the minors this reader knows; a later minor may give
+  // them meaning.
+  if (info.minor_version <= kSnapshotMinorVersion &&
       (data[kOffReserved43] != 0 || !AllZero(data + kOffReserved, kHeaderBytes - kOffReserved))) {
     return Bad("header", "reserved header bytes are not zero");
   }
@@ -234,28 +238,51 @@ Status ParseHeader(const uint8_t* data, uint64_t size, Header& h) {
   std::memcpy(info.checksum.data(), trailer + kTrailChecksum, 16);
   info.column_bytes = h.length[kHashColumn] + h.length[kNodeColumn];
   info.collision_bytes = h.length[kLoserHashes] + h.length[kLoserNodes];
-  info.other_bytes = size - info.column_bytes - info.collision_bytes;
+  info.index_bytes = h.length[kSearchIndex];
+  info.other_bytes = size - info.column_bytes - info.collision_bytes - info.index_bytes;
   info.label.assign(reinterpret_cast<const char*>(data + h.offset[kLabel]), h.length[kLabel]);
   (void)subsets;
   return Status();
 }
 
-Status CheckSignature(const uint8_t* data, const Header& h,
-                      const std::vector<PublicKey>& trusted) {
+// The trusted key that signed the file (a key id lookup, O(keys)), or the
+// reason there is none.
+Status FindSigner(const Header& h, const std::vector<PublicKey>& trusted,
+                  const PublicKey*& signer) {
   if (!h.info.is_signed) {
     return Untrusted("signature", "the snapshot is not signed and trusted keys are required");
   }
-  const PublicKey* key = nullptr;
   for (const PublicKey& candidate : trusted) {
-    if (candidate.KeyId() == h.info.key_id) key = &candidate;
+    if (candidate.KeyId() == h.info.key_id) signer = &candidate;
   }
-  if (key == nullptr) {
+  if (signer == nullptr) {
     return Untrusted("signature", "signed by key " + h.info.KeyIdHex() +
                                       ", which is not a trusted key");
   }
-  const std::array<uint8_t, 49> message = SignedMessage(data, h.trailer);
-  if (crypto_sign_ed25519_verify_detached(data + h.trailer + kTrailSignature, message.data(),
-                                          message.size(), key->bytes.data()) != 0) {
+  return Status();
+}
+
+// Verifies the signature by `signer`: over BLAKE2b-256 of the file for 1.0,
+// over the chunk tree `tree` has been hashing since the load began for 1.1
+// and later.
+Status VerifySignature(const uint8_t* data, const Header& h, const PublicKey& signer,
+                       ChunkTreeJob* tree) {
+  SignedMessage message;
+  if (h.info.minor_version == 0 || tree == nullptr) {
+    if (!MakeSignedMessage(h.info.minor_version, data, h.trailer, internal::BuildThreads(),
+                           message)) {
+      throw std::bad_alloc();
+    }
+  } else {
+    std::array<uint8_t, 32> root;
+    if (!tree->Finish(root)) throw std::bad_alloc();  // a digest context
+    std::memcpy(message.bytes.data(), kSignatureContext11.data(), kSignatureContext11.size());
+    std::memcpy(message.bytes.data() + kSignatureContext11.size(), root.data(), root.size());
+    message.size = kSignatureContext11.size() + root.size();
+  }
+  if (crypto_sign_ed25519_verify_detached(data + h.trailer + kTrailSignature,
+                                          message.bytes.data(), message.size,
+                                          signer.bytes.data()) != 0) {
     return Untrusted("signature", "the Ed25519 signature by key " + h.info.KeyIdHex() +
                                       " does not verify: the file was altered after signing");
   }
@@ -457,6 +484,61 @@ Status ParseSubsets(const uint8_t* data, const Header& h, std::vector<NamedSubse
   return Status();
 }
 
+// The search index: the stored one once it is checked to be exactly the
+// index of the hash column (SearchIndex::AdoptStored: no private memory), or
+// one built here for files without one (1.0 files, `chash build
+// --no-index`) or with a layout of a later minor this reader does not know.
+Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns& columns) {
+  const uint64_t length = h.length[kSearchIndex];
+  const uint8_t* section = data + h.offset[kSearchIndex];
+  const bool stored = length > 0 && !(h.info.minor_version > kSnapshotMinorVersion &&
+                                      length >= kIndexHeaderBytes &&
+                                      LoadU32(section + kIndexOffLayout) != kIndexLayoutSTree16);
+  if (!stored) {
+    if (!internal::BuildColumnsIndex(columns)) {
+      return Status(StatusCode::kOutOfMemory, "index: out of memory building the search index");
+    }
+    return Status();
+  }
+  if (length < kIndexHeaderBytes) {
+    return Bad("index", "a section of " + std::to_string(length) + " bytes has no index header");
+  }
+  const uint32_t layout = LoadU32(section + kIndexOffLayout);
+  if (layout != kIndexLayoutSTree16) {
+    return Bad("index", "layout " + std::to_string(layout) + " unknown (1: the 16-ary S+ tree)");
+  }
+  if (!AllZero(section + kIndexOffReserved, kIndexHeaderBytes - kIndexOffReserved)) {
+    return Bad("index", "reserved bytes of the index header are not zero");
+  }
+  const uint32_t n = columns.size;
+  int levels = 0;
+  const uint64_t key_count = internal::SearchIndex::LevelKeyCount(n, levels);
+  const uint32_t stored_levels = LoadU32(section + kIndexOffLevels);
+  const uint32_t entry_level = LoadU32(section + kIndexOffEntryLevel);
+  const uint32_t table_bits = LoadU32(section + kIndexOffTableBits);
+  if (stored_levels != static_cast<uint32_t>(levels)) {
+    return Bad("index", std::to_string(stored_levels) + " levels; " + std::to_string(n) +
+                            " points need " + std::to_string(levels));
+  }
+  if (table_bits > 24) {
+    return Bad("index", "a prefix table of 2^" + std::to_string(table_bits) +
+                            " entries (at most 2^24)");
+  }
+  const uint64_t table_entries = table_bits == 0 ? 1 : uint64_t{1} << table_bits;
+  const uint64_t expected = kIndexHeaderBytes + 4 * (key_count + table_entries);
+  if (length != expected) {
+    return Bad("index", "the section has " + std::to_string(length) + " bytes; its levels and "
+                        "table need " + std::to_string(expected));
+  }
+  const auto* keys = reinterpret_cast<const uint32_t*>(section + kIndexHeaderBytes);
+  if (const char* wrong = columns.index.AdoptStored(columns.hash.data(), n, keys, key_count,
+                                                    entry_level, table_bits,
+                                                    keys + key_count, table_entries)) {
+    return Bad("index", wrong);
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
@@ -468,6 +550,18 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     Header h;
     if (Status status = ParseHeader(data, size, h); !status.ok()) return status;
     const SnapshotInfo& info = h.info;
+    // A signature's chunks are hashed on other threads (ChunkTreeJob) while
+    // this one checks the checksum and the content; its verdict is still
+    // reported in the documented order (signature_first).
+    const PublicKey* signer = nullptr;
+    Status signer_status;
+    std::optional<ChunkTreeJob> tree;
+    if (!options.trusted_keys.empty()) {
+      signer_status = FindSigner(h, options.trusted_keys, signer);
+      if (signer_status.ok() && info.minor_version >= 1) {
+        tree.emplace(data, h.trailer, internal::BuildThreads());
+      }
+    }
     if (options.verify) {
       const std::array<uint8_t, 16> actual = Checksum(data, size - 16);
       if (actual != info.checksum) {
@@ -480,12 +574,18 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
                                           " is below the minimum " +
                                           std::to_string(options.min_config_version));
     }
-    if (!options.trusted_keys.empty()) {
-      if (Status status = CheckSignature(data, h, options.trusted_keys); !status.ok()) {
-        return status;
-      }
-    }
-    if (!ValidLabel(info.label)) return Bad("label", "not UTF-8 text without NUL");
+    if (!signer_status.ok()) return signer_status;
+    // The signature's verdict comes before that of every later check. The
+    // checks below are safe on any bytes (they are what verify = false
+    // relies on), so they run while the chunks are hashed.
+    const auto signature_first = [&](Status status) -> Status {
+      if (signer == nullptr) return status;
+      const PublicKey& key = *signer;
+      signer = nullptr;
+      Status verdict = VerifySignature(data, h, key, tree ? &*tree : nullptr);
+      return verdict.ok() ? status : verdict;
+    };
+    if (!ValidLabel(info.label)) return signature_first(Bad("label", "not UTF-8 text without NUL"));
 
     auto snapshot = std::make_shared<RingSnapshot>();
     auto state = std::make_unique<internal::RingState>();
@@ -493,37 +593,47 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     state->point_multiple = info.point_multiple;
     state->tie_break = info.tie_break;
     state->points_generated = info.points_generated;
-    if (Status status = ParseNodeTable(data, h, state->nodes); !status.ok()) return status;
+    if (Status status = ParseNodeTable(data, h, state->nodes); !status.ok()) {
+      return signature_first(status);
+    }
 
     const uint64_t n = info.points;
     const auto* hash = reinterpret_cast<const uint32_t*>(data + h.offset[kHashColumn]);
     const auto* node = reinterpret_cast<const uint16_t*>(data + h.offset[kNodeColumn]);
     if (Status status = CheckColumns(hash, node, n, *state); !status.ok()) {
-      return status;
+      return signature_first(status);
     }
     const auto* loser_hash = reinterpret_cast<const uint32_t*>(data + h.offset[kLoserHashes]);
     const auto* loser_node = reinterpret_cast<const uint16_t*>(data + h.offset[kLoserNodes]);
     if (Status status = CheckLosers(hash, node, n, loser_hash, loser_node, info.losers, *state);
         !status.ok()) {
-      return status;
+      return signature_first(status);
     }
-    if (Status status = ParseSubsets(data, h, snapshot->subsets_); !status.ok()) return status;
+    if (Status status = ParseSubsets(data, h, snapshot->subsets_); !status.ok()) {
+      return signature_first(status);
+    }
     for (const NamedSubset& subset : snapshot->subsets_) {
       snapshot->info_.subset_names.push_back(subset.name);
     }
 
+    if (n == 0 && h.length[kSearchIndex] != 0) {
+      return signature_first(Bad("index", "a ring without points has no search index"));
+    }
     if (n > 0) {
       state->columns.size = static_cast<uint32_t>(n);
       state->columns.hash.Borrow(hash, internal::HashColumnSlots(n));
       state->columns.node.Borrow(node, internal::NodeColumnSlots(n));
-      if (!internal::BuildColumnsIndex(state->columns)) {
-        return Status(StatusCode::kOutOfMemory, "index: out of memory building the search index");
+      if (Status status = AdoptOrBuildIndex(data, h, state->columns); !status.ok()) {
+        return signature_first(status);
       }
     }
     if (info.losers > 0) {
       state->losers.borrowed_hash = {loser_hash, info.losers};
       state->losers.borrowed_node = {loser_node, info.losers};
     }
+    // Before the backing moves into the ring: no helper thread may read the
+    // file once a failure below could release it.
+    if (Status status = signature_first(Status()); !status.ok()) return status;
     state->backing = std::move(backing);
     Ring ring = internal::RingFactory::Make(std::move(state));
     // The throwing forms: the noexcept ones answer a zero sentinel when out

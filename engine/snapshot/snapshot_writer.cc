@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "build/parallel.h"
 #include "chash/snapshot.h"
 #include "layout/columns.h"
 #include "out_of_memory.h"
@@ -60,7 +61,11 @@ Layout PlanLayout(const Ring& ring, const SnapshotWriteOptions& options) {
   layout.length[kLoserHashes] = 4 * c;
   layout.length[kLoserNodes] = 2 * c;
   layout.length[kSubsets] = SubsetBytes(options.subsets, ring.num_nodes());
-  layout.length[kSearchIndex] = 0;
+  const internal::SearchIndex& index = internal::RingFactory::StateOf(ring)->columns.index;
+  layout.length[kSearchIndex] =
+      n == 0 || !options.store_search_index
+          ? 0
+          : kIndexHeaderBytes + 4 * (index.level_key_count() + index.table_entries());
   uint64_t at = kHeaderBytes;
   for (uint32_t s = 0; s < kSectionCount; ++s) {
     at = RoundUp(at, kSectionAlign);
@@ -199,13 +204,29 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
     }
   }
 
+  if (layout.length[kSearchIndex] > 0) {
+    const internal::SearchIndex& index = state.columns.index;
+    uint8_t* section = out + layout.offset[kSearchIndex];
+    StoreU32(section + kIndexOffLayout, kIndexLayoutSTree16);
+    StoreU32(section + kIndexOffLevels, static_cast<uint32_t>(index.levels()));
+    StoreU32(section + kIndexOffEntryLevel, static_cast<uint32_t>(index.entry_level()));
+    // table_bits() is 0 when there is no table (the one-entry table {0}).
+    StoreU32(section + kIndexOffTableBits, static_cast<uint32_t>(index.table_bits()));
+    uint8_t* keys = section + kIndexHeaderBytes;
+    std::memcpy(keys, index.level_keys(), 4 * index.level_key_count());
+    std::memcpy(keys + 4 * index.level_key_count(), index.table(), 4 * index.table_entries());
+  }
   uint8_t* trailer = out + layout.trailer;
   if (options.signing_key) {
-    const std::array<uint8_t, 49> message = SignedMessage(out, layout.trailer);
+    SignedMessage message;
+    if (!MakeSignedMessage(kSnapshotMinorVersion, out, layout.trailer, internal::BuildThreads(),
+                           message)) {
+      throw std::bad_alloc();  // a digest context: reported as kOutOfMemory
+    }
     const std::array<uint8_t, 8> id = options.signing_key->public_key().KeyId();
     std::memcpy(trailer + kTrailKeyId, id.data(), id.size());
-    crypto_sign_ed25519_detached(trailer + kTrailSignature, nullptr, message.data(),
-                                 message.size(), options.signing_key->bytes.data());
+    crypto_sign_ed25519_detached(trailer + kTrailSignature, nullptr, message.bytes.data(),
+                                 message.size, options.signing_key->bytes.data());
   }
   const std::array<uint8_t, 16> checksum = Checksum(out, layout.file_bytes - 16);
   std::memcpy(trailer + kTrailChecksum, checksum.data(), checksum.size());

@@ -13,7 +13,7 @@
 //   uint32_t node = snapshot.value()->ring().FindNode("/some/url");
 //
 // ============================================================================
-// FORMAT, version 1.0. Every integer little-endian, no implicit padding.
+// FORMAT, version 1.1. Every integer little-endian, no implicit padding.
 // ============================================================================
 //
 // A file is a 512-byte header, sections at the offsets the header lists, and
@@ -23,9 +23,12 @@
 //   ---- header (512 bytes) --------------------------------------------------
 //     0    8   magic              "CHASHRNG"
 //     8    2   major version      1: a reader refuses any major it does not know
-//    10    2   minor version      0: a reader accepts a higher minor of its major
+//    10    2   minor version      1 (files of 1.0 still load and verify): a
+//                                 reader accepts a higher minor of its major
 //                                 (minors only add meaning to reserved bytes
-//                                 and sections a 1.0 reader ignores)
+//                                 and sections an older reader ignores, and
+//                                 1.1 changes the digest a signature signs:
+//                                 see the trailer)
 //    12    4   header bytes       512
 //    16    8   file bytes         the whole file, trailer included
 //    24    8   config version     chosen by the operator; monotonic per ring
@@ -69,31 +72,94 @@
 //                                 8, u64 x ceil(N / 64) node mask: bit (id %
 //                                 64) of word (id / 64) = node id in the
 //                                 subset; bits past N zero}. Names unique.
-//                7 search index   length 0 in 1.0: the index is rebuilt at load
-//                                 by the engine's own builder, so a change of
-//                                 index layout never invalidates a snapshot
+//                7 search index   length 0 in 1.0 and in 1.1 files written
+//                                 without it (store_search_index = false,
+//                                 `chash build --no-index`): the reader then
+//                                 builds the index itself. Otherwise (1.1):
+//                                 offset size
+//                                   0    4   layout: 1, the 16-ary S+ tree of
+//                                            engine/layout/search_index.h
+//                                   4    4   levels L above the hash column
+//                                            (the least L with ceil((n + 1)
+//                                            / 16^L) <= 16)
+//                                   8    4   entry level e of the prefix
+//                                            table (1 <= e < L), or L when
+//                                            there is no table
+//                                  12    4   table bits b (1..24), or 0: no
+//                                            table
+//                                  16   48   reserved, 0
+//                                  64        level keys, levels L..1 (root
+//                                            first): level l holds m_l =
+//                                            ceil(m_(l-1) / 16) keys (m_0 =
+//                                            n + 1, the hash column and its
+//                                            sentinel), key j = key 16j + 15
+//                                            of level l - 1, then UINT32_MAX
+//                                            to (ceil(m_l / 16) + 1) x 16
+//                                            keys (u32 each)
+//                                  then      the prefix table: u32 x 2^b
+//                                            (1 entry, 0, when b = 0); entry
+//                                            p = the first position at level
+//                                            e whose key >= p << (32 - b), and
+//                                            no two consecutive entries (the
+//                                            last and m_e - 1) 16 or more
+//                                            apart
+//                                 Mapped, it is shared through the page cache
+//                                 like the columns, instead of each process
+//                                 building its own (5.7 MB at 20.5M points,
+//                                 55 MB at 204.8M). A reader checks every key
+//                                 and entry against the hash column (check
+//                                 "index"), so a damaged index is refused,
+//                                 never searched. A later minor may store
+//                                 another layout: a reader that does not know
+//                                 it builds its own index, so a change of
+//                                 layout never invalidates a snapshot
 //              Sections lie inside [512, file bytes - 128), in this order,
 //              without overlap; bytes between them are 0.
-//   272  240   reserved           0 in 1.0
+//   272  240   reserved           0 in 1.0 and 1.1
 //   ---- trailer (the last 128 bytes) ----------------------------------------
 //     0    8   key id             first 8 bytes of SHA-256("chash-key-id" ||
 //                                 public key); 0 when unsigned
 //     8   64   signature          Ed25519 (RFC 8032, libsodium
-//                                 crypto_sign_detached) over the 49 bytes
-//                                 "chash-snapshot-v1" || BLAKE2b-256 of the
-//                                 file's bytes [0, file bytes - 128); 0 when
-//                                 unsigned
+//                                 crypto_sign_detached) of the file's bytes
+//                                 B = [0, file bytes - 128), over the 65 bytes
+//                                 "chash-snapshot-v1.1-sha256-chunks" ||
+//                                 T(B), the SHA-256 chunk tree:
+//                                   T(B) = SHA-256("chash-sha256-chunk-tree"
+//                                     || u64 |B| || u32 2^20 || SHA-256(B_0)
+//                                     || ... || SHA-256(B_k-1)),
+//                                 B_i the i-th 1 MiB chunk of B (the last
+//                                 one shorter; k = 0 for an empty B).
+//                                 A 1.0 file signs the 49 bytes
+//                                 "chash-snapshot-v1" || BLAKE2b-256(B).
+//                                 0 when unsigned
 //    72   40   reserved           0
 //   112   16   checksum           XXH3-128 (xxHash 0.8) of bytes
 //                                 [0, file bytes - 16), low 64 bits first
 //
 // Why two digests: XXH3 catches accidental damage at memory speed on every
 // load; it is not cryptographic (anyone can forge a matching file), so the
-// signature covers a BLAKE2b-256 of the same bytes. Verifying a signature
-// therefore costs one more pass over the file (measured in the README).
-// The signed bytes include the header: the config version, the label, the
-// flags (so a signature cannot be stripped from a file that says it is
-// signed) and every section.
+// signature covers a cryptographic digest of the same bytes. The signed
+// bytes include the header: the config version, the label, the flags (so a
+// signature cannot be stripped from a file that says it is signed) and
+// every section.
+//
+// Why a SHA-256 chunk tree (1.1) and not BLAKE2b (1.0): a signed load must
+// cost about what an unsigned verified one does, and BLAKE2b (libsodium) is
+// one sequential pass at ~0.5 GB/s, which made a signed load 3.2x (20.5M
+// points) to 5.2x (204.8M) an unsigned one. SHA-256 from OpenSSL's
+// libcrypto (EVP) runs on the CPU's SHA extensions (x86 SHA-NI, ARMv8 SHA2)
+// at 1.5-2 GB/s a core here, and hashing fixed 1 MiB chunks makes the pass
+// parallel: the loader hashes the chunks on other threads while its own
+// thread runs the checksum and the structural checks, then joins in. Both
+// are well-kept primitives used as specified; the tree is the standard
+// two-level hash list (fixed chunk size, the length and chunk size bound
+// into the root, a context string apart from the leaves), so a collision of
+// T is a collision of SHA-256, and the digest is the same for every thread
+// count. What 1.1 costs: a 1.0 reader given trusted keys refuses a signed
+// 1.1 file (check "signature": it hashes with BLAKE2b); it still loads
+// unsigned 1.1 files and loads signed ones when it is not asked to verify.
+// Upgrade the readers that verify before the writers. This reader verifies
+// both: by the minor version, 1.0 files with BLAKE2b, later ones with T.
 //
 // ============================================================================
 // LOADING
@@ -101,10 +167,12 @@
 //
 // LoadSnapshot maps the file PROT_READ/MAP_SHARED: the ring's hash, node and
 // collision columns are the file's pages, shared by every process that maps
-// the same file through the page cache; only the node table (O(nodes)), the
-// search index (4.4% of the columns, rebuilt) and two bit sets per node are
-// the process's own. Checks, in order; a failure is a kBadSnapshot (or
-// kUntrusted for policy) Status whose message starts with the check's name:
+// the same file through the page cache, and so is the search index when
+// the file stores it (1.1, the default); only the node table (O(nodes)), two
+// bit sets per node and, for a file without a stored index, the index (4.4%
+// of the columns, built at load) are the process's own. Checks, in order; a
+// failure is a kBadSnapshot (or kUntrusted for policy) Status whose message
+// starts with the check's name:
 //   io          open/fstat/mmap failed (kIoError; kOutOfMemory, not a check,
 //               when the address space cannot hold the mapping: ENOMEM)
 //   size        the mapped file (fstat of the descriptor that is mapped, never
@@ -120,7 +188,10 @@
 //   checksum    XXH3-128 differs (the only check verify = false skips)
 //   min_version (kUntrusted) config version below min_config_version
 //   signature   (kUntrusted) trusted keys given and the file is unsigned, its
-//               key id matches no trusted key, or the signature is invalid
+//               key id matches no trusted key, or the signature is invalid.
+//               The chunks are hashed on up to the machine's hardware threads
+//               (the loading one's included) while the checks below run;
+//               their failures are reported only after the signature's
 //   label       not UTF-8 text without NUL
 //   node_table  an entry overruns, an address the flavour refuses, duplicate
 //               servers, or points generated != sum of weight x multiple
@@ -129,7 +200,10 @@
 //   collisions  loser hashes not ascending or not in the column, loser node
 //               ids >= N, a loser equal to its hash's kept node
 //   subsets     a bad name, a duplicate, or mask bits past N
-//   index       the search index cannot be built (out of memory)
+//   index       a stored index that is not exactly the index of the hash
+//               column (layout, levels, entry level, table size, a key, the
+//               padding, a table entry or a bucket of 16 keys or more), or
+//               for a file without one: it cannot be built (out of memory)
 //   fingerprint the header's fingerprint != the node table's
 //   points_digest  (verify_points_digest only: SHA-256 over 8 bytes a point)
 //               the points differ from the header's digest
@@ -148,8 +222,10 @@
 // costing the ring's memory per process again but nothing else.
 //
 // Cost of a verified map load (n points): one XXH3 pass over the file at
-// memory speed, one pass over each column, the index build (a read of every
-// 16th hash): O(n), a small fraction of a build (measured in the README).
+// memory speed, one pass over each column, the index check (or build): a
+// read of every 16th hash and of the stored index, O(n), a small fraction of
+// a build; with trusted keys, the SHA-256 of the file's chunks on the other
+// hardware threads meanwhile (measured in bench/results/).
 #ifndef CHASH_SNAPSHOT_H_
 #define CHASH_SNAPSHOT_H_
 
@@ -174,7 +250,7 @@
 namespace chash {
 
 inline constexpr uint16_t kSnapshotMajorVersion = 1;
-inline constexpr uint16_t kSnapshotMinorVersion = 0;
+inline constexpr uint16_t kSnapshotMinorVersion = 1;
 
 // ---- Keys (Ed25519) ---------------------------------------------------------
 
@@ -229,6 +305,11 @@ struct SnapshotWriteOptions {
   std::vector<NamedSubset> subsets;
   int64_t created_unix_seconds = -1;  // -1: now
   std::optional<SecretKey> signing_key;
+  // Store the search index (1/15 of the hash column and the prefix table,
+  // about 4.5% of the columns): every process that maps
+  // the file then shares it through the page cache instead of building its
+  // own copy. false: a smaller file whose readers rebuild the index.
+  bool store_search_index = true;
 };
 
 // The snapshot's bytes. kBadArgument for a raw-point ring (it has no server
@@ -292,10 +373,12 @@ struct SnapshotInfo {
   // key_id as 16 hex digits; may throw std::bad_alloc, as PublicKey::KeyIdHex.
   std::string KeyIdHex() const;
   std::array<uint8_t, 16> checksum{};  // the trailer's XXH3-128
-  // Bytes of the sections: the two columns, the collision table, everything
-  // else (header, trailer, node table, label, subsets, alignment).
+  // Bytes of the sections: the two columns, the collision table, the search
+  // index, everything else (header, trailer, node table, label, subsets,
+  // alignment).
   uint64_t column_bytes = 0;
   uint64_t collision_bytes = 0;
+  uint64_t index_bytes = 0;  // the stored search index (0: readers build their own)
   uint64_t other_bytes = 0;
 };
 

@@ -83,13 +83,17 @@ commands:
          An Ed25519 key pair for signing snapshots: BASE (secret, mode 0600)
          and BASE.pub (public). Prints the key id.
   build  --servers FILE [--mode M] [--multiple K] [--subset NAME=FILE]...
-         [--config-version N] [--label TEXT] [--sign BASE] --out RINGFILE
+         [--config-version N] [--label TEXT] [--sign BASE] [--no-index]
+         --out RINGFILE
          build  --from OLD_RINGFILE --config-version N [...] --out RINGFILE
          Build the ring and write it as a snapshot file (atomically: a
          temporary file, fsync, rename). --subset NAME=FILE stores the
          servers listed in FILE as a named subset; --sign signs with the
-         secret key BASE. --from republishes an existing snapshot's servers
-         under a new, higher config version: the way to roll back.
+         secret key BASE. The file stores the search index (4.7% of the
+         columns), which every process mapping it then shares; --no-index
+         leaves it out (each reader builds its own). --from republishes
+         an existing snapshot's servers under a new, higher config
+         version: the way to roll back.
   inspect RINGFILE [--trusted-key PUB]... [--json]
          Identity, sizes, versions, label, subsets, signature key id, and
          whether every check passes (exit 2 if one fails, naming it).

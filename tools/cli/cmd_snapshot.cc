@@ -89,7 +89,7 @@ int RunBuild(const Args& args) {
   Result<Options> parsed = Options::Parse(
       args, {"servers", "mode", "multiple", "subset", "config-version", "label", "sign", "out",
              "from"},
-      {}, {"subset"});
+      {"no-index"}, {"subset"});
   if (!parsed.ok()) return Fail("build", parsed.status().message());
   const Options& options = parsed.value();
   const std::optional<std::string> out = options.Get("out");
@@ -99,6 +99,7 @@ int RunBuild(const Args& args) {
   if (!version.ok()) return Fail("build", version.status().message());
   write.config_version = version.value();
   write.label = options.Get("label").value_or("");
+  write.store_search_index = !options.Has("no-index");
   if (const auto base = options.Get("sign")) {
     Result<SecretKey> key = ReadSecretKeyFile(*base);
     if (!key.ok()) return Fail("build", key.status().message());
@@ -200,6 +201,7 @@ int RunInspect(const Args& args) {
                        ",\"file_bytes\":" + std::to_string(info.file_bytes) +
                        ",\"column_bytes\":" + std::to_string(info.column_bytes) +
                        ",\"collision_table_bytes\":" + std::to_string(info.collision_bytes) +
+                       ",\"index_bytes\":" + std::to_string(info.index_bytes) +
                        ",\"other_bytes\":" + std::to_string(info.other_bytes) +
                        ",\"overhead\":" + JsonNumber(overhead) +
                        ",\"fingerprint\":" + JsonString(info.fingerprint.Hex()) +

@@ -34,7 +34,7 @@ chash_ensure_packages() {
 
 # What every build of chash needs (Debian 12 package names).
 CHASH_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libhwy-dev libmimalloc-dev
-  libgtest-dev libbenchmark-dev zlib1g-dev libsodium-dev libxxhash-dev
+  libgtest-dev libbenchmark-dev zlib1g-dev libsodium-dev libssl-dev libxxhash-dev
   python3 librsvg2-bin)  # tests/plot_test.py: runs in Python, renders SVG
 
 chash_configure() {

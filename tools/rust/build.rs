@@ -100,10 +100,11 @@ fn has_library(dir: &Path, name: &str) -> bool {
 }
 
 // What libchash.a needs from the system: Highway (Debian ships it shared
-// only), libsodium (SHA-256, Ed25519) and xxHash (snapshot checksums), the
+// only), libsodium (SHA-256, Ed25519), libcrypto (OpenSSL: SHA-256 of the
+// chunks a snapshot signature covers) and xxHash (snapshot checksums), the
 // C++ runtime and threads (parallel builds).
 fn link_dependencies() {
-    for lib in ["hwy_contrib", "hwy", "sodium", "xxhash", "stdc++", "m", "pthread"] {
+    for lib in ["hwy_contrib", "hwy", "sodium", "crypto", "xxhash", "stdc++", "m", "pthread"] {
         println!("cargo:rustc-link-lib={lib}");
     }
 }

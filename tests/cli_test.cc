@@ -31,6 +31,7 @@ TEST(Cli, RoutesKeysFromStdinAndFileAlike) {
   const CliRun from_stdin = RunChash("route --servers " + servers, keys);
   EXPECT_EQ(from_stdin.status, 0) << from_stdin.err;
   const CliRun from_file = RunChash("route --servers " + servers + " --keys " + WriteTemp("k1", keys));
+  ASSERT_EQ(from_file.status, 0) << from_file.err;
   EXPECT_EQ(from_file.out, from_stdin.out);
   Result<Ring> ring = BuildRingFromServers(
       {{"127.0.0.1:7777", 1, 2}, {"127.0.0.1:7778", 1, 4}}, {}, "x");
@@ -45,6 +46,7 @@ TEST(Cli, RoutesKeysFromStdinAndFileAlike) {
 TEST(Cli, KeepsTheAddressAsWritten) {
   const std::string servers = WriteTemp("s2", "[2001:DB8::1]:80 1\n");
   const CliRun run = RunChash("route --mode pingora-v1 --servers " + servers, "a\n");
+  ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, "a,[2001:DB8::1]:80\n");
 }
 

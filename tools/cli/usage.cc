@@ -258,7 +258,8 @@ commands:
 )";
 
 constexpr std::string_view kOverviewTail = R"(
-`chash COMMAND --help` or `chash help COMMAND` prints that command's options.
+`chash COMMAND --help` or `chash help COMMAND` prints that command's options;
+`man chash` shows every command's.
 
 servers file:
   One "ADDR [WEIGHT]" a line; weight 1 by default, 0 = drained (keeps its

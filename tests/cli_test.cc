@@ -82,7 +82,7 @@ TEST(Cli, ErrorsInArguments) {
   ExpectUsageError(RunChash("route --servers " + drained, "a\n"), "the ring has no points");
 }
 
-TEST(Cli, StatsJsonAndHelp) {
+TEST(Cli, StatsJson) {
   const std::string servers = WriteTemp("s10", "10.0.0.1:80 2\n10.0.0.2:80 1\n");
   const CliRun run = RunChash("stats --json --servers " + servers);
   EXPECT_EQ(run.status, 0) << run.err;

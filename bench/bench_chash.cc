@@ -1085,7 +1085,10 @@ void RegisterAll() {
     for (const auto& [bytes, pname] : pollutions) {
       for (const auto& [what, wname] : proxy_whats) {
         reg(std::string("proxy/") + wname + "/" + pname + "/" + RingName(ring),
-            [ring, what, bytes](benchmark::State& s) { BM_Proxy(s, ring, what, bytes); })
+            // Init-captures: clang 14 cannot capture structured bindings.
+            [ring, what = what, bytes = bytes](benchmark::State& s) {
+              BM_Proxy(s, ring, what, bytes);
+            })
             ->Iterations(1);
       }
     }
@@ -1098,7 +1101,7 @@ void RegisterAll() {
                                          std::pair{LabShape::kDependent, "dependent"},
                                          std::pair{LabShape::kBatch, "batch1024"}}) {
         reg("lab/radix" + std::to_string(bits) + "/" + sname + "/" + RingName(ring),
-            [ring, bits, shape](benchmark::State& s) { BM_RadixLab(s, ring, bits, shape); });
+            [ring, bits, shape = shape](benchmark::State& s) { BM_RadixLab(s, ring, bits, shape); });
       }
     }
   }

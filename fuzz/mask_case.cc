@@ -32,7 +32,9 @@ std::string MaskCase::Describe() const {
   std::string ids;
   for (uint32_t id = 0; id < available.size(); ++id) {
     if (!available[id]) continue;
-    if (++up <= 16) ids += " " + std::to_string(id);
+    // Appended in two steps: `" " + std::to_string(id)` trips g++ 12's
+    // -Wrestrict false positive (GCC bug 105329) under -O2.
+    if (++up <= 16) ids.append(" ").append(std::to_string(id));
   }
   char factor[32];
   std::snprintf(factor, sizeof factor, "%.9g", balance_factor);

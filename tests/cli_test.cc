@@ -2,6 +2,9 @@
 // exit status 2, keys from a file or stdin, the servers file format.
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "chash/version.h"
 #include "cli_run.h"
@@ -28,6 +31,7 @@ TEST(Cli, RoutesKeysFromStdinAndFileAlike) {
   const CliRun from_stdin = RunChash("route --servers " + servers, keys);
   EXPECT_EQ(from_stdin.status, 0) << from_stdin.err;
   const CliRun from_file = RunChash("route --servers " + servers + " --keys " + WriteTemp("k1", keys));
+  ASSERT_EQ(from_file.status, 0) << from_file.err;
   EXPECT_EQ(from_file.out, from_stdin.out);
   Result<Ring> ring = BuildRingFromServers(
       {{"127.0.0.1:7777", 1, 2}, {"127.0.0.1:7778", 1, 4}}, {}, "x");
@@ -42,6 +46,7 @@ TEST(Cli, RoutesKeysFromStdinAndFileAlike) {
 TEST(Cli, KeepsTheAddressAsWritten) {
   const std::string servers = WriteTemp("s2", "[2001:DB8::1]:80 1\n");
   const CliRun run = RunChash("route --mode pingora-v1 --servers " + servers, "a\n");
+  ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, "a,[2001:DB8::1]:80\n");
 }
 
@@ -77,18 +82,104 @@ TEST(Cli, ErrorsInArguments) {
   ExpectUsageError(RunChash("route --servers " + drained, "a\n"), "the ring has no points");
 }
 
-TEST(Cli, StatsJsonAndHelp) {
+TEST(Cli, StatsJson) {
   const std::string servers = WriteTemp("s10", "10.0.0.1:80 2\n10.0.0.2:80 1\n");
   const CliRun run = RunChash("stats --json --servers " + servers);
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("\"nodes\":2,\"points_generated\":480,\"points\":480"),
             std::string::npos)
       << run.out;
+}
+
+// Every command with every option its parser takes (tools/cli/cmd_*.cc):
+// its help must name each one.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& CommandOptions() {
+  static const auto* commands = new std::vector<std::pair<std::string, std::vector<std::string>>>{
+      {"route",
+       {"--servers", "--mode", "--multiple", "--keys", "--down", "--subset", "--new-servers",
+        "--new-mode", "--new-multiple", "--rollout", "--scope", "--seed", "--nginx-conf",
+        "--upstream", "--new-nginx-conf", "--new-upstream", "--ring", "--trusted-key",
+        "--min-version", "--allow-mismatch"}},
+      {"stats",
+       {"--servers", "--mode", "--multiple", "--plot", "--nginx-conf", "--upstream", "--ring",
+        "--trusted-key", "--min-version", "--json"}},
+      {"diff",
+       {"--servers", "--mode", "--multiple", "--new-servers", "--new-mode", "--new-multiple",
+        "--rollout", "--new-ring", "--plot", "--nginx-conf", "--upstream", "--new-nginx-conf",
+        "--new-upstream", "--ring", "--trusted-key", "--min-version", "--json"}},
+      {"plan",
+       {"--servers", "--mode", "--multiple", "--cv-target", "--rings", "--multiples",
+        "--max-points", "--plot", "--nginx-conf", "--upstream", "--json"}},
+      {"demo", {"--nodes", "--weight", "--multiple"}},
+      {"bench", {"--nodes", "--weight", "--multiple", "--target", "--threads", "--json"}},
+      {"keygen", {"--out"}},
+      {"build",
+       {"--servers", "--mode", "--multiple", "--subset", "--config-version", "--label", "--sign",
+        "--out", "--from"}},
+      {"inspect", {"--trusted-key", "--min-version", "--json"}},
+      {"verify", {"--trusted-key", "--min-version"}},
+  };
+  return *commands;
+}
+
+TEST(CliHelp, OverviewListsEveryCommand) {
   const CliRun help = RunChash("--help");
-  EXPECT_EQ(help.status, 0);
-  for (const char* command : {"route", "stats", "demo"}) {
-    EXPECT_NE(help.out.find(command), std::string::npos) << command;
+  ASSERT_EQ(help.status, 0) << help.err;
+  EXPECT_TRUE(help.err.empty()) << help.err;
+  EXPECT_EQ(RunChash("help").out, help.out);
+  EXPECT_EQ(RunChash("-h").out, help.out);
+  for (const auto& [command, options] : CommandOptions()) {
+    EXPECT_NE(help.out.find("\n  " + command + " "), std::string::npos) << command;
   }
+  // No command's options in the overview: those are in its own help.
+  EXPECT_EQ(help.out.find("--allow-mismatch"), std::string::npos) << help.out;
+  const CliRun bare = RunChash("");
+  EXPECT_EQ(bare.status, 2);
+  EXPECT_TRUE(bare.out.empty()) << bare.out;
+  EXPECT_EQ(bare.err, help.out) << "no command: the overview on stderr, exit status 2";
+}
+
+TEST(CliHelp, EachCommandPrintsItsOwnUsageWithEveryOption) {
+  for (const auto& [command, options] : CommandOptions()) {
+    const CliRun help = RunChash(command + " --help");
+    ASSERT_EQ(help.status, 0) << command << ": " << help.err;
+    EXPECT_TRUE(help.err.empty()) << command << ": " << help.err;
+    EXPECT_EQ(help.out.rfind("usage: chash " + command + " ", 0), 0u) << help.out;
+    EXPECT_EQ(RunChash("help " + command).out, help.out) << command;
+    EXPECT_EQ(RunChash(command + " -h").out, help.out) << command;
+    // --help wins wherever it stands, even after options that would fail.
+    EXPECT_EQ(RunChash(command + " --bogus --help").out, help.out) << command;
+    for (const std::string& option : options) {
+      EXPECT_NE(help.out.find("  " + option + " "), std::string::npos)
+          << "chash " << command << " --help does not describe " << option << ":\n"
+          << help.out;
+    }
+    for (const auto& [other, unused] : CommandOptions()) {
+      if (other != command) {
+        EXPECT_EQ(help.out.find("usage: chash " + other + " "), std::string::npos)
+            << command << " --help prints " << other << "'s usage";
+      }
+    }
+  }
+}
+
+TEST(CliHelp, AllIsTheOverviewThenEveryCommand) {
+  const CliRun all = RunChash("help --all");
+  ASSERT_EQ(all.status, 0) << all.err;
+  EXPECT_EQ(all.out.rfind(RunChash("--help").out, 0), 0u);
+  size_t last = 0;
+  for (const auto& [command, options] : CommandOptions()) {
+    const size_t at = all.out.find("\nchash " + command + ":\n  chash " + command + " ");
+    ASSERT_NE(at, std::string::npos) << command;
+    EXPECT_GT(at, last) << command << " out of order";
+    last = at;
+  }
+}
+
+TEST(CliHelp, UnknownCommandsAreUsageErrors) {
+  ExpectUsageError(RunChash("help frobnicate"), "no command 'frobnicate'");
+  ExpectUsageError(RunChash("frobnicate --help"), "unknown command 'frobnicate'");
+  ExpectUsageError(RunChash("help route stats"), "usage: chash help [COMMAND | --all]");
 }
 
 TEST(Cli, PrintsTheVersion) {

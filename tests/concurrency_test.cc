@@ -230,7 +230,9 @@ TEST(ConcurrencyTest, TargetsForcedWhileReadersLookUp) {
       },
       [&](size_t i) {
         ASSERT_TRUE(ForceTarget(targets[i % targets.size()]).ok());
-        if (i % 8 == 0) ASSERT_EQ(SupportedTargetNames().size() + 1, targets.size());
+        if (i % 8 == 0) {
+          ASSERT_EQ(SupportedTargetNames().size() + 1, targets.size());
+        }
       });
   EXPECT_EQ(mismatches.load(), 0u);
   ASSERT_TRUE(ForceTarget("").ok());

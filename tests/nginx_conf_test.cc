@@ -81,6 +81,7 @@ TEST(NginxConfCli, StatsPlanAndDiffSeeTheRingOfTheSameServers) {
 TEST(NginxConfCli, RoutesAroundDownServersAsNginxDoes) {
   const std::string fleet = DataPath("nginx-conf/fleet.servers");
   const CliRun stats = RunChash("stats --json --servers " + fleet);
+  ASSERT_EQ(stats.status, 0) << stats.err;
   ASSERT_NE(stats.out.find("\"collisions\":0,"), std::string::npos) << stats.out;
   std::string keys;
   for (int i = 0; i < 3000; ++i) keys += "/object/" + std::to_string(i) + "\n";
@@ -93,6 +94,7 @@ TEST(NginxConfCli, RoutesAroundDownServersAsNginxDoes) {
   EXPECT_EQ(conf.out.find(",10.0.0.4:443\n"), std::string::npos);
   // ... and without `down`, 10.0.0.4 would own a share of these keys.
   const CliRun all = RunChash("route --servers " + fleet, keys);
+  ASSERT_EQ(all.status, 0) << all.err;
   EXPECT_NE(all.out.find(",10.0.0.4:443\n"), std::string::npos);
   // `down` is nginx's failover: not combinable with chash's own masks.
   const CliRun combined = RunChash("route " + Upstream("edge") + " --down " + down, keys);

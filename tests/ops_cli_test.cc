@@ -94,16 +94,19 @@ TEST(RouteCli, DownAndSubsetEqualTheSmallerServersFile) {
   EXPECT_EQ(SplitLines(masked.out).size(), 5000u);
   EXPECT_EQ(masked.out, rebuilt.out);
   const CliRun plain = RunChash("route --servers " + full + " --keys " + keys);
+  ASSERT_EQ(plain.status, 0) << plain.err;
   EXPECT_NE(masked.out, plain.out);  // some keys did fail over
 
   const CliRun sub =
       RunChash("route --servers " + full + " --keys " + keys + " --subset " + subset_list);
   const CliRun sub_rebuilt = RunChash("route --servers " + subset_path + " --keys " + keys);
+  ASSERT_EQ(sub_rebuilt.status, 0) << sub_rebuilt.err;
   ASSERT_EQ(sub.status, 0) << sub.err;
   EXPECT_EQ(sub.out, sub_rebuilt.out);
   // Both: the subset minus the down servers (none of them here): unchanged.
   const CliRun both = RunChash("route --servers " + full + " --keys " + keys + " --subset " +
                              subset_list + " --down " + down);
+  ASSERT_EQ(both.status, 0) << both.err;
   EXPECT_EQ(both.out, sub_rebuilt.out);
 }
 
@@ -130,8 +133,10 @@ TEST(RouteCli, Migration) {
   const std::string keys = DataPath("pingora/keys_10000.txt");
   const std::string rings = " --mode pingora-v1 --new-mode pingora-v2 --new-multiple 16";
   const CliRun old_run = RunChash("route --servers " + servers + " --mode pingora-v1 --keys " + keys);
+  ASSERT_EQ(old_run.status, 0) << old_run.err;
   const CliRun new_run =
       RunChash("route --servers " + servers + " --mode pingora-v2 --multiple 16 --keys " + keys);
+  ASSERT_EQ(new_run.status, 0) << new_run.err;
   const CliRun mixed =
       RunChash("route --servers " + servers + rings + " --rollout 30% --keys " + keys);
   ASSERT_EQ(mixed.status, 0) << mixed.err;
@@ -152,6 +157,7 @@ TEST(RouteCli, Migration) {
   // Raising the rollout keeps every key already on the new ring there.
   const CliRun more =
       RunChash("route --servers " + servers + rings + " --rollout 0.6 --keys " + keys);
+  ASSERT_EQ(more.status, 0) << more.err;
   const std::vector<std::string> more_lines = SplitLines(more.out);
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].ends_with(",new")) {
@@ -160,6 +166,7 @@ TEST(RouteCli, Migration) {
   }
   const CliRun out_of_scope =
       RunChash("route --servers " + servers + rings + " --rollout 100% --scope out --keys " + keys);
+  ASSERT_EQ(out_of_scope.status, 0) << out_of_scope.err;
   EXPECT_EQ(out_of_scope.out.find(",new\n"), std::string::npos);
   // Another snapshot is refused unless allowed.
   const std::string other = DataPath("pingora/servers_5.txt");
@@ -190,6 +197,7 @@ TEST(PlanCli, JsonAgreesWithTheLibrary) {
   EXPECT_EQ(JsonField(run.out, "rings"), "24");
   EXPECT_EQ(JsonField(run.out, "cv_target"), "0.03");
   const CliRun text = RunChash("plan --servers " + servers + " --mode pingora-v1 --cv-target 3%");
+  ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("recommended: --mode pingora-v2 --multiple " +
                           std::to_string(*plan.value().recommended) + ","),
             std::string::npos)
@@ -212,6 +220,7 @@ TEST(StatsCli, PrintsTheFingerprints) {
             std::string::npos);
   EXPECT_NE(run.out.find("collision table   24 bytes"), std::string::npos);
   const CliRun json = RunChash("stats --servers " + DataPath("nginx/a.servers") + " --json");
+  ASSERT_EQ(json.status, 0) << json.err;
   EXPECT_EQ(JsonField(json.out, "fingerprint"),
             "7e7742929309bdce1a3ea066e95231c52fde9cbb109bbe78fe3513e5fff6dff2");
   EXPECT_EQ(JsonField(json.out, "collision_table_bytes"), "24");

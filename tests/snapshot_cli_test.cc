@@ -59,6 +59,7 @@ TEST_P(SnapshotGoldenCli, RouteRingEqualsRouteServers) {
   std::remove(bare.c_str());
   // stats: the same ring, identity included (build time and memory differ).
   const CliRun stats_servers = RunChash("stats --servers " + servers + " " + set.mode_args);
+  ASSERT_EQ(stats_servers.status, 0) << stats_servers.err;
   const CliRun stats_ring = RunChash("stats --ring " + ring);
   ASSERT_EQ(stats_ring.status, 0) << stats_ring.err;
   for (const char* field : {"fingerprint ", "points digest", "backends ", "points kept",
@@ -189,6 +190,7 @@ TEST_F(SnapshotCli, InspectJson) {
   const std::string two = WriteTemp("two.txt", two_lines);
   const CliRun own = RunChash("route --mode pingora-v1 --servers " + two + " --keys " +
                               DataPath("pingora/keys_1000.txt"));
+  ASSERT_EQ(own.status, 0) << own.err;
   EXPECT_EQ(routed.out, own.out);
   EXPECT_EQ(RunChash("route --ring " + ring_ + " --subset three", "k\n").status, 2);
   // A damaged file: inspect still prints the header, and names the check.
@@ -208,9 +210,13 @@ TEST_F(SnapshotCli, RollbackIsANewerVersionOfTheOldServers) {
   const CliRun run = RunChash("build --from " + ring_ + " --config-version 12 --out " + rolled);
   ASSERT_EQ(run.status, 0) << run.err;
   const CliRun a = RunChash("route --ring " + ring_ + " --keys " + DataPath("nginx/a.keys"));
+  ASSERT_EQ(a.status, 0) << a.err;
   const CliRun b = RunChash("route --ring " + rolled + " --keys " + DataPath("nginx/a.keys"));
+  ASSERT_EQ(b.status, 0) << b.err;
   EXPECT_EQ(a.out, b.out);
-  EXPECT_NE(RunChash("inspect " + rolled).out.find("config version    12"), std::string::npos);
+  const CliRun inspected = RunChash("inspect " + rolled);
+  ASSERT_EQ(inspected.status, 0) << inspected.err;
+  EXPECT_NE(inspected.out.find("config version    12"), std::string::npos) << inspected.out;
   EXPECT_EQ(RunChash("build --from " + ring_ + " --out " + rolled).status, 2)
       << "a rollback needs an explicit version";
   std::remove(rolled.c_str());

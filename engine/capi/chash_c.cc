@@ -548,6 +548,8 @@ int chash_ring_walk(const chash_ring* ring, uint32_t hash, chash_cursor* cursor)
   return CHASH_OK;
 }
 
+// C++ linkage: it returns a C++ type from inside the extern "C" block.
+extern "C++" {
 namespace {
 chash::PointCursor LoadCursor(const chash_cursor* cursor) noexcept {
   chash::PointCursor walk;
@@ -555,6 +557,7 @@ chash::PointCursor LoadCursor(const chash_cursor* cursor) noexcept {
   return walk;
 }
 }  // namespace
+}  // extern "C++"
 
 uint32_t chash_cursor_next(chash_cursor* cursor) noexcept {
   if (cursor == nullptr) return CHASH_NO_NODE;

@@ -64,6 +64,10 @@ case "$step" in
     done
     version="$("$prefix/bin/chash" --version)"
     [ "$version" = "chash 0.2.0" ] || fail "chash --version printed '$version'"
+    # The man page beside the tool (made by help2man; none in a cross build).
+    [ -s "$prefix/share/man/man1/chash.1" ] || fail "share/man/man1/chash.1 is not installed"
+    MANWIDTH=80 LC_ALL=C man -l "$prefix/share/man/man1/chash.1" | grep -q '^SYNOPSIS' ||
+      fail "the installed chash.1 does not render"
     (cd "$prefix" && find . | sort)
     ;;
 

@@ -35,7 +35,8 @@ chash_ensure_packages() {
 # What every build of chash needs (Debian 12 package names).
 CHASH_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libhwy-dev libmimalloc-dev
   libgtest-dev libbenchmark-dev zlib1g-dev libsodium-dev libssl-dev libxxhash-dev
-  python3 librsvg2-bin)  # tests/plot_test.py: runs in Python, renders SVG
+  python3 librsvg2-bin  # tests/plot_test.py: runs in Python, renders SVG
+  help2man man-db groff-base)  # chash(1): made by help2man, rendered by tests/man_page_test.py
 
 chash_configure() {
   local dir="$1"

@@ -1,0 +1,354 @@
+#include "usage.h"
+
+#include <array>
+#include <utility>
+
+namespace chash::cli {
+namespace {
+
+// Option blocks that several commands share, each written once.
+constexpr std::string_view kServersInput = R"(
+  --servers FILE        the servers file: one "ADDR [WEIGHT]" a line (see
+                        chash --help)
+  --nginx-conf FILE     instead of --servers: an nginx config (includes
+                        followed), with --upstream
+  --upstream NAME       the upstream (http or stream) whose server lines
+                        make the ring; it must use `hash KEY consistent;`.
+                        weight= sets the points, `down` servers keep their
+                        points, `backup` after `hash` is refused
+)";
+
+constexpr std::string_view kRingShape = R"(
+  --mode M              nginx (default), pingora-v1, pingora-v2 or resty
+                        (OpenResty's resty.chash: the first field of a
+                        servers line is an opaque id, hashed as is)
+  --multiple K          points per weight unit, pingora-v2 and resty only
+                        (default 160)
+)";
+
+constexpr std::string_view kSnapshotInput = R"(
+  --ring RINGFILE       map a snapshot file instead of building the ring
+  --trusted-key PUB     (repeatable) refuse the snapshot unless signed by
+                        one of these public keys (from chash keygen)
+  --min-version N       refuse a snapshot whose config version is below N
+)";
+
+constexpr std::string_view kNewRing = R"(
+  --new-servers NEW     the new ring's servers file (default: --servers)
+  --new-nginx-conf FILE the new ring's nginx config (default: --nginx-conf)
+  --new-upstream NAME   the new ring's upstream (default: --upstream)
+  --new-mode M2         the new ring's mode (default: --mode)
+  --new-multiple K2     the new ring's multiple, pingora-v2 and resty only
+                        (default: --multiple when both rings take one)
+  --new-ring RINGFILE   the new ring from a snapshot file (with --ring)
+)";
+
+constexpr std::string_view kFleetShape = R"(
+  --nodes N             synthetic servers 10.0.x.y:443 (default 2048)
+  --weight W            weight of each (default 625)
+  --multiple K          pingora-v2 points per weight unit (default 16)
+)";
+
+struct Command {
+  std::string_view name;
+  std::string_view synopsis;     // after "chash NAME"
+  std::string_view summary;      // one line, for the overview
+  std::string_view description;  // what it does and prints
+  std::string_view options;      // its own options
+  bool servers_input = false;    // kServersInput
+  bool ring_shape = false;       // kRingShape
+  bool snapshot_input = false;   // kSnapshotInput
+  bool new_ring = false;         // kNewRing
+  bool fleet_shape = false;      // kFleetShape
+};
+
+constexpr std::array kCommands = {
+    Command{
+        .name = "route",
+        .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME | --ring RINGFILE)\n"
+                    "       [--mode M] [--multiple K] [--keys FILE] [--down FILE] [--subset FILE|NAME]\n"
+                    "       [--rollout F [--new-servers NEW | --new-ring RINGFILE] [--new-mode M2]\n"
+                    "        [--new-multiple K2] [--scope in|out] [--seed N] [--allow-mismatch]]",
+        .summary = "route keys to servers",
+        .description =
+            R"(Reads keys, one a line (the key is the line's bytes without its "\n"), and
+prints "KEY,ADDR" a line, ADDR exactly as written in the servers file. With
+--rollout, a dual-ring migration: prints "KEY,ADDR,old" or "KEY,ADDR,new".
+With --ring OLD --new-ring NEW --rollout F, the migration between two
+snapshots (with --subset NAME, the subset NAME stored in the ring the key
+takes; ADDR "-" if it holds no server with points): the first pick of the
+nginx module's chash_migrate. Keys whose every candidate is down are
+counted on stderr.)",
+        .options = R"(
+  --keys FILE           the keys (default: stdin)
+  --down FILE           servers that are down, one ADDR a line as written in
+                        the servers file: each key goes where the ring of
+                        the other servers would send it, without building it
+  --subset FILE|NAME    route as the ring of only the servers in FILE (with
+                        --ring: of the subset NAME stored in the snapshot)
+  --rollout F           F (0..1 or 0%..100%) of the keys, picked by a stable
+                        hash of the key, take the new ring (options below)
+  --scope in|out        out: every key takes the old ring (default in)
+  --seed N              seed of the rollout's key hash (default 0)
+  --allow-mismatch      allow old and new rings from different server sets
+                        (rolling back would then not restore the old routes)
+)",
+        .servers_input = true,
+        .ring_shape = true,
+        .snapshot_input = true,
+        .new_ring = true,
+    },
+    Command{
+        .name = "stats",
+        .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME | --ring RINGFILE)\n"
+                    "       [--mode M] [--multiple K] [--json] [--plot FILE.svg]",
+        .summary = "points, collisions, memory, evenness and identity of a ring",
+        .description =
+            R"(Builds (or maps) the ring and prints its points, collisions, memory, build
+time, the CV of load share predicted and measured from exact shares, and its
+identity: fingerprint (equal fingerprints route every key alike), points
+digest (the points as built) and backends (the servers and weights).)",
+        .options = R"(
+  --json                one JSON object (fields in tools/cli/README.md),
+                        with every server's exact share
+  --plot FILE.svg       each server's share over its weight share, sorted,
+                        with the CV bands
+)",
+        .servers_input = true,
+        .ring_shape = true,
+        .snapshot_input = true,
+    },
+    Command{
+        .name = "diff",
+        .synopsis = "(--servers OLD | --nginx-conf FILE --upstream NAME | --ring RINGFILE)\n"
+                    "       [--new-servers NEW | --new-nginx-conf FILE | --new-upstream NAME | --new-ring RINGFILE]\n"
+                    "       [--mode M] [--multiple K] [--new-mode M2] [--new-multiple K2]\n"
+                    "       [--rollout F] [--json] [--plot FILE.svg]",
+        .summary = "the exact share of keys that moves between two rings",
+        .description =
+            R"(Merges the points of the old and the new ring (no sampling) and prints the
+share of the 2^32 key hashes whose server changes, per server (moved out,
+moved in), and the share expected to move at a rollout. Servers are matched
+by address, so the rings may differ in mode, multiple, order and members.)",
+        .options = R"(
+  --new-ring RINGFILE   the new ring from a snapshot file
+  --rollout F           also print the share that moves with F (0..1 or
+                        0%..100%) of the keys on the new ring
+  --json                one JSON object (fields in tools/cli/README.md)
+  --plot FILE.svg       per server, old and new share, moved out and in
+)",
+        .servers_input = true,
+        .ring_shape = true,
+        .snapshot_input = true,
+        .new_ring = true,
+    },
+    Command{
+        .name = "plan",
+        .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME) [--mode M] [--multiple K]\n"
+                    "       [--cv-target X] [--rings R] [--multiples K1,K2,...] [--max-points N]\n"
+                    "       [--json] [--plot FILE.svg]",
+        .summary = "choose a point multiple for this fleet",
+        .description =
+            R"(Builds a pingora-v2 ring for each candidate multiple K and prints its CV
+predicted and measured, collisions, bytes for one ring, for R rings and for
+one ring with R masks, and the share of keys that moves from the current ring
+(--mode, --multiple); then recommends the smallest K whose measured CV is
+within the target.)",
+        .options = R"(
+  --cv-target X         the CV to meet, as 0.02 or 2% (default 2%)
+  --rings R             how many rings of this fleet to size (default 1)
+  --multiples K1,K2,... the candidates (default 1, 2, 4, ... 1024, 100, 160)
+  --max-points N        skip candidates over N generated points (default
+                        2^25)
+  --json                one JSON object (fields in tools/cli/README.md)
+  --plot FILE.svg       CV measured and predicted against K, ring bytes,
+                        the current ring, the recommended K and the target
+)",
+        .servers_input = true,
+        .ring_shape = true,
+    },
+    Command{
+        .name = "demo",
+        .synopsis = "[--nodes N] [--weight W] [--multiple K]",
+        .summary = "the v1 ring beside the v2 ring of a built-in fleet",
+        .description =
+            R"(Builds the pingora-v1 ring (160 points per weight unit) and the pingora-v2
+ring of a built-in fleet (2,048 servers x weight 625 by default) and
+compares their points, collisions, memory and evenness.)",
+        .options = {},
+        .fleet_shape = true,
+    },
+    Command{
+        .name = "bench",
+        .synopsis = "[--nodes N] [--weight W] [--multiple K] [--target NAME] [--threads T] [--json]",
+        .summary = "measure lookups and builds on this machine",
+        .description =
+            R"(Builds a pingora-v2 ring of a synthetic fleet (20,480,000 points by
+default), checks every lookup path against std::lower_bound, and prints the
+build time and the median of 5 rounds of each lookup (single, dependent,
+batched, by key), CRC32, and the baselines in the same huge-page memory.)",
+        .options = R"(
+  --target NAME         force a SIMD target (AVX2, NEON, ...)
+  --threads T           also time T threads on the one ring (default 1)
+  --json                one JSON object (fields in tools/cli/README.md)
+)",
+        .fleet_shape = true,
+    },
+    Command{
+        .name = "keygen",
+        .synopsis = "--out BASE",
+        .summary = "make an Ed25519 key pair for signing snapshots",
+        .description =
+            R"(Writes the secret key BASE (mode 0600) and the public key BASE.pub, and
+prints the key id.)",
+        .options = R"(
+  --out BASE            where to write the key files
+)",
+    },
+    Command{
+        .name = "build",
+        .synopsis = "--servers FILE [--mode M] [--multiple K] [--subset NAME=FILE]...\n"
+                    "       [--config-version N] [--label TEXT] [--sign BASE] [--no-index] --out RINGFILE\n"
+                    "   or: chash build --from OLD_RINGFILE --config-version N [--label TEXT]\n"
+                    "       [--sign BASE] --out RINGFILE",
+        .summary = "write a ring as a (signed) snapshot file",
+        .description =
+            R"(Builds the ring and writes it as a snapshot file, atomically (a temporary
+file beside RINGFILE, fsync, rename): readers see the old file or the new
+one. --from republishes an existing snapshot's servers under a new, higher
+config version: the way to roll back.)",
+        .options = R"(
+  --servers FILE        the servers file
+  --out RINGFILE        the snapshot file to write
+  --subset NAME=FILE    (repeatable) store the servers of FILE as subset NAME
+  --config-version N    the operator's version of this ring (default 0)
+  --label TEXT          a label stored in the file
+  --sign BASE           sign with the secret key BASE (from chash keygen)
+  --no-index            leave the search index out of the file (each reader
+                        then builds its own; by default it is stored, about
+                        4.7% of the columns, and shared by every process
+                        that maps the file)
+  --from OLD_RINGFILE   take the servers, mode and subsets of a snapshot
+)",
+        .ring_shape = true,
+    },
+    Command{
+        .name = "inspect",
+        .synopsis = "RINGFILE [--trusted-key PUB]... [--min-version N] [--json]",
+        .summary = "show a snapshot file and check it",
+        .description =
+            R"(Prints a snapshot's identity, sizes, config version, label, creation time,
+subsets, signing key id and every check's result; exit status 2 if a check
+fails, naming it.)",
+        .options = R"(
+  --trusted-key PUB     (repeatable) check the signature against these keys
+  --min-version N       check that the config version is at least N
+  --json                one JSON object
+)",
+    },
+    Command{
+        .name = "verify",
+        .synopsis = "RINGFILE [--trusted-key PUB]... [--min-version N]",
+        .summary = "check a snapshot file before trusting it",
+        .description =
+            R"(Exit status 0 if every check passes (with --trusted-key, the signature
+too); else 2, and the failed check's name and reason on stderr.)",
+        .options = R"(
+  --trusted-key PUB     (repeatable) require a signature by one of these keys
+  --min-version N       require a config version of at least N
+)",
+    },
+};
+
+constexpr std::string_view kOverviewHead = R"(chash: nginx- and pingora-compatible consistent-hash rings
+
+Usage: chash COMMAND [OPTIONS]
+  or:  chash help [COMMAND | --all]
+  or:  chash --version
+
+commands:
+)";
+
+constexpr std::string_view kOverviewTail = R"(
+`chash COMMAND --help` or `chash help COMMAND` prints that command's options;
+`man chash` shows every command's.
+
+servers file:
+  One "ADDR [WEIGHT]" a line; weight 1 by default, 0 = drained (keeps its
+  id, owns no points); '#' starts a comment; blank lines are skipped. ADDR as
+  in an nginx server line: 10.0.0.1:443, [::1]:7777, 127.0.0.2, unix:/path,
+  name:port (pingora modes need IP:PORT).
+
+exit status:
+  0 on success; 2 on any error (a bad option, file, server or snapshot), with
+  one line on stderr naming the file and line or the failed check.
+
+On a terminal, long phases (ring builds, exact shares, diffs) show their
+progress on stderr; never when stderr is not a terminal. Every --plot SVG
+carries its command line and the values drawn (<metadata>, as --json).
+)";
+
+void Put(std::string_view text, std::FILE* out) { std::fwrite(text.data(), 1, text.size(), out); }
+
+const Command* Find(std::string_view name) {
+  for (const Command& command : kCommands) {
+    if (command.name == name) return &command;
+  }
+  return nullptr;
+}
+
+// For the man page (help2man), the synopsis goes under a heading: a line
+// that ends in ':' followed by an indented line.
+enum class Form { kHelp, kManual };
+
+void PrintUsage(const Command& command, Form form, std::FILE* out) {
+  const int name_size = static_cast<int>(command.name.size());
+  const int synopsis_size = static_cast<int>(command.synopsis.size());
+  if (form == Form::kManual) {
+    std::fprintf(out, "chash %.*s:\n  chash %.*s %.*s\n\n", name_size, command.name.data(),
+                 name_size, command.name.data(), synopsis_size, command.synopsis.data());
+  } else {
+    std::fprintf(out, "usage: chash %.*s %.*s\n\n", name_size, command.name.data(),
+                 synopsis_size, command.synopsis.data());
+  }
+  Put(command.description, out);
+  Put(form == Form::kManual ? "\n\n" : "\n\noptions:\n", out);
+  // Each block is a raw string that starts with a newline.
+  for (const auto& [taken, block] : {std::pair{command.servers_input, kServersInput},
+                                     std::pair{command.snapshot_input, kSnapshotInput},
+                                     std::pair{command.ring_shape, kRingShape},
+                                     std::pair{command.fleet_shape, kFleetShape},
+                                     std::pair{!command.options.empty(), command.options},
+                                     std::pair{command.new_ring, kNewRing}}) {
+    if (taken) Put(block.substr(1), out);
+  }
+}
+
+}  // namespace
+
+void PrintOverview(std::FILE* out) {
+  Put(kOverviewHead, out);
+  for (const Command& command : kCommands) {
+    std::fprintf(out, "  %-8.*s %.*s\n", static_cast<int>(command.name.size()),
+                 command.name.data(), static_cast<int>(command.summary.size()),
+                 command.summary.data());
+  }
+  Put(kOverviewTail, out);
+}
+
+bool PrintCommandUsage(std::string_view name, std::FILE* out) {
+  const Command* command = Find(name);
+  if (command == nullptr) return false;
+  PrintUsage(*command, Form::kHelp, out);
+  return true;
+}
+
+void PrintAllUsage(std::FILE* out) {
+  PrintOverview(out);
+  for (const Command& command : kCommands) {
+    Put("\n", out);
+    PrintUsage(command, Form::kManual, out);
+  }
+}
+
+}  // namespace chash::cli

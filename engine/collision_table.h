@@ -34,8 +34,11 @@ struct CollisionTable {
   std::span<const uint16_t> nodes() const noexcept {
     return borrowed_node.empty() ? std::span<const uint16_t>(node) : borrowed_node;
   }
+  // The table's bytes wherever they live, in the vectors or in a mapped
+  // snapshot, as the columns count theirs: 6 bytes a loser at least.
   uint64_t allocated_bytes() const noexcept {
-    return hash.capacity() * sizeof(uint32_t) + node.capacity() * sizeof(uint16_t);
+    return hash.capacity() * sizeof(uint32_t) + node.capacity() * sizeof(uint16_t) +
+           borrowed_hash.size_bytes() + borrowed_node.size_bytes();
   }
 };
 

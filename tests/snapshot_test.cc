@@ -237,6 +237,11 @@ TEST(Snapshot, CollisionsRoundTrip) {
   Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshotFromBytes(Serialize(built));
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   ExpectSameAnswers(built, loaded.value()->ring());
+  // The losers a loaded ring reads from the snapshot count as its columns
+  // do: 6 bytes a loser, wherever they live.
+  const uint64_t losers = built.collision_losers().hashes.size();
+  EXPECT_GE(loaded.value()->ring().memory_usage().collision_table_bytes, 6 * losers);
+  EXPECT_GE(built.memory_usage().collision_table_bytes, 6 * losers);
 }
 
 TEST(Snapshot, SubsetIsExactlyTheRingOfItsServers) {

@@ -38,9 +38,12 @@ CHASH_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libhwy-dev libmimalloc-de
   python3 librsvg2-bin  # tests/plot_test.py: runs in Python, renders SVG
   help2man man-db groff-base)  # chash(1): made by help2man, rendered by tests/man_page_test.py
 
+# CHASH_WERROR=ON in the environment: every build configured here treats
+# warnings as errors (CI sets it for the g++ suite and the clang fuzz build).
 chash_configure() {
   local dir="$1"
   shift
+  if [ -n "${CHASH_WERROR:-}" ]; then set -- "$@" "-DCHASH_WERROR=$CHASH_WERROR"; fi
   if [ ! -f "$dir/build.ninja" ]; then
     cmake -S "$CHASH_ROOT" -B "$dir" -G Ninja "$@" >/dev/null ||
       { chash_log "cmake configure of $dir failed"; return 1; }

@@ -372,7 +372,9 @@ TEST(RestyFlavor, SnapshotRoundTrip) {
                                  13),
                      3);  // an APISIX id
   const Ring ring = Build(nodes);
-  Result<std::string> bytes = SerializeSnapshot(ring, {.config_version = 7});
+  SnapshotWriteOptions options;
+  options.config_version = 7;
+  Result<std::string> bytes = SerializeSnapshot(ring, options);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
   Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshotFromBytes(bytes.value());
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();

@@ -98,13 +98,21 @@ Result<ReferenceRing> ReferenceRing::Build(Flavor flavor, uint32_t point_multipl
   // id's bytes as unsigned values, a prefix first.
   std::vector<uint32_t> rank(addresses.size());
   if (flavor == Flavor::kResty) {
-    std::vector<std::pair<std::vector<uint8_t>, uint32_t>> by_id;
-    for (uint32_t node = 0; node < addresses.size(); ++node) {
-      const std::string& id = addresses[node].host;
-      by_id.emplace_back(std::vector<uint8_t>(id.begin(), id.end()), node);
-    }
-    std::sort(by_id.begin(), by_id.end());
-    for (uint32_t r = 0; r < by_id.size(); ++r) rank[by_id[r].second] = r;
+    // Byte by byte, written out rather than through std::string's compare
+    // (which the engine uses): the oracle states the order on its own.
+    const auto id_less = [&addresses](uint32_t a, uint32_t b) {
+      const std::string& x = addresses[a].host;
+      const std::string& y = addresses[b].host;
+      for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+        const auto cx = static_cast<uint8_t>(x[i]), cy = static_cast<uint8_t>(y[i]);
+        if (cx != cy) return cx < cy;
+      }
+      return x.size() < y.size();
+    };
+    std::vector<uint32_t> by_id(addresses.size());
+    for (uint32_t node = 0; node < by_id.size(); ++node) by_id[node] = node;
+    std::stable_sort(by_id.begin(), by_id.end(), id_less);
+    for (uint32_t r = 0; r < by_id.size(); ++r) rank[by_id[r]] = r;
     ReferenceRing ring;
     ring.points_generated_ = points.size();
     ring.num_nodes_ = static_cast<uint32_t>(addresses.size());

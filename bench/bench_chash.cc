@@ -418,17 +418,24 @@ void BM_ByHashBatch(benchmark::State& state, size_t ring, std::string target, si
   SetPerOp(state, kOpsPerIteration);
 }
 
-void BM_KeySingle(benchmark::State& state, size_t ring, std::string target) {
+// FindNode (the CRC fused into the search kernel), or `unfused`: Crc32 then
+// FindNodeByHash, two calls, as FindNode was before the fused kernel.
+void BM_KeySingle(benchmark::State& state, size_t ring, std::string target, bool unfused = false) {
   Fixture& f = GetFixture(ring);
   const TargetScope scope(state, target);
-  if (!scope.ok() || !CheckByKey(state, f, [&](std::string_view k) { return f.ring.FindNode(k); })) {
-    return;
-  }
+  const auto find = [&f, unfused](std::string_view k) {
+    return unfused ? f.ring.FindNodeByHash(Crc32(k)) : f.ring.FindNode(k);
+  };
+  if (!scope.ok() || !CheckByKey(state, f, find)) return;
   size_t pos = 0;
   uint32_t sink = 0;
   for (auto _ : state) {
     const std::string_view* k = f.key_views.data() + pos;
-    for (size_t i = 0; i < kOpsPerIteration; ++i) sink += f.ring.FindNode(k[i]);
+    if (unfused) {
+      for (size_t i = 0; i < kOpsPerIteration; ++i) sink += f.ring.FindNodeByHash(Crc32(k[i]));
+    } else {
+      for (size_t i = 0; i < kOpsPerIteration; ++i) sink += f.ring.FindNode(k[i]);
+    }
     pos = (pos + kOpsPerIteration) & (kKeyCount - 1);
   }
   benchmark::DoNotOptimize(sink);
@@ -1060,6 +1067,8 @@ void RegisterAll() {
             [ring, t, batch](benchmark::State& s) { BM_ByHashBatch(s, ring, t, batch, false); });
       }
       reg("chash/key/" + r + "/" + t, [ring, t](benchmark::State& s) { BM_KeySingle(s, ring, t); });
+      reg("chash/key_unfused/" + r + "/" + t,
+          [ring, t](benchmark::State& s) { BM_KeySingle(s, ring, t, true); });
       reg("chash/key_batch1024/" + r + "/" + t,
           [ring, t](benchmark::State& s) { BM_KeyBatch(s, ring, t); });
     }

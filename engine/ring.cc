@@ -85,7 +85,8 @@ uint32_t Ring::FindNodeByHash(uint32_t hash) const noexcept {
 }
 
 uint32_t Ring::FindNode(std::string_view key) const noexcept {
-  return FindNodeByHash(Crc32(key));
+  if (size_ == 0) return kNoNode;
+  return internal::DispatchFindNodeByKey(*view_, key);
 }
 
 size_t Ring::FindNodesByHash(std::span<const uint32_t> hashes,

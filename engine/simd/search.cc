@@ -21,7 +21,9 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "simd/search-inl.h"
+#include "chash/crc32.h"
 #include "hash/crc32_internal.h"
+#include "hash/crc32_pclmul.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace chash {
@@ -29,6 +31,23 @@ namespace HWY_NAMESPACE {
 
 uint32_t LowerBoundSlotImpl(const internal::SearchView& view, uint32_t x) {
   return LowerBoundSlot(view, x);
+}
+
+// A key's CRC32 inside the kernel: the target's instruction set includes
+// PCLMULQDQ from SSE4 on (Highway's SSE4 target requires it), so short keys
+// fold inline; long ones (and other targets) call the best implementation.
+HWY_INLINE uint32_t KeyCrc32(const char* data, size_t len) {
+#if HWY_ARCH_X86_64 && HWY_TARGET <= HWY_SSE4 && !defined(HWY_DISABLE_PCLMUL_AES)
+  if (len < internal::pclmul::kVpclmulMinBytes) {
+    return ~internal::pclmul::PclmulUpdate(0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(data),
+                                           len);
+  }
+#endif
+  return Crc32Extend(0, data, len);
+}
+
+uint32_t FindNodeByKeyImpl(const internal::SearchView& view, const char* data, size_t len) {
+  return view.node[LowerBoundSlot(view, KeyCrc32(data, len))];
 }
 
 void FindNodesByHashImpl(const internal::SearchView& view, const uint32_t* HWY_RESTRICT hashes,
@@ -69,12 +88,14 @@ using FindNodesFunction = void (*)(const SearchView&, const std::string_view*, s
 struct TargetKernels {
   int64_t target;  // a Highway target bit (HWY_AVX2, ...)
   LowerBoundSlotFunction lower_bound_slot;
+  FindNodeByKeyFunction find_node_by_key;
   FindNodesByHashFunction find_nodes_by_hash;
   FindNodesFunction find_nodes;
 };
 
 #define CHASH_TARGET_KERNELS(TARGET, NS) \
-  {TARGET, &NS::LowerBoundSlotImpl, &NS::FindNodesByHashImpl, &NS::FindNodesImpl},
+  {TARGET, &NS::LowerBoundSlotImpl, &NS::FindNodeByKeyImpl, &NS::FindNodesByHashImpl, \
+   &NS::FindNodesImpl},
 
 // Every compiled target, best first (Highway numbers better targets with
 // lower bits). Constant: listing a target runs none of its code.
@@ -148,6 +169,7 @@ const CpuTargets& Cpu() noexcept {
 const TargetKernels* Best() noexcept { return Cpu().supported[0]; }
 
 uint32_t ResolveAndLowerBoundSlot(const SearchView& view, uint32_t x);
+uint32_t ResolveAndFindNodeByKey(const SearchView& view, const char* data, size_t len);
 
 // The target batches run on (null until the first lookup resolves it).
 std::atomic<const TargetKernels*> active_kernels{nullptr};
@@ -164,6 +186,9 @@ const TargetKernels& ActiveKernels() noexcept {
   LowerBoundSlotFunction unresolved = &ResolveAndLowerBoundSlot;
   lower_bound_slot_kernel.compare_exchange_strong(unresolved, best->lower_bound_slot,
                                                   std::memory_order_relaxed);
+  FindNodeByKeyFunction unresolved_key = &ResolveAndFindNodeByKey;
+  find_node_by_key_kernel.compare_exchange_strong(unresolved_key, best->find_node_by_key,
+                                                  std::memory_order_relaxed);
   return *active_kernels.load(std::memory_order_relaxed);
 }
 
@@ -171,15 +196,21 @@ uint32_t ResolveAndLowerBoundSlot(const SearchView& view, uint32_t x) {
   return ActiveKernels().lower_bound_slot(view, x);
 }
 
+uint32_t ResolveAndFindNodeByKey(const SearchView& view, const char* data, size_t len) {
+  return ActiveKernels().find_node_by_key(view, data, len);
+}
+
 void Activate(const TargetKernels* kernels) noexcept {
   active_kernels.store(kernels, std::memory_order_relaxed);
   lower_bound_slot_kernel.store(kernels->lower_bound_slot, std::memory_order_relaxed);
+  find_node_by_key_kernel.store(kernels->find_node_by_key, std::memory_order_relaxed);
 }
 
 }  // namespace
 
 // The first single lookup resolves the target, then calls its kernel directly.
 std::atomic<LowerBoundSlotFunction> lower_bound_slot_kernel{&ResolveAndLowerBoundSlot};
+std::atomic<FindNodeByKeyFunction> find_node_by_key_kernel{&ResolveAndFindNodeByKey};
 
 void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, size_t count,
                              uint32_t* out) {

@@ -27,6 +27,16 @@ inline uint32_t DispatchLowerBoundSlot(const SearchView& view, uint32_t x) {
 inline uint32_t DispatchFindNodeByHash(const SearchView& view, uint32_t x) {
   return view.node[DispatchLowerBoundSlot(view, x)];
 }
+// Node of one key: its CRC32 inlined into the search (carry-less multiply on
+// x86 targets from SSE4 on; elsewhere a call to the best CRC32), through one
+// cached pointer as above. One kernel instead of a CRC call then a search
+// call leaves fewer instructions a lookup, so the core keeps more
+// independent lookups in flight.
+using FindNodeByKeyFunction = uint32_t (*)(const SearchView&, const char*, size_t);
+extern std::atomic<FindNodeByKeyFunction> find_node_by_key_kernel;
+inline uint32_t DispatchFindNodeByKey(const SearchView& view, std::string_view key) {
+  return find_node_by_key_kernel.load(std::memory_order_relaxed)(view, key.data(), key.size());
+}
 // out[i] = node of hashes[i]; groups of lookups descend together.
 void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, size_t count,
                              uint32_t* out);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's CV curve: `chash plan --plot` on the seeds' Cloudflare fleet
+# The README's CV curve: `chash plan --plot` on the demo's Cloudflare-scale fleet (2,048 x 625)
 # (tools/fleet 2048 625: 2,048 servers x weight 625, current ring
 # pingora-v1 at 160 points per weight unit = 204,800,000 points), with
 # measured points up to K = 160 so the curve shows where collisions turn

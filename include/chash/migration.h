@@ -19,7 +19,7 @@
 //
 // Same snapshot. Both rings must be built from one backend snapshot (the
 // same servers and weights; flavour and multiple may differ): otherwise
-// rolling back does not restore the old assignment (the seeds' "rollback
+// rolling back does not restore the old assignment (a "rollback
 // mismatch"). Create compares BackendFingerprint (identity.h) and refuses
 // a mismatch with kBadArgument naming the differences, unless
 // allow_backend_mismatch is set.

@@ -1,6 +1,6 @@
-// Point-count planning: the seeds' analysis (how many points per weight
+// Point-count planning: the analysis of how many points per weight
 // unit buy how much balance, at what memory and collision cost, and how
-// many keys a change moves) run on the user's own fleet.
+// many keys a change moves, run on the user's own fleet.
 //
 //   chash::Result<chash::Plan> plan = chash::PlanPointMultiples(
 //       servers, {.flavor = chash::Flavor::kNginx}, {.cv_target = 0.02, .rings = 12});

@@ -1,4 +1,4 @@
-// chash demo: the seeds' Cloudflare scenario on a built-in fleet.
+// chash demo: Cloudflare's fleet-scale scenario (2,048 servers x weight 625) on a built-in fleet.
 //
 // 2,048 servers of weight 625 (disk-proportional weights, as Cloudflare's
 // Pingora Backend Router had): the v1 ring at 160 points per weight unit

@@ -213,8 +213,14 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
     // table_bits() is 0 when there is no table (the one-entry table {0}).
     StoreU32(section + kIndexOffTableBits, static_cast<uint32_t>(index.table_bits()));
     uint8_t* keys = section + kIndexHeaderBytes;
-    std::memcpy(keys, index.level_keys(), 4 * index.level_key_count());
-    std::memcpy(keys + 4 * index.level_key_count(), index.table(), 4 * index.table_entries());
+    // An empty ring's index has no keys and may have no table: memcpy's
+    // pointers must not be null even for 0 bytes.
+    if (index.level_key_count() > 0) {
+      std::memcpy(keys, index.level_keys(), 4 * index.level_key_count());
+    }
+    if (index.table_entries() > 0) {
+      std::memcpy(keys + 4 * index.level_key_count(), index.table(), 4 * index.table_entries());
+    }
   }
   uint8_t* trailer = out + layout.trailer;
   if (options.signing_key) {

@@ -39,7 +39,7 @@ CHASH_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libhwy-dev libmimalloc-de
   help2man man-db groff-base)  # chash(1): made by help2man, rendered by tests/man_page_test.py
 
 # CHASH_WERROR=ON in the environment: every build configured here treats
-# warnings as errors (CI sets it for the g++ suite and the clang fuzz build).
+# warnings as errors (CI sets it for the g++ suite).
 chash_configure() {
   local dir="$1"
   shift

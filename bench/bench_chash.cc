@@ -43,8 +43,8 @@
 #include <vector>
 
 #include "proc_status.h"
-#include "build/columns_builder.h"
-#include "build/parallel.h"
+#include "builder/columns_builder.h"
+#include "builder/parallel.h"
 #include "chash/chash.h"
 #include "dispatch_control.h"
 #include "hash/crc32_internal.h"

@@ -62,8 +62,8 @@
 #include <vector>
 
 #include "proc_status.h"
-#include "build/columns_builder.h"
-#include "build/parallel.h"
+#include "builder/columns_builder.h"
+#include "builder/parallel.h"
 #include "chash/chash.h"
 #include "chash/snapshot.h"
 #include "layout/aligned_array.h"

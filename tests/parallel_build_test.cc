@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "build/parallel.h"
-#include "build/point_chains.h"
+#include "builder/parallel.h"
+#include "builder/point_chains.h"
 #include "reference/reference_ring.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "build/columns_builder.h"
+#include "builder/columns_builder.h"
 #include "reference/reference_ring.h"
 #include "simd/search.h"
 #include "test_util.h"

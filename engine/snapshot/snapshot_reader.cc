@@ -16,8 +16,8 @@
 #include <set>
 #include <unordered_set>
 
-#include "build/columns_builder.h"
-#include "build/parallel.h"
+#include "builder/columns_builder.h"
+#include "builder/parallel.h"
 #include "chash/snapshot.h"
 #include "layout/aligned_array.h"
 #include "ops/ops_internal.h"

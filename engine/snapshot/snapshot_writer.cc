@@ -13,7 +13,7 @@
 #include <set>
 #include <string>
 
-#include "build/parallel.h"
+#include "builder/parallel.h"
 #include "chash/snapshot.h"
 #include "layout/columns.h"
 #include "out_of_memory.h"

@@ -1,4 +1,4 @@
-#include "build/point_chains.h"
+#include "builder/point_chains.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,10 +6,10 @@
 #include <new>
 #include <vector>
 
-#include "build/parallel.h"
+#include "builder/parallel.h"
 #include "hwy/contrib/sort/vqsort.h"
 
-#include "build/columns_builder.h"
+#include "builder/columns_builder.h"
 #include "hash/crc32_internal.h"
 
 namespace chash::internal {

@@ -7,9 +7,9 @@
 #include <new>
 #include <numeric>
 
-#include "build/columns_builder.h"
-#include "build/parallel.h"
-#include "build/point_chains.h"
+#include "builder/columns_builder.h"
+#include "builder/parallel.h"
+#include "builder/point_chains.h"
 #include "chash/ring.h"
 #include "hash/crc32_internal.h"
 #include "out_of_memory.h"

@@ -1,4 +1,4 @@
-#include "build/columns_builder.h"
+#include "builder/columns_builder.h"
 
 #include <algorithm>
 #include <cstring>

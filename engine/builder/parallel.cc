@@ -1,4 +1,4 @@
-#include "build/parallel.h"
+#include "builder/parallel.h"
 
 #include <algorithm>
 #include <atomic>

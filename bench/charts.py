@@ -1,12 +1,16 @@
 #!/usr/bin/python3
 """The README's benchmark charts, from the committed Google Benchmark JSON.
 
-usage: bench/charts.sh [RESULTS_DIR]     (default bench/results/x86_64)
+usage: bench/charts.sh [CPU_DIR...]   (default: every bench/results/*/ with
+                                       a bench_chash*.json)
        (charts.sh installs python3-matplotlib if missing, then runs this)
 
-Reads every bench_chash*.json in RESULTS_DIR (a benchmark in several files:
-the run with the latest context date wins) and writes, next to them, the
-charts whose families exist (a missing family is left out, with a note):
+One chart set per CPU: results of different CPUs are never drawn together.
+For each CPU folder (bench/results/README.md), reads every bench_chash*.json
+in it (a benchmark in several files: the run with the latest context date
+wins) and writes, next to them, the charts whose families exist (a missing
+family is left out, with a note), each titled with the CPU its folder's
+cpu.txt names (its model name and vector extensions):
 
   chart_lookup.svg  ns per lookup against ring points, log-log: chash single,
                     batch 1024 and dependent, std::lower_bound, pingora's and
@@ -28,6 +32,8 @@ import sys
 from collections import defaultdict
 
 import matplotlib
+
+import cpu_folder  # bench/cpu_folder.py, beside this script
 
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -88,7 +94,7 @@ def series_over_rings(m, pattern):
     return xs, ys
 
 
-def chart_lookup(m, best, sources, out):
+def chart_lookup(m, best, cpu, sources, out):
     lines = [
         ("chash, single lookup", f"chash/single/{{r}}/{best}", "#d62728", "-", "o"),
         ("chash, batches of 1024", f"chash/batch1024/{{r}}/{best}", "#d62728", "--", "s"),
@@ -115,7 +121,7 @@ def chart_lookup(m, best, sources, out):
     ax.set_yscale("log")
     ax.set_xlabel("ring size, points (log scale)")
     ax.set_ylabel("ns per lookup by hash, median (log scale)")
-    ax.set_title(f"Lookup time against ring size: chash ({best}) and the baselines",
+    ax.set_title(f"Lookup time against ring size on {cpu}: chash ({best}) and the baselines",
                  loc="left", fontweight="bold")
     ax.grid(True, which="major", color="#e2e2e2")
     ax.legend(fontsize=8, loc="upper left")
@@ -125,7 +131,7 @@ def chart_lookup(m, best, sources, out):
     return True
 
 
-def chart_build(m, sources, out):
+def chart_build(m, cpu, sources, out):
     fig, ax = plt.subplots(figsize=(9, 5))
     drawn = 0
     for label, pattern, color in (("chash build", "build/chash/{r}", "#d62728"),
@@ -142,7 +148,7 @@ def chart_build(m, sources, out):
     ax.set_yscale("log")
     ax.set_xlabel("ring size, points (log scale)")
     ax.set_ylabel("build time, ms, median (log scale)")
-    ax.set_title("Ring build time against ring size", loc="left", fontweight="bold")
+    ax.set_title(f"Ring build time against ring size on {cpu}", loc="left", fontweight="bold")
     ax.grid(True, which="major", color="#e2e2e2")
     ax.legend(fontsize=8, loc="upper left")
     footer(fig, sources)
@@ -166,7 +172,7 @@ def pollution_label(p):
     return f"{p[:-1]} {p[-1]}iB" if p[-1] in SCALE else f"{p} B"
 
 
-def chart_proxy(m, sources, out):
+def chart_proxy(m, cpu, sources, out):
     names = [n.split("/") for n in m if n.startswith("proxy/") and n.count("/") == 3]
     rings = [r for r in RINGS if any(n[3] == r for n in names)]
     pollutions = []
@@ -196,7 +202,7 @@ def chart_proxy(m, sources, out):
         ax.set_axisbelow(True)
     axes[0][0].set_ylabel("ns per lookup (a run's mean, median of runs)")
     axes[0][-1].legend(fontsize=8)
-    fig.suptitle("Proxy-shaped lookups: one lookup after other work evicts the caches",
+    fig.suptitle(f"Proxy-shaped lookups on {cpu}: one lookup after other work evicts the caches",
                  x=0.01, ha="left", fontweight="bold")
     footer(fig, sources)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
@@ -204,15 +210,26 @@ def chart_proxy(m, sources, out):
     return True
 
 
-def main(directory):
+def charts_for(directory):
     m, best, sources = load(directory)
     if not m:
         sys.exit(f"charts.py: no bench_chash*.json with ns_per_op in {directory}")
-    chart_lookup(m, best or "?", sources, os.path.join(directory, "chart_lookup.svg"))
-    chart_build(m, sources, os.path.join(directory, "chart_build.svg"))
-    chart_proxy(m, sources, os.path.join(directory, "chart_proxy.svg"))
+    cpu = cpu_folder.display_name(directory)
+    print(f"{directory}: {cpu}")
+    chart_lookup(m, best or "?", cpu, sources, os.path.join(directory, "chart_lookup.svg"))
+    chart_build(m, cpu, sources, os.path.join(directory, "chart_build.svg"))
+    chart_proxy(m, cpu, sources, os.path.join(directory, "chart_proxy.svg"))
+
+
+def cpu_folders():
+    results = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    return sorted(d for d in glob.glob(os.path.join(results, "*"))
+                  if os.path.isdir(d) and glob.glob(os.path.join(d, "bench_chash*.json")))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else
-         os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "x86_64"))
+    folders = sys.argv[1:] or cpu_folders()
+    if not folders:
+        sys.exit("charts.py: no bench/results/*/ folder holds a bench_chash*.json")
+    for folder in folders:
+        charts_for(folder)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the README's benchmark charts (bench/charts.py) from the
-# committed JSON under bench/results/x86_64/, installing Debian's
+# committed JSON, one chart set in each CPU folder of bench/results/ that
+# holds a bench_chash*.json (or in the folders given), installing Debian's
 # python3-matplotlib first if it is missing. Arguments go to charts.py.
 set -euo pipefail
 source "$(dirname "$0")/../tools/lib/common.sh"

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # The core-ring figures quoted in the README, recorded with their raw output
-# under bench/results/<arch>/: the demo (204.8M + 20.5M points), memory of
-# the 2,048 x 100 v1 ring (bytes per point, peak RSS), and `chash route`
-# throughput on 10 million keys. Needs ~3.5 GB of memory and a few minutes.
+# under bench/results/CPU/ (the folder tools/lib/cpu-slug names): the demo
+# (204.8M + 20.5M points), memory of the 2,048 x 100 v1 ring (bytes per
+# point, peak RSS), and `chash route` throughput on 10 million keys. Needs ~3.5 GB of memory and a few minutes.
 # Usage: bench/core_measurements.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/tools/lib/common.sh"
 build="${1:-$root/build}"
 chash="$build/tools/chash"
-out="$root/bench/results/$(uname -m)"
+out="$(chash_results_dir)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$out"
 [ -x "$chash" ] || { echo "build chash first (tools/test or tools/demo)" >&2; exit 2; }
 
 header() {
   echo "# $*"
-  echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($("$root/tools/lib/cpu-slug"))"
 }
 
 { header "/usr/bin/time -v chash demo"; /usr/bin/time -v "$chash" demo 2>&1; } > "$out/demo.txt"

@@ -5,6 +5,7 @@ figures: ids `10.a.b.c:443`, os.clock() CPU time, RSS around new() after a
 full GC, find over 4,096 keys, 10^6 calls.
 
 Usage: python3 bench/lua_bench.py BUILD_DIR OUT.txt [WORKERS]
+(an OUT without a directory goes into bench/results/<this CPU>/, bench/cpu_folder.py)
 nginx runs as a child on 127.0.0.1, stopped by its PID; every request is
 bounded in time.
 """
@@ -20,8 +21,11 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "lua"))
 sys.argv, args = sys.argv[:1], sys.argv[1:]
 import test_resty  # noqa: E402  (its OpenResty launcher)
 
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import cpu_folder  # noqa: E402
+
 BUILD = os.path.abspath(args[0])
-OUT = args[1]
+OUT = cpu_folder.out_path(args[1])
 WORKERS = int(args[2]) if len(args) > 2 else 2
 CHASH = os.path.join(BUILD, "tools", "chash")
 SHAPES = [(1000, 10), (2048, 10), (1000, 100)]
@@ -172,8 +176,8 @@ def main():
     with open(OUT, "w") as f:
         f.write("# bench/lua_bench.py: chash.resty in Debian's nginx 1.22.1 + "
                 "libnginx-mod-http-lua, %d workers\n" % WORKERS)
-        f.write("# %s\n# load: %s\n# %s\n" % (cpu, load, time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                      time.gmtime())))
+        f.write("# %s (%s)\n# load: %s\n# %s\n" % (
+            cpu, cpu_folder.slug(), load, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
         f.write("# rss_after/peak/pss in bytes, per worker; find_ns per call from Lua\n")
         for line in lines:
             f.write(line + "\n")

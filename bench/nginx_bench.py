@@ -37,6 +37,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 from harness import Nginx, Server, Upstream  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu_folder  # noqa: E402
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -275,12 +278,15 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument("--out", help="write the results as JSON here (and .txt beside); a bare "
+                    "name goes into bench/results/<this CPU>/")
     ap.add_argument("--only-chash", action="store_true",
                     help="skip the stock hash upstream (weight 625 takes it long)")
     ap.add_argument("--interleaved", action="store_true",
                     help="only the requests: both upstreams in one nginx, wrk alternating")
     args = ap.parse_args()
+    args.out = cpu_folder.out_path(args.out)
+    cpu = {"cpu": cpu_folder.describe().get("model name", "?"), "cpu_folder": cpu_folder.slug()}
 
     ports = list(range(12000, 12000 + args.servers))  # below the ephemeral range
     for p in ports:
@@ -292,9 +298,10 @@ def main():
         print(text)
         if args.out:
             with open(args.out, "w") as f:
-                json.dump({"command": " ".join(sys.argv), "result": r}, f, indent=1)
+                json.dump({"command": " ".join(sys.argv), **cpu, "result": r}, f, indent=1)
             with open(os.path.splitext(args.out)[0] + ".txt", "w") as f:
-                f.write("$ %s\n\n%s\n" % (" ".join(sys.argv), text))
+                f.write("$ %s\n# CPU: %s (%s)\n\n%s\n" % (" ".join(sys.argv), cpu["cpu"], cpu["cpu_folder"],
+                                                      text))
         return
     results = []
     for weight in [int(w) for w in args.weights.split(",")]:
@@ -306,7 +313,7 @@ def main():
             results.append(bench_one(args, balancer, weight, ports))
             print(summary(results[-1:]), flush=True)
     meta = {"command": " ".join(sys.argv), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "kernel": platform.release(),
+            "cpus": os.cpu_count(), **cpu, "kernel": platform.release(),
             "nginx": subprocess.run(["/usr/sbin/nginx", "-v"], capture_output=True,
                                     text=True).stderr.strip(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

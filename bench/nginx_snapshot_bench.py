@@ -44,6 +44,7 @@ from harness import Nginx, Server, Upstream  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from nginx_bench import children, nginx_master, smaps  # noqa: E402
+import cpu_folder  # noqa: E402
 
 STATUS = "        location = /chash-status { chash_status; }\n" \
          "        location = /probe { return 200 ok; }"
@@ -52,7 +53,7 @@ STATUS = "        location = /chash-status { chash_status; }\n" \
 def machine():
     model = subprocess.run(["sh", "-c", "lscpu | grep 'Model name'"], capture_output=True,
                            text=True).stdout.strip()
-    return {"cpu": model, "uptime": subprocess.run(["uptime"], capture_output=True,
+    return {"cpu": model, "cpu_folder": cpu_folder.slug(), "uptime": subprocess.run(["uptime"], capture_output=True,
                                                    text=True).stdout.strip()}
 
 
@@ -142,8 +143,10 @@ def main():
     ap.add_argument("--multiple", type=int, default=16)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--swaps", type=int, default=200)
-    ap.add_argument("--out")
+    ap.add_argument("--out", help="write the result as JSON here; a bare name goes into "
+                    "bench/results/<this CPU>/")
     args = ap.parse_args()
+    args.out = cpu_folder.out_path(args.out)
     work = tempfile.mkdtemp(prefix="chash-snapbench-")
     result = {"machine": machine(), "servers": args.servers, "weight": args.weight,
               "mode": args.mode, "workers": args.workers}

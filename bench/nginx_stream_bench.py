@@ -40,6 +40,7 @@ import harness  # noqa: E402
 from harness import Server  # noqa: E402
 import nginx_bench as nb  # noqa: E402  (smaps, children, cpu_seconds, timed_nginx_t)
 import stream_harness as sh  # noqa: E402
+import cpu_folder  # noqa: E402
 from stream_harness import StreamNginx, StreamUpstream  # noqa: E402
 
 
@@ -222,10 +223,12 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--out", help="write the results as JSON here (and .txt beside)")
+    ap.add_argument("--out", help="write the results as JSON here (and .txt beside); a bare "
+                    "name goes into bench/results/<this CPU>/")
     ap.add_argument("--interleaved", action="store_true",
                     help="only the connections: both upstreams in one nginx, runs alternating")
     args = ap.parse_args()
+    args.out = cpu_folder.out_path(args.out)
 
     ports = list(range(12000, 12000 + args.servers))  # below the ephemeral range
     for p in ports:
@@ -235,7 +238,8 @@ def main():
                 subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
                 if line.startswith("Model name")), "?")
     meta = {"command": " ".join(sys.argv), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "cpu": cpu, "kernel": platform.release(),
+            "cpus": os.cpu_count(), "cpu": cpu, "cpu_folder": cpu_folder.slug(),
+            "kernel": platform.release(),
             "uptime_before": subprocess.run(["uptime"], capture_output=True,
                                             text=True).stdout.strip(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -4,7 +4,7 @@
 and the median over the repetitions. On a shared machine interference only
 adds time, so the minimum is the steadier estimate; both are printed.
 
-    bench/ops_ratios.py bench/results/x86_64/ops.json
+    bench/ops_ratios.py bench/results/amd-epyc-avx512/ops.json
 """
 import collections
 import json

@@ -3,17 +3,18 @@
 # (tools/fleet 2048 625: 2,048 servers x weight 625, current ring
 # pingora-v1 at 160 points per weight unit = 204,800,000 points), with
 # measured points up to K = 160 so the curve shows where collisions turn
-# it up. Writes bench/results/<arch>/plan-2048x625-v1.{svg,txt} (the table,
-# with /usr/bin/time -v). Needs ~4 GB of memory and a few minutes.
+# it up. Writes bench/results/CPU/plan-2048x625-v1.{svg,txt} (the table,
+# with /usr/bin/time -v; CPU: the folder tools/lib/cpu-slug names).
+# Needs ~4 GB of memory and a few minutes.
 # Usage: bench/plan_curve.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/tools/lib/common.sh"
 build="${1:-$root/build}"
 chash="$build/tools/chash"
-out="$root/bench/results/$(uname -m)"
+out="$(chash_results_dir)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$out"
 [ -x "$chash" ] || { echo "build chash first (tools/test or tools/demo)" >&2; exit 2; }
 
 # Relative names, so the command recorded in the picture is the one to type.
@@ -22,7 +23,7 @@ cd "$tmp"
 command=(plan --servers fleet-2048x625.txt --mode pingora-v1
   --multiples 1,2,4,8,16,32,64,160 --max-points 268435456 --plot plan-2048x625-v1.svg)
 { echo "# /usr/bin/time -v chash ${command[*]}   (fleet-2048x625.txt = tools/fleet 2048 625)"
-  echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($("$root/tools/lib/cpu-slug"))"
   /usr/bin/time -v "$chash" "${command[@]}" 2>&1
 } > "$out/plan-2048x625-v1.txt"
 mv plan-2048x625-v1.svg "$out/"

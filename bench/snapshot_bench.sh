@@ -5,9 +5,11 @@
 # raw output:
 #
 #   bench/snapshot_bench.sh              16K and 20.5M rings
-#       -> bench/results/ARCH/bench_snapshot.{txt,json}
+#       -> bench/results/CPU/bench_snapshot.{txt,json}
 #   bench/snapshot_bench.sh --with_204m  the 204.8M-point v1 ring only (~6 GB)
-#       -> bench/results/ARCH/bench_snapshot_204m.{txt,json}
+#       -> bench/results/CPU/bench_snapshot_204m.{txt,json}
+#
+# CPU is the folder tools/lib/cpu-slug names
 #
 # Extra arguments go to the benchmark (e.g. --benchmark_filter=load/).
 set -euo pipefail
@@ -17,8 +19,7 @@ build="${CHASH_BUILD_DIR:-$CHASH_ROOT/build}"
 chash_configure "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$(chash_jobs)" --target bench_snapshot >/dev/null
 
-out="$CHASH_ROOT/bench/results/$(uname -m)"
-mkdir -p "$out"
+out="$(chash_results_dir)"
 args=()
 name=bench_snapshot
 if [ "${1:-}" = "--with_204m" ]; then
@@ -32,6 +33,7 @@ cmd=("$build/bench/bench_snapshot" "${args[@]}" "--benchmark_out=$out/$name.json
 {
   echo "# ${cmd[*]#"$CHASH_ROOT/"}"
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, $(git -C "$CHASH_ROOT" rev-parse --short HEAD)"
+  echo "# $("$CHASH_ROOT/tools/lib/cpu-slug" --describe | head -n2 | paste -sd ';' -)"
   echo "# uptime before: $(uptime)"
 } >"$out/$name.txt"
 "${cmd[@]}" 2>&1 | tee -a "$out/$name.txt"

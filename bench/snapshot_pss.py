@@ -15,7 +15,7 @@ every process printed the same routes, and stops any that is left by PID.
   bench/snapshot_pss.py --chash build/tools/cli/chash [--procs 8]
       [--nodes 2048 --weight 625 --mode pingora-v2 --multiple 16]
       [--built-procs N] [--baseline-procs 2] [--no-index-procs N]
-      [--workdir DIR] > bench/results/x86_64/snapshot-pss.txt
+      [--workdir DIR] > "bench/results/$(tools/lib/cpu-slug)/snapshot-pss.txt"
 
 What a mapped ring keeps privately is measured against a baseline: a few
 processes that route the same keys with a snapshot of 2 servers (the
@@ -37,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import cpu_folder  # bench/cpu_folder.py, beside this script
 
 FIELDS = ("Rss", "Pss", "Pss_Anon", "Pss_File", "Private_Clean", "Private_Dirty",
           "Shared_Clean", "Shared_Dirty")
@@ -209,6 +211,7 @@ def main():
           f"snapshot {os.path.getsize(snapshot)} bytes, written by `chash build` in "
           f"{build_seconds:.1f} s; {args.keys} keys a process")
     print(f"# loadavg before: {load_before}")
+    print(f"# CPU: {cpu_folder.describe().get('model name', '?')} ({cpu_folder.slug()})")
     print("# MiB from /proc/PID/smaps_rollup with every process of the group started, "
           "its ring made and keys routed, waiting for more keys")
 

@@ -8,9 +8,12 @@ lookup, per key, per CRC or per build); every ratio compares two benchmarks
 of the same run. Standard library only.
 """
 import json
+import os
 import statistics
 import sys
 from collections import defaultdict
+
+import cpu_folder  # bench/cpu_folder.py, beside this script
 
 RINGS = ["1.6K", "16K", "160K", "1.6M", "20.5M", "204.8M"]
 
@@ -58,7 +61,11 @@ def main(path):
     lookup_rings = [r for r in rings if f"lower_bound/single/{r}" in m]
     print(f"Machine: {context.get('host_name', '?')}, {context.get('num_cpus')} CPUs at "
           f"{context.get('mhz_per_cpu')} MHz; best target {best}; "
-          f"CRC32 {context.get('chash_crc32')}; targets {', '.join(targets)}.\n")
+          f"CRC32 {context.get('chash_crc32')}; targets {', '.join(targets)}.")
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(os.path.join(folder, "cpu.txt")):
+        print(f"CPU: {cpu_folder.display_name(folder)} ({os.path.basename(folder)}/cpu.txt).")
+    print()
 
     if any(f"baseline/batch1024/{r}" in m for r in lookup_rings):
         print_like_for_like(m, best, lookup_rings)

@@ -7,7 +7,7 @@
 // with one SIMD compare and a count (CountTrue) instead of four binary-search
 // steps. Chosen over a binary Eytzinger layout (scalar, interleaved and
 // vertical-gather descents) and over the tree without a table by
-// bench/results/x86_64/lab_layouts.json (the lab is commit a347e93): the S-tree
+// bench/results/amd-epyc-avx512/lab_layouts.json (the lab is commit a347e93): the S-tree
 // touches a quarter of the lines, and fewer instructions per lookup let the
 // core overlap more independent lookups.
 #if defined(CHASH_ENGINE_SIMD_SEARCH_INL_H_) == defined(HWY_TARGET_TOGGLE)

@@ -3,6 +3,8 @@
 # chash_ensure_packages PKG...  installs the Debian packages that are missing
 #   (apt-get, through sudo when not root); prints nothing when none is.
 # chash_configure DIR [CMAKE ARGS...]  configures DIR with Ninja if needed.
+# chash_results_dir  prints bench/results/<this CPU>/ (tools/lib/cpu-slug),
+#   creating it with its cpu.txt when it is new: where benchmarks write.
 
 CHASH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
@@ -50,6 +52,14 @@ chash_configure() {
   else
     cmake "$dir" "$@" >/dev/null || return 1
   fi
+}
+
+chash_results_dir() {
+  local dir
+  dir="$CHASH_ROOT/bench/results/$("$CHASH_ROOT/tools/lib/cpu-slug")" || return 1
+  mkdir -p "$dir" || return 1
+  [ -f "$dir/cpu.txt" ] || "$CHASH_ROOT/tools/lib/cpu-slug" --describe >"$dir/cpu.txt"
+  printf '%s\n' "$dir"
 }
 
 chash_jobs() { nproc 2>/dev/null || echo 2; }

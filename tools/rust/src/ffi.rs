@@ -183,6 +183,15 @@ extern "C" {
         walk: *mut chash_distinct_walk,
     ) -> c_int;
     pub fn chash_distinct_walk_next(walk: *mut chash_distinct_walk) -> u32;
+    pub fn chash_ring_find_position(ring: *const chash_ring, hash: u32) -> u32;
+    pub fn chash_ring_point_at(ring: *const chash_ring, position: u64, hash: *mut u32) -> u32;
+    pub fn chash_ring_collision_losers(
+        ring: *const chash_ring,
+        hashes: *mut *const u32,
+        nodes: *mut *const u16,
+        count: *mut u64,
+    ) -> c_int;
+    pub fn chash_ring_owns_points(ring: *const chash_ring, node: u32) -> c_int;
 
     pub fn chash_ring_num_points(ring: *const chash_ring) -> u64;
     pub fn chash_ring_points_generated(ring: *const chash_ring) -> u64;

@@ -57,7 +57,8 @@
 //! batches ([`Continuum::bucket_idxs`]) and by hash, the failover order over
 //! distinct buckets ([`Continuum::distinct_iter`]), lookups that skip
 //! unavailable buckets without a rebuild ([`NodeMask`],
-//! [`Continuum::node_available`]; [`Availability`] publishes masks while
+//! [`Continuum::node_available`], the failover order among the available
+//! buckets [`Continuum::distinct_iter_available`]; [`Availability`] publishes masks while
 //! lookups run), bounded loads ([`Continuum::bucket_idx_bounded_load`]),
 //! [`Continuum::stats`] and fingerprints ([`Continuum::fingerprint`]).
 //!
@@ -114,6 +115,7 @@ mod ops;
 mod reload;
 mod ring;
 mod snapshot;
+mod walk;
 
 pub use migration::{Migration, MigrationCounters, Route, Side, ROLLOUT_SCALE};
 pub use ops::{bounded_load_capacity, Availability, NodeMask, RingStats, FINGERPRINT_SIZE};
@@ -123,6 +125,7 @@ pub use snapshot::{
     LoadMode, LoadOptions, PublicKey, Snapshot, SnapshotCheck, SnapshotError, SnapshotInfo,
     KEY_ID_SIZE, PUBLIC_KEY_SIZE,
 };
+pub use walk::AvailableBuckets;
 
 use std::ffi::CStr;
 use std::fmt;
@@ -528,6 +531,31 @@ impl Continuum {
         // SAFETY: the ring is alive; the walk is caller-allocated.
         unsafe { ffi::chash_ring_walk_distinct(self.raw(), hash, &mut *walk) };
         DistinctNodeIterator { walk, continuum: self }
+    }
+
+    /// Each server `mask` leaves available once, in the order the ring of
+    /// only those servers would walk them from `hash_key`'s point: the
+    /// failover order among healthy servers, without a rebuild. Its first
+    /// server is [`Continuum::node_available`]'s answer; the rules and the
+    /// cost are [`Ring::distinct_iter_available`]'s.
+    pub fn distinct_iter_available<'a>(
+        &'a self,
+        hash_key: &[u8],
+        mask: &'a NodeMask,
+    ) -> impl Iterator<Item = &'a SocketAddr> + 'a {
+        self.distinct_iter_available_by_hash(crc32(hash_key), mask)
+    }
+
+    /// [`Continuum::distinct_iter_available`] from a key whose CRC32 is `hash`.
+    pub fn distinct_iter_available_by_hash<'a>(
+        &'a self,
+        hash: u32,
+        mask: &'a NodeMask,
+    ) -> impl Iterator<Item = &'a SocketAddr> + 'a {
+        // SAFETY: the ring is alive for 'a, the walk's lifetime.
+        let walk =
+            unsafe { AvailableBuckets::new(self.raw(), self.addrs.len(), self.points, hash, mask) };
+        walk.map(move |idx| &self.addrs[idx])
     }
 
     /// The index in the `buckets` slice of `hash_key`'s server; `None` when

@@ -142,6 +142,10 @@ impl Availability {
         }
     }
 
+    pub(crate) fn raw(&self) -> *const ffi::chash_availability {
+        self.0.as_ptr()
+    }
+
     /// How many masks were published.
     pub fn version(&self) -> u64 {
         // SAFETY: alive.

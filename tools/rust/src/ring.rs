@@ -6,7 +6,8 @@
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::ops::NodeMask;
+use crate::ops::{Availability, NodeMask};
+use crate::walk::{AvailableBuckets, Losers};
 use crate::{
     crc32, ffi, for_key_chunks, last_error, Builder, Continuum, Error, ErrorKind, FINGERPRINT_SIZE,
     NO_BUCKET,
@@ -286,6 +287,121 @@ impl Ring {
         // SAFETY: the ring is alive; the walk is caller-allocated.
         unsafe { ffi::chash_ring_walk_distinct(self.raw(), hash, &mut *walk) };
         DistinctBuckets { walk, _ring: self }
+    }
+
+    /// Each bucket `mask` leaves available once, in the order the ring of
+    /// only those buckets would walk them from `key`'s point: the failover
+    /// order among healthy servers (or within a snapshot's subset), without
+    /// building that ring. Its first bucket is
+    /// [`Ring::bucket_idx_available`]'s answer. Unlike skipping the
+    /// unavailable buckets of [`Ring::distinct_iter`], it also takes the
+    /// points an unavailable bucket's point hid by winning a collision, so
+    /// it is exactly the smaller ring's walk. Bucket ids at or past the
+    /// mask's length count as unavailable.
+    ///
+    /// Cost: O(buckets) to start (it counts the available buckets, so
+    /// that the walk ends after the last one instead of finishing the turn),
+    /// a seen-set of buckets / 8 bytes (one heap allocation), then one step a
+    /// point passed; a whole walk passes each point at most once.
+    ///
+    /// ```
+    /// let ring = chash::Ring::build(
+    ///     chash::Flavor::Nginx,
+    ///     0,
+    ///     [("10.0.0.1:80", 1), ("10.0.0.2:80", 2), ("10.0.0.3:80", 1)],
+    /// )?;
+    /// let mut up = chash::NodeMask::new(ring.num_buckets(), true)?;
+    /// up.set(1, false)?; // 10.0.0.2 failed its health check
+    /// let retries: Vec<usize> = ring.distinct_iter_available(b"/some/url", &up).collect();
+    /// assert_eq!(retries.len(), 2);
+    /// assert_eq!(retries.first().copied(), ring.bucket_idx_available(b"/some/url", &up));
+    /// assert!(!retries.contains(&1));
+    /// # Ok::<(), chash::Error>(())
+    /// ```
+    pub fn distinct_iter_available<'a>(
+        &'a self,
+        key: &[u8],
+        mask: &'a NodeMask,
+    ) -> AvailableBuckets<'a> {
+        self.distinct_iter_available_by_hash(crc32(key), mask)
+    }
+
+    /// [`Ring::distinct_iter_available`] from a key whose CRC32 is `hash`.
+    pub fn distinct_iter_available_by_hash<'a>(
+        &'a self,
+        hash: u32,
+        mask: &'a NodeMask,
+    ) -> AvailableBuckets<'a> {
+        // SAFETY: the ring is alive for 'a, the walk's lifetime.
+        unsafe { AvailableBuckets::new(self.raw(), self.buckets, self.points, hash, mask) }
+    }
+
+    /// The points collisions dropped: `(hash, bucket)` for each bucket that
+    /// had a point at a hash another bucket won (the tie-break), hashes
+    /// ascending, the best-ranked loser of a hash first, each pair once.
+    /// What masked lookups consult when a winner is unavailable. Borrowed
+    /// from the ring: O(1), no copy; empty when nothing collided.
+    pub fn collision_losers(&self) -> impl ExactSizeIterator<Item = (u32, usize)> + '_ {
+        // SAFETY: the ring outlives the borrow of self.
+        let losers = unsafe { Losers::of(self.raw()) };
+        (0..losers.len()).map(move |i| losers.get(i))
+    }
+
+    /// Whether bucket `idx` owns at least one point (kept after
+    /// collisions); false past the end and for a drained bucket.
+    pub fn owns_points(&self, idx: usize) -> bool {
+        // SAFETY: the ring is alive; out-of-range ids answer 0.
+        u32::try_from(idx)
+            .is_ok_and(|node| unsafe { ffi::chash_ring_owns_points(self.raw(), node) } != 0)
+    }
+
+    /// [`Ring::bucket_idx_available`] under the mask `availability`
+    /// currently publishes (health checkers publish from other threads; the
+    /// lookup takes no lock and answers under exactly one published mask).
+    pub fn bucket_idx_published(&self, key: &[u8], availability: &Availability) -> Option<usize> {
+        // SAFETY: ring and availability are alive; the key is a valid slice.
+        let node = unsafe {
+            ffi::chash_availability_find(
+                availability.raw(),
+                self.raw(),
+                key.as_ptr().cast(),
+                key.len(),
+            )
+        };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// The address [`Ring::bucket_idx_published`] answers with.
+    pub fn node_published(&self, key: &[u8], availability: &Availability) -> Option<&str> {
+        self.bucket_idx_published(key, availability).and_then(|idx| self.address(idx))
+    }
+
+    /// [`Ring::bucket_idx_published`] in a batch, every key under the same
+    /// published mask: `out[i]` for `keys[i]`, [`NO_BUCKET`] where no
+    /// available bucket has a point.
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than `keys`.
+    pub fn bucket_idxs_published<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        availability: &Availability,
+        out: &mut [u32],
+    ) {
+        for_key_chunks("Ring::bucket_idxs_published", keys, out, |keys, lens, n, out| {
+            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
+            unsafe {
+                ffi::chash_availability_find_keys(
+                    availability.raw(),
+                    self.raw(),
+                    keys,
+                    lens,
+                    n,
+                    out,
+                )
+            }
+        });
     }
 
     /// Consistent hashing with bounded loads: the first bucket in the

@@ -33,7 +33,7 @@ cmd=("$build/bench/bench_snapshot" "${args[@]}" "--benchmark_out=$out/$name.json
 {
   echo "# ${cmd[*]#"$CHASH_ROOT/"}"
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, $(git -C "$CHASH_ROOT" rev-parse --short HEAD)"
-  echo "# $("$CHASH_ROOT/tools/lib/cpu-slug" --describe | head -n2 | paste -sd ';' -)"
+  echo "# $("$CHASH_ROOT/tools/lib/cpu-slug" --describe | head -n2 | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
   echo "# uptime before: $(uptime)"
 } >"$out/$name.txt"
 "${cmd[@]}" 2>&1 | tee -a "$out/$name.txt"

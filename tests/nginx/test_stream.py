@@ -19,6 +19,7 @@ Exit status 0 only when every check ran and passed.
 
 import argparse
 import bisect
+import errno
 import http.client
 import os
 import random
@@ -71,6 +72,20 @@ class PortPool:
                 self.used.add(p)
                 return p
         raise RuntimeError("no free port")
+
+
+def bound_listener(listener, host, ports):
+    """listener(host, port) on the first port of the pool that is free: a
+    port the pool hands out may be taken by another program on the machine
+    (EADDRINUSE), which must not fail the run. Returns (listener, (host, port))."""
+    for _ in range(20):
+        port = ports.take()
+        try:
+            return listener(host, port), (host, port)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+    raise RuntimeError("no free port for a listener on %s" % host)
 
 
 # ---------------------------------------------------------------- server lists
@@ -331,8 +346,8 @@ def routing_cases(args, rng, ports):
     # a connect timeout and max_conns, each in an upstream of refusing IPv4
     # peers: one whose accept queue is full (connects hang), one that
     # accepts and holds
-    black = ("127.251.0.1", ports.take())
-    holder = ("127.251.0.2", ports.take())
+    blackhole, black = bound_listener(sh.Blackhole, "127.251.0.1", ports)
+    hold, holder = bound_listener(harness.HangingListener, "127.251.0.2", ports)
     hang_sets = {}
     for tag, addr in (("black", black), ("hold", holder)):
         servers = stream_servers(rng, ports, 40, names=False)
@@ -367,8 +382,6 @@ def routing_cases(args, rng, ports):
           "%d client addresses" % (len(upstreams), len(all_servers), n, nkeys), flush=True)
 
     ngx = StreamNginx(stream_module=args.module, hosts=MULTI_HOSTS, keep=args.keep)
-    blackhole = sh.Blackhole(*black)
-    hold = harness.HangingListener(*holder)
     started = time.monotonic()
     try:
         ngx.write_stream_conf(upstreams, tries=TRIES, stream_extra="\n".join(map_lines))

@@ -76,6 +76,7 @@ void chash_builder_free(chash_builder *builder);
 void chash_ring_free(chash_ring *ring);
 int32_t chash_ring_find_position(const chash_ring *ring, uint32_t hash);
 int32_t chash_ring_point_at(const chash_ring *ring, uint64_t position, uint32_t *hash);
+int chash_ring_owns_points(const chash_ring *ring, uint32_t node);
 int chash_ring_collision_losers(const chash_ring *ring, const uint32_t **hashes,
                                 const uint16_t **nodes, uint64_t *count);
 int32_t chash_ring_num_nodes(const chash_ring *ring);
@@ -429,10 +430,56 @@ function _M.next(self, index)
     return self.ids[node + 1], q
 end
 
+-- The first available node among the collision losers at hash h (losers of
+-- one hash are kept in the order of the ring's collision rule), or nil.
+local function first_available_loser(self, h, mask)
+    local hashes, nodes = self.loser_hashes, self.loser_nodes
+    local i = losers_below(self, h)
+    while i < self.nlosers and hashes[i] == h do
+        if lib.chash_node_mask_get(mask, nodes[i]) == 1 then return nodes[i] end
+        i = i + 1
+    end
+    return nil
+end
+
+-- Under a mask: the distinct walk of the ring of the available nodes alone,
+-- point by point. A point whose winner is down belongs to the first
+-- available loser at its hash (as find answers), so the walk starts with
+-- find's node. Stops once every available node that owns points was seen:
+-- O(points between them), at most one pass over the ring.
+local function walk_available(self, hash, n, mask, out)
+    local ring, ids = self.ring, self.ids
+    local reachable = 0
+    for node = 0, #ids - 1 do
+        if lib.chash_node_mask_get(mask, node) == 1 and lib.chash_ring_owns_points(ring, node) == 1 then
+            reachable = reachable + 1
+        end
+    end
+    local points = self.num_points
+    local slot = lib.chash_ring_find_position(ring, hash)
+    local seen, got = {}, 0
+    for _ = 1, points do
+        if got >= n or got >= reachable then break end
+        local node = lib.chash_ring_point_at(ring, slot, out_u32)
+        if lib.chash_node_mask_get(mask, node) ~= 1 then
+            node = self.nlosers > 0 and first_available_loser(self, out_u32[0], mask) or nil
+        end
+        if node ~= nil and not seen[node] then
+            seen[node] = true
+            got = got + 1
+            out[got] = ids[node + 1]
+        end
+        slot = slot + 1
+        if slot == points then slot = 0 end
+    end
+    return out
+end
+
 --- walk(key [, count [, subset]]): up to `count` (default: all) distinct
--- ids in ring order from the key's point, skipping unavailable nodes: the
--- retry order resty.chash users build by hand with next() and a seen-set.
--- A Lua array; nil, message on bad input.
+-- ids in ring order from the key's point: the retry order resty.chash users
+-- build by hand with next() and a seen-set. Under the node mask or a subset
+-- it is the walk of the ring of the available nodes alone, so its first id
+-- is find's answer. A Lua array; nil, message on bad input.
 function _M.walk(self, key, count, subset)
     local n = count and tonumber(count) or 65536
     if not n or n < 0 then return nil, "count must be a number >= 0" end
@@ -441,15 +488,15 @@ function _M.walk(self, key, count, subset)
     local out = {}
     if self.num_points == 0 or n == 0 then return out end
     local k = tostring(key)
-    lib.chash_ring_walk_distinct(self.ring, u32(lib.chash_crc32(k, #k)), distinct_walk)
+    local hash = u32(lib.chash_crc32(k, #k))
+    if mask ~= nil then return walk_available(self, hash, n, mask, out) end
+    lib.chash_ring_walk_distinct(self.ring, hash, distinct_walk)
     local got = 0
     while got < n do
         local node = lib.chash_distinct_walk_next(distinct_walk)
         if node == NO_NODE then break end
-        if mask == nil or lib.chash_node_mask_get(mask, node) == 1 then
-            got = got + 1
-            out[got] = self.ids[node + 1]
-        end
+        got = got + 1
+        out[got] = self.ids[node + 1]
     end
     return out
 end

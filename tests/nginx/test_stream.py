@@ -605,7 +605,7 @@ def config_errors(args):
         ("name with pingora", "chash $remote_addr flavor=pingora-v1",
          ["server localhost:1;"], "pingora"),
         ("multiple with nginx", "chash $remote_addr multiple=16",
-         ["server 127.0.0.1:1;"], '"multiple=" is for flavor=pingora-v2 only'),
+         ["server 127.0.0.1:1;"], '"multiple=" is for flavor=pingora-v2 and flavor=resty only'),
         ("unknown flavor", "chash $remote_addr flavor=ketama",
          ["server 127.0.0.1:1;"], 'invalid parameter "flavor=ketama"'),
         ("duplicate with pingora", "chash $remote_addr flavor=pingora-v1",

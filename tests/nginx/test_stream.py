@@ -780,7 +780,8 @@ def bounded_load_cases(args, rng, ports):
     servers = [Server("%s:%d" % a, w, False, "max_fails=0")
                for a, w in zip(addrs, [1, 2, 1, 1, 3, 1, 2, 1])]
     listeners = [harness.HangingListener(*a) for a in addrs]
-    flavors = [("nginx", 0, ""), ("pingora-v1", 1, " flavor=pingora-v1")]
+    flavors = [("nginx", 0, ""), ("pingora-v1", 1, " flavor=pingora-v1"),
+               ("resty", 3, " flavor=resty")]  # resty: ids are the server texts
     # two workers and a zone: the loads are the connections of both workers
     ups = [StreamUpstream("bl_%s" % f.replace("-", "_"),
                           "chash $remote_addr%s bounded_load=%g" % (opt, factor),

@@ -316,7 +316,7 @@ def config_errors(args):
         ("no port with pingora", "chash $arg_k flavor=pingora-v2",
          ["server 127.0.0.1;"], "127.0.0.1"),
         ("multiple with nginx", "chash $arg_k multiple=16",
-         ["server 127.0.0.1:1;"], '"multiple=" is for flavor=pingora-v2 only'),
+         ["server 127.0.0.1:1;"], '"multiple=" is for flavor=pingora-v2 and flavor=resty only'),
         ("unknown flavor", "chash $arg_k flavor=ketama",
          ["server 127.0.0.1:1;"], 'invalid parameter "flavor=ketama"'),
         ("duplicate with pingora", "chash $arg_k flavor=pingora-v1",

@@ -618,7 +618,7 @@ def config_errors(args):
         ("name with pingora", "chash $remote_addr flavor=pingora-v1",
          ["server localhost:1;"], "pingora"),
         ("multiple with nginx", "chash $remote_addr multiple=16",
-         ["server 127.0.0.1:1;"], '"multiple=" is for flavor=pingora-v2 only'),
+         ["server 127.0.0.1:1;"], '"multiple=" is for flavor=pingora-v2 and flavor=resty only'),
         ("unknown flavor", "chash $remote_addr flavor=ketama",
          ["server 127.0.0.1:1;"], 'invalid parameter "flavor=ketama"'),
         ("duplicate with pingora", "chash $remote_addr flavor=pingora-v1",
@@ -793,7 +793,8 @@ def bounded_load_cases(args, rng, ports):
     servers = [Server("%s:%d" % a, w, False, "max_fails=0")
                for a, w in zip(addrs, [1, 2, 1, 1, 3, 1, 2, 1])]
     listeners = [harness.HangingListener(*a) for a in addrs]
-    flavors = [("nginx", 0, ""), ("pingora-v1", 1, " flavor=pingora-v1")]
+    flavors = [("nginx", 0, ""), ("pingora-v1", 1, " flavor=pingora-v1"),
+               ("resty", 3, " flavor=resty")]  # resty: ids are the server texts
     # two workers and a zone: the loads are the connections of both workers
     ups = [StreamUpstream("bl_%s" % f.replace("-", "_"),
                           "chash $remote_addr%s bounded_load=%g" % (opt, factor),

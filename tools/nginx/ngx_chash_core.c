@@ -23,9 +23,57 @@ static void ngx_chash_status_served(ngx_chash_source_t *src,
     ngx_uint_t loaded);
 
 
-const char  *ngx_chash_flavors[] = {
-    "nginx", "pingora-v1", "pingora-v2"
+static const char  *ngx_chash_flavors[] = {
+    "nginx", "pingora-v1", "pingora-v2", "resty"
 };
+
+#define ngx_chash_nflavors                                                   \
+    (sizeof(ngx_chash_flavors) / sizeof(ngx_chash_flavors[0]))
+
+
+const char *
+ngx_chash_flavor_name(ngx_uint_t flavor)
+{
+    return flavor < ngx_chash_nflavors ? ngx_chash_flavors[flavor]
+                                       : "unknown";
+}
+
+
+ngx_int_t
+ngx_chash_flavor_parse(ngx_str_t *name, ngx_uint_t *flavor)
+{
+    ngx_uint_t  f;
+
+    for (f = 0; f < ngx_chash_nflavors; f++) {
+        if (name->len == ngx_strlen(ngx_chash_flavors[f])
+            && ngx_strncmp(name->data, ngx_chash_flavors[f], name->len) == 0)
+        {
+            *flavor = f;
+            return NGX_OK;
+        }
+    }
+
+    return NGX_ERROR;
+}
+
+
+void ngx_cdecl
+ngx_chash_upstream_error(ngx_conf_t *cf, ngx_uint_t level,
+    const ngx_chash_upstream_t *up, const char *fmt, ...)
+{
+    u_char   *p, *last;
+    va_list   args;
+    u_char    msg[NGX_MAX_CONF_ERRSTR];
+
+    last = msg + sizeof(msg);
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(msg, last, fmt, args);
+    va_end(args);
+
+    ngx_log_error(level, cf->log, 0, "chash upstream \"%V\" in %s:%ui: %*s",
+                  up->name, up->file_name, up->line, (size_t) (p - msg), msg);
+}
 
 
 typedef struct {
@@ -72,18 +120,24 @@ ngx_chash_cmp_run(const void *one, const void *two)
 }
 
 
+/* id: the node's id, server's text by default; errors name server. */
 static ngx_int_t
-ngx_chash_add(ngx_conf_t *cf, ngx_uint_t flavor, chash_builder *b,
-    ngx_str_t *server, ngx_uint_t weight)
+ngx_chash_add(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
+    ngx_uint_t flavor, chash_builder *b, ngx_str_t *server, ngx_str_t *id,
+    ngx_uint_t weight)
 {
-    if (chash_builder_add(b, (const char *) server->data, server->len,
+    if (id == NULL) {
+        id = server;
+    }
+
+    if (chash_builder_add(b, (const char *) id->data, id->len,
                           (uint32_t) weight)
         != CHASH_OK)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "chash flavor=%s: server \"%V\": %s",
-                           ngx_chash_flavors[flavor], server,
-                           chash_builder_error(b));
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
+                                 "flavor=%s: server \"%V\": %s",
+                                 ngx_chash_flavor_name(flavor), server,
+                                 chash_builder_error(b));
         return NGX_DECLINED;
     }
 
@@ -100,7 +154,8 @@ ngx_chash_add(ngx_conf_t *cf, ngx_uint_t flavor, chash_builder *b,
  * Returns NGX_OK, NGX_ERROR (no memory) or NGX_DECLINED (logged).
  */
 static ngx_int_t
-ngx_chash_group(ngx_conf_t *cf, ngx_uint_t flavor, ngx_str_t **texts,
+ngx_chash_group(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
+    ngx_uint_t flavor, ngx_str_t **texts,
     ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
     chash_builder *b)
 {
@@ -164,7 +219,8 @@ ngx_chash_group(ngx_conf_t *cf, ngx_uint_t flavor, ngx_str_t **texts,
             weight = ngx_max(weight, weights[text[i].index]);
         }
 
-        rc = ngx_chash_add(cf, flavor, b, text[runs[k].start].server, weight);
+        rc = ngx_chash_add(cf, up, flavor, b, text[runs[k].start].server,
+                           NULL, weight);
         if (rc != NGX_OK) {
             goto done;
         }
@@ -186,11 +242,34 @@ done:
 }
 
 
+/* APISIX's id of a server text (apisix/balancer/chash.lua): every ':' a
+ * NUL byte, so "10.0.0.1:80" hashes nginx's own "10.0.0.1\0" "80". */
 static ngx_int_t
-ngx_chash_one_per_peer(ngx_conf_t *cf, ngx_uint_t flavor, ngx_str_t **texts,
+ngx_chash_apisix_id(ngx_pool_t *pool, ngx_str_t *server, ngx_str_t *id)
+{
+    ngx_uint_t  i;
+
+    id->len = server->len;
+    id->data = ngx_pnalloc(pool, server->len);
+    if (id->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < server->len; i++) {
+        id->data[i] = server->data[i] == ':' ? '\0' : server->data[i];
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_chash_one_per_peer(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
+    ngx_uint_t flavor, ngx_uint_t id_form, ngx_str_t **texts,
     ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
     chash_builder *b)
 {
+    ngx_str_t   apisix, *id;
     ngx_uint_t  i;
 
     nodes->nnodes = n;
@@ -205,8 +284,37 @@ ngx_chash_one_per_peer(ngx_conf_t *cf, ngx_uint_t flavor, ngx_str_t **texts,
         nodes->node_first[i] = i;
         nodes->node_peers[i] = i;
 
-        /* the builder refuses anything but IP:port: one peer a line */
-        if (ngx_chash_add(cf, flavor, b, texts[i], weights[i]) != NGX_OK) {
+        /*
+         * pingora: the builder refuses anything but IP:port, one peer a
+         * line. resty: an id is one backend; the peers of a name that
+         * resolves to several addresses share their line's text.
+         */
+        if (flavor == CHASH_FLAVOR_RESTY && i > 0
+            && texts[i]->data == texts[i - 1]->data)
+        {
+            ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
+                                     "flavor=resty: server \"%V\" resolves "
+                                     "to several addresses; a resty id is "
+                                     "one backend: write a server line for "
+                                     "each address", texts[i]);
+            return NGX_DECLINED;
+        }
+
+        id = NULL;
+
+        if (flavor == CHASH_FLAVOR_RESTY && id_form == NGX_CHASH_ID_APISIX) {
+            if (ngx_chash_apisix_id(cf->temp_pool, texts[i], &apisix)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            id = &apisix;
+        }
+
+        if (ngx_chash_add(cf, up, flavor, b, texts[i], id, weights[i])
+            != NGX_OK)
+        {
             return NGX_DECLINED;
         }
     }
@@ -239,8 +347,9 @@ ngx_chash_usec(void)
 
 
 ngx_int_t
-ngx_chash_build_from_servers(ngx_conf_t *cf, ngx_str_t *upstream,
-    ngx_uint_t flavor, ngx_uint_t multiple, ngx_str_t **texts,
+ngx_chash_build_from_servers(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
+    ngx_uint_t flavor, ngx_uint_t multiple, ngx_uint_t id_form,
+    ngx_str_t **texts,
     ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
     chash_ring **ring, ngx_str_t *ring_id)
 {
@@ -258,8 +367,8 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, ngx_str_t *upstream,
 
     rc = chash_builder_new((chash_flavor) flavor, (uint32_t) multiple, &b);
     if (rc != CHASH_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
-                           chash_strerror(rc));
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%s",
+                                 chash_last_error());
         return NGX_ERROR;
     }
 
@@ -267,17 +376,18 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, ngx_str_t *upstream,
      * columns), not its 2^30 default: nginx's own hash has no limit */
     rc = chash_builder_set_max_points(b, 0x7fffffff);
     if (rc != CHASH_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
-                           chash_strerror(rc));
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%s",
+                                 chash_last_error());
         chash_builder_free(b);
         return NGX_ERROR;
     }
 
     if (flavor == CHASH_FLAVOR_NGINX) {
-        grc = ngx_chash_group(cf, flavor, texts, weights, n, nodes, b);
+        grc = ngx_chash_group(cf, up, flavor, texts, weights, n, nodes, b);
 
     } else {
-        grc = ngx_chash_one_per_peer(cf, flavor, texts, weights, n, nodes, b);
+        grc = ngx_chash_one_per_peer(cf, up, flavor, id_form, texts, weights,
+                                     n, nodes, b);
     }
 
     if (grc != NGX_OK) {
@@ -293,9 +403,8 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, ngx_str_t *upstream,
 
     rc = chash_builder_build(b, ring);     /* consumes b */
     if (rc != CHASH_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "chash in upstream \"%V\": %s", upstream,
-                           chash_last_error());
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%s",
+                                 chash_last_error());
         return NGX_ERROR;
     }
 
@@ -307,8 +416,8 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, ngx_str_t *upstream,
     if (chash_ring_memory_usage(*ring, &mem) != CHASH_OK
         || chash_ring_fingerprint(*ring, fingerprint) != CHASH_OK)
     {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash: %s",
-                           chash_last_error());
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%s",
+                                 chash_last_error());
         return NGX_ERROR;
     }
 
@@ -321,12 +430,14 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, ngx_str_t *upstream,
 
     ngx_hex_dump(ring_id->data, fingerprint, ring_id->len / 2);
 
-    ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0,
-                       "chash upstream \"%V\": flavor=%s multiple=%uD, "
+    ngx_chash_upstream_error(cf, NGX_LOG_NOTICE, up,
+                       "flavor=%s%s multiple=%uD, "
                        "%ui peers, %uD nodes, %uL points, %uL collisions, "
                        "%uL bytes (columns %uL, index %uL, collision table "
                        "%uL, nodes %uL), ring %V, built in %uL us",
-                       upstream, ngx_chash_flavors[flavor],
+                       ngx_chash_flavor_name(flavor),
+                       flavor == CHASH_FLAVOR_RESTY
+                       && id_form == NGX_CHASH_ID_APISIX ? " id=apisix" : "",
                        chash_ring_point_multiple(*ring), n,
                        chash_ring_num_nodes(*ring),
                        chash_ring_num_points(*ring),
@@ -384,33 +495,82 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     w->tries = 0;
     w->ring = ring;
     w->mask = mask;
-    w->left = chash_ring_num_points(ring) + 1;
+    w->seen = NULL;
+    w->pool = pool;
     w->bounded_load = 0;
 
     hash = ngx_crc32_long(key->data, key->len);
 
-    if (flavor == CHASH_FLAVOR_NGINX) {
-        /* the ring is immutable: no lock, unlike nginx's rlock */
-        if (chash_ring_walk(ring, hash, &w->cursor) != CHASH_OK) {
-            return NGX_ERROR;
-        }
+    /* the ring is immutable: no lock, unlike nginx's rlock */
+    if (chash_ring_walk(ring, hash, &w->cursor) != CHASH_OK) {
+        return NGX_ERROR;
+    }
 
-        w->walk = NULL;
+    if (flavor == CHASH_FLAVOR_NGINX) {
+        w->left = chash_ring_num_points(ring) + 1;
         w->node = ngx_chash_walk_next_point(w);
 
         return NGX_OK;
     }
 
-    w->walk = ngx_palloc(pool, sizeof(chash_distinct_walk));
-    if (w->walk == NULL) {
-        return NGX_ERROR;
-    }
-
-    if (chash_ring_walk_distinct(ring, hash, w->walk) != CHASH_OK) {
-        return NGX_ERROR;
-    }
+    /* distinct: each point once at most, the first node not yet taken */
+    w->left = chash_ring_num_points(ring);
+    w->node = CHASH_NO_NODE;
 
     return NGX_OK;
+}
+
+
+/*
+ * The distinct walk's next node not yet returned; CHASH_NO_NODE when every
+ * point has been passed, or with *failed set when the seen-set could not
+ * be allocated. O(1) amortized a point; the seen-set (one bit a ring node)
+ * only from the second node on: a request whose first pick serves never
+ * allocates.
+ */
+static uint32_t
+ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
+{
+    uint32_t  node;
+
+    if (w->seen == NULL) {
+        if (w->node == CHASH_NO_NODE) {
+            if (w->left == 0) {
+                return CHASH_NO_NODE;
+            }
+
+            w->left--;
+            w->node = chash_cursor_next(&w->cursor);
+
+            return w->node;
+        }
+
+        w->seen = ngx_pcalloc(w->pool,
+                      ngx_chash_tried_words(chash_ring_num_nodes(w->ring))
+                      * sizeof(uintptr_t));
+        if (w->seen == NULL) {
+            *failed = 1;
+            return CHASH_NO_NODE;
+        }
+
+        ngx_chash_set_tried(w->seen, w->node);
+    }
+
+    while (w->left) {
+        w->left--;
+        node = chash_cursor_next(&w->cursor);
+
+        if (node == CHASH_NO_NODE) {
+            return node;
+        }
+
+        if (!ngx_chash_tried(w->seen, node)) {
+            ngx_chash_set_tried(w->seen, node);
+            return node;
+        }
+    }
+
+    return CHASH_NO_NODE;
 }
 
 
@@ -452,21 +612,36 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
             s.data = value[i].data + 7;
             s.len = value[i].len - 7;
 
-            for (f = 0; f < 3; f++) {
-                if (s.len == ngx_strlen(ngx_chash_flavors[f])
-                    && ngx_strncmp(s.data, ngx_chash_flavors[f],
-                                   s.len) == 0)
-                {
-                    break;
-                }
-            }
-
-            if (f == 3) {
+            if (ngx_chash_flavor_parse(&s, &f) != NGX_OK) {
                 goto invalid;
             }
 
             d->flavor = f;
             d->flavor_set = 1;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "id=", 3) == 0) {
+            if (value[i].len == sizeof("id=address") - 1
+                && ngx_strcmp(value[i].data, "id=address") == 0)
+            {
+                d->id_form = NGX_CHASH_ID_ADDRESS;
+
+            } else if (value[i].len == sizeof("id=apisix") - 1
+                       && ngx_strcmp(value[i].data, "id=apisix") == 0)
+            {
+                d->id_form = NGX_CHASH_ID_APISIX;
+
+            } else {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\": id= takes "
+                                   "address (the server's text as written) "
+                                   "or apisix (its host and port joined by "
+                                   "a NUL byte)", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            d->id_set = 1;
             continue;
         }
 
@@ -510,15 +685,24 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
     }
 
     if (multiple) {
-        if (d->flavor != CHASH_FLAVOR_PINGORA_V2) {
+        if (d->flavor != CHASH_FLAVOR_PINGORA_V2
+            && d->flavor != CHASH_FLAVOR_RESTY)
+        {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"multiple=\" is for flavor=pingora-v2 only "
-                               "(nginx and pingora-v1 rings have 160 points "
-                               "a weight unit)");
+                               "\"multiple=\" is for flavor=pingora-v2 and "
+                               "flavor=resty only (nginx and pingora-v1 "
+                               "rings have 160 points a weight unit)");
             return NGX_CONF_ERROR;
         }
 
         d->multiple = multiple;
+    }
+
+    if (d->id_set && d->flavor != CHASH_FLAVOR_RESTY) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"id=\" is for flavor=resty only (the other "
+                           "flavours hash the server's address)");
+        return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;
@@ -596,21 +780,19 @@ ngx_chash_capacity(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 }
 
 
-/* Mirrors ngx_http_upstream_get_chash_peer() of nginx 1.22.1, step for step. */
+/*
+ * The nginx flavour's step: mirrors ngx_http_upstream_get_chash_peer() of
+ * nginx 1.22.1, step for step: the usable peer of largest current weight
+ * among the point's node's peers, one try a point.
+ */
 static ngx_int_t
 ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
-    const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log)
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now,
+    uint64_t capacity, ngx_log_t *log)
 {
-    uint64_t     capacity;
     ngx_int_t    total, *current, *effective, weight;
     ngx_int_t    best_i, *best_current;
     ngx_uint_t   i, j;
-
-    if (w->tries > NGX_CHASH_MAX_TRIES) {
-        return NGX_CHASH_FALLBACK;
-    }
-
-    capacity = ngx_chash_capacity(w, nodes, ops, data);
 
     for ( ;; ) {
 
@@ -678,25 +860,34 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
 
 /*
- * pingora flavours: each node once, in ring order from the key's point; a
- * node is skipped when its peer is not usable (or is at the bounded-load
- * capacity). When the walk has visited every node, no live peer is left (as
- * round robin answers when every peer failed: "no live upstreams").
+ * The distinct flavours' step (pingora, resty): each node once, in ring
+ * order from the key's point; a node is skipped when its peer is not
+ * usable (or is at the bounded-load capacity). When the walk has visited
+ * every node, no live peer is left (as round robin answers when every peer
+ * failed: "no live upstreams").
  */
 static ngx_int_t
-ngx_chash_pick_pingora(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
-    const ngx_chash_peer_ops_t *ops, void *data, time_t now)
+ngx_chash_pick_distinct(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now,
+    uint64_t capacity, ngx_log_t *log)
 {
     uint32_t    node;
-    uint64_t    capacity;
-    ngx_uint_t  i;
+    ngx_uint_t  i, failed;
 
-    capacity = ngx_chash_capacity(w, nodes, ops, data);
+    failed = 0;
 
     for ( ;; ) {
-        node = chash_distinct_walk_next(w->walk);
+        node = ngx_chash_walk_next_distinct(w, &failed);
+
+        ngx_log_debug1((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                       "chash node:%uD", node);
 
         if (node == CHASH_NO_NODE) {
+            if (failed) {
+                ngx_log_error(NGX_LOG_ALERT, log, 0,
+                              "chash: no memory for the retry walk");
+            }
+
             return NGX_CHASH_EXHAUSTED;
         }
 
@@ -715,15 +906,36 @@ ngx_chash_pick_pingora(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 }
 
 
+/*
+ * One opening for every flavour (the tries limit, the bounded-load capacity
+ * read once a pick), the flavour's step, one closing (the pick's debug
+ * line).
+ */
 ngx_int_t
 ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log)
 {
-    if (w->flavor == CHASH_FLAVOR_NGINX) {
-        return ngx_chash_pick_nginx(w, nodes, ops, data, now, log);
+    uint64_t   capacity;
+    ngx_int_t  rc;
+
+    if (w->flavor == CHASH_FLAVOR_NGINX && w->tries > NGX_CHASH_MAX_TRIES) {
+        return NGX_CHASH_FALLBACK;
     }
 
-    return ngx_chash_pick_pingora(w, nodes, ops, data, now);
+    capacity = ngx_chash_capacity(w, nodes, ops, data);
+
+    if (w->flavor == CHASH_FLAVOR_NGINX) {
+        rc = ngx_chash_pick_nginx(w, nodes, ops, data, now, capacity, log);
+
+    } else {
+        rc = ngx_chash_pick_distinct(w, nodes, ops, data, now, capacity, log);
+    }
+
+    ngx_log_debug2((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                   "chash flavor=%s pick:%i", ngx_chash_flavor_name(w->flavor),
+                   rc);
+
+    return rc;
 }
 
 
@@ -1022,8 +1234,8 @@ ngx_chash_gen_load(ngx_chash_source_t *src, ngx_chash_gen_t *served,
         *check = "flavor";
         ngx_snprintf(err, len, "the snapshot is flavor=%s, the chash "
                      "directive says flavor=%s%Z",
-                     ngx_chash_flavors[gen->info.flavor],
-                     ngx_chash_flavors[src->flavor]);
+                     ngx_chash_flavor_name(gen->info.flavor),
+                     ngx_chash_flavor_name(src->flavor));
         goto failed;
     }
 
@@ -1181,7 +1393,8 @@ ngx_chash_source_cycle_cleanup(void *data)
 
 
 ngx_int_t
-ngx_chash_source_init_conf(ngx_conf_t *cf, ngx_chash_source_t *src)
+ngx_chash_source_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
+    ngx_chash_source_t *src)
 {
     u_char               err[NGX_CHASH_ERR_LEN];
     u_char               checkbuf[NGX_CHASH_CHECK_LEN];
@@ -1199,10 +1412,9 @@ ngx_chash_source_init_conf(ngx_conf_t *cf, ngx_chash_source_t *src)
                             &src->current, &check, checkbuf, err,
                             sizeof(err));
     if (rc != NGX_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "%V \"%V\" in upstream \"%V\": check %s failed: "
-                           "%s", &src->directive, &src->path, src->upstream,
-                           check, err);
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
+                                 "%V \"%V\": check %s failed: %s",
+                                 &src->directive, &src->path, check, err);
         return NGX_ERROR;
     }
 
@@ -1213,7 +1425,7 @@ ngx_chash_source_init_conf(ngx_conf_t *cf, ngx_chash_source_t *src)
                        "%V \"%V\" in upstream \"%V\": flavor=%s, config "
                        "version %uL, %uD nodes, %uL points, %uD subsets, "
                        "ring %V, %s%s, %s", &src->directive, &src->path,
-                       src->upstream, ngx_chash_flavors[src->current->info.flavor],
+                       src->upstream, ngx_chash_flavor_name(src->current->info.flavor),
                        src->current->info.config_version,
                        src->current->info.nodes, src->current->info.points,
                        src->current->info.subsets, &src->current->ring_id,
@@ -1858,33 +2070,42 @@ invalid:
 
 
 ngx_int_t
-ngx_chash_policy_init_conf(ngx_conf_t *cf, ngx_str_t *upstream,
+ngx_chash_policy_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     ngx_chash_source_t *snap, ngx_chash_source_t *next, ngx_int_t flavor,
     ngx_uint_t has_servers, ngx_uint_t has_zone, ngx_uint_t multiple,
-    void *module_conf, ngx_chash_build_peers_pt build_peers)
+    ngx_flag_t id_set, void *module_conf,
+    ngx_chash_build_peers_pt build_peers)
 {
     ngx_uint_t           i;
     ngx_chash_source_t  *srcs[2];
 
     if (has_servers) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
-                           "chash_snapshot: its servers are the snapshot's "
-                           "nodes; remove its `server` lines", upstream);
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "the upstream has "
+                                 "chash_snapshot: its servers are the "
+                                 "snapshot's nodes; remove its `server` "
+                                 "lines");
         return NGX_ERROR;
     }
 
     if (has_zone) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\" has "
-                           "chash_snapshot: `zone` is not supported (its "
-                           "peers change with the file, per worker)",
-                           upstream);
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "the upstream has "
+                                 "chash_snapshot: `zone` is not supported "
+                                 "(its peers change with the file, per "
+                                 "worker)");
         return NGX_ERROR;
     }
 
     if (multiple) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "upstream \"%V\": "
-                           "\"multiple=\" comes from the snapshot with "
-                           "chash_snapshot", upstream);
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "\"multiple=\" "
+                                 "comes from the snapshot with "
+                                 "chash_snapshot");
+        return NGX_ERROR;
+    }
+
+    if (id_set) {
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "\"id=\" is for "
+                                 "server lines: with chash_snapshot, the "
+                                 "ids are the snapshot's node addresses");
         return NGX_ERROR;
     }
 
@@ -1899,12 +2120,12 @@ ngx_chash_policy_init_conf(ngx_conf_t *cf, ngx_str_t *upstream,
     }
 
     for (i = 0; i < 2 && srcs[i]; i++) {
-        srcs[i]->upstream = upstream;
+        srcs[i]->upstream = up->name;
         srcs[i]->flavor = flavor;
         srcs[i]->module_conf = module_conf;
         srcs[i]->build_peers = build_peers;
 
-        if (ngx_chash_source_init_conf(cf, srcs[i]) != NGX_OK) {
+        if (ngx_chash_source_init_conf(cf, up, srcs[i]) != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -2459,7 +2680,7 @@ ngx_chash_status_json(ngx_chash_status_t *st, u_char *p, ngx_pool_t *pool)
         p = ngx_sprintf(p, "\",\"key_id\":\"%s\",\"flavor\":\"%s\","
                         "\"points\":%uL,\"nodes\":%uD,\"loaded_at\":%T,"
                         "\"mapped\":%s,\"workers\":[",
-                        g->key_id, ngx_chash_flavors[g->info.flavor],
+                        g->key_id, ngx_chash_flavor_name(g->info.flavor),
                         g->info.points, g->info.nodes, g->loaded_at,
                         g->info.mapped ? "true" : "false");
 

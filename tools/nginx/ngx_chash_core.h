@@ -1,7 +1,7 @@
 /*
  * ngx_chash_core: what every chash balancer module of nginx shares (the HTTP
- * upstream module here, a stream module later): building a ring from server
- * lines, the node -> peer map, and the peer-walk rules of both flavours over
+ * and the stream upstream modules): building a ring from server lines, the
+ * node -> peer map, and the peer-walk rules of every flavour over
  * an abstract peer list. Nothing here knows ngx_http_* or ngx_stream_*: a
  * module adapts its own round robin peers through ngx_chash_peer_ops_t.
  *
@@ -30,14 +30,40 @@
 #define NGX_CHASH_EXHAUSTED  (-3)    /* no usable peer left: NGX_BUSY */
 
 
-extern const char  *ngx_chash_flavors[];
+/* "nginx", "pingora-v1", "pingora-v2", "resty" by chash_flavor; "unknown"
+ * for any other value (a snapshot's flavour is read from a file). */
+const char *ngx_chash_flavor_name(ngx_uint_t flavor);
+
+/* The flavour named name (flavor=NAME): NGX_OK and *flavor, or NGX_ERROR. */
+ngx_int_t ngx_chash_flavor_parse(ngx_str_t *name, ngx_uint_t *flavor);
+
+/* id= of a resty upstream of server lines: what a node's id is. */
+#define NGX_CHASH_ID_ADDRESS  0     /* the server's address text as written */
+#define NGX_CHASH_ID_APISIX   1     /* that text, every ':' a NUL byte */
+
+
+/*
+ * An upstream as configuration-time errors name it, in nginx's words
+ * ("in upstream "u" in FILE:LINE", the line of its `upstream` block), for
+ * the errors found at init_upstream, when the parser's own line is no
+ * longer the upstream's.
+ */
+typedef struct {
+    ngx_str_t    *name;
+    u_char       *file_name;
+    ngx_uint_t    line;
+} ngx_chash_upstream_t;
+
+/* Logs "chash upstream "NAME" in FILE:LINE: MESSAGE" to cf->log. */
+void ngx_cdecl ngx_chash_upstream_error(ngx_conf_t *cf, ngx_uint_t level,
+    const ngx_chash_upstream_t *up, const char *fmt, ...);
 
 
 /*
  * Ring node k owns the peers peer[node_first[k] .. node_first[k + 1] - 1]
  * (indices in the module's peer list, ascending). nginx flavour: one node
  * per distinct server text (a name that resolves to N addresses is N peers
- * of one node); pingora and snapshots: one node per peer.
+ * of one node); pingora, resty and snapshots: one node per peer.
  */
 typedef struct {
     ngx_uint_t   nnodes;
@@ -63,13 +89,20 @@ typedef struct {
 } ngx_chash_peer_ops_t;
 
 
-/* One request's walk over one ring: its retries continue it. */
+/*
+ * One request's walk over one ring: its retries continue it. The distinct
+ * walk (pingora, resty) answers its first node from the cursor alone; only
+ * a second node (a retry, or a first node passed over) allocates its
+ * seen-set, one bit a ring node, from the request's pool.
+ */
 typedef struct {
     ngx_uint_t            flavor;
     ngx_uint_t            tries;    /* nginx: points tried */
-    uint32_t              node;     /* nginx: the current point's */
-    chash_cursor          cursor;   /* nginx: the next point */
-    chash_distinct_walk  *walk;     /* pingora: 8 KiB, from the pool */
+    uint32_t              node;     /* nginx: the current point's;
+                                       distinct: the first node */
+    chash_cursor          cursor;   /* the next point */
+    uintptr_t            *seen;     /* distinct: NULL until a second node */
+    ngx_pool_t           *pool;     /* where seen comes from */
     const chash_ring     *ring;
     const chash_node_mask *mask;    /* a subset, or NULL: the whole ring */
     uint64_t              left;     /* nginx with a mask: points to skip */
@@ -80,15 +113,19 @@ typedef struct {
 /*
  * Builds the ring of server lines: texts[i] with weights[i], i < n, in the
  * peer list's order. Fills nodes (from cf->pool) and *ring (freed with
- * cf->pool). Errors are logged with ngx_conf_log_error, naming upstream.
- * NGX_OK, NGX_ERROR.
+ * cf->pool). Errors are logged with ngx_chash_upstream_error. resty: a
+ * node's id is texts[i] (id_form NGX_CHASH_ID_ADDRESS) or APISIX's form of
+ * it; peers that share one text pointer (a name with several addresses)
+ * are refused. NGX_OK, NGX_ERROR.
  */
-ngx_int_t ngx_chash_build_from_servers(ngx_conf_t *cf, ngx_str_t *upstream,
-    ngx_uint_t flavor, ngx_uint_t multiple, ngx_str_t **texts,
+ngx_int_t ngx_chash_build_from_servers(ngx_conf_t *cf,
+    const ngx_chash_upstream_t *up, ngx_uint_t flavor, ngx_uint_t multiple,
+    ngx_uint_t id_form, ngx_str_t **texts,
     ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
     chash_ring **ring, ngx_str_t *ring_id);
 
-/* Starts the walk of key on ring; the pingora walk is allocated from pool. */
+/* Starts the walk of key on ring; a distinct walk's seen-set comes from
+ * pool when a second node is needed. */
 ngx_int_t ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool);
 
@@ -101,6 +138,8 @@ typedef struct {
     ngx_uint_t    flavor;         /* chash_flavor, nginx by default */
     ngx_flag_t    flavor_set;
     ngx_uint_t    multiple;       /* 0: the flavour's own */
+    ngx_uint_t    id_form;        /* resty: NGX_CHASH_ID_* */
+    ngx_flag_t    id_set;
     double        bounded_load;   /* 0: off */
     ngx_str_t     subset;         /* subset='s text when has_subset */
     ngx_uint_t    has_subset;
@@ -121,9 +160,9 @@ ngx_int_t ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor);
  * The next peer of the walk, by the flavour's rules: nginx, point after
  * point (one try a point), the usable peer of largest current weight among
  * the point's node's peers (smooth weighted round robin), and
- * NGX_CHASH_FALLBACK past NGX_CHASH_MAX_TRIES points; pingora, each node
- * once in ring order, its peer if usable, NGX_CHASH_EXHAUSTED when every
- * node came. With w->bounded_load = F > 1, both walks also pass over a node
+ * NGX_CHASH_FALLBACK past NGX_CHASH_MAX_TRIES points; pingora and resty,
+ * each node once in ring order, its peer if usable, NGX_CHASH_EXHAUSTED
+ * when every node came (or the seen-set could not be allocated: logged). With w->bounded_load = F > 1, both walks also pass over a node
  * whose load (the active connections of its peers) is not below the
  * capacity ceil(F x (total load + 1) / nodes) of libchash's bounded-load
  * lookup (chash_bounded_load_capacity), loads read at this pick: a node so
@@ -269,10 +308,11 @@ ngx_chash_subset_t *ngx_chash_gen_subset(ngx_chash_gen_t *gen,
 
 /*
  * At configuration time (master, nginx -t): loads src->path with every check
- * and serves it; errors with ngx_conf_log_error naming the check. The
+ * and serves it; errors with ngx_chash_upstream_error naming the check. The
  * generation is released with cf->cycle's pool.
  */
-ngx_int_t ngx_chash_source_init_conf(ngx_conf_t *cf, ngx_chash_source_t *src);
+ngx_int_t ngx_chash_source_init_conf(ngx_conf_t *cf,
+    const ngx_chash_upstream_t *up, ngx_chash_source_t *src);
 
 /*
  * In each worker (init_process): serves the file as it is now (loading it
@@ -329,12 +369,13 @@ char *ngx_chash_parse_migrate_params(ngx_conf_t *cf, ngx_chash_source_t *next,
 
 /*
  * init_upstream of a snapshot upstream: refuses `server` lines (has_servers),
- * `zone` and multiple=, wires a migration's two sources, loads both files
+ * `zone`, multiple= and id= (id_set: a snapshot's ids are its nodes'), wires a migration's two sources, loads both files
  * with every check (ngx_chash_source_init_conf).
  */
-ngx_int_t ngx_chash_policy_init_conf(ngx_conf_t *cf, ngx_str_t *upstream,
-    ngx_chash_source_t *snap, ngx_chash_source_t *next, ngx_int_t flavor,
-    ngx_uint_t has_servers, ngx_uint_t has_zone, ngx_uint_t multiple,
+ngx_int_t ngx_chash_policy_init_conf(ngx_conf_t *cf,
+    const ngx_chash_upstream_t *up, ngx_chash_source_t *snap,
+    ngx_chash_source_t *next, ngx_int_t flavor, ngx_uint_t has_servers,
+    ngx_uint_t has_zone, ngx_uint_t multiple, ngx_flag_t id_set,
     void *module_conf, ngx_chash_build_peers_pt build_peers);
 
 /* A rollout value evaluated per request: its ppm, or 0 (logged) if bad. */

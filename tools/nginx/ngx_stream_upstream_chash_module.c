@@ -2,8 +2,8 @@
  * ngx_stream_upstream_chash_module: the `chash` balancer for stream (TCP and
  * UDP) upstreams, in a `stream { upstream {} }` block in place of `hash`:
  *
- *     chash KEY [flavor=nginx|pingora-v1|pingora-v2] [multiple=K]
- *           [bounded_load=F] [subset=VALUE];
+ *     chash KEY [flavor=nginx|pingora-v1|pingora-v2|resty] [multiple=K]
+ *           [id=address|apisix] [bounded_load=F] [subset=VALUE];
  *     chash_snapshot FILE ...;     chash_migrate FILE rollout=VALUE ...;
  *
  * The stream twin of ngx_http_upstream_chash_module: the ring, the node map
@@ -23,8 +23,9 @@
  * What differs is nginx's plumbing, not the rules: a session's pool instead
  * of a request's, no keepalive cache (pc->cached), and server lines that
  * must carry a port (nginx's own stream `server` refuses the others).
- * The pingora flavours route as pingora-ketama does (IP:port servers only)
- * and fail over along the ring's walk over distinct nodes.
+ * The pingora flavours route as pingora-ketama does (IP:port servers only),
+ * flavor=resty as resty.chash does; both fail over along the ring's walk
+ * over distinct nodes.
  *
  * The ring is built once per configuration load, in init_upstream, which runs
  * in the master (and in `nginx -t`): workers inherit it on fork and only read
@@ -46,6 +47,8 @@ typedef struct {
     ngx_stream_complex_value_t        key;
     ngx_uint_t                        flavor;      /* chash_flavor */
     ngx_uint_t                        multiple;    /* 0: the flavour's own */
+    ngx_uint_t                        id_form;     /* resty: NGX_CHASH_ID_* */
+    ngx_flag_t                        id_set;
     double                            bounded_load;   /* 0: off */
 
     chash_ring                       *ring;        /* freed with the cycle */
@@ -123,7 +126,7 @@ static void *ngx_stream_upstream_chash_create_main_conf(ngx_conf_t *cf);
 static ngx_int_t ngx_stream_upstream_chash_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_stream_upstream_chash_init_snapshot(ngx_conf_t *cf,
     ngx_stream_upstream_srv_conf_t *us,
-    ngx_stream_upstream_chash_srv_conf_t *ccf);
+    ngx_stream_upstream_chash_srv_conf_t *ccf, ngx_chash_upstream_t *up);
 
 
 static ngx_command_t  ngx_stream_upstream_chash_commands[] = {
@@ -214,6 +217,7 @@ static ngx_int_t
 ngx_stream_upstream_chash_init(ngx_conf_t *cf,
     ngx_stream_upstream_srv_conf_t *us)
 {
+    ngx_chash_upstream_t                    up;
     ngx_uint_t                              i, n, *weights;
     ngx_str_t                             **texts;
     ngx_stream_upstream_rr_peers_t         *peers;
@@ -222,20 +226,24 @@ ngx_stream_upstream_chash_init(ngx_conf_t *cf,
     ccf = ngx_stream_conf_upstream_srv_conf(us,
                                             ngx_stream_upstream_chash_module);
 
+    up.name = &us->host;
+    up.file_name = us->file_name;
+    up.line = us->line;
+
     if (ccf->snap) {
-        return ngx_stream_upstream_chash_init_snapshot(cf, us, ccf);
+        return ngx_stream_upstream_chash_init_snapshot(cf, us, ccf, &up);
     }
 
     if (ccf->next) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash_migrate in upstream "
-                           "\"%V\" needs chash_snapshot", &us->host);
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, &up, "chash_migrate "
+                                 "needs chash_snapshot");
         return NGX_ERROR;
     }
 
     if (ccf->subset) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "chash subset= in upstream "
-                           "\"%V\" needs chash_snapshot (subsets are stored "
-                           "in snapshots)", &us->host);
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, &up, "chash subset= "
+                                 "needs chash_snapshot (subsets are stored "
+                                 "in snapshots)");
         return NGX_ERROR;
     }
 
@@ -266,9 +274,9 @@ ngx_stream_upstream_chash_init(ngx_conf_t *cf,
         weights[i] = (ngx_uint_t) ccf->peer[i]->weight;
     }
 
-    return ngx_chash_build_from_servers(cf, &us->host, ccf->flavor,
-                                        ccf->multiple, texts, weights, n,
-                                        &ccf->nodes, &ccf->ring,
+    return ngx_chash_build_from_servers(cf, &up, ccf->flavor,
+                                        ccf->multiple, ccf->id_form, texts,
+                                        weights, n, &ccf->nodes, &ccf->ring,
                                         &ccf->ring_id);
 }
 
@@ -372,15 +380,16 @@ ngx_stream_upstream_chash_build_peers(ngx_chash_source_t *src,
 
 static ngx_int_t
 ngx_stream_upstream_chash_init_snapshot(ngx_conf_t *cf,
-    ngx_stream_upstream_srv_conf_t *us, ngx_stream_upstream_chash_srv_conf_t *ccf)
+    ngx_stream_upstream_srv_conf_t *us, ngx_stream_upstream_chash_srv_conf_t *ccf,
+    ngx_chash_upstream_t *up)
 {
     ngx_stream_upstream_chash_main_conf_t  *mcf;
 
-    if (ngx_chash_policy_init_conf(cf, &us->host, ccf->snap, ccf->next,
+    if (ngx_chash_policy_init_conf(cf, up, ccf->snap, ccf->next,
             ccf->flavor_set ? (ngx_int_t) ccf->flavor : -1,
             us->servers->nelts != 1
             || us->servers->elts != (void *) ccf->placeholder,
-            us->shm_zone != NULL, ccf->multiple, ccf,
+            us->shm_zone != NULL, ccf->multiple, ccf->id_set, ccf,
             ngx_stream_upstream_chash_build_peers)
         != NGX_OK)
     {
@@ -694,8 +703,8 @@ static const ngx_chash_peer_ops_t  ngx_stream_upstream_chash_peer_ops = {
 /*
  * One try: the core's pick over this upstream's peers, then nginx's round
  * robin bookkeeping for the peer chosen, as `hash` does. nginx flavour: round
- * robin for a single peer, an empty key, or past 20 ring tries; pingora:
- * NGX_BUSY when the walk has visited every node.
+ * robin for a single peer, an empty key, or past 20 ring tries; pingora and
+ * resty: NGX_BUSY when the walk has visited every node.
  */
 static ngx_int_t
 ngx_stream_upstream_chash_get(ngx_peer_connection_t *pc, void *data)
@@ -904,6 +913,8 @@ ngx_stream_upstream_chash(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ccf->flavor = d.flavor;
     ccf->flavor_set = d.flavor_set;
     ccf->multiple = d.multiple;
+    ccf->id_form = d.id_form;
+    ccf->id_set = d.id_set;
     ccf->bounded_load = d.bounded_load;
 
     if (d.has_subset) {

@@ -72,7 +72,7 @@ TEST(Cli, ErrorsInArguments) {
   ExpectUsageError(RunChash("route --servers " + servers + " --mode pingora-v2 --multiple 0"),
                    "--multiple must be an integer 1..");
   ExpectUsageError(RunChash("route --servers " + servers + " --mode haproxy"),
-                   "unknown mode 'haproxy'");
+                   "unknown flavor 'haproxy' (expected nginx, pingora-v1, pingora-v2 or resty)");
   ExpectUsageError(RunChash("route --servers " + servers + " --bogus"), "unknown option '--bogus'");
   ExpectUsageError(RunChash("route --servers /nonexistent/x"), "/nonexistent/x:");
   ExpectUsageError(RunChash("route --servers " + servers + " --keys /nonexistent/k"),

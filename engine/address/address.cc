@@ -10,6 +10,7 @@
 #include <optional>
 #include <new>
 
+#include "flavors.h"
 #include "out_of_memory.h"
 
 namespace chash {
@@ -391,30 +392,20 @@ Status ValidateNginxText(std::string_view text) {
 }  // namespace
 
 std::string_view FlavorName(Flavor flavor) noexcept {
-  switch (flavor) {
-    case Flavor::kNginx:
-      return "nginx";
-    case Flavor::kPingoraV1:
-      return "pingora-v1";
-    case Flavor::kPingoraV2:
-      return "pingora-v2";
-    case Flavor::kResty:
-      return "resty";
-  }
-  return "unknown";
+  const internal::FlavorRow* row = internal::FindFlavor(flavor);
+  return row == nullptr ? "unknown" : row->name;
 }
 
 Result<Flavor> ParseFlavor(std::string_view name) {
-  for (const Flavor flavor :
-       {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2, Flavor::kResty}) {
-    if (name == FlavorName(flavor)) return flavor;
+  for (const internal::FlavorRow& row : internal::kFlavors) {
+    if (name == row.name) return row.flavor;
   }
   try {
-    return Status(StatusCode::kBadArgument,
-                  "unknown mode '" + std::string(name) +
-                      "' (expected nginx, pingora-v1, pingora-v2 or resty)");
+    return Status(StatusCode::kBadArgument, "unknown flavor '" + std::string(name) +
+                                                "' (expected " +
+                                                std::string(internal::kFlavorList) + ")");
   } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("reporting an unknown mode");
+    return internal::OutOfMemory("reporting an unknown flavor");
   }
 }
 
@@ -559,7 +550,7 @@ Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text) {
     case Flavor::kPingoraV2:
       return ParsePingoraAddress(text);
   }
-  return Status(StatusCode::kBadArgument, "unknown flavour");
+  return Status(StatusCode::kBadArgument, "unknown flavor");
 }
 
 }  // namespace chash

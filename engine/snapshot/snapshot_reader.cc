@@ -19,6 +19,7 @@
 #include "builder/columns_builder.h"
 #include "builder/parallel.h"
 #include "chash/snapshot.h"
+#include "flavors.h"
 #include "layout/aligned_array.h"
 #include "ops/ops_internal.h"
 #include "ops/sha256.h"
@@ -73,17 +74,9 @@ struct CopiedFile {
 };
 
 Result<Flavor> FlavorFromCode(uint8_t code) {
-  switch (code) {
-    case 0:
-      return Flavor::kNginx;
-    case 1:
-      return Flavor::kPingoraV1;
-    case 2:
-      return Flavor::kPingoraV2;
-    case 3:
-      return Flavor::kResty;
-  }
-  return Bad("header", "flavour code " + std::to_string(code) + " is not 0, 1, 2 or 3");
+  if (const std::optional<Flavor> flavor = internal::FlavorFromByte(code)) return *flavor;
+  return Bad("header", "flavor code " + std::to_string(code) + " is none of " +
+                           internal::FlavorByteList());
 }
 
 struct Header {

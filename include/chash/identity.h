@@ -13,8 +13,10 @@
 //   u16 version        1
 //   u8  hash function  1 = ketama chain over CRC-32/IEEE: node points
 //                      crc32(HOST "\0" PORT, prev as LE u32); keys crc32(key)
-//   u8  flavour        0 nginx, 1 pingora-v1, 2 pingora-v2, 3 raw points
-//   u8  tie-break      0 config order, 1 address order, 2 explicit rank
+//   u8  flavor         0 nginx, 1 pingora-v1, 2 pingora-v2, 3 resty or raw
+//                      points (told apart by the tie-break and N = 0)
+//   u8  tie-break      0 config order, 1 address order, 2 explicit rank,
+//                      3 id order
 //   u32 point multiple (0 for raw points)
 //   u32 N, then N nodes: u32 weight, u32 length L, L bytes HOST "\0" PORT
 //     The nodes of weight > 0 (a drained node routes nothing, so draining a

@@ -34,11 +34,11 @@
 //    24    8   config version     chosen by the operator; monotonic per ring
 //    32    8   created            Unix time, seconds (i64), informational
 //    40    1   hash function      1: ketama chain over CRC-32/IEEE (identity.h)
-//    41    1   flavour            0 nginx, 1 pingora-v1, 2 pingora-v2
-//    42    1   tie-break          0 config order, 1 address order (must be the
-//                                 flavour's)
+//    41    1   flavor             0 nginx, 1 pingora-v1, 2 pingora-v2, 3 resty
+//    42    1   tie-break          0 config order, 1 address order, 2 id order
+//                                 (must be the flavor's)
 //    43    1   reserved           0
-//    44    4   point multiple     160, or >= 1 for pingora-v2
+//    44    4   point multiple     160, or >= 1 for pingora-v2 and resty
 //    48    4   nodes N            1..65,536 (node table entries)
 //    52    4   points n           kept points (the columns' length)
 //    56    8   points generated   sum of weight x multiple over the node table

@@ -26,6 +26,7 @@
 #include "chash/snapshot.h"
 #include "chash/stats.h"
 #include "chash/status.h"
+#include "status_codes.h"
 
 struct chash_builder {
   explicit chash_builder(const chash::RingOptions& ring_options)
@@ -112,35 +113,8 @@ int Fail(int code, std::string_view message) noexcept {
 }
 
 int CodeOf(StatusCode code) noexcept {
-  switch (code) {
-    case StatusCode::kOk:
-      return CHASH_OK;
-    case StatusCode::kBadAddress:
-      return CHASH_E_BAD_ADDRESS;
-    case StatusCode::kDuplicateNode:
-      return CHASH_E_DUPLICATE_NODE;
-    case StatusCode::kTooManyNodes:
-      return CHASH_E_TOO_MANY_NODES;
-    case StatusCode::kTooManyPoints:
-      return CHASH_E_TOO_MANY_POINTS;
-    case StatusCode::kBadMultiple:
-      return CHASH_E_BAD_MULTIPLE;
-    case StatusCode::kBadNodeId:
-      return CHASH_E_BAD_NODE_ID;
-    case StatusCode::kBadWeight:
-      return CHASH_E_BAD_WEIGHT;
-    case StatusCode::kBadArgument:
-      return CHASH_E_BAD_ARGUMENT;
-    case StatusCode::kOutOfMemory:
-      return CHASH_E_OUT_OF_MEMORY;
-    case StatusCode::kIoError:
-      return CHASH_E_IO;
-    case StatusCode::kBadSnapshot:
-      return CHASH_E_BAD_SNAPSHOT;
-    case StatusCode::kUntrusted:
-      return CHASH_E_UNTRUSTED;
-  }
-  return CHASH_E_INTERNAL;
+  const chash::internal::ErrorCode* row = chash::internal::FindErrorCode(code);
+  return row == nullptr ? CHASH_E_INTERNAL : row->c_code;
 }
 
 int Fail(const Status& status) noexcept {
@@ -258,6 +232,7 @@ int WriteFingerprint(const char* function, const chash_ring* ring, uint8_t* out,
   return Guard([&] {
     const chash::Fingerprint fingerprint = digest(ring->ring);
     std::memcpy(out, fingerprint.bytes.data(), fingerprint.bytes.size());
+// The names are string literals (NUL-terminated) in one table.
     return CHASH_OK;
   });
 }
@@ -273,39 +248,8 @@ extern "C" {
 // ---- Library --------------------------------------------------------------------
 
 const char* chash_strerror(int code) noexcept {
-  switch (code) {
-    case CHASH_OK:
-      return "ok";
-    case CHASH_E_BAD_ADDRESS:
-      return "bad_address";
-    case CHASH_E_DUPLICATE_NODE:
-      return "duplicate_node";
-    case CHASH_E_TOO_MANY_NODES:
-      return "too_many_nodes";
-    case CHASH_E_TOO_MANY_POINTS:
-      return "too_many_points";
-    case CHASH_E_BAD_MULTIPLE:
-      return "bad_multiple";
-    case CHASH_E_BAD_NODE_ID:
-      return "bad_node_id";
-    case CHASH_E_BAD_WEIGHT:
-      return "bad_weight";
-    case CHASH_E_BAD_ARGUMENT:
-      return "bad_argument";
-    case CHASH_E_OUT_OF_MEMORY:
-      return "out_of_memory";
-    case CHASH_E_IO:
-      return "io_error";
-    case CHASH_E_NULL_ARGUMENT:
-      return "null_argument";
-    case CHASH_E_INTERNAL:
-      return "internal";
-    case CHASH_E_BAD_SNAPSHOT:
-      return "bad_snapshot";
-    case CHASH_E_UNTRUSTED:
-      return "untrusted";
-  }
-  return "unknown";
+  const chash::internal::ErrorCode* row = chash::internal::FindCErrorCode(code);
+  return row == nullptr ? "unknown" : row->name.data();
 }
 
 const char* chash_last_error(void) noexcept { return last_error; }

@@ -68,7 +68,8 @@ TEST(Cli, ErrorsInArguments) {
   const std::string servers = WriteTemp("s8", "10.0.0.1:80\n");
   ExpectUsageError(RunChash("route"), "--servers FILE is required");
   ExpectUsageError(RunChash("route --servers " + servers + " --multiple 16"),
-                   "--multiple is only for --mode pingora-v2");
+                   "--multiple: nginx uses 160 points per weight unit; only pingora-v2 and "
+                   "resty take a point multiple (got 16)");
   ExpectUsageError(RunChash("route --servers " + servers + " --mode pingora-v2 --multiple 0"),
                    "--multiple must be an integer 1..");
   ExpectUsageError(RunChash("route --servers " + servers + " --mode haproxy"),

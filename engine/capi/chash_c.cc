@@ -204,20 +204,6 @@ std::shared_ptr<const Ring> Share(const chash_ring* handle) {
   return std::shared_ptr<const Ring>(&ring->ring, [ring](const Ring*) { Release(ring); });
 }
 
-const char* FlavorText(uint32_t flavor) noexcept {
-  switch (flavor) {
-    case CHASH_FLAVOR_NGINX:
-      return "nginx";
-    case CHASH_FLAVOR_PINGORA_V1:
-      return "pingora-v1";
-    case CHASH_FLAVOR_PINGORA_V2:
-      return "pingora-v2";
-    case CHASH_FLAVOR_RESTY:
-      return "resty";
-  }
-  return "?";
-}
-
 int NewRing(chash::Result<Ring> built, chash_ring** out) {
   if (!built.ok()) return Fail(built.status());
   *out = new chash_ring(std::move(built).value());
@@ -232,7 +218,6 @@ int WriteFingerprint(const char* function, const chash_ring* ring, uint8_t* out,
   return Guard([&] {
     const chash::Fingerprint fingerprint = digest(ring->ring);
     std::memcpy(out, fingerprint.bytes.data(), fingerprint.bytes.size());
-// The names are string literals (NUL-terminated) in one table.
     return CHASH_OK;
   });
 }
@@ -247,6 +232,7 @@ extern "C" {
 
 // ---- Library --------------------------------------------------------------------
 
+// The names are string literals (NUL-terminated) in one table.
 const char* chash_strerror(int code) noexcept {
   const chash::internal::ErrorCode* row = chash::internal::FindCErrorCode(code);
   return row == nullptr ? "unknown" : row->name.data();
@@ -278,27 +264,15 @@ uint32_t chash_crc32_extend(uint32_t crc, const void* data, size_t len) noexcept
 int chash_builder_new(chash_flavor flavor, uint32_t point_multiple, chash_builder** out) noexcept {
   if (out == nullptr) return NullArgument("chash_builder_new", "out");
   *out = nullptr;
-  const uint32_t flavor_value = static_cast<uint32_t>(flavor);
-  if (flavor_value > CHASH_FLAVOR_RESTY) {
-    char message[96];
-    std::snprintf(message, sizeof(message),
-                  "unknown flavor %u (0 nginx, 1 pingora-v1, 2 pingora-v2, 3 resty)", flavor_value);
-    return Fail(CHASH_E_BAD_ARGUMENT, message);
-  }
-  const uint32_t multiple = point_multiple == 0 ? chash::kDefaultPointMultiple : point_multiple;
-  if ((flavor == CHASH_FLAVOR_NGINX || flavor == CHASH_FLAVOR_PINGORA_V1) &&
-      multiple != chash::kDefaultPointMultiple) {
-    char message[160];
-    std::snprintf(message, sizeof(message),
-                  "%s uses 160 points per weight unit; only pingora-v2 and resty take a point "
-                  "multiple "
-                  "(got %u)",
-                  FlavorText(flavor_value), multiple);
-    return Fail(CHASH_E_BAD_MULTIPLE, message);
-  }
   return Guard([&] {
-    *out = new chash_builder(
-        {.flavor = static_cast<chash::Flavor>(flavor_value), .point_multiple = multiple});
+    // A flavor value past the enum is refused by the check, not converted.
+    const chash::RingOptions options{
+        .flavor = static_cast<chash::Flavor>(static_cast<uint32_t>(flavor) > 0xFF
+                                             ? 0xFF
+                                             : static_cast<uint32_t>(flavor)),
+        .point_multiple = point_multiple == 0 ? chash::kDefaultPointMultiple : point_multiple};
+    if (Status status = chash::ValidateRingOptions(options); !status.ok()) return Fail(status);
+    *out = new chash_builder(options);
     return CHASH_OK;
   });
 }
@@ -330,12 +304,11 @@ int chash_builder_set_max_points(chash_builder* builder, uint64_t max_points) no
     if (builder->builder.size() != 0) {
       return refuse("max_points is set before the first chash_builder_add");
     }
-    if (max_points == 0 || max_points > chash::kHardMaxPoints) {
-      return refuse("max_points must be 1.." + std::to_string(chash::kHardMaxPoints) + ", not " +
-                    std::to_string(max_points));
-    }
     chash::RingOptions options = builder->options;
     options.max_points = max_points;
+    if (Status status = chash::ValidateRingOptions(options); !status.ok()) {
+      return refuse(status.message());
+    }
     builder->builder = chash::RingBuilder(options);
     builder->options = options;
     return CHASH_OK;

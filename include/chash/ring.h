@@ -78,8 +78,21 @@ struct RingOptions {
   uint32_t build_threads = 0;
 };
 
-// The tie-break a flavour uses (engine/reference/COMPATIBILITY.md §2).
+// The tie-break a flavor uses (engine/reference/COMPATIBILITY.md §2).
 TieBreak FlavorTieBreak(Flavor flavor) noexcept;
+
+// Whether a flavor takes a point multiple other than 160: pingora-v2 and
+// resty do; nginx and pingora-v1 fix it at kDefaultPointMultiple.
+bool FlavorTakesPointMultiple(Flavor flavor) noexcept;
+
+// The one check of RingOptions that RingBuilder::Add and Build, the C API's
+// chash_builder_new and chash_builder_set_max_points, and the chash tool
+// make: a known flavor (kBadArgument), a point multiple >= 1 and 160 for a
+// flavor that fixes it (kBadMultiple), max_points in 1..kHardMaxPoints
+// (kBadArgument); build_threads takes any value. OK, or the error whose
+// message callers pass on (prefixed with their own context). Allocates only
+// the message of an error (kOutOfMemory if that fails).
+Status ValidateRingOptions(const RingOptions& options) noexcept;
 
 struct NodeInfo {
   NodeAddress address;  // written text and hashed bytes; empty for raw rings

@@ -100,12 +100,19 @@ Result<Ring> BuildWithProgress(const std::vector<ServerEntry>& servers, const Ri
   return BuildRingFromServers(servers, options, path);
 }
 
-}  // namespace
-
-// pingora v2 and resty take --multiple; nginx and pingora v1 fix 160.
-bool TakesMultiple(Flavor flavor) {
-  return flavor == Flavor::kPingoraV2 || flavor == Flavor::kResty;
+// Reads --OPTION K into the ring options and checks them with the library's
+// ValidateRingOptions, whose message follows the option's name.
+Status ApplyMultipleOption(const Options& options, std::string_view multiple_option,
+                           RingOptions& ring_options) {
+  Result<uint64_t> multiple = options.GetUint(multiple_option, 0, 1, UINT32_MAX);
+  if (!multiple.ok()) return multiple.status();
+  ring_options.point_multiple = static_cast<uint32_t>(multiple.value());
+  const Status valid = ValidateRingOptions(ring_options);
+  if (valid.ok()) return valid;
+  return Status(valid.code(), "--" + std::string(multiple_option) + ": " + valid.message());
 }
+
+}  // namespace
 
 Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
                                     std::string_view multiple_option) {
@@ -116,16 +123,10 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
     ring_options.flavor = flavor.value();
   }
   if (options.Has(multiple_option)) {
-    if (!TakesMultiple(ring_options.flavor)) {
-      return Status(StatusCode::kBadMultiple, "--" + std::string(multiple_option) +
-                                                  " is only for --" + std::string(mode_option) +
-                                                  " pingora-v2 or resty (" +
-                                                  std::string(FlavorName(ring_options.flavor)) +
-                                                  " uses 160 points per weight unit)");
+    if (Status status = ApplyMultipleOption(options, multiple_option, ring_options);
+        !status.ok()) {
+      return status;
     }
-    Result<uint64_t> multiple = options.GetUint(multiple_option, 0, 1, UINT32_MAX);
-    if (!multiple.ok()) return multiple.status();
-    ring_options.point_multiple = static_cast<uint32_t>(multiple.value());
   }
   return ring_options;
 }
@@ -305,19 +306,14 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
     if (!flavor.ok()) return flavor.status();
     ring_options.flavor = flavor.value();
   }
-  if (!TakesMultiple(ring_options.flavor) || ring_options.flavor != old_options.flavor) {
+  if (!FlavorTakesPointMultiple(ring_options.flavor) ||
+      ring_options.flavor != old_options.flavor) {
     ring_options.point_multiple = kDefaultPointMultiple;
   }
   if (options.Has("new-multiple")) {
-    if (!TakesMultiple(ring_options.flavor)) {
-      return Status(StatusCode::kBadMultiple,
-                    "--new-multiple is only for a pingora-v2 or resty new ring (" +
-                        std::string(FlavorName(ring_options.flavor)) +
-                        " uses 160 points per weight unit)");
+    if (Status status = ApplyMultipleOption(options, "new-multiple", ring_options); !status.ok()) {
+      return status;
     }
-    Result<uint64_t> multiple = options.GetUint("new-multiple", 0, 1, UINT32_MAX);
-    if (!multiple.ok()) return multiple.status();
-    ring_options.point_multiple = static_cast<uint32_t>(multiple.value());
   }
   return BuildServersInput(input.value(), ring_options);
 }

@@ -400,13 +400,11 @@ Result<Flavor> ParseFlavor(std::string_view name) {
   for (const internal::FlavorRow& row : internal::kFlavors) {
     if (name == row.name) return row.flavor;
   }
-  try {
+  return internal::CatchOutOfMemory("reporting an unknown flavor", [&]() -> Result<Flavor> {
     return Status(StatusCode::kBadArgument, "unknown flavor '" + std::string(name) +
                                                 "' (expected " +
                                                 std::string(internal::kFlavorList) + ")");
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("reporting an unknown flavor");
-  }
+  });
 }
 
 std::string NodeAddress::HashedBytes() const {
@@ -508,19 +506,13 @@ static Result<NodeAddress> ParsePingoraAddressOrThrow(std::string_view text) {
 // The public parsers report allocation failure (the texts they copy, their
 // error messages) as kOutOfMemory.
 Result<NodeAddress> ParseNginxAddress(std::string_view text) {
-  try {
-    return ParseNginxAddressOrThrow(text);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("parsing an address");
-  }
+  return internal::CatchOutOfMemory("parsing an address",
+                                    [&] { return ParseNginxAddressOrThrow(text); });
 }
 
 Result<NodeAddress> ParsePingoraAddress(std::string_view text) {
-  try {
-    return ParsePingoraAddressOrThrow(text);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("parsing an address");
-  }
+  return internal::CatchOutOfMemory("parsing an address",
+                                    [&] { return ParsePingoraAddressOrThrow(text); });
 }
 
 Result<NodeAddress> ParseRestyId(std::string_view id) {
@@ -529,15 +521,13 @@ Result<NodeAddress> ParseRestyId(std::string_view id) {
     return Status(StatusCode::kBadAddress,
                   "id of " + std::to_string(id.size()) + " bytes (an id is 1..4096 bytes)");
   }
-  try {
+  return internal::CatchOutOfMemory("storing an id", [&]() -> Result<NodeAddress> {
     NodeAddress out;
     out.written.assign(id);
     out.host.assign(id);
     out.opaque_id = true;
     return out;
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("storing an id");
-  }
+  });
 }
 
 Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text) {

@@ -113,11 +113,8 @@ bool FlavorTakesPointMultiple(Flavor flavor) noexcept {
 }
 
 Status ValidateRingOptions(const RingOptions& options) noexcept {
-  try {
-    return ValidateRingOptionsOrThrow(options);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("reporting bad ring options");
-  }
+  return internal::CatchOutOfMemory("reporting bad ring options",
+                                    [&] { return ValidateRingOptionsOrThrow(options); });
 }
 
 RingBuilder::RingBuilder(RingOptions options) noexcept : options_(options) {}
@@ -222,7 +219,7 @@ Result<Ring> RingBuilder::Build() && {
                                  ? std::min<uint32_t>(options_.build_threads, 256)
                                  : internal::BuildThreads();
     if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_, threads)) {
-      return Status(StatusCode::kOutOfMemory, "out of memory while sorting ring points");
+      return internal::OutOfMemory("sorting ring points");
     }
     if (Status status = internal::BuildColumnsFromSortedKeys(keys.data(), points_generated_,
                                                              state->columns, &state->losers);

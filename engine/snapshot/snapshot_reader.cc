@@ -645,7 +645,7 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     snapshot->mapped_ = mapped;
     return snapshot;
   } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory loading a snapshot");
+    return internal::OutOfMemory("loading a snapshot");
   }
 }
 
@@ -655,7 +655,7 @@ Result<std::shared_ptr<RingSnapshot>> LoadCopy(const uint8_t* data, uint64_t siz
                                                      const SnapshotLoadOptions& options) {
   auto copy = std::make_shared<CopiedFile>();
   if (size > 0 && !copy->bytes.Allocate(size)) {
-    return Status(StatusCode::kOutOfMemory, "out of memory copying a snapshot");
+    return internal::OutOfMemory("copying a snapshot");
   }
   if (size > 0) std::memcpy(copy->bytes.data(), data, size);
   const uint8_t* bytes = copy->bytes.data();
@@ -706,7 +706,7 @@ Result<std::shared_ptr<RingSnapshot>> ReadCopy(int fd, uint64_t size,
                                                const SnapshotLoadOptions& options) {
   auto copy = std::make_shared<CopiedFile>();
   if (!copy->bytes.Allocate(size)) {
-    return Status(StatusCode::kOutOfMemory, "out of memory copying a snapshot");
+    return internal::OutOfMemory("copying a snapshot");
   }
   uint8_t* bytes = copy->bytes.data();
   uint64_t done = 0;

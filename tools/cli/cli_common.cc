@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "nginx_conf.h"
 #include "progress.h"
@@ -16,6 +17,17 @@ int Fail(std::string_view command, std::string_view message) {
                static_cast<int>(message.size()), message.data());
   return kExitUsage;
 }
+
+namespace {
+
+// Old option spelling -> the one the help text gives: `--mode` was the
+// flavor's option before the vocabulary was one (engine/README.md#glossary).
+constexpr std::pair<std::string_view, std::string_view> kOptionAliases[] = {
+    {"mode", "flavor"},
+    {"new-mode", "new-flavor"},
+};
+
+}  // namespace
 
 Result<Options> Options::Parse(const std::vector<std::string_view>& args,
                                const std::set<std::string_view>& valued,
@@ -32,6 +44,10 @@ Result<Options> Options::Parse(const std::vector<std::string_view>& args,
     if (const size_t eq = name.find('='); eq != std::string_view::npos) {
       inline_value = name.substr(eq + 1);
       name = name.substr(0, eq);
+    }
+    // The old spellings, still accepted where scripts may use them.
+    for (const auto& [old_name, canonical] : kOptionAliases) {
+      if (name == old_name && valued.count(canonical)) name = canonical;
     }
     const std::string key(name);
     if (options.values_.count(key) && !repeated.count(name)) {
@@ -272,11 +288,11 @@ Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view
 Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                                  std::vector<NamedSubset>* subsets) {
   if (options.Has("ring")) {
-    for (const char* name : {"servers", "mode", "multiple", "nginx-conf", "upstream"}) {
+    for (const char* name : {"servers", "flavor", "multiple", "nginx-conf", "upstream"}) {
       if (options.Has(name)) {
         return Status(StatusCode::kBadArgument,
                       std::string("--ring and --") + name +
-                          " cannot be combined: the snapshot holds the servers and the mode");
+                          " cannot be combined: the snapshot holds the servers and the flavor");
       }
     }
     if (input != nullptr) input->name = *options.Get("ring");
@@ -288,7 +304,7 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                     std::string("--") + name + " applies to a snapshot (--ring RINGFILE)");
     }
   }
-  Result<RingOptions> ring_options = RingOptionsFrom(options, "mode", "multiple");
+  Result<RingOptions> ring_options = RingOptionsFrom(options, "flavor", "multiple");
   if (!ring_options.ok()) return ring_options.status();
   Result<ServersInput> read = ReadServersInput(options);
   if (!read.ok()) return read.status();
@@ -301,7 +317,7 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
   Result<ServersInput> input = ReadServersInput(options, "new-");
   if (!input.ok()) return input.status();
   RingOptions ring_options = old_options;
-  if (const auto mode = options.Get("new-mode")) {
+  if (const auto mode = options.Get("new-flavor")) {
     Result<Flavor> flavor = ParseFlavor(*mode);
     if (!flavor.ok()) return flavor.status();
     ring_options.flavor = flavor.value();

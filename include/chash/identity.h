@@ -34,7 +34,7 @@
 //   node id for raw rings), in ring order; u32 losers, the same two fields.
 //
 // BackendFingerprint: the backend snapshot (which servers, which weights),
-// whatever the flavour or multiple: two rings built from one snapshot have
+// whatever the flavor or multiple: two rings built from one snapshot have
 // equal ones. RingMigration compares them. O(nodes log nodes).
 //   "chash-backends" 14 bytes, u16 version 1, u32 N, then for the nodes of
 //   weight > 0 sorted by identity bytes: u32 length L, L bytes BackendIdentity,
@@ -77,7 +77,7 @@ Fingerprint PointsDigest(const Ring& ring) noexcept;
 std::string BackendIdentityBytes(const Ring& ring) noexcept;
 Fingerprint BackendFingerprint(const Ring& ring) noexcept;
 
-// The canonical name of a backend, the same whichever flavour parsed it:
+// The canonical name of a backend, the same whichever flavor parsed it:
 // an IP socket address as Rust prints it ("10.0.0.1:443", "[::1]:7777"; an
 // nginx text such as "[0::1]:07777" included), any other nginx text as
 // written ("unix:/run/a.sock", "cache-1:8080", "127.0.0.2"), and "#ID" for

@@ -18,7 +18,7 @@
 // scope, 0%): creating a migration changes no routing.
 //
 // Same snapshot. Both rings must be built from one backend snapshot (the
-// same servers and weights; flavour and multiple may differ): otherwise
+// same servers and weights; flavor and multiple may differ): otherwise
 // rolling back does not restore the old assignment (a "rollback
 // mismatch"). Create compares BackendFingerprint (identity.h) and refuses
 // a mismatch with kBadArgument naming the differences, unless

@@ -278,7 +278,7 @@ class Ring {
 //
 // Add validates, in this order, and names the node ("node 12 '10.0.0.1:0'")
 // in any error: the options (kBadMultiple), the node count (kTooManyNodes
-// past 65,536), the address for the flavour (kBadAddress), a node that hashes
+// past 65,536), the address for the flavor (kBadAddress), a node that hashes
 // the same bytes as an earlier one (kDuplicateNode: it would own an identical
 // point chain), weight x multiple over 2^32-1 and the running total over
 // max_points (kTooManyPoints); kOutOfMemory if the node cannot be stored. A

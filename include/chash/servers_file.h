@@ -32,7 +32,7 @@ struct ServerEntry {
 // it cannot.
 
 // Splits the text into entries. Errors (kBadWeight, kBadArgument) name
-// "SOURCE:LINE". Addresses are checked later, by the ring flavour.
+// "SOURCE:LINE". Addresses are checked later, by the ring flavor.
 Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
                                                   std::string_view source_name);
 // Reads and parses a file (kIoError if it cannot be read).

@@ -180,7 +180,7 @@
 //               the header's file bytes (truncated or extended)
 //   magic       not a chash snapshot
 //   version     a major version this reader does not know
-//   header      header bytes, flags, reserved bytes, flavour, tie-break,
+//   header      header bytes, flags, reserved bytes, flavor, tie-break,
 //               multiple, counts or the section count out of range
 //   sections    an offset or length outside the file, misaligned, overlapping,
 //               out of order, not the length the counts imply, or nonzero
@@ -193,7 +193,7 @@
 //               (the loading one's included) while the checks below run;
 //               their failures are reported only after the signature's
 //   label       not UTF-8 text without NUL
-//   node_table  an entry overruns, an address the flavour refuses, duplicate
+//   node_table  an entry overruns, an address the flavor refuses, duplicate
 //               servers, or points generated != sum of weight x multiple
 //   hash_column hashes not strictly ascending, or a sentinel slot != UINT32_MAX
 //   node_column a node id >= N, a node of weight 0, or a tail slot != node 0
@@ -339,7 +339,10 @@ struct SnapshotLoadOptions {
   // sentinels, and callers index the node table with the ids), so a damaged
   // unverified file can answer lookups wrongly but never reads outside the
   // file or returns a node id >= num_nodes(). For files this process has
-  // verified before, and for measuring what the checksum costs.
+  // verified before, and for measuring what the checksum costs. Despite its
+  // name it controls the checksum only (signatures are checked whenever
+  // trusted_keys is set); its C twin says so: chash_snapshot_options's
+  // skip_checksum. The name stays for source compatibility.
   bool verify = true;
   // Also recompute the points digest (SHA-256, 8 bytes a point: seconds for
   // 200M points) and compare it with the header's: proves the columns are

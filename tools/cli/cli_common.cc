@@ -1,6 +1,5 @@
 #include "cli_common.h"
 
-#include <sys/resource.h>
 
 #include <cmath>
 #include <cstdio>
@@ -8,6 +7,7 @@
 #include <utility>
 
 #include "nginx_conf.h"
+#include "proc_memory.h"
 #include "progress.h"
 
 namespace chash::cli {
@@ -404,11 +404,7 @@ std::string JsonNumber(double value) {
   return text;
 }
 
-uint64_t PeakRssBytes() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
-}
+uint64_t PeakRssBytes() { return measure::ProcStatusKb("VmHWM:") * 1024; }
 
 std::string WithCommas(uint64_t value) {
   std::string digits = std::to_string(value);

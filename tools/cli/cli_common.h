@@ -119,7 +119,7 @@ std::string JsonString(std::string_view text);
 // A JSON number with 10 significant digits ("%.10g").
 std::string JsonNumber(double value);
 
-// Peak resident set size of this process, in bytes (getrusage).
+// Peak resident set size of this process, in bytes (VmHWM, tools/measure/).
 uint64_t PeakRssBytes();
 
 // "204,800,000".

@@ -42,8 +42,9 @@
  * the call never allocates; such calls cannot fail with
  * CHASH_E_OUT_OF_MEMORY.
  *
- * ABI: see README.md, "ABI and versions". Within a major version functions and
- * error codes are only added; the structs here keep their size and fields.
+ * ABI: libchash.so.0 (the SONAME names the major version). Within a major
+ * version functions and error codes are only added; the structs here keep
+ * their size and fields.
  */
 #ifndef CHASH_CHASH_C_H_
 #define CHASH_CHASH_C_H_

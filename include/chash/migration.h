@@ -107,7 +107,7 @@ class RingMigration {
   // Ring::FindNode: one relaxed load, one relaxed increment on a per-thread
   // stripe, and while a rollout is strictly between 0% and 100% the key hash
   // (about as costly as the key's CRC32: ~14 ns for 30 bytes on a 2.1 GHz
-  // Zen core; bench/bench_ops.cc).
+  // Zen core, measured by chash's benchmarks).
   MigrationAnswer Find(std::string_view key) const noexcept;
   // Batch: nodes[i], sides[i] for keys[i], each ring's keys looked up with
   // its batch kernel in chunks of 64, for i < n = the smallest of the three

@@ -9,7 +9,7 @@
 //
 // Points are stored as two columns in ring order (a u32 hash column and a
 // u16 node column: exactly 6 bytes a point), searched through a small 16-ary
-// S+ tree index above them (engine/layout/columns.h).
+// S+ tree index above them (MemoryUsage::index_bytes).
 // A Ring is immutable after Build and move-only; publish a new one with
 // std::shared_ptr<const Ring> and an atomic swap.
 #ifndef CHASH_RING_H_
@@ -72,13 +72,14 @@ struct RingOptions {
   uint64_t max_points = kDefaultMaxPoints;
   // Threads Build() may use, the caller's included: 0 = every hardware
   // thread (at most 64); values above 256 count as 256. The ring is
-  // bit-identical whatever the count (tests/parallel_build_test.cc); 1 keeps
+  // bit-identical whatever the count (a tested guarantee); 1 keeps
   // the build on the calling thread (a proxy that must not take every core
   // while it serves).
   uint32_t build_threads = 0;
 };
 
-// The tie-break a flavor uses (engine/reference/COMPATIBILITY.md §2).
+// The tie-break a flavor uses: kConfigOrder for nginx and pingora-v1,
+// kAddressOrder for pingora-v2, kIdOrder for resty.
 TieBreak FlavorTieBreak(Flavor flavor) noexcept;
 
 // Whether a flavor takes a point multiple other than 160: pingora-v2 and

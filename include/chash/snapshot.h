@@ -77,8 +77,8 @@
 //                                 `chash build --no-index`): the reader then
 //                                 builds the index itself. Otherwise (1.1):
 //                                 offset size
-//                                   0    4   layout: 1, the 16-ary S+ tree of
-//                                            engine/layout/search_index.h
+//                                   0    4   layout: 1, the 16-ary S+ tree
+//                                            whose levels follow
 //                                   4    4   levels L above the hash column
 //                                            (the least L with ceil((n + 1)
 //                                            / 16^L) <= 16)
@@ -225,7 +225,7 @@
 // memory speed, one pass over each column, the index check (or build): a
 // read of every 16th hash and of the stored index, O(n), a small fraction of
 // a build; with trusted keys, the SHA-256 of the file's chunks on the other
-// hardware threads meanwhile (measured in bench/results/).
+// hardware threads meanwhile (measured by chash's benchmarks).
 #ifndef CHASH_SNAPSHOT_H_
 #define CHASH_SNAPSHOT_H_
 

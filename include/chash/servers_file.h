@@ -1,4 +1,4 @@
-// The servers file of the `chash` tool, also usable by embedders:
+// The servers file, one server a line (the `chash` tool reads these):
 //
 //   # comment            ('#' starts a comment anywhere on a line)
 //   10.0.0.1:443 100     ADDR [WEIGHT]; weight defaults to 1, 0 = drained

@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "proc_status.h"
+#include "proc_memory.h"
 #include "builder/columns_builder.h"
 #include "builder/parallel.h"
 #include "chash/chash.h"
@@ -53,6 +53,8 @@
 
 namespace chash::bench {
 namespace {
+
+using measure::ProcStatusKb;
 
 // ---- Fixtures ------------------------------------------------------------------
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "chash/chash.h"
+#include "chash/operators.h"
 
 namespace chash {
 namespace {

@@ -61,7 +61,7 @@
 #include <string>
 #include <vector>
 
-#include "proc_status.h"
+#include "proc_memory.h"
 #include "builder/columns_builder.h"
 #include "builder/parallel.h"
 #include "chash/chash.h"
@@ -74,6 +74,8 @@
 
 namespace chash::bench {
 namespace {
+
+using measure::ProcStatusKb;
 
 namespace fmt = internal::snapshot;
 using Clock = std::chrono::steady_clock;

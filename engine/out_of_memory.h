@@ -17,10 +17,23 @@ Status OutOfMemory(std::string_view what) noexcept;
 // "out of memory: WHAT (PATH)", falling back the same way.
 Status OutOfMemory(std::string_view what, std::string_view path) noexcept;
 
-// Runs `body` (returning a Status or a Result) and turns a std::bad_alloc
-// escaping it into OutOfMemory(what, path): the boundary of a public call
-// whose body allocates in many places. The body must leave its objects as
-// they were when it throws (RAII for descriptors, mappings, files).
+// The one idiom at the boundary of a public call that allocates: the body
+// (returning a Status or a Result, usually a ...OrThrow core that uses
+// std::vector and std::string freely) runs here, and a std::bad_alloc
+// escaping it becomes OutOfMemory(what[, path]). The body must leave its
+// objects as they were when it throws (RAII for descriptors, mappings,
+// files). A lambda whose core returns a plain value names the Result type:
+//   return internal::CatchOutOfMemory("diffing two rings",
+//       [&]() -> Result<RingDiff> { return DiffRingsOrThrow(a, b); });
+template <typename Body>
+auto CatchOutOfMemory(std::string_view what, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(what);
+  }
+}
+
 template <typename Body>
 auto CatchOutOfMemory(std::string_view what, std::string_view path, Body&& body)
     -> decltype(body()) {

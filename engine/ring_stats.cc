@@ -147,11 +147,8 @@ Result<std::string> RingStatsJson(const RingStats& s) {
                 JsonDouble(s.bytes_per_point).text, std::isfinite(s.build_ms) ? s.build_ms : 0.0,
                 JsonDouble(s.cv_predicted).text, JsonDouble(s.cv_measured).text,
                 JsonDouble(s.max_share_ratio).text, JsonDouble(s.min_share_ratio).text);
-  try {
-    return std::string(buffer);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("the ring stats as JSON");
-  }
+  return internal::CatchOutOfMemory("the ring stats as JSON",
+                                    [&]() -> Result<std::string> { return std::string(buffer); });
 }
 
 }  // namespace chash

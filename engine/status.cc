@@ -5,26 +5,13 @@
 #include <new>
 
 #include "out_of_memory.h"
+#include "status_codes.h"
 
 namespace chash {
 
 std::string_view StatusCodeName(StatusCode code) noexcept {
-  switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kBadAddress: return "bad_address";
-    case StatusCode::kDuplicateNode: return "duplicate_node";
-    case StatusCode::kTooManyNodes: return "too_many_nodes";
-    case StatusCode::kTooManyPoints: return "too_many_points";
-    case StatusCode::kBadMultiple: return "bad_multiple";
-    case StatusCode::kBadNodeId: return "bad_node_id";
-    case StatusCode::kBadWeight: return "bad_weight";
-    case StatusCode::kBadArgument: return "bad_argument";
-    case StatusCode::kOutOfMemory: return "out_of_memory";
-    case StatusCode::kIoError: return "io_error";
-    case StatusCode::kBadSnapshot: return "bad_snapshot";
-    case StatusCode::kUntrusted: return "untrusted";
-  }
-  return "unknown";
+  const internal::ErrorCode* row = internal::FindErrorCode(code);
+  return row == nullptr ? "unknown" : row->name;
 }
 
 std::string Status::ToString() const {

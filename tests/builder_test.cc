@@ -61,6 +61,15 @@ TEST(Builder, MultipleIsValidated) {
               StatusCode::kBadMultiple, "only pingora-v2");
   ExpectError(AddAll({.flavor = Flavor::kPingoraV1, .point_multiple = 100}, {}),
               StatusCode::kBadMultiple, "only pingora-v2");
+  // Add and Build report what ValidateRingOptions reports, message and all.
+  const RingOptions bad = {.flavor = Flavor::kNginx, .point_multiple = 16};
+  const Status checked = ValidateRingOptions(bad);
+  EXPECT_EQ(checked.code(), StatusCode::kBadMultiple);
+  EXPECT_EQ(checked.message(), RingBuilder(bad).Add("1.2.3.4:80", 1).message());
+  EXPECT_TRUE(ValidateRingOptions({.flavor = Flavor::kResty, .point_multiple = 7}).ok());
+  EXPECT_EQ(ValidateRingOptions({.max_points = 0}).code(), StatusCode::kBadArgument);
+  EXPECT_TRUE(FlavorTakesPointMultiple(Flavor::kPingoraV2));
+  EXPECT_FALSE(FlavorTakesPointMultiple(Flavor::kPingoraV1));
 }
 
 TEST(Builder, WeightTimesMultipleOverflowing32BitsIsRefused) {

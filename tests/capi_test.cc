@@ -13,6 +13,7 @@
 
 #include "capi_handles.h"
 #include "chash/chash_c.h"
+#include "chash/ring.h"
 #include "ring_fixtures.h"
 #include "test_util.h"
 
@@ -433,8 +434,13 @@ TEST(CApiBuilder, RefusesBadOptions) {
   chash_builder* builder = reinterpret_cast<chash_builder*>(1);
   EXPECT_EQ(chash_builder_new(CHASH_FLAVOR_PINGORA_V1, 16, &builder), CHASH_E_BAD_MULTIPLE);
   EXPECT_EQ(builder, nullptr);
+  // The C API passes on the message of the one option check, ValidateRingOptions.
+  EXPECT_EQ(std::string(chash_last_error()),
+            chash::ValidateRingOptions({.flavor = chash::Flavor::kPingoraV1, .point_multiple = 16})
+                .message());
   EXPECT_NE(std::string(chash_last_error()).find("pingora-v1"), std::string::npos);
   EXPECT_EQ(chash_builder_new(static_cast<chash_flavor>(7), 0, &builder), CHASH_E_BAD_ARGUMENT);
+  EXPECT_NE(std::string(chash_last_error()).find("unknown flavor 7"), std::string::npos);
   EXPECT_EQ(chash_builder_new(static_cast<chash_flavor>(-1), 0, &builder), CHASH_E_BAD_ARGUMENT);
   EXPECT_EQ(chash_builder_new(CHASH_FLAVOR_NGINX, 0, nullptr), CHASH_E_NULL_ARGUMENT);
 

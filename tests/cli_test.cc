@@ -48,6 +48,18 @@ TEST(Cli, KeepsTheAddressAsWritten) {
   const CliRun run = RunChash("route --mode pingora-v1 --servers " + servers, "a\n");
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, "a,[2001:DB8::1]:80\n");
+  // --flavor is the option's name; --mode, its old spelling, is the same option.
+  const CliRun flavor = RunChash("route --flavor pingora-v1 --servers " + servers, "a\n");
+  ASSERT_EQ(flavor.status, 0) << flavor.err;
+  EXPECT_EQ(flavor.out, run.out);
+  const CliRun inline_value = RunChash("route --flavor=pingora-v1 --servers " + servers, "a\n");
+  ASSERT_EQ(inline_value.status, 0) << inline_value.err;
+  EXPECT_EQ(inline_value.out, run.out);
+  // The flavor is applied: --multiple is taken only with pingora-v2 (or resty).
+  EXPECT_EQ(RunChash("route --flavor pingora-v2 --multiple 16 --servers " + servers, "a\n").status,
+            0);
+  ExpectUsageError(RunChash("route --mode pingora-v1 --flavor nginx --servers " + servers, "a\n"),
+                   "--flavor given twice");
 }
 
 TEST(Cli, ErrorsNameFileAndLine) {
@@ -68,11 +80,12 @@ TEST(Cli, ErrorsInArguments) {
   const std::string servers = WriteTemp("s8", "10.0.0.1:80\n");
   ExpectUsageError(RunChash("route"), "--servers FILE is required");
   ExpectUsageError(RunChash("route --servers " + servers + " --multiple 16"),
-                   "--multiple is only for --mode pingora-v2");
+                   "--multiple: nginx uses 160 points per weight unit; only pingora-v2 and "
+                   "resty take a point multiple (got 16)");
   ExpectUsageError(RunChash("route --servers " + servers + " --mode pingora-v2 --multiple 0"),
                    "--multiple must be an integer 1..");
   ExpectUsageError(RunChash("route --servers " + servers + " --mode haproxy"),
-                   "unknown mode 'haproxy'");
+                   "unknown flavor 'haproxy' (expected nginx, pingora-v1, pingora-v2 or resty)");
   ExpectUsageError(RunChash("route --servers " + servers + " --bogus"), "unknown option '--bogus'");
   ExpectUsageError(RunChash("route --servers /nonexistent/x"), "/nonexistent/x:");
   ExpectUsageError(RunChash("route --servers " + servers + " --keys /nonexistent/k"),
@@ -96,25 +109,25 @@ TEST(Cli, StatsJson) {
 const std::vector<std::pair<std::string, std::vector<std::string>>>& CommandOptions() {
   static const auto* commands = new std::vector<std::pair<std::string, std::vector<std::string>>>{
       {"route",
-       {"--servers", "--mode", "--multiple", "--keys", "--down", "--subset", "--new-servers",
-        "--new-mode", "--new-multiple", "--rollout", "--scope", "--seed", "--nginx-conf",
+       {"--servers", "--flavor", "--multiple", "--keys", "--down", "--subset", "--new-servers",
+        "--new-flavor", "--new-multiple", "--rollout", "--scope", "--seed", "--nginx-conf",
         "--upstream", "--new-nginx-conf", "--new-upstream", "--ring", "--trusted-key",
         "--min-version", "--allow-mismatch"}},
       {"stats",
-       {"--servers", "--mode", "--multiple", "--plot", "--nginx-conf", "--upstream", "--ring",
+       {"--servers", "--flavor", "--multiple", "--plot", "--nginx-conf", "--upstream", "--ring",
         "--trusted-key", "--min-version", "--json"}},
       {"diff",
-       {"--servers", "--mode", "--multiple", "--new-servers", "--new-mode", "--new-multiple",
+       {"--servers", "--flavor", "--multiple", "--new-servers", "--new-flavor", "--new-multiple",
         "--rollout", "--new-ring", "--plot", "--nginx-conf", "--upstream", "--new-nginx-conf",
         "--new-upstream", "--ring", "--trusted-key", "--min-version", "--json"}},
       {"plan",
-       {"--servers", "--mode", "--multiple", "--cv-target", "--rings", "--multiples",
+       {"--servers", "--flavor", "--multiple", "--cv-target", "--rings", "--multiples",
         "--max-points", "--plot", "--nginx-conf", "--upstream", "--json"}},
       {"demo", {"--nodes", "--weight", "--multiple"}},
       {"bench", {"--nodes", "--weight", "--multiple", "--target", "--threads", "--json"}},
       {"keygen", {"--out"}},
       {"build",
-       {"--servers", "--mode", "--multiple", "--subset", "--config-version", "--label", "--sign",
+       {"--servers", "--flavor", "--multiple", "--subset", "--config-version", "--label", "--sign",
         "--out", "--from"}},
       {"inspect", {"--trusted-key", "--min-version", "--json"}},
       {"verify", {"--trusted-key", "--min-version"}},

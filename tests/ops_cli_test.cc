@@ -131,7 +131,9 @@ TEST(RouteCli, DownErrors) {
 TEST(RouteCli, Migration) {
   const std::string servers = DataPath("pingora/servers_50.txt");
   const std::string keys = DataPath("pingora/keys_10000.txt");
-  const std::string rings = " --mode pingora-v1 --new-mode pingora-v2 --new-multiple 16";
+  // The option names the help gives (--flavor, --new-flavor); the runs below
+  // and the diff above use the old spellings (--mode, --new-mode).
+  const std::string rings = " --flavor pingora-v1 --new-flavor pingora-v2 --new-multiple 16";
   const CliRun old_run = RunChash("route --servers " + servers + " --mode pingora-v1 --keys " + keys);
   ASSERT_EQ(old_run.status, 0) << old_run.err;
   const CliRun new_run =

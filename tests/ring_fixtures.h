@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chash/chash.h"
+#include "chash/operators.h"
 #include "reference/reference_ring.h"
 
 namespace chash::testing {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chash/chash.h"
+#include "chash/operators.h"
 #include "dispatch_control.h"
 
 namespace chash::testing {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <new>
 
+#include "flavors.h"
 #include "out_of_memory.h"
 
 namespace chash {
@@ -391,31 +392,19 @@ Status ValidateNginxText(std::string_view text) {
 }  // namespace
 
 std::string_view FlavorName(Flavor flavor) noexcept {
-  switch (flavor) {
-    case Flavor::kNginx:
-      return "nginx";
-    case Flavor::kPingoraV1:
-      return "pingora-v1";
-    case Flavor::kPingoraV2:
-      return "pingora-v2";
-    case Flavor::kResty:
-      return "resty";
-  }
-  return "unknown";
+  const internal::FlavorRow* row = internal::FindFlavor(flavor);
+  return row == nullptr ? "unknown" : row->name;
 }
 
 Result<Flavor> ParseFlavor(std::string_view name) {
-  for (const Flavor flavor :
-       {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2, Flavor::kResty}) {
-    if (name == FlavorName(flavor)) return flavor;
+  for (const internal::FlavorRow& row : internal::kFlavors) {
+    if (name == row.name) return row.flavor;
   }
-  try {
-    return Status(StatusCode::kBadArgument,
-                  "unknown mode '" + std::string(name) +
-                      "' (expected nginx, pingora-v1, pingora-v2 or resty)");
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("reporting an unknown mode");
-  }
+  return internal::CatchOutOfMemory("reporting an unknown flavor", [&]() -> Result<Flavor> {
+    return Status(StatusCode::kBadArgument, "unknown flavor '" + std::string(name) +
+                                                "' (expected " +
+                                                std::string(internal::kFlavorList) + ")");
+  });
 }
 
 std::string NodeAddress::HashedBytes() const {
@@ -517,19 +506,13 @@ static Result<NodeAddress> ParsePingoraAddressOrThrow(std::string_view text) {
 // The public parsers report allocation failure (the texts they copy, their
 // error messages) as kOutOfMemory.
 Result<NodeAddress> ParseNginxAddress(std::string_view text) {
-  try {
-    return ParseNginxAddressOrThrow(text);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("parsing an address");
-  }
+  return internal::CatchOutOfMemory("parsing an address",
+                                    [&] { return ParseNginxAddressOrThrow(text); });
 }
 
 Result<NodeAddress> ParsePingoraAddress(std::string_view text) {
-  try {
-    return ParsePingoraAddressOrThrow(text);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("parsing an address");
-  }
+  return internal::CatchOutOfMemory("parsing an address",
+                                    [&] { return ParsePingoraAddressOrThrow(text); });
 }
 
 Result<NodeAddress> ParseRestyId(std::string_view id) {
@@ -538,15 +521,13 @@ Result<NodeAddress> ParseRestyId(std::string_view id) {
     return Status(StatusCode::kBadAddress,
                   "id of " + std::to_string(id.size()) + " bytes (an id is 1..4096 bytes)");
   }
-  try {
+  return internal::CatchOutOfMemory("storing an id", [&]() -> Result<NodeAddress> {
     NodeAddress out;
     out.written.assign(id);
     out.host.assign(id);
     out.opaque_id = true;
     return out;
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("storing an id");
-  }
+  });
 }
 
 Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text) {
@@ -559,7 +540,7 @@ Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text) {
     case Flavor::kPingoraV2:
       return ParsePingoraAddress(text);
   }
-  return Status(StatusCode::kBadArgument, "unknown flavour");
+  return Status(StatusCode::kBadArgument, "unknown flavor");
 }
 
 }  // namespace chash

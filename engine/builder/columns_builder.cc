@@ -6,6 +6,7 @@
 #include <string>
 
 #include "hwy/contrib/sort/vqsort.h"
+#include "out_of_memory.h"
 
 namespace chash::internal {
 namespace {
@@ -75,7 +76,7 @@ bool PointKeyBuffer::Allocate(size_t count, Columns& columns) noexcept {
 Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
                             CollisionTable* losers) {
   if (!SortKeys(keys, count)) {
-    return Status(StatusCode::kOutOfMemory, "out of memory while sorting ring points");
+    return internal::OutOfMemory("sorting ring points");
   }
   return BuildColumnsFromSortedKeys(keys, count, columns, losers);
 }
@@ -90,7 +91,7 @@ Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns
       losers->node.shrink_to_fit();
     }
   } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory recording collided points");
+    return internal::OutOfMemory("recording collided points");
   }
   columns.size = static_cast<uint32_t>(kept);
   const bool in_place = keys == KeysInColumns(columns);

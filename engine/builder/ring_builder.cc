@@ -11,6 +11,7 @@
 #include "builder/parallel.h"
 #include "builder/point_chains.h"
 #include "chash/ring.h"
+#include "flavors.h"
 #include "hash/crc32_internal.h"
 #include "out_of_memory.h"
 #include "ring_state.h"
@@ -30,15 +31,25 @@ std::string NodeLabel(size_t id, std::string_view text) {
   return label;
 }
 
-Status ValidateOptions(const RingOptions& options) {
-  if (options.flavor > Flavor::kResty) {
+Status ValidateMaxPoints(uint64_t max_points) {
+  if (max_points == 0 || max_points > kHardMaxPoints) {
+    return Status(StatusCode::kBadArgument, "max_points must be 1.." +
+                                                std::to_string(kHardMaxPoints) + ", got " +
+                                                std::to_string(max_points));
+  }
+  return Status();
+}
+
+Status ValidateRingOptionsOrThrow(const RingOptions& options) {
+  if (internal::FindFlavor(options.flavor) == nullptr) {
     return Status(StatusCode::kBadArgument,
-                  "unknown flavour " + std::to_string(static_cast<int>(options.flavor)));
+                  "unknown flavor " + std::to_string(static_cast<int>(options.flavor)) + " (" +
+                      internal::FlavorByteList() + ")");
   }
   if (options.point_multiple == 0) {
     return Status(StatusCode::kBadMultiple, "point multiple must be at least 1");
   }
-  if ((options.flavor == Flavor::kNginx || options.flavor == Flavor::kPingoraV1) &&
+  if (!FlavorTakesPointMultiple(options.flavor) &&
       options.point_multiple != kDefaultPointMultiple) {
     return Status(StatusCode::kBadMultiple,
                   std::string(FlavorName(options.flavor)) +
@@ -46,11 +57,7 @@ Status ValidateOptions(const RingOptions& options) {
                       "point multiple (got " +
                       std::to_string(options.point_multiple) + ")");
   }
-  if (options.max_points == 0 || options.max_points > kHardMaxPoints) {
-    return Status(StatusCode::kBadArgument,
-                  "max_points must be 1.." + std::to_string(kHardMaxPoints));
-  }
-  return Status();
+  return ValidateMaxPoints(options.max_points);
 }
 
 // Counts the distinct nodes in the node column (slots 0..n-1) and records them
@@ -101,6 +108,15 @@ TieBreak FlavorTieBreak(Flavor flavor) noexcept {
   }
 }
 
+bool FlavorTakesPointMultiple(Flavor flavor) noexcept {
+  return flavor == Flavor::kPingoraV2 || flavor == Flavor::kResty;
+}
+
+Status ValidateRingOptions(const RingOptions& options) noexcept {
+  return internal::CatchOutOfMemory("reporting bad ring options",
+                                    [&] { return ValidateRingOptionsOrThrow(options); });
+}
+
 RingBuilder::RingBuilder(RingOptions options) noexcept : options_(options) {}
 
 Status RingBuilder::Add(std::string_view address, uint32_t weight) {
@@ -117,7 +133,7 @@ Status RingBuilder::Add(std::string_view address, uint32_t weight) {
 }
 
 Status RingBuilder::AddNode(std::string_view address, uint32_t weight) {
-  if (Status status = ValidateOptions(options_); !status.ok()) return status;
+  if (Status status = ValidateRingOptions(options_); !status.ok()) return status;
   const size_t id = nodes_.size();
   if (id >= kMaxNodes) {
     return Status(StatusCode::kTooManyNodes,
@@ -158,7 +174,7 @@ Status RingBuilder::AddNode(std::string_view address, uint32_t weight) {
 }
 
 Result<Ring> RingBuilder::Build() && {
-  if (Status status = ValidateOptions(options_); !status.ok()) return status;
+  if (Status status = ValidateRingOptions(options_); !status.ok()) return status;
   const auto start = std::chrono::steady_clock::now();
   try {
     auto state = std::make_unique<RingState>();
@@ -203,7 +219,7 @@ Result<Ring> RingBuilder::Build() && {
                                  ? std::min<uint32_t>(options_.build_threads, 256)
                                  : internal::BuildThreads();
     if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_, threads)) {
-      return Status(StatusCode::kOutOfMemory, "out of memory while sorting ring points");
+      return internal::OutOfMemory("sorting ring points");
     }
     if (Status status = internal::BuildColumnsFromSortedKeys(keys.data(), points_generated_,
                                                              state->columns, &state->losers);
@@ -230,10 +246,7 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
     return Status(StatusCode::kTooManyNodes, std::to_string(num_nodes) +
                                                  " nodes: at most 65,536 (node ids are u16)");
   }
-  if (max_points == 0 || max_points > kHardMaxPoints) {
-    return Status(StatusCode::kBadArgument,
-                  "max_points must be 1.." + std::to_string(kHardMaxPoints));
-  }
+  if (Status status = ValidateMaxPoints(max_points); !status.ok()) return status;
   if (points.size() > max_points) {
     return Status(StatusCode::kTooManyPoints, std::to_string(points.size()) +
                                                   " points, over the cap of " +

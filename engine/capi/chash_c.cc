@@ -26,6 +26,7 @@
 #include "chash/snapshot.h"
 #include "chash/stats.h"
 #include "chash/status.h"
+#include "status_codes.h"
 
 struct chash_builder {
   explicit chash_builder(const chash::RingOptions& ring_options)
@@ -112,35 +113,8 @@ int Fail(int code, std::string_view message) noexcept {
 }
 
 int CodeOf(StatusCode code) noexcept {
-  switch (code) {
-    case StatusCode::kOk:
-      return CHASH_OK;
-    case StatusCode::kBadAddress:
-      return CHASH_E_BAD_ADDRESS;
-    case StatusCode::kDuplicateNode:
-      return CHASH_E_DUPLICATE_NODE;
-    case StatusCode::kTooManyNodes:
-      return CHASH_E_TOO_MANY_NODES;
-    case StatusCode::kTooManyPoints:
-      return CHASH_E_TOO_MANY_POINTS;
-    case StatusCode::kBadMultiple:
-      return CHASH_E_BAD_MULTIPLE;
-    case StatusCode::kBadNodeId:
-      return CHASH_E_BAD_NODE_ID;
-    case StatusCode::kBadWeight:
-      return CHASH_E_BAD_WEIGHT;
-    case StatusCode::kBadArgument:
-      return CHASH_E_BAD_ARGUMENT;
-    case StatusCode::kOutOfMemory:
-      return CHASH_E_OUT_OF_MEMORY;
-    case StatusCode::kIoError:
-      return CHASH_E_IO;
-    case StatusCode::kBadSnapshot:
-      return CHASH_E_BAD_SNAPSHOT;
-    case StatusCode::kUntrusted:
-      return CHASH_E_UNTRUSTED;
-  }
-  return CHASH_E_INTERNAL;
+  const chash::internal::ErrorCode* row = chash::internal::FindErrorCode(code);
+  return row == nullptr ? CHASH_E_INTERNAL : row->c_code;
 }
 
 int Fail(const Status& status) noexcept {
@@ -230,20 +204,6 @@ std::shared_ptr<const Ring> Share(const chash_ring* handle) {
   return std::shared_ptr<const Ring>(&ring->ring, [ring](const Ring*) { Release(ring); });
 }
 
-const char* FlavorText(uint32_t flavor) noexcept {
-  switch (flavor) {
-    case CHASH_FLAVOR_NGINX:
-      return "nginx";
-    case CHASH_FLAVOR_PINGORA_V1:
-      return "pingora-v1";
-    case CHASH_FLAVOR_PINGORA_V2:
-      return "pingora-v2";
-    case CHASH_FLAVOR_RESTY:
-      return "resty";
-  }
-  return "?";
-}
-
 int NewRing(chash::Result<Ring> built, chash_ring** out) {
   if (!built.ok()) return Fail(built.status());
   *out = new chash_ring(std::move(built).value());
@@ -272,40 +232,10 @@ extern "C" {
 
 // ---- Library --------------------------------------------------------------------
 
+// The names are string literals (NUL-terminated) in one table.
 const char* chash_strerror(int code) noexcept {
-  switch (code) {
-    case CHASH_OK:
-      return "ok";
-    case CHASH_E_BAD_ADDRESS:
-      return "bad_address";
-    case CHASH_E_DUPLICATE_NODE:
-      return "duplicate_node";
-    case CHASH_E_TOO_MANY_NODES:
-      return "too_many_nodes";
-    case CHASH_E_TOO_MANY_POINTS:
-      return "too_many_points";
-    case CHASH_E_BAD_MULTIPLE:
-      return "bad_multiple";
-    case CHASH_E_BAD_NODE_ID:
-      return "bad_node_id";
-    case CHASH_E_BAD_WEIGHT:
-      return "bad_weight";
-    case CHASH_E_BAD_ARGUMENT:
-      return "bad_argument";
-    case CHASH_E_OUT_OF_MEMORY:
-      return "out_of_memory";
-    case CHASH_E_IO:
-      return "io_error";
-    case CHASH_E_NULL_ARGUMENT:
-      return "null_argument";
-    case CHASH_E_INTERNAL:
-      return "internal";
-    case CHASH_E_BAD_SNAPSHOT:
-      return "bad_snapshot";
-    case CHASH_E_UNTRUSTED:
-      return "untrusted";
-  }
-  return "unknown";
+  const chash::internal::ErrorCode* row = chash::internal::FindCErrorCode(code);
+  return row == nullptr ? "unknown" : row->name.data();
 }
 
 const char* chash_last_error(void) noexcept { return last_error; }
@@ -334,27 +264,15 @@ uint32_t chash_crc32_extend(uint32_t crc, const void* data, size_t len) noexcept
 int chash_builder_new(chash_flavor flavor, uint32_t point_multiple, chash_builder** out) noexcept {
   if (out == nullptr) return NullArgument("chash_builder_new", "out");
   *out = nullptr;
-  const uint32_t flavor_value = static_cast<uint32_t>(flavor);
-  if (flavor_value > CHASH_FLAVOR_RESTY) {
-    char message[96];
-    std::snprintf(message, sizeof(message),
-                  "unknown flavor %u (0 nginx, 1 pingora-v1, 2 pingora-v2, 3 resty)", flavor_value);
-    return Fail(CHASH_E_BAD_ARGUMENT, message);
-  }
-  const uint32_t multiple = point_multiple == 0 ? chash::kDefaultPointMultiple : point_multiple;
-  if ((flavor == CHASH_FLAVOR_NGINX || flavor == CHASH_FLAVOR_PINGORA_V1) &&
-      multiple != chash::kDefaultPointMultiple) {
-    char message[160];
-    std::snprintf(message, sizeof(message),
-                  "%s uses 160 points per weight unit; only pingora-v2 and resty take a point "
-                  "multiple "
-                  "(got %u)",
-                  FlavorText(flavor_value), multiple);
-    return Fail(CHASH_E_BAD_MULTIPLE, message);
-  }
   return Guard([&] {
-    *out = new chash_builder(
-        {.flavor = static_cast<chash::Flavor>(flavor_value), .point_multiple = multiple});
+    // A flavor value past the enum is refused by the check, not converted.
+    const chash::RingOptions options{
+        .flavor = static_cast<chash::Flavor>(static_cast<uint32_t>(flavor) > 0xFF
+                                             ? 0xFF
+                                             : static_cast<uint32_t>(flavor)),
+        .point_multiple = point_multiple == 0 ? chash::kDefaultPointMultiple : point_multiple};
+    if (Status status = chash::ValidateRingOptions(options); !status.ok()) return Fail(status);
+    *out = new chash_builder(options);
     return CHASH_OK;
   });
 }
@@ -386,12 +304,11 @@ int chash_builder_set_max_points(chash_builder* builder, uint64_t max_points) no
     if (builder->builder.size() != 0) {
       return refuse("max_points is set before the first chash_builder_add");
     }
-    if (max_points == 0 || max_points > chash::kHardMaxPoints) {
-      return refuse("max_points must be 1.." + std::to_string(chash::kHardMaxPoints) + ", not " +
-                    std::to_string(max_points));
-    }
     chash::RingOptions options = builder->options;
     options.max_points = max_points;
+    if (Status status = chash::ValidateRingOptions(options); !status.ok()) {
+      return refuse(status.message());
+    }
     builder->builder = chash::RingBuilder(options);
     builder->options = options;
     return CHASH_OK;

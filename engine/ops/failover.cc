@@ -146,13 +146,11 @@ Result<std::unique_ptr<AvailabilityMask>> AvailabilityMask::Create(uint32_t num_
 
 Status AvailabilityMask::Publish(const NodeMask& mask) {
   if (mask.size() != size_) {
-    try {
+    return internal::CatchOutOfMemory("reporting a mask of the wrong size", [&] {
       return Status(StatusCode::kBadArgument, "mask covers " + std::to_string(mask.size()) +
                                                   " nodes; this AvailabilityMask covers " +
                                                   std::to_string(size_));
-    } catch (const std::bad_alloc&) {
-      return internal::OutOfMemory("reporting a mask of the wrong size");
-    }
+    });
   }
   const std::lock_guard<std::mutex> lock(publish_mutex_);
   const uint32_t target = 1 - active_.load(std::memory_order_relaxed);

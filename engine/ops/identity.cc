@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "flavors.h"
 #include "ops/ops_internal.h"
 #include "ops/sha256.h"
 
@@ -16,6 +17,8 @@ namespace {
 
 constexpr uint16_t kFormatVersion = 1;
 constexpr uint8_t kHashFunctionKetamaCrc32 = 1;
+// Raw-point rings share resty's byte (the serialization predates resty's);
+// the tie-break byte (2 against resty's 3) and N = 0 keep them apart.
 constexpr uint8_t kFlavorRaw = 3;
 
 void AppendU16(std::string& out, uint16_t value) {
@@ -28,18 +31,7 @@ void AppendU32(std::string& out, uint32_t value) {
 }
 
 uint8_t FlavorCode(const Ring& ring) {
-  if (ring.is_raw()) return kFlavorRaw;
-  switch (ring.flavor()) {
-    case Flavor::kNginx:
-      return 0;
-    case Flavor::kPingoraV1:
-      return 1;
-    case Flavor::kPingoraV2:
-      return 2;
-    case Flavor::kResty:
-      return 3;
-  }
-  return 0xFF;
+  return ring.is_raw() ? kFlavorRaw : internal::FlavorByte(ring.flavor());
 }
 
 uint8_t TieBreakCode(TieBreak tie_break) {

@@ -88,11 +88,9 @@ uint64_t MigrationKeyHash(std::string_view key, uint64_t seed) noexcept {
 Result<std::unique_ptr<RingMigration>> RingMigration::Create(std::shared_ptr<const Ring> old_ring,
                                                              std::shared_ptr<const Ring> new_ring,
                                                              MigrationOptions options) {
-  try {
+  return internal::CatchOutOfMemory("creating a ring migration", [&] {
     return CreateOrThrow(std::move(old_ring), std::move(new_ring), options);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("creating a ring migration");
-  }
+  });
 }
 
 Result<std::unique_ptr<RingMigration>> RingMigration::CreateOrThrow(

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "chash/servers_file.h"
 #include "chash/snapshot.h"
 #include "ops/sha256.h"
 #include "out_of_memory.h"

@@ -19,6 +19,7 @@
 #include "builder/columns_builder.h"
 #include "builder/parallel.h"
 #include "chash/snapshot.h"
+#include "flavors.h"
 #include "layout/aligned_array.h"
 #include "ops/ops_internal.h"
 #include "ops/sha256.h"
@@ -73,17 +74,9 @@ struct CopiedFile {
 };
 
 Result<Flavor> FlavorFromCode(uint8_t code) {
-  switch (code) {
-    case 0:
-      return Flavor::kNginx;
-    case 1:
-      return Flavor::kPingoraV1;
-    case 2:
-      return Flavor::kPingoraV2;
-    case 3:
-      return Flavor::kResty;
-  }
-  return Bad("header", "flavour code " + std::to_string(code) + " is not 0, 1, 2 or 3");
+  if (const std::optional<Flavor> flavor = internal::FlavorFromByte(code)) return *flavor;
+  return Bad("header", "flavor code " + std::to_string(code) + " is none of " +
+                           internal::FlavorByteList());
 }
 
 struct Header {
@@ -652,7 +645,7 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     snapshot->mapped_ = mapped;
     return snapshot;
   } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "out of memory loading a snapshot");
+    return internal::OutOfMemory("loading a snapshot");
   }
 }
 
@@ -662,7 +655,7 @@ Result<std::shared_ptr<RingSnapshot>> LoadCopy(const uint8_t* data, uint64_t siz
                                                      const SnapshotLoadOptions& options) {
   auto copy = std::make_shared<CopiedFile>();
   if (size > 0 && !copy->bytes.Allocate(size)) {
-    return Status(StatusCode::kOutOfMemory, "out of memory copying a snapshot");
+    return internal::OutOfMemory("copying a snapshot");
   }
   if (size > 0) std::memcpy(copy->bytes.data(), data, size);
   const uint8_t* bytes = copy->bytes.data();
@@ -713,7 +706,7 @@ Result<std::shared_ptr<RingSnapshot>> ReadCopy(int fd, uint64_t size,
                                                const SnapshotLoadOptions& options) {
   auto copy = std::make_shared<CopiedFile>();
   if (!copy->bytes.Allocate(size)) {
-    return Status(StatusCode::kOutOfMemory, "out of memory copying a snapshot");
+    return internal::OutOfMemory("copying a snapshot");
   }
   uint8_t* bytes = copy->bytes.data();
   uint64_t done = 0;

@@ -15,6 +15,7 @@
 
 #include "builder/parallel.h"
 #include "chash/snapshot.h"
+#include "flavors.h"
 #include "layout/columns.h"
 #include "out_of_memory.h"
 #include "ops/ops_internal.h"
@@ -77,24 +78,10 @@ Layout PlanLayout(const Ring& ring, const SnapshotWriteOptions& options) {
   return layout;
 }
 
-uint8_t FlavorCode(Flavor flavor) {
-  switch (flavor) {
-    case Flavor::kNginx:
-      return 0;
-    case Flavor::kPingoraV1:
-      return 1;
-    case Flavor::kPingoraV2:
-      return 2;
-    case Flavor::kResty:
-      return 3;
-  }
-  return 0xFF;
-}
-
 Status CheckWritable(const Ring& ring, const SnapshotWriteOptions& options) {
   if (ring.is_raw()) {
     return Status(StatusCode::kBadArgument,
-                  "a raw-point ring has no server list: only flavour rings have snapshots");
+                  "a raw-point ring has no server list: only flavor rings have snapshots");
   }
   if (ring.num_nodes() == 0) {
     return Status(StatusCode::kBadArgument, "the ring has no nodes: nothing to snapshot");
@@ -150,7 +137,7 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
                 .count();
   StoreU64(out + kOffCreated, static_cast<uint64_t>(created));
   out[kOffHashFunction] = kHashFunctionKetamaCrc32;
-  out[kOffFlavor] = FlavorCode(ring.flavor());
+  out[kOffFlavor] = internal::FlavorByte(ring.flavor());
   out[kOffTieBreak] = TieBreakCode(ring.tie_break());
   StoreU32(out + kOffMultiple, ring.point_multiple());
   StoreU32(out + kOffNodes, ring.num_nodes());

@@ -1,7 +1,7 @@
-// Node identities and the exact bytes each ring flavour hashes for them.
+// Node identities and the exact bytes each ring flavor hashes for them.
 //
 // A ring point chain starts from CRC32(HOST_BYTES + "\0" + PORT_BYTES). The
-// three flavours disagree on what HOST and PORT are (engine/reference/COMPATIBILITY.md §2):
+// three flavors disagree on what HOST and PORT are:
 //   nginx       the server text as written, split by nginx's scan from the
 //               end: "[::1]:7777" -> "[::1]" and "7777"; "127.0.0.2" ->
 //               "127.0.0.2" and ""; "unix:/p" -> "/p" and "".
@@ -47,7 +47,7 @@ struct SocketOrderKey {
   friend auto operator<=>(const SocketOrderKey&, const SocketOrderKey&) = default;
 };
 
-// One server as a flavour sees it.
+// One server as a flavor sees it.
 struct NodeAddress {
   std::string written;  // the text as given (what the CLI prints back)
   std::string host;     // HOST_BYTES
@@ -79,14 +79,14 @@ struct NodeAddress {
 //                         skipped, a trailing "::" must cover 2+ groups and
 //                         an embedded IPv4 is read by ngx_inet_addr and must
 //                         not be 255.255.255.255 (its INADDR_NONE)
-// tests/data/address/ records what the real nginx 1.22.1 answered for ~10,000
-// spellings; address_golden_test holds this parser to it.
+// chash's tests hold this parser to what the real nginx 1.22.1 answered for
+// ~10,000 recorded spellings.
 // PORT is 1..65535 in decimal (leading zeros allowed, hashed as written).
 // Rejects empty text, whitespace, control bytes, ',' and '#' with kBadAddress.
 Result<NodeAddress> ParseNginxAddress(std::string_view text);
 
 // pingora: accepts what Rust's `SocketAddr::from_str` accepts (recorded from
-// Rust's standard library in tests/data/address/ too):
+// Rust's standard library for chash's tests too):
 //   A.B.C.D:PORT   (octets 0..255 without leading zeros)
 //   [IPV6]:PORT    (1-4 hex digits a group, one "::", a trailing dotted quad)
 // PORT is 0..65535. IPv6 scope ids ("%eth0") are refused: pingora hashes the
@@ -98,7 +98,7 @@ Result<NodeAddress> ParsePingoraAddress(std::string_view text);
 // kBadAddress for an empty id or a longer one.
 Result<NodeAddress> ParseRestyId(std::string_view id);
 
-// Dispatches on the flavour: nginx -> ParseNginxAddress, pingora-v1/v2 ->
+// Dispatches on the flavor: nginx -> ParseNginxAddress, pingora-v1/v2 ->
 // ParsePingoraAddress, resty -> ParseRestyId; kBadArgument for a value that
 // is no Flavor.
 // Allocation: the parsers copy the text into the NodeAddress; if memory

@@ -42,8 +42,9 @@
  * the call never allocates; such calls cannot fail with
  * CHASH_E_OUT_OF_MEMORY.
  *
- * ABI: see README.md, "ABI and versions". Within a major version functions and
- * error codes are only added; the structs here keep their size and fields.
+ * ABI: libchash.so.0 (the SONAME names the major version). Within a major
+ * version functions and error codes are only added; the structs here keep
+ * their size and fields.
  */
 #ifndef CHASH_CHASH_C_H_
 #define CHASH_CHASH_C_H_
@@ -92,8 +93,10 @@ typedef enum chash_flavor {
 #define CHASH_FINGERPRINT_SIZE 32         /* SHA-256 */
 
 /* Error codes: -1 to -10 are -(the C++ chash::StatusCode); -11 and -12 are
- * the C API's own; later codes are appended, never renumbered. */
-#define CHASH_E_BAD_ADDRESS (-1)     /* address text the flavour cannot hash */
+ * the C API's own; -13 and -14 are kBadSnapshot and kUntrusted (StatusCode
+ * 11 and 12), so a C code is not always a C++ code negated: compare with
+ * these names. Later codes are appended, never renumbered. */
+#define CHASH_E_BAD_ADDRESS (-1)     /* address text the flavor cannot hash */
 #define CHASH_E_DUPLICATE_NODE (-2)  /* two nodes hash the same bytes */
 #define CHASH_E_TOO_MANY_NODES (-3)  /* more than 65,536 nodes */
 #define CHASH_E_TOO_MANY_POINTS (-4) /* weight x multiple, or the total, over the cap */
@@ -126,7 +129,7 @@ CHASH_C_API uint32_t chash_version_number(void) CHASH_C_NOEXCEPT;
 CHASH_C_API const char *chash_simd_target(void) CHASH_C_NOEXCEPT;
 CHASH_C_API const char *chash_crc32_implementation(void) CHASH_C_NOEXCEPT;
 
-/* CRC-32/IEEE (zlib's crc32()): the key hash of every flavour, so
+/* CRC-32/IEEE (zlib's crc32()): the key hash of every flavor, so
  * chash_ring_find(r, k, n) == chash_ring_find_hash(r, chash_crc32(k, n)).
  * chash_crc32_extend(chash_crc32(a), b) == chash_crc32(a then b);
  * extend(0, x) == crc32(x). No allocation; data may be NULL if len is 0. */
@@ -137,8 +140,8 @@ CHASH_C_API uint32_t chash_crc32_extend(uint32_t crc, const void *data,
 /* ---- Building a ring -------------------------------------------------------- */
 
 /* A builder of `flavor` with `point_multiple` points per weight unit
- * (0 = the flavour's default, 160; nginx and pingora v1 take only 160).
- * Errors: CHASH_E_BAD_ARGUMENT (unknown flavour), CHASH_E_BAD_MULTIPLE,
+ * (0 = the flavor's default, 160; nginx and pingora v1 take only 160).
+ * Errors: CHASH_E_BAD_ARGUMENT (unknown flavor), CHASH_E_BAD_MULTIPLE,
  * CHASH_E_OUT_OF_MEMORY, CHASH_E_NULL_ARGUMENT; *out is NULL on error. */
 CHASH_C_API int chash_builder_new(chash_flavor flavor, uint32_t point_multiple,
                                   chash_builder **out) CHASH_C_NOEXCEPT;
@@ -293,7 +296,7 @@ CHASH_C_API uint64_t chash_ring_points_generated(const chash_ring *ring) CHASH_C
 CHASH_C_API uint32_t chash_ring_nodes_with_points(const chash_ring *ring) CHASH_C_NOEXCEPT;
 /* 1 if node `node` owns a kept point, else 0 (out of range included). */
 CHASH_C_API int chash_ring_owns_points(const chash_ring *ring, uint32_t node) CHASH_C_NOEXCEPT;
-/* The flavour (CHASH_FLAVOR_*), or -1 for a raw-point ring or NULL. */
+/* The flavor (CHASH_FLAVOR_*), or -1 for a raw-point ring or NULL. */
 CHASH_C_API int chash_ring_flavor(const chash_ring *ring) CHASH_C_NOEXCEPT;
 CHASH_C_API uint32_t chash_ring_point_multiple(const chash_ring *ring) CHASH_C_NOEXCEPT;
 /* The node's address exactly as written to chash_builder_add (not

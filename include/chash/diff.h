@@ -10,7 +10,7 @@
 // intervals on which both answers are constant, so the diff is a sum of
 // interval lengths: exact, O(points of both rings), no allocation beyond
 // the per-node table. Nodes are matched across rings by BackendIdentity
-// (identity.h), so the rings may differ in flavour, multiple, node order and
+// (identity.h), so the rings may differ in flavor, multiple, node order and
 // membership. An empty ring answers no node: against a non-empty ring every
 // hash moves.
 #ifndef CHASH_DIFF_H_

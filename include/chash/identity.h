@@ -13,8 +13,10 @@
 //   u16 version        1
 //   u8  hash function  1 = ketama chain over CRC-32/IEEE: node points
 //                      crc32(HOST "\0" PORT, prev as LE u32); keys crc32(key)
-//   u8  flavour        0 nginx, 1 pingora-v1, 2 pingora-v2, 3 raw points
-//   u8  tie-break      0 config order, 1 address order, 2 explicit rank
+//   u8  flavor         0 nginx, 1 pingora-v1, 2 pingora-v2, 3 resty or raw
+//                      points (told apart by the tie-break and N = 0)
+//   u8  tie-break      0 config order, 1 address order, 2 explicit rank,
+//                      3 id order
 //   u32 point multiple (0 for raw points)
 //   u32 N, then N nodes: u32 weight, u32 length L, L bytes HOST "\0" PORT
 //     The nodes of weight > 0 (a drained node routes nothing, so draining a
@@ -32,7 +34,7 @@
 //   node id for raw rings), in ring order; u32 losers, the same two fields.
 //
 // BackendFingerprint: the backend snapshot (which servers, which weights),
-// whatever the flavour or multiple: two rings built from one snapshot have
+// whatever the flavor or multiple: two rings built from one snapshot have
 // equal ones. RingMigration compares them. O(nodes log nodes).
 //   "chash-backends" 14 bytes, u16 version 1, u32 N, then for the nodes of
 //   weight > 0 sorted by identity bytes: u32 length L, L bytes BackendIdentity,
@@ -75,7 +77,7 @@ Fingerprint PointsDigest(const Ring& ring) noexcept;
 std::string BackendIdentityBytes(const Ring& ring) noexcept;
 Fingerprint BackendFingerprint(const Ring& ring) noexcept;
 
-// The canonical name of a backend, the same whichever flavour parsed it:
+// The canonical name of a backend, the same whichever flavor parsed it:
 // an IP socket address as Rust prints it ("10.0.0.1:443", "[::1]:7777"; an
 // nginx text such as "[0::1]:07777" included), any other nginx text as
 // written ("unix:/run/a.sock", "cache-1:8080", "127.0.0.2"), and "#ID" for

@@ -18,7 +18,7 @@
 // scope, 0%): creating a migration changes no routing.
 //
 // Same snapshot. Both rings must be built from one backend snapshot (the
-// same servers and weights; flavour and multiple may differ): otherwise
+// same servers and weights; flavor and multiple may differ): otherwise
 // rolling back does not restore the old assignment (a "rollback
 // mismatch"). Create compares BackendFingerprint (identity.h) and refuses
 // a mismatch with kBadArgument naming the differences, unless
@@ -107,7 +107,7 @@ class RingMigration {
   // Ring::FindNode: one relaxed load, one relaxed increment on a per-thread
   // stripe, and while a rollout is strictly between 0% and 100% the key hash
   // (about as costly as the key's CRC32: ~14 ns for 30 bytes on a 2.1 GHz
-  // Zen core; bench/bench_ops.cc).
+  // Zen core, measured by chash's benchmarks).
   MigrationAnswer Find(std::string_view key) const noexcept;
   // Batch: nodes[i], sides[i] for keys[i], each ring's keys looked up with
   // its batch kernel in chunks of 64, for i < n = the smallest of the three

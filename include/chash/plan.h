@@ -5,7 +5,7 @@
 //   chash::Result<chash::Plan> plan = chash::PlanPointMultiples(
 //       servers, {.flavor = chash::Flavor::kNginx}, {.cv_target = 0.02, .rings = 12});
 //
-// Each candidate is a pingora-v2 ring (the flavour whose multiple is free)
+// Each candidate is a pingora-v2 ring (the flavor whose multiple is free)
 // of the same servers, built for real: CV measured is exact (the shares of
 // the 2^32 key hashes), collisions are the real ones, and the keys that move
 // from the current ring come from DiffRings.

@@ -9,7 +9,7 @@
 //
 // Points are stored as two columns in ring order (a u32 hash column and a
 // u16 node column: exactly 6 bytes a point), searched through a small 16-ary
-// S+ tree index above them (engine/layout/columns.h).
+// S+ tree index above them (MemoryUsage::index_bytes).
 // A Ring is immutable after Build and move-only; publish a new one with
 // std::shared_ptr<const Ring> and an atomic swap.
 #ifndef CHASH_RING_H_
@@ -72,14 +72,28 @@ struct RingOptions {
   uint64_t max_points = kDefaultMaxPoints;
   // Threads Build() may use, the caller's included: 0 = every hardware
   // thread (at most 64); values above 256 count as 256. The ring is
-  // bit-identical whatever the count (tests/parallel_build_test.cc); 1 keeps
+  // bit-identical whatever the count (a tested guarantee); 1 keeps
   // the build on the calling thread (a proxy that must not take every core
   // while it serves).
   uint32_t build_threads = 0;
 };
 
-// The tie-break a flavour uses (engine/reference/COMPATIBILITY.md §2).
+// The tie-break a flavor uses: kConfigOrder for nginx and pingora-v1,
+// kAddressOrder for pingora-v2, kIdOrder for resty.
 TieBreak FlavorTieBreak(Flavor flavor) noexcept;
+
+// Whether a flavor takes a point multiple other than 160: pingora-v2 and
+// resty do; nginx and pingora-v1 fix it at kDefaultPointMultiple.
+bool FlavorTakesPointMultiple(Flavor flavor) noexcept;
+
+// The one check of RingOptions that RingBuilder::Add and Build, the C API's
+// chash_builder_new and chash_builder_set_max_points, and the chash tool
+// make: a known flavor (kBadArgument), a point multiple >= 1 and 160 for a
+// flavor that fixes it (kBadMultiple), max_points in 1..kHardMaxPoints
+// (kBadArgument); build_threads takes any value. OK, or the error whose
+// message callers pass on (prefixed with their own context). Allocates only
+// the message of an error (kOutOfMemory if that fails).
+Status ValidateRingOptions(const RingOptions& options) noexcept;
 
 struct NodeInfo {
   NodeAddress address;  // written text and hashed bytes; empty for raw rings
@@ -265,7 +279,7 @@ class Ring {
 //
 // Add validates, in this order, and names the node ("node 12 '10.0.0.1:0'")
 // in any error: the options (kBadMultiple), the node count (kTooManyNodes
-// past 65,536), the address for the flavour (kBadAddress), a node that hashes
+// past 65,536), the address for the flavor (kBadAddress), a node that hashes
 // the same bytes as an earlier one (kDuplicateNode: it would own an identical
 // point chain), weight x multiple over 2^32-1 and the running total over
 // max_points (kTooManyPoints); kOutOfMemory if the node cannot be stored. A

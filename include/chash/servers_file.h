@@ -1,4 +1,4 @@
-// The servers file of the `chash` tool, also usable by embedders:
+// The servers file, one server a line (the `chash` tool reads these):
 //
 //   # comment            ('#' starts a comment anywhere on a line)
 //   10.0.0.1:443 100     ADDR [WEIGHT]; weight defaults to 1, 0 = drained
@@ -32,7 +32,7 @@ struct ServerEntry {
 // it cannot.
 
 // Splits the text into entries. Errors (kBadWeight, kBadArgument) name
-// "SOURCE:LINE". Addresses are checked later, by the ring flavour.
+// "SOURCE:LINE". Addresses are checked later, by the ring flavor.
 Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
                                                   std::string_view source_name);
 // Reads and parses a file (kIoError if it cannot be read).

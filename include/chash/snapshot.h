@@ -34,11 +34,11 @@
 //    24    8   config version     chosen by the operator; monotonic per ring
 //    32    8   created            Unix time, seconds (i64), informational
 //    40    1   hash function      1: ketama chain over CRC-32/IEEE (identity.h)
-//    41    1   flavour            0 nginx, 1 pingora-v1, 2 pingora-v2
-//    42    1   tie-break          0 config order, 1 address order (must be the
-//                                 flavour's)
+//    41    1   flavor             0 nginx, 1 pingora-v1, 2 pingora-v2, 3 resty
+//    42    1   tie-break          0 config order, 1 address order, 2 id order
+//                                 (must be the flavor's)
 //    43    1   reserved           0
-//    44    4   point multiple     160, or >= 1 for pingora-v2
+//    44    4   point multiple     160, or >= 1 for pingora-v2 and resty
 //    48    4   nodes N            1..65,536 (node table entries)
 //    52    4   points n           kept points (the columns' length)
 //    56    8   points generated   sum of weight x multiple over the node table
@@ -77,8 +77,8 @@
 //                                 `chash build --no-index`): the reader then
 //                                 builds the index itself. Otherwise (1.1):
 //                                 offset size
-//                                   0    4   layout: 1, the 16-ary S+ tree of
-//                                            engine/layout/search_index.h
+//                                   0    4   layout: 1, the 16-ary S+ tree
+//                                            whose levels follow
 //                                   4    4   levels L above the hash column
 //                                            (the least L with ceil((n + 1)
 //                                            / 16^L) <= 16)
@@ -180,7 +180,7 @@
 //               the header's file bytes (truncated or extended)
 //   magic       not a chash snapshot
 //   version     a major version this reader does not know
-//   header      header bytes, flags, reserved bytes, flavour, tie-break,
+//   header      header bytes, flags, reserved bytes, flavor, tie-break,
 //               multiple, counts or the section count out of range
 //   sections    an offset or length outside the file, misaligned, overlapping,
 //               out of order, not the length the counts imply, or nonzero
@@ -193,7 +193,7 @@
 //               (the loading one's included) while the checks below run;
 //               their failures are reported only after the signature's
 //   label       not UTF-8 text without NUL
-//   node_table  an entry overruns, an address the flavour refuses, duplicate
+//   node_table  an entry overruns, an address the flavor refuses, duplicate
 //               servers, or points generated != sum of weight x multiple
 //   hash_column hashes not strictly ascending, or a sentinel slot != UINT32_MAX
 //   node_column a node id >= N, a node of weight 0, or a tail slot != node 0
@@ -225,7 +225,7 @@
 // memory speed, one pass over each column, the index check (or build): a
 // read of every 16th hash and of the stored index, O(n), a small fraction of
 // a build; with trusted keys, the SHA-256 of the file's chunks on the other
-// hardware threads meanwhile (measured in bench/results/).
+// hardware threads meanwhile (measured by chash's benchmarks).
 #ifndef CHASH_SNAPSHOT_H_
 #define CHASH_SNAPSHOT_H_
 
@@ -339,7 +339,10 @@ struct SnapshotLoadOptions {
   // sentinels, and callers index the node table with the ids), so a damaged
   // unverified file can answer lookups wrongly but never reads outside the
   // file or returns a node id >= num_nodes(). For files this process has
-  // verified before, and for measuring what the checksum costs.
+  // verified before, and for measuring what the checksum costs. Despite its
+  // name it controls the checksum only (signatures are checked whenever
+  // trusted_keys is set); its C twin says so: chash_snapshot_options's
+  // skip_checksum. The name stays for source compatibility.
   bool verify = true;
   // Also recompute the points digest (SHA-256, 8 bytes a point: seconds for
   // 200M points) and compare it with the header's: proves the columns are

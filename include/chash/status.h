@@ -19,11 +19,11 @@ namespace chash {
 
 enum class StatusCode : uint8_t {
   kOk = 0,
-  kBadAddress,       // address text a flavour cannot hash (syntax, port, family)
+  kBadAddress,       // address text a flavor cannot hash (syntax, port, family)
   kDuplicateNode,    // two nodes hash the same bytes: identical point chains
   kTooManyNodes,     // more than kMaxNodes (65,536): node ids are u16
   kTooManyPoints,    // weight x multiple, or the ring total, over the cap
-  kBadMultiple,      // point multiple 0, or != 160 for a fixed-160 flavour
+  kBadMultiple,      // point multiple 0, or != 160 for a fixed-160 flavor
   kBadNodeId,        // a raw point names a node id >= the node count
   kBadWeight,        // weight text that is not a number in range
   kBadArgument,      // any other malformed argument (options, files)

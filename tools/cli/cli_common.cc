@@ -1,12 +1,13 @@
 #include "cli_common.h"
 
-#include <sys/resource.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "nginx_conf.h"
+#include "proc_memory.h"
 #include "progress.h"
 
 namespace chash::cli {
@@ -16,6 +17,17 @@ int Fail(std::string_view command, std::string_view message) {
                static_cast<int>(message.size()), message.data());
   return kExitUsage;
 }
+
+namespace {
+
+// Old option spelling -> the one the help text gives: `--mode` was the
+// flavor's option before the vocabulary was one (engine/README.md#glossary).
+constexpr std::pair<std::string_view, std::string_view> kOptionAliases[] = {
+    {"mode", "flavor"},
+    {"new-mode", "new-flavor"},
+};
+
+}  // namespace
 
 Result<Options> Options::Parse(const std::vector<std::string_view>& args,
                                const std::set<std::string_view>& valued,
@@ -32,6 +44,10 @@ Result<Options> Options::Parse(const std::vector<std::string_view>& args,
     if (const size_t eq = name.find('='); eq != std::string_view::npos) {
       inline_value = name.substr(eq + 1);
       name = name.substr(0, eq);
+    }
+    // The old spellings, still accepted where scripts may use them.
+    for (const auto& [old_name, canonical] : kOptionAliases) {
+      if (name == old_name && valued.count(canonical)) name = canonical;
     }
     const std::string key(name);
     if (options.values_.count(key) && !repeated.count(name)) {
@@ -100,12 +116,19 @@ Result<Ring> BuildWithProgress(const std::vector<ServerEntry>& servers, const Ri
   return BuildRingFromServers(servers, options, path);
 }
 
-}  // namespace
-
-// pingora v2 and resty take --multiple; nginx and pingora v1 fix 160.
-bool TakesMultiple(Flavor flavor) {
-  return flavor == Flavor::kPingoraV2 || flavor == Flavor::kResty;
+// Reads --OPTION K into the ring options and checks them with the library's
+// ValidateRingOptions, whose message follows the option's name.
+Status ApplyMultipleOption(const Options& options, std::string_view multiple_option,
+                           RingOptions& ring_options) {
+  Result<uint64_t> multiple = options.GetUint(multiple_option, 0, 1, UINT32_MAX);
+  if (!multiple.ok()) return multiple.status();
+  ring_options.point_multiple = static_cast<uint32_t>(multiple.value());
+  const Status valid = ValidateRingOptions(ring_options);
+  if (valid.ok()) return valid;
+  return Status(valid.code(), "--" + std::string(multiple_option) + ": " + valid.message());
 }
+
+}  // namespace
 
 Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
                                     std::string_view multiple_option) {
@@ -116,16 +139,10 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
     ring_options.flavor = flavor.value();
   }
   if (options.Has(multiple_option)) {
-    if (!TakesMultiple(ring_options.flavor)) {
-      return Status(StatusCode::kBadMultiple, "--" + std::string(multiple_option) +
-                                                  " is only for --" + std::string(mode_option) +
-                                                  " pingora-v2 or resty (" +
-                                                  std::string(FlavorName(ring_options.flavor)) +
-                                                  " uses 160 points per weight unit)");
+    if (Status status = ApplyMultipleOption(options, multiple_option, ring_options);
+        !status.ok()) {
+      return status;
     }
-    Result<uint64_t> multiple = options.GetUint(multiple_option, 0, 1, UINT32_MAX);
-    if (!multiple.ok()) return multiple.status();
-    ring_options.point_multiple = static_cast<uint32_t>(multiple.value());
   }
   return ring_options;
 }
@@ -271,11 +288,11 @@ Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view
 Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                                  std::vector<NamedSubset>* subsets) {
   if (options.Has("ring")) {
-    for (const char* name : {"servers", "mode", "multiple", "nginx-conf", "upstream"}) {
+    for (const char* name : {"servers", "flavor", "multiple", "nginx-conf", "upstream"}) {
       if (options.Has(name)) {
         return Status(StatusCode::kBadArgument,
                       std::string("--ring and --") + name +
-                          " cannot be combined: the snapshot holds the servers and the mode");
+                          " cannot be combined: the snapshot holds the servers and the flavor");
       }
     }
     if (input != nullptr) input->name = *options.Get("ring");
@@ -287,7 +304,7 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                     std::string("--") + name + " applies to a snapshot (--ring RINGFILE)");
     }
   }
-  Result<RingOptions> ring_options = RingOptionsFrom(options, "mode", "multiple");
+  Result<RingOptions> ring_options = RingOptionsFrom(options, "flavor", "multiple");
   if (!ring_options.ok()) return ring_options.status();
   Result<ServersInput> read = ReadServersInput(options);
   if (!read.ok()) return read.status();
@@ -300,24 +317,19 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
   Result<ServersInput> input = ReadServersInput(options, "new-");
   if (!input.ok()) return input.status();
   RingOptions ring_options = old_options;
-  if (const auto mode = options.Get("new-mode")) {
+  if (const auto mode = options.Get("new-flavor")) {
     Result<Flavor> flavor = ParseFlavor(*mode);
     if (!flavor.ok()) return flavor.status();
     ring_options.flavor = flavor.value();
   }
-  if (!TakesMultiple(ring_options.flavor) || ring_options.flavor != old_options.flavor) {
+  if (!FlavorTakesPointMultiple(ring_options.flavor) ||
+      ring_options.flavor != old_options.flavor) {
     ring_options.point_multiple = kDefaultPointMultiple;
   }
   if (options.Has("new-multiple")) {
-    if (!TakesMultiple(ring_options.flavor)) {
-      return Status(StatusCode::kBadMultiple,
-                    "--new-multiple is only for a pingora-v2 or resty new ring (" +
-                        std::string(FlavorName(ring_options.flavor)) +
-                        " uses 160 points per weight unit)");
+    if (Status status = ApplyMultipleOption(options, "new-multiple", ring_options); !status.ok()) {
+      return status;
     }
-    Result<uint64_t> multiple = options.GetUint("new-multiple", 0, 1, UINT32_MAX);
-    if (!multiple.ok()) return multiple.status();
-    ring_options.point_multiple = static_cast<uint32_t>(multiple.value());
   }
   return BuildServersInput(input.value(), ring_options);
 }
@@ -392,11 +404,7 @@ std::string JsonNumber(double value) {
   return text;
 }
 
-uint64_t PeakRssBytes() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
-}
+uint64_t PeakRssBytes() { return measure::ProcStatusKb("VmHWM:") * 1024; }
 
 std::string WithCommas(uint64_t value) {
   std::string digits = std::to_string(value);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "chash/chash.h"
+#include "chash/operators.h"
 
 namespace chash::cli {
 
@@ -26,6 +27,8 @@ class Options {
   // Parses args; `valued` and `flags` list the accepted names (without "--").
   // `repeated` names valued options that may be given several times
   // (--trusted-key A --trusted-key B); Get returns the last, GetAll each.
+  // The old spellings --mode and --new-mode are taken as --flavor and
+  // --new-flavor wherever those are accepted.
   static Result<Options> Parse(const std::vector<std::string_view>& args,
                                const std::set<std::string_view>& valued,
                                const std::set<std::string_view>& flags,
@@ -79,7 +82,7 @@ Result<SnapshotLoadOptions> SnapshotLoadOptionsFrom(const Options& options);
 Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view option,
                                         std::vector<NamedSubset>* subsets = nullptr);
 
-// --servers FILE or --nginx-conf FILE --upstream NAME, [--mode M]
+// --servers FILE or --nginx-conf FILE --upstream NAME, [--flavor F]
 // [--multiple K]: loads and builds the ring; `input` (if given) receives
 // the servers read. Errors name the file and line. Or --ring RINGFILE: maps
 // a snapshot (LoadRingFromSnapshotOption); the servers' and mode's options
@@ -92,7 +95,7 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
 
 // The second ring of `chash diff` and of a migrating `chash route`:
 // --new-servers FILE or --new-nginx-conf (ReadServersInput, prefix "new-";
-// default: the first ring's servers), --new-mode M (default: --mode),
+// default: the first ring's servers), --new-flavor F (default: --flavor),
 // --new-multiple K (default: --multiple when both rings are pingora-v2,
 // else 160). `old_options` is the first ring's.
 Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options);
@@ -117,7 +120,7 @@ std::string JsonString(std::string_view text);
 // A JSON number with 10 significant digits ("%.10g").
 std::string JsonNumber(double value);
 
-// Peak resident set size of this process, in bytes (getrusage).
+// Peak resident set size of this process, in bytes (VmHWM, tools/measure/).
 uint64_t PeakRssBytes();
 
 // "204,800,000".

@@ -27,6 +27,15 @@
 // 2 MiB-aligned and advised as huge pages). Each figure is the median of 5
 // rounds. Before timing, every lookup path is checked to give the same node
 // as std::lower_bound over the sorted points.
+//
+// What this shares with bench/ and what it does not: the memory fields come
+// from tools/measure/proc_memory.h, as the benchmarks' do. The timing is its
+// own on purpose: bench/ runs under Google Benchmark (its repetitions and
+// statistics, a library the tool does not ship with), while this is one
+// process a user runs once, so a median of 5 rounds on steady_clock. The
+// huge-page buffer is its own as well: bench/ allocates its baselines with
+// the engine's private AlignedArray, which the installed tool does not link
+// (its buffer only has to be placed as the columns are, not be the same code).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -44,6 +53,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "dispatch_control.h"
+#include "proc_memory.h"
 
 namespace chash::cli {
 namespace {
@@ -129,15 +139,6 @@ double MedianNsThreads(unsigned threads, size_t ops_per_thread,
     work(0);
     for (std::thread& thread : pool) thread.join();
   });
-}
-
-uint64_t AnonHugePagesKb() {
-  std::ifstream smaps("/proc/self/smaps_rollup");
-  std::string line;
-  while (std::getline(smaps, line)) {
-    if (line.rfind("AnonHugePages:", 0) == 0) return std::strtoull(line.c_str() + 14, nullptr, 10);
-  }
-  return 0;
 }
 
 struct Figures {
@@ -359,7 +360,7 @@ int RunBench(const Args& args) {
     f.mt_single_ns = f.single_ns;
     f.mt_batch_ns = f.batch_ns;
   }
-  f.anon_huge_pages_kb = AnonHugePagesKb();
+  f.anon_huge_pages_kb = measure::AnonHugePagesKb();
   {
     HugeBuffer<uint8_t> buffer(ring.memory_usage().column_bytes);
     if (buffer.data == nullptr) return Fail("bench", "out of memory for the floor buffer");

@@ -37,14 +37,14 @@ void PrintRing(const char* label, const Ring& ring, const std::string& path) {
 
 int RunDiff(const Args& args) {
   std::set<std::string_view> valued = {
-      "servers",  "mode",       "multiple", "new-servers",    "new-mode",    "new-multiple",
+      "servers",  "flavor",       "multiple", "new-servers",    "new-flavor",    "new-multiple",
       "rollout",  "new-ring",   "plot",     "nginx-conf",     "upstream",    "new-nginx-conf",
       "new-upstream"};
   valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
   Result<Options> parsed = Options::Parse(args, valued, {"json"}, kSnapshotRepeated);
   if (!parsed.ok()) return Fail("diff", parsed.status().message());
   const Options& options = parsed.value();
-  Result<RingOptions> old_options = RingOptionsFrom(options, "mode", "multiple");
+  Result<RingOptions> old_options = RingOptionsFrom(options, "flavor", "multiple");
   if (!old_options.ok()) return Fail("diff", old_options.status().message());
   Result<Ring> old_ring = LoadRingFromOptions(options);
   if (!old_ring.ok()) return Fail("diff", old_ring.status().message());
@@ -56,9 +56,9 @@ int RunDiff(const Args& args) {
   }
   if (options.Has("new-ring") &&
       (options.Has("new-servers") || options.Has("new-nginx-conf") || options.Has("new-upstream") ||
-       options.Has("new-mode") || options.Has("new-multiple"))) {
+       options.Has("new-flavor") || options.Has("new-multiple"))) {
     return Fail("diff", "--new-ring cannot be combined with --new-servers, --new-nginx-conf, "
-                        "--new-upstream, --new-mode or --new-multiple");
+                        "--new-upstream, --new-flavor or --new-multiple");
   }
   if (options.Has("ring") && !options.Has("new-ring") && !options.Has("new-servers") &&
       !options.Has("new-nginx-conf")) {

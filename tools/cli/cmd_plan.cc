@@ -42,7 +42,7 @@ Result<std::vector<uint32_t>> ParseMultiples(const std::string& text) {
 int RunPlan(const Args& args) {
   Result<Options> parsed = Options::Parse(
       args,
-      {"servers", "mode", "multiple", "cv-target", "rings", "multiples", "max-points", "plot",
+      {"servers", "flavor", "multiple", "cv-target", "rings", "multiples", "max-points", "plot",
        "nginx-conf", "upstream"},
       {"json"});
   if (!parsed.ok()) return Fail("plan", parsed.status().message());
@@ -50,7 +50,7 @@ int RunPlan(const Args& args) {
   Result<ServersInput> input = ReadServersInput(options);
   if (!input.ok()) return Fail("plan", input.status().message());
   const std::optional<std::string> path = input.value().name;
-  Result<RingOptions> current = RingOptionsFrom(options, "mode", "multiple");
+  Result<RingOptions> current = RingOptionsFrom(options, "flavor", "multiple");
   if (!current.ok()) return Fail("plan", current.status().message());
   PlanOptions plan_options;
   if (const auto text = options.Get("cv-target")) {

@@ -151,8 +151,8 @@ uint32_t NginxSkipDown(const Ring& ring, std::string_view key, const std::vector
 
 int RunRoute(const Args& args) {
   std::set<std::string_view> valued = {
-      "servers",  "mode",         "multiple", "keys",  "down",       "subset",
-      "new-servers", "new-mode",  "new-multiple", "rollout", "scope", "seed",
+      "servers",  "flavor",         "multiple", "keys",  "down",       "subset",
+      "new-servers", "new-flavor",  "new-multiple", "rollout", "scope", "seed",
       "nginx-conf", "upstream",   "new-nginx-conf", "new-upstream", "new-ring"};
   valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
   Result<Options> options = Options::Parse(args, valued, {"allow-mismatch"}, kSnapshotRepeated);
@@ -168,7 +168,7 @@ int RunRoute(const Args& args) {
   const bool masked = opts.Has("down") || opts.Has("subset");
   const bool migrating = opts.Has("rollout");
   for (const char* name :
-       {"new-servers", "new-mode", "new-multiple", "scope", "seed", "allow-mismatch",
+       {"new-servers", "new-flavor", "new-multiple", "scope", "seed", "allow-mismatch",
         "new-nginx-conf", "new-upstream", "new-ring"}) {
     if (opts.Has(name) && !migrating) {
       return Fail("route", std::string("--") + name + " needs --rollout (a migration)");
@@ -183,11 +183,11 @@ int RunRoute(const Args& args) {
                          "needs --ring and --new-ring (the subset stored in each)");
   }
   if (opts.Has("new-ring")) {
-    for (const char* name : {"new-servers", "new-mode", "new-multiple", "new-nginx-conf",
+    for (const char* name : {"new-servers", "new-flavor", "new-multiple", "new-nginx-conf",
                              "new-upstream"}) {
       if (opts.Has(name)) {
         return Fail("route", std::string("--new-ring cannot be combined with --") + name +
-                                 " (the snapshot carries its servers, mode and multiple)");
+                                 " (the snapshot carries its servers, flavor and multiple)");
       }
     }
   }
@@ -242,7 +242,7 @@ int RunRoute(const Args& args) {
   std::unique_ptr<RingMigration> migration;
   NodeMask side_masks[2];
   if (migrating) {
-    Result<RingOptions> old_options = RingOptionsFrom(opts, "mode", "multiple");
+    Result<RingOptions> old_options = RingOptionsFrom(opts, "flavor", "multiple");
     if (!old_options.ok()) return Fail("route", old_options.status().message());
     std::vector<NamedSubset> new_subsets;
     Result<Ring> new_ring = opts.Has("new-ring")

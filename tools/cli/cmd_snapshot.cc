@@ -87,7 +87,7 @@ int RunKeygen(const Args& args) {
 
 int RunBuild(const Args& args) {
   Result<Options> parsed = Options::Parse(
-      args, {"servers", "mode", "multiple", "subset", "config-version", "label", "sign", "out",
+      args, {"servers", "flavor", "multiple", "subset", "config-version", "label", "sign", "out",
              "from"},
       {"no-index"}, {"subset"});
   if (!parsed.ok()) return Fail("build", parsed.status().message());
@@ -110,9 +110,9 @@ int RunBuild(const Args& args) {
   if (const auto from = options.Get("from")) {
     // A new version of an existing snapshot's servers: how a rollback is
     // published (the old ring, under a higher config version).
-    for (const char* name : {"servers", "mode", "multiple"}) {
+    for (const char* name : {"servers", "flavor", "multiple"}) {
       if (options.Has(name)) {
-        return Fail("build", std::string("--from takes the servers and mode from the snapshot; "
+        return Fail("build", std::string("--from takes the servers and flavor from the snapshot; "
                                          "--") + name + " cannot be combined with it");
       }
     }

@@ -48,7 +48,7 @@ std::string SharesJson(const std::vector<NodeShare>& shares) {
 }  // namespace
 
 int RunStats(const Args& args) {
-  std::set<std::string_view> valued = {"servers", "mode",       "multiple",
+  std::set<std::string_view> valued = {"servers", "flavor",       "multiple",
                                        "plot",    "nginx-conf", "upstream"};
   valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
   Result<Options> options = Options::Parse(args, valued, {"json"}, kSnapshotRepeated);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "chash/chash.h"
+#include "chash/operators.h"
 
 namespace chash::cli {
 

@@ -19,9 +19,10 @@ constexpr std::string_view kServersInput = R"(
 )";
 
 constexpr std::string_view kRingShape = R"(
-  --mode M              nginx (default), pingora-v1, pingora-v2 or resty
+  --flavor F            nginx (default), pingora-v1, pingora-v2 or resty
                         (OpenResty's resty.chash: the first field of a
-                        servers line is an opaque id, hashed as is)
+                        servers line is an opaque id, hashed as is);
+                        --mode F is the old spelling, still accepted
   --multiple K          points per weight unit, pingora-v2 and resty only
                         (default 160)
 )";
@@ -37,7 +38,8 @@ constexpr std::string_view kNewRing = R"(
   --new-servers NEW     the new ring's servers file (default: --servers)
   --new-nginx-conf FILE the new ring's nginx config (default: --nginx-conf)
   --new-upstream NAME   the new ring's upstream (default: --upstream)
-  --new-mode M2         the new ring's mode (default: --mode)
+  --new-flavor F2       the new ring's flavor (default: --flavor; the old
+                        spelling --new-mode is still accepted)
   --new-multiple K2     the new ring's multiple, pingora-v2 and resty only
                         (default: --multiple when both rings take one)
   --new-ring RINGFILE   the new ring from a snapshot file (with --ring)
@@ -66,8 +68,8 @@ constexpr std::array kCommands = {
     Command{
         .name = "route",
         .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME | --ring RINGFILE)\n"
-                    "       [--mode M] [--multiple K] [--keys FILE] [--down FILE] [--subset FILE|NAME]\n"
-                    "       [--rollout F [--new-servers NEW | --new-ring RINGFILE] [--new-mode M2]\n"
+                    "       [--flavor F] [--multiple K] [--keys FILE] [--down FILE] [--subset FILE|NAME]\n"
+                    "       [--rollout F [--new-servers NEW | --new-ring RINGFILE] [--new-flavor F2]\n"
                     "        [--new-multiple K2] [--scope in|out] [--seed N] [--allow-mismatch]]",
         .summary = "route keys to servers",
         .description =
@@ -101,7 +103,7 @@ counted on stderr.)",
     Command{
         .name = "stats",
         .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME | --ring RINGFILE)\n"
-                    "       [--mode M] [--multiple K] [--json] [--plot FILE.svg]",
+                    "       [--flavor F] [--multiple K] [--json] [--plot FILE.svg]",
         .summary = "points, collisions, memory, evenness and identity of a ring",
         .description =
             R"(Builds (or maps) the ring and prints its points, collisions, memory, build
@@ -122,14 +124,14 @@ digest (the points as built) and backends (the servers and weights).)",
         .name = "diff",
         .synopsis = "(--servers OLD | --nginx-conf FILE --upstream NAME | --ring RINGFILE)\n"
                     "       [--new-servers NEW | --new-nginx-conf FILE | --new-upstream NAME | --new-ring RINGFILE]\n"
-                    "       [--mode M] [--multiple K] [--new-mode M2] [--new-multiple K2]\n"
+                    "       [--flavor F] [--multiple K] [--new-flavor F2] [--new-multiple K2]\n"
                     "       [--rollout F] [--json] [--plot FILE.svg]",
         .summary = "the exact share of keys that moves between two rings",
         .description =
             R"(Merges the points of the old and the new ring (no sampling) and prints the
 share of the 2^32 key hashes whose server changes, per server (moved out,
 moved in), and the share expected to move at a rollout. Servers are matched
-by address, so the rings may differ in mode, multiple, order and members.)",
+by address, so the rings may differ in flavor, multiple, order and members.)",
         .options = R"(
   --new-ring RINGFILE   the new ring from a snapshot file
   --rollout F           also print the share that moves with F (0..1 or
@@ -144,7 +146,7 @@ by address, so the rings may differ in mode, multiple, order and members.)",
     },
     Command{
         .name = "plan",
-        .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME) [--mode M] [--multiple K]\n"
+        .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME) [--flavor F] [--multiple K]\n"
                     "       [--cv-target X] [--rings R] [--multiples K1,K2,...] [--max-points N]\n"
                     "       [--json] [--plot FILE.svg]",
         .summary = "choose a point multiple for this fleet",
@@ -152,7 +154,7 @@ by address, so the rings may differ in mode, multiple, order and members.)",
             R"(Builds a pingora-v2 ring for each candidate multiple K and prints its CV
 predicted and measured, collisions, bytes for one ring, for R rings and for
 one ring with R masks, and the share of keys that moves from the current ring
-(--mode, --multiple); then recommends the smallest K whose measured CV is
+(--flavor, --multiple); then recommends the smallest K whose measured CV is
 within the target.)",
         .options = R"(
   --cv-target X         the CV to meet, as 0.02 or 2% (default 2%)
@@ -207,7 +209,7 @@ prints the key id.)",
     },
     Command{
         .name = "build",
-        .synopsis = "--servers FILE [--mode M] [--multiple K] [--subset NAME=FILE]...\n"
+        .synopsis = "--servers FILE [--flavor F] [--multiple K] [--subset NAME=FILE]...\n"
                     "       [--config-version N] [--label TEXT] [--sign BASE] [--no-index] --out RINGFILE\n"
                     "   or: chash build --from OLD_RINGFILE --config-version N [--label TEXT]\n"
                     "       [--sign BASE] --out RINGFILE",
@@ -228,7 +230,7 @@ config version: the way to roll back.)",
                         then builds its own; by default it is stored, about
                         4.7% of the columns, and shared by every process
                         that maps the file)
-  --from OLD_RINGFILE   take the servers, mode and subsets of a snapshot
+  --from OLD_RINGFILE   take the servers, flavor and subsets of a snapshot
 )",
         .ring_shape = true,
     },
@@ -277,7 +279,7 @@ servers file:
   One "ADDR [WEIGHT]" a line; weight 1 by default, 0 = drained (keeps its
   id, owns no points); '#' starts a comment; blank lines are skipped. ADDR as
   in an nginx server line: 10.0.0.1:443, [::1]:7777, 127.0.0.2, unix:/path,
-  name:port (pingora modes need IP:PORT).
+  name:port (the pingora flavors need IP:PORT).
 
 exit status:
   0 on success; 2 on any error (a bad option, file, server or snapshot), with

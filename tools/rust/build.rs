@@ -1,7 +1,7 @@
 // Finds libchash and tells cargo how to link it, in this order:
 //
 // 1. CHASH_PREFIX=DIR: an installed chash (DIR/include/chash/chash_c.h and
-//    DIR/lib*/libchash*). Its pkg-config file is used when it has one.
+//    DIR/lib*/pkgconfig/chash.pc, whose link line is used).
 // 2. CHASH_LIB_DIR=DIR: a cmake build folder of this repository holding
 //    libchash.a (tools/rust/test passes the one tools/test builds).
 // 3. `pkg-config chash`: a chash installed system-wide.
@@ -86,26 +86,35 @@ fn link_prefix(prefix: &Path) {
     if !pc_path.is_empty() && link_pkg_config("chash", Some(&pc_path.join(":"))) {
         return;
     }
-    let Some(libdir) = libdirs.iter().find(|d| has_library(d, "chash")) else {
-        fail(&format!("CHASH_PREFIX={}: no libchash under lib/", prefix.display()));
-    };
-    println!("cargo:rustc-link-search=native={}", libdir.display());
-    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", libdir.display());
-    println!("cargo:rustc-link-lib=chash");
-    link_dependencies();
+    // Every install has chash.pc (shared or static-only): its link line is
+    // the one source of libchash's dependencies.
+    fail(&format!(
+        "CHASH_PREFIX={}: no lib*/pkgconfig/chash.pc there (cmake --install writes it)",
+        prefix.display()
+    ));
 }
 
 fn has_library(dir: &Path, name: &str) -> bool {
     ["a", "so"].iter().any(|ext| dir.join(format!("lib{name}.{ext}")).exists())
 }
 
-// What libchash.a needs from the system: Highway (Debian ships it shared
-// only), libsodium (SHA-256, Ed25519), libcrypto (OpenSSL: SHA-256 of the
-// chunks a snapshot signature covers) and xxHash (snapshot checksums), the
-// C++ runtime and threads (parallel builds).
-fn link_dependencies() {
-    for lib in ["hwy_contrib", "hwy", "sodium", "crypto", "xxhash", "stdc++", "m", "pthread"] {
-        println!("cargo:rustc-link-lib={lib}");
+// What libchash.a needs from the system (Highway, libsodium, libcrypto,
+// xxHash, the C++ runtime, threads), as CMake wrote it beside the archive:
+// chash-link-deps.txt holds the line chash.pc gives, so it is stated once.
+fn link_dependencies(dir: &Path) {
+    let file = dir.join("chash-link-deps.txt");
+    println!("cargo:rerun-if-changed={}", file.display());
+    let line = std::fs::read_to_string(&file).unwrap_or_else(|err| {
+        fail(&format!("{}: {err} (reconfigure that build folder with cmake)", file.display()))
+    });
+    for flag in line.split_whitespace() {
+        if let Some(lib) = flag.strip_prefix("-l") {
+            println!("cargo:rustc-link-lib={lib}");
+        } else if flag == "-pthread" {
+            println!("cargo:rustc-link-lib=pthread");
+        } else {
+            fail(&format!("{}: unexpected flag '{flag}'", file.display()));
+        }
     }
 }
 
@@ -118,7 +127,7 @@ fn link_build_dir(dir: &Path) {
     println!("cargo:rerun-if-changed={}", library.display());
     println!("cargo:rustc-link-search=native={}", dir.display());
     println!("cargo:rustc-link-lib=static=chash");
-    link_dependencies();
+    link_dependencies(dir);
 }
 
 fn run(command: &mut Command, what: &str) {
@@ -176,5 +185,5 @@ fn link_repository_build() {
     }
     println!("cargo:rustc-link-search=native={}", build.display());
     println!("cargo:rustc-link-lib=static=chash");
-    link_dependencies();
+    link_dependencies(&build);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "chash/chash.h"
+#include "chash/operators.h"
 #include "chash/chash_c.h"
 
 int main(int argc, char** argv) {

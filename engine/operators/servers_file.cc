@@ -95,21 +95,17 @@ Result<std::string> ReadFileBytes(const std::string& path) {
 
 Result<std::vector<ServerEntry>> ParseServersText(std::string_view text,
                                                   std::string_view source_name) {
-  try {
-    return ParseServersTextOrThrow(text, source_name);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("parsing a servers file");
-  }
+  return internal::CatchOutOfMemory("parsing a servers file",
+                                    [&] { return ParseServersTextOrThrow(text, source_name); });
 }
 
 Result<std::vector<ServerEntry>> ReadServersFile(const std::string& path) {
-  try {
-    Result<std::string> bytes = ReadFileBytes(path);
-    if (!bytes.ok()) return Status(bytes.status());
-    return ParseServersTextOrThrow(bytes.value(), path);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("reading a servers file");
-  }
+  return internal::CatchOutOfMemory(
+      "reading a servers file", [&]() -> Result<std::vector<ServerEntry>> {
+        Result<std::string> bytes = ReadFileBytes(path);
+        if (!bytes.ok()) return Status(bytes.status());
+        return ParseServersTextOrThrow(bytes.value(), path);
+      });
 }
 
 Result<Ring> BuildRingFromServers(const std::vector<ServerEntry>& servers,

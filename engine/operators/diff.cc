@@ -92,11 +92,9 @@ RingDiff DiffRingsOrThrow(const Ring& old_ring, const Ring& new_ring) {
 }  // namespace
 
 Result<RingDiff> DiffRings(const Ring& old_ring, const Ring& new_ring) {
-  try {
+  return internal::CatchOutOfMemory("diffing two rings", [&]() -> Result<RingDiff> {
     return DiffRingsOrThrow(old_ring, new_ring);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("diffing two rings");
-  }
+  });
 }
 
 }  // namespace chash

@@ -88,11 +88,9 @@ Result<Plan> PlanOrThrow(const std::vector<ServerEntry>& servers, const RingOpti
 
 Result<Plan> PlanPointMultiples(const std::vector<ServerEntry>& servers, const RingOptions& current,
                                 const PlanOptions& options, std::string_view source_name) {
-  try {
+  return internal::CatchOutOfMemory("planning point multiples", [&] {
     return PlanOrThrow(servers, current, options, source_name);
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("planning point multiples");
-  }
+  });
 }
 
 }  // namespace chash

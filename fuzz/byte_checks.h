@@ -23,7 +23,7 @@ namespace chash::fuzz {
 size_t RunCrc32Check(const uint8_t* data, size_t size);
 
 // Input: U8 mode, then text.
-//   mode bit 0 clear: the text is one address. For each flavour the
+//   mode bit 0 clear: the text is one address. For each flavor the
 //     engine's parser must accept exactly what address_model.h accepts and
 //     produce its HOST and PORT bytes (and, for pingora, its socket order).
 //     The first 16 bytes also go through FormatIpv6 against Rfc5952.
@@ -31,7 +31,7 @@ size_t RunCrc32Check(const uint8_t* data, size_t size);
 //     an independent model of servers_file.h (entries, or the error code and
 //     its line), every address in it is checked as above, and
 //     BuildRingFromServers must agree with the reference ring on the status
-//     code, naming the line of a failing entry; flavour ((mode/2) & 3) % 3,
+//     code, naming the line of a failing entry; flavor ((mode/2) & 3) % 3,
 //     pingora v2 multiple 1 + mode/8, at most 20,000 points.
 // Returns the number of addresses compared.
 size_t RunParserCheck(const uint8_t* data, size_t size);

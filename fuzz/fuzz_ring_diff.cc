@@ -1,5 +1,5 @@
 // libFuzzer target: the ring differential (ring_case.h). Engine and
-// reference build the same flavour ring, then every lookup is compared on
+// reference build the same flavor ring, then every lookup is compared on
 // every SIMD target.
 #include "ring_case.h"
 

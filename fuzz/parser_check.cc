@@ -173,7 +173,7 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
   const Result<reference::ReferenceRing> ref =
       reference::ReferenceRing::Build(flavor, multiple, servers, kServersMaxPoints);
   description +=
-      "\nflavour " + std::string(FlavorName(flavor)) + ", multiple " + std::to_string(multiple);
+      "\nflavor " + std::string(FlavorName(flavor)) + ", multiple " + std::to_string(multiple);
   if (ring.status().code() != ref.status().code()) {
     Fail("BuildRingFromServers: engine " + ring.status().ToString() + ", reference " +
              ref.status().ToString(),

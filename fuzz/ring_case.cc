@@ -213,7 +213,7 @@ RingCase DecodeRingCase(const uint8_t* data, size_t size) {
 }
 
 std::string RingCase::Describe() const {
-  std::string out = "ring case: flavour " + FlavorText(flavor) + ", multiple " +
+  std::string out = "ring case: flavor " + FlavorText(flavor) + ", multiple " +
                     std::to_string(point_multiple) + ", max_points " + std::to_string(max_points) +
                     ", " + std::to_string(servers.size()) + " servers, " +
                     std::to_string(keys.size()) + " keys, " + std::to_string(hashes.size()) +

@@ -1,10 +1,10 @@
-// The ring differential: a fuzz input decodes to a flavour, options, a node
+// The ring differential: a fuzz input decodes to a flavor, options, a node
 // list and keys; the ring is built by the engine (RingBuilder) and by the
 // reference continuum, which must both accept, or both reject with the same
 // StatusCode; then every lookup must agree on every SIMD target.
 //
 // Input format (FuzzReader; RingCaseWriter writes it):
-//   U8 flavour (% 3)     U8 option bits: 0-1 multiple mode, 2-3 cap mode
+//   U8 flavor (% 3)     U8 option bits: 0-1 multiple mode, 2-3 cap mode
 //   [multiple]           mode 0: the default 160; pingora v2 only: 1: 1+U8,
 //                        2: U16, 3: U32 (mode 3 also for nginx/v1: kBadMultiple)
 //   [cap]                mode 0: kFuzzMaxPoints; 1: U16; 2: U8;

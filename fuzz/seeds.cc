@@ -154,7 +154,7 @@ void AddRingSeeds(std::vector<Seed>& seeds) {
         }));
   }
 
-  // Flavours and address forms.
+  // Flavors and address forms.
   {
     RingCaseWriter w(Flavor::kPingoraV1);
     for (uint8_t form = 0; form < kIpv6TextForms; ++form) {
@@ -625,7 +625,7 @@ void AddParserSeeds(std::vector<Seed>& seeds) {
       {"hash_sign", "10.0.0.1:80#", false, false},
       {"space", "10.0.0.1 :80", false, false},
       {"empty", "", false, false},
-      // Flavour names (ParseFlavor); a host name to nginx.
+      // Flavor names (ParseFlavor); a host name to nginx.
       {"flavor_name_nginx", "nginx", true, false},
       {"flavor_name_pingora_v1", "pingora-v1", true, false},
       {"flavor_name_pingora_v2", "pingora-v2", true, false},

@@ -23,7 +23,7 @@ namespace chash::fuzz {
 std::string RunSnapshotCheck(const uint8_t* data, size_t size);
 
 // The bytes of a small valid snapshot for seeds: a ring of `nodes` IPv4
-// servers (weights 1 + i % 3, every fifth drained) in flavour (0 nginx,
+// servers (weights 1 + i % 3, every fifth drained) in flavor (0 nginx,
 // 1 pingora-v1, 2 pingora-v2 with `multiple`), `subsets` named subsets, a
 // label, signed with a fixed test key when `sign` (FuzzSigningKey), with
 // the search index stored unless `store_index` is false.

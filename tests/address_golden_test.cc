@@ -1,8 +1,8 @@
 // Address acceptance grounded in the real programs, not in our model of them:
 // tests/data/address/ holds what Debian's nginx 1.22.1 (`nginx -t`, one
 // `server` line a config) and Rust's `SocketAddr::from_str` answered for the
-// same spellings (see its README for the commands). chash's nginx-flavour
-// and pingora-flavour parsers, and the reference ring's own parser, must give
+// same spellings (see its README for the commands). chash's nginx-flavor
+// and pingora-flavor parsers, and the reference ring's own parser, must give
 // the same verdicts, except where chash refuses on purpose (each exception
 // below says why).
 #include <map>
@@ -145,7 +145,7 @@ TEST(AddressGolden, FilesHoldTheSameSpellings) {
   }
 }
 
-TEST(AddressGolden, NginxFlavourTakesWhatNginxTakes) {
+TEST(AddressGolden, NginxFlavorTakesWhatNginxTakes) {
   for (const auto& [name, parse] : kParsers) {
     std::string mismatches;
     int count = 0;
@@ -163,7 +163,7 @@ TEST(AddressGolden, NginxFlavourTakesWhatNginxTakes) {
   }
 }
 
-TEST(AddressGolden, PingoraFlavoursTakeWhatRustTakesAndHashItsDisplay) {
+TEST(AddressGolden, PingoraFlavorsTakeWhatRustTakesAndHashItsDisplay) {
   for (const auto& [name, parse] : kParsers) {
     std::string mismatches;
     int count = 0;
@@ -192,7 +192,7 @@ TEST(AddressGolden, PingoraFlavoursTakeWhatRustTakesAndHashItsDisplay) {
 }
 
 // The two parsers agree on the bytes hashed for every spelling, in every
-// flavour (the golden files cannot show nginx's split: `nginx -t` does not
+// flavor (the golden files cannot show nginx's split: `nginx -t` does not
 // print it).
 TEST(AddressGolden, EngineAndReferenceHashTheSameBytes) {
   for (const Flavor flavor : {Flavor::kNginx, Flavor::kPingoraV1}) {

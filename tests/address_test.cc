@@ -1,4 +1,4 @@
-// Address parsing per flavour: the exact bytes hashed, and clear refusals.
+// Address parsing per flavor: the exact bytes hashed, and clear refusals.
 #include <string>
 
 #include "test_util.h"

@@ -249,7 +249,7 @@ Ring BuildOrDie(Flavor flavor, uint32_t multiple, uint32_t count) {
   return ring.ok() ? std::move(ring).value() : Ring();
 }
 
-TEST(AllocFailureTest, BuildEveryFlavour) {
+TEST(AllocFailureTest, BuildEveryFlavor) {
   struct Case {
     const char* name;
     Flavor flavor;

@@ -1,5 +1,5 @@
 // The engine against the reference continuum on thousands of random rings:
-// every flavour, several multiples, IPv4/IPv6/names, 1..2,000 nodes, weights
+// every flavor, several multiples, IPv4/IPv6/names, 1..2,000 nodes, weights
 // 1..10. Checked: the whole ring in order, every boundary hash (0, 2^32-1,
 // each point and +-1, which decide every answer) on the default target, then
 // on every SIMD target, each forced in turn, 512 of those hashes drawn at
@@ -88,7 +88,7 @@ void ExpectSameRing(const RingSpec& spec, std::mt19937_64& rng) {
 }
 
 // 2,000 rings (scaled by CHASH_TEST_SCALE): most small, some up to 2,000
-// nodes; every flavour; v2 multiples from 1 to 160.
+// nodes; every flavor; v2 multiples from 1 to 160.
 TEST(Differential, RandomRingsMatchTheReference) {
   std::mt19937_64 rng(20261130);
   const size_t rings = testing::Scaled(2000, 30);

@@ -45,21 +45,21 @@ NodeMask RandomMask(uint32_t nodes, double up_fraction, std::mt19937& rng) {
   return mask;
 }
 
-struct FlavourCase {
+struct FlavorCase {
   std::string servers;
   Flavor flavor;
   uint32_t multiple;
   std::vector<double> up_fractions;  // one random mask each; 0: one node up
 };
 
-void PrintTo(const FlavourCase& c, std::ostream* out) {
+void PrintTo(const FlavorCase& c, std::ostream* out) {
   *out << c.servers << " " << FlavorName(c.flavor) << " x" << c.multiple;
 }
 
-class MaskedEqualsSubsetRing : public ::testing::TestWithParam<FlavourCase> {};
+class MaskedEqualsSubsetRing : public ::testing::TestWithParam<FlavorCase> {};
 
 TEST_P(MaskedEqualsSubsetRing, ForRandomMasks) {
-  const FlavourCase& c = GetParam();
+  const FlavorCase& c = GetParam();
   const std::vector<ServerEntry> servers = LoadServers(c.servers);
   const RingOptions options{.flavor = c.flavor, .point_multiple = c.multiple};
   const Ring ring = testing::MustBuild(servers, options);
@@ -119,11 +119,11 @@ TEST_P(MaskedEqualsSubsetRing, ForRandomMasks) {
 INSTANTIATE_TEST_SUITE_P(
     Rings, MaskedEqualsSubsetRing,
     ::testing::Values(
-        FlavourCase{"nginx/a.servers", Flavor::kNginx, 160, {0.9, 0.7, 0.5, 0.3, 0.2, 0.0}},
-        FlavourCase{"nginx/d.servers", Flavor::kNginx, 160, {0.8, 0.3}},
-        FlavourCase{"pingora/servers_50.txt", Flavor::kPingoraV1, 160, {0.9, 0.5, 0.2, 0.0}},
-        FlavourCase{"pingora/servers_50.txt", Flavor::kPingoraV2, 160, {0.9, 0.5, 0.2, 0.0}}),
-    [](const ::testing::TestParamInfo<FlavourCase>& param) {
+        FlavorCase{"nginx/a.servers", Flavor::kNginx, 160, {0.9, 0.7, 0.5, 0.3, 0.2, 0.0}},
+        FlavorCase{"nginx/d.servers", Flavor::kNginx, 160, {0.8, 0.3}},
+        FlavorCase{"pingora/servers_50.txt", Flavor::kPingoraV1, 160, {0.9, 0.5, 0.2, 0.0}},
+        FlavorCase{"pingora/servers_50.txt", Flavor::kPingoraV2, 160, {0.9, 0.5, 0.2, 0.0}}),
+    [](const ::testing::TestParamInfo<FlavorCase>& param) {
       // "nginx_a_servers_nginx", "pingora_servers_50_txt_pingora_v1", ...
       std::string name = param.param.servers + "_" + std::string(FlavorName(param.param.flavor));
       for (char& c : name) {

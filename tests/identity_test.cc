@@ -133,7 +133,7 @@ TEST(RingIdentity, FollowsRoutingNotSpelling) {
   EXPECT_EQ(PointsDigest(testing::MustBuild(drained, v2)),
             PointsDigest(testing::MustBuild(removed, v2)));
   EXPECT_NE(RingFingerprint(testing::MustBuild(drained, v2)), RingFingerprint(base));
-  // Another multiple, flavour or weight is another ring.
+  // Another multiple, flavor or weight is another ring.
   EXPECT_NE(RingFingerprint(
                 testing::MustBuild(servers, {.flavor = Flavor::kPingoraV2, .point_multiple = 17})),
             RingFingerprint(base));
@@ -147,9 +147,9 @@ TEST(RingIdentity, FollowsRoutingNotSpelling) {
   EXPECT_EQ(RingFingerprint(Ring()).Hex().size(), 64u);
 }
 
-// One backend snapshot, rings of every flavour and multiple: one backend
+// One backend snapshot, rings of every flavor and multiple: one backend
 // fingerprint. A changed weight or server is another snapshot.
-TEST(BackendIdentityTest, SameSnapshotAcrossFlavours) {
+TEST(BackendIdentityTest, SameSnapshotAcrossFlavors) {
   const std::vector<ServerEntry> five = LoadServers("pingora/servers_5.txt");
   const Fingerprint expected = BackendFingerprint(testing::MustBuild(five, {}));
   EXPECT_EQ(expected.Hex(), "6ad94c211635d4c6a992edba735c5557295742b99d65ef80318b372fcd666573");

@@ -220,7 +220,7 @@ TEST(MigrationSnapshot, RefusesADifferentSnapshotUnlessAllowed) {
       old_ring, Shared(six, {.flavor = Flavor::kPingoraV1}), {.allow_backend_mismatch = true});
   ASSERT_TRUE(allowed.ok());
   EXPECT_FALSE(allowed.value()->backends_match());
-  // Same snapshot, another flavour and multiple (the Cloudflare migration).
+  // Same snapshot, another flavor and multiple (the Cloudflare migration).
   EXPECT_TRUE(RingMigration::Create(
                   old_ring, Shared(five, {.flavor = Flavor::kPingoraV2, .point_multiple = 16}))
                   .ok());

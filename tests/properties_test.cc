@@ -23,7 +23,7 @@ std::vector<uint32_t> BoundariesOfBoth(const Ring& a, const Ring& b) {
   return hashes;
 }
 
-// A random ring of the round's flavour (rounds cycle through the three).
+// A random ring of the round's flavor (rounds cycle through the three).
 testing::RingSpec RoundSpec(std::mt19937_64& rng, size_t round, uint32_t min_nodes) {
   const Flavor flavor = static_cast<Flavor>(round % 3);
   const uint32_t multiple = flavor == Flavor::kPingoraV2 ? 1 + rng() % 40 : 160;

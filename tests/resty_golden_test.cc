@@ -1,4 +1,4 @@
-// The resty flavour against answers recorded from the real resty.chash
+// The resty flavor against answers recorded from the real resty.chash
 // (lua-resty-balancer, tests/data/PROVENANCE.md): every key of ra, rb and
 // ra_walk (node and point position), every 12-point walk of ra_walk, every
 // step of re.ops, through the library, the reference ring and `chash route
@@ -363,7 +363,7 @@ TEST(RestyGolden, ApisixIdsRouteAsNginxHashConsistent) {
   }
 }
 
-// A resty ring's snapshot: flavour and tie-break bytes, ids with NUL bytes,
+// A resty ring's snapshot: flavor and tie-break bytes, ids with NUL bytes,
 // the same fingerprint and answers after a round trip.
 TEST(RestyFlavor, SnapshotRoundTrip) {
   Nodes nodes = ReadNodes("ra");
@@ -387,7 +387,7 @@ TEST(RestyFlavor, SnapshotRoundTrip) {
   for (const Answer& answer : ReadAnswers("ra.csv")) {
     ASSERT_EQ(back.FindNode(answer.key), ring.FindNode(answer.key)) << answer.key;
   }
-  // The flavour byte is checked: a resty header with pingora v1's multiple
+  // The flavor byte is checked: a resty header with pingora v1's multiple
   // rule would refuse multiple 16, resty takes it.
   RingBuilder sixteen({.flavor = Flavor::kResty, .point_multiple = 16});
   ASSERT_TRUE(sixteen.Add("a", 1).ok());

@@ -22,7 +22,7 @@ struct RingSpec {
   std::string Describe() const;  // for failure messages
 };
 
-// A random, valid server address for the flavour, unique by its index `i`:
+// A random, valid server address for the flavor, unique by its index `i`:
 // IPv4 or IPv6 in varied text forms (compressed, full, upper case,
 // IPv4-mapped); nginx also gets names, unix: paths and port-less servers.
 std::string RandomAddress(std::mt19937_64& rng, Flavor flavor, uint32_t i);

@@ -1,4 +1,4 @@
-// Address parsing for the three ring flavours (see include/chash/address.h).
+// Address parsing for the three ring flavors (see include/chash/address.h).
 //
 // The pingora parser follows Rust's core::net parser rule by rule (octets
 // without leading zeros, 1-4 hex digits a group, "::" standing for at least

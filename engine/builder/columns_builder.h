@@ -1,4 +1,4 @@
-// From generated points to columns: the part of a build shared by flavour
+// From generated points to columns: the part of a build shared by flavor
 // rings and raw-point rings.
 #ifndef CHASH_ENGINE_BUILD_COLUMNS_BUILDER_H_
 #define CHASH_ENGINE_BUILD_COLUMNS_BUILDER_H_

@@ -1,4 +1,4 @@
-// The ketama point chains of a flavour ring, as sort keys.
+// The ketama point chains of a flavor ring, as sort keys.
 #ifndef CHASH_ENGINE_BUILD_POINT_CHAINS_H_
 #define CHASH_ENGINE_BUILD_POINT_CHAINS_H_
 

@@ -48,7 +48,7 @@ uint8_t TieBreakCode(TieBreak tie_break) {
   return 0xFF;
 }
 
-// The nodes of weight > 0 in tie-break order (flavour rings only).
+// The nodes of weight > 0 in tie-break order (flavor rings only).
 std::vector<uint32_t> CanonicalNodes(const Ring& ring) {
   std::vector<uint32_t> nodes;
   for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
@@ -67,7 +67,7 @@ std::vector<uint32_t> CanonicalNodes(const Ring& ring) {
 }
 
 // For each node id, its number in the points serializations: the position in
-// the canonical list (flavour rings) or the id itself (raw rings).
+// the canonical list (flavor rings) or the id itself (raw rings).
 std::vector<uint32_t> CanonicalNumbers(const Ring& ring) {
   std::vector<uint32_t> numbers(ring.num_nodes());
   if (ring.is_raw()) {

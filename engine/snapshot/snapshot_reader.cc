@@ -282,7 +282,7 @@ Status VerifySignature(const uint8_t* data, const Header& h, const PublicKey& si
   return Status();
 }
 
-// The node table: addresses parsed by the flavour, duplicates, weights.
+// The node table: addresses parsed by the flavor, duplicates, weights.
 Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo>& nodes) {
   const SnapshotInfo& info = h.info;
   const uint8_t* p = data + h.offset[kNodeTable];

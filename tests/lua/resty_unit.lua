@@ -418,7 +418,7 @@ function _M.run(data, snapshots)
                 { "unsigned with trusted key",
                   chash.load(snapshots .. "/ra.ring", { trusted_keys = { snapshots .. "/k.pub" } }) },
                 { "corrupt", chash.load(snapshots .. "/corrupt.ring") },
-                { "nginx flavour", chash.load(snapshots .. "/nginx.ring") },
+                { "nginx flavor", chash.load(snapshots .. "/nginx.ring") },
             }
             for _, c in ipairs(cases) do
                 local ok, why = expect_error(c[1], c[2], c[3])

@@ -2,7 +2,7 @@
 """The chash nginx module against the real nginx: `chash $arg_k;` must pick the
 same peers in the same order as `hash $arg_k consistent;` over the same server
 lines, for every key, with every connect refused so that every retry shows
-in $upstream_addr; and the pingora flavours must walk the ring as
+in $upstream_addr; and the pingora flavors must walk the ring as
 pingora-ketama's ring does.
 
     tests/nginx/test_nginx.py --module PATH [--keys N] [--servers N] [--chash-cli PATH]

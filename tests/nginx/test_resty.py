@@ -15,7 +15,7 @@ whole retry chain in $upstream_addr, and that chain must be
 for server-line upstreams (ids: the address text as written, and
 id=apisix's host NUL port), multiple=16 with down servers, and resty
 snapshot upstreams written by `chash build --mode resty` (one with a
-subset). Then nginx -t's refusals (multiple=, id=, the flavour of a
+subset). Then nginx -t's refusals (multiple=, id=, the flavor of a
 snapshot against the directive's) and an error found at upstream init that
 names the upstream and its file:line.
 

@@ -81,7 +81,7 @@ class Cli:
 
 
 def snapshot_servers(rng, ports, n):
-    """nginx flavour: IPv4:port, [::1]:port and IPv4 without a port."""
+    """nginx flavor: IPv4:port, [::1]:port and IPv4 without a port."""
     servers = []
     texts = set()
     while len(servers) < n:
@@ -391,7 +391,7 @@ def config_errors(args, cli, rng, ports, workdir, ring, key, pub, servers):
     cases = [
         ("server lines", "chash $arg_k; chash_snapshot %s; server 127.0.0.1:1;" % ring,
          "remove its `server` lines"),
-        ("flavour", "chash $arg_k flavor=pingora-v1; chash_snapshot %s;" % ring,
+        ("flavor", "chash $arg_k flavor=pingora-v1; chash_snapshot %s;" % ring,
          "check flavor failed"),
         ("unsigned", "chash $arg_k; chash_snapshot %s trusted_key=%s;" % (unsigned, pub),
          "check signature failed"),

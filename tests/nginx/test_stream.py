@@ -357,7 +357,7 @@ def routing_cases(args, rng, ports):
             pair(tag, hang_sets[tag], server_extra="proxy_connect_timeout 1s; "
                  "proxy_next_upstream_tries 6;")
 
-    # the pingora flavours: the distinct walk of pingora-ketama's ring
+    # the pingora flavors: the distinct walk of pingora-ketama's ring
     pingora = []
     if args.module:
         ipp = with_params(stream_servers(rng, ports, max(20, args.servers // 3), names=False)

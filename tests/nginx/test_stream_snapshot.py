@@ -448,7 +448,7 @@ def config_errors(args, cli, rng, ports, workdir):
          % (signed, other), "signature"),
         ("min_version", "chash $remote_addr; chash_snapshot %s min_version=5;" % signed,
          "min_version"),
-        ("flavour", "chash $remote_addr flavor=pingora-v1; chash_snapshot %s;" % signed,
+        ("flavor", "chash $remote_addr flavor=pingora-v1; chash_snapshot %s;" % signed,
          "the snapshot is flavor=nginx"),
         ("zone", "chash $remote_addr; chash_snapshot %s; zone z 1m;" % signed,
          "`zone` is not supported"),

@@ -146,7 +146,7 @@ ngx_chash_add(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 
 
 /*
- * Nodes of the nginx flavour: peers with one server text share one chain of
+ * Nodes of the nginx flavor: peers with one server text share one chain of
  * points in nginx (the chain of the largest weight among them, since the
  * chain of weight w is a prefix of the chain of any larger weight), and
  * nginx picks among them by server text. Node ids follow the first peer of
@@ -701,7 +701,7 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
     if (d->id_set && d->flavor != CHASH_FLAVOR_RESTY) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"id=\" is for flavor=resty only (the other "
-                           "flavours hash the server's address)");
+                           "flavors hash the server's address)");
         return NGX_CONF_ERROR;
     }
 
@@ -781,7 +781,7 @@ ngx_chash_capacity(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
 
 /*
- * The nginx flavour's step: mirrors ngx_http_upstream_get_chash_peer() of
+ * The nginx flavor's step: mirrors ngx_http_upstream_get_chash_peer() of
  * nginx 1.22.1, step for step: the usable peer of largest current weight
  * among the point's node's peers, one try a point.
  */
@@ -860,7 +860,7 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
 
 /*
- * The distinct flavours' step (pingora, resty): each node once, in ring
+ * The distinct flavors' step (pingora, resty): each node once, in ring
  * order from the key's point; a node is skipped when its peer is not
  * usable (or is at the bounded-load capacity). When the walk has visited
  * every node, no live peer is left (as round robin answers when every peer
@@ -907,8 +907,8 @@ ngx_chash_pick_distinct(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
 
 /*
- * One opening for every flavour (the tries limit, the bounded-load capacity
- * read once a pick), the flavour's step, one closing (the pick's debug
+ * One opening for every flavor (the tries limit, the bounded-load capacity
+ * read once a pick), the flavor's step, one closing (the pick's debug
  * line).
  */
 ngx_int_t

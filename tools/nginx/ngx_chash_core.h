@@ -1,7 +1,7 @@
 /*
  * ngx_chash_core: what every chash balancer module of nginx shares (the HTTP
  * and the stream upstream modules): building a ring from server lines, the
- * node -> peer map, and the peer-walk rules of every flavour over
+ * node -> peer map, and the peer-walk rules of every flavor over
  * an abstract peer list. Nothing here knows ngx_http_* or ngx_stream_*: a
  * module adapts its own round robin peers through ngx_chash_peer_ops_t.
  *
@@ -31,10 +31,10 @@
 
 
 /* "nginx", "pingora-v1", "pingora-v2", "resty" by chash_flavor; "unknown"
- * for any other value (a snapshot's flavour is read from a file). */
+ * for any other value (a snapshot's flavor is read from a file). */
 const char *ngx_chash_flavor_name(ngx_uint_t flavor);
 
-/* The flavour named name (flavor=NAME): NGX_OK and *flavor, or NGX_ERROR. */
+/* The flavor named name (flavor=NAME): NGX_OK and *flavor, or NGX_ERROR. */
 ngx_int_t ngx_chash_flavor_parse(ngx_str_t *name, ngx_uint_t *flavor);
 
 /* id= of a resty upstream of server lines: what a node's id is. */
@@ -61,7 +61,7 @@ void ngx_cdecl ngx_chash_upstream_error(ngx_conf_t *cf, ngx_uint_t level,
 
 /*
  * Ring node k owns the peers peer[node_first[k] .. node_first[k + 1] - 1]
- * (indices in the module's peer list, ascending). nginx flavour: one node
+ * (indices in the module's peer list, ascending). nginx flavor: one node
  * per distinct server text (a name that resolves to N addresses is N peers
  * of one node); pingora, resty and snapshots: one node per peer.
  */
@@ -137,7 +137,7 @@ ngx_int_t ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
 typedef struct {
     ngx_uint_t    flavor;         /* chash_flavor, nginx by default */
     ngx_flag_t    flavor_set;
-    ngx_uint_t    multiple;       /* 0: the flavour's own */
+    ngx_uint_t    multiple;       /* 0: the flavor's own */
     ngx_uint_t    id_form;        /* resty: NGX_CHASH_ID_* */
     ngx_flag_t    id_set;
     double        bounded_load;   /* 0: off */
@@ -157,7 +157,7 @@ char *ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value,
 ngx_int_t ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor);
 
 /*
- * The next peer of the walk, by the flavour's rules: nginx, point after
+ * The next peer of the walk, by the flavor's rules: nginx, point after
  * point (one try a point), the usable peer of largest current weight among
  * the point's node's peers (smooth weighted round robin), and
  * NGX_CHASH_FALLBACK past NGX_CHASH_MAX_TRIES points; pingora and resty,
@@ -285,7 +285,7 @@ struct ngx_chash_source_s {
 /*
  * Loads and verifies src->path with every check (signature against each
  * trusted key, min_version, the version served: lower is refused, equal
- * with another fingerprint too; the flavour; numeric addresses; the
+ * with another fingerprint too; the flavor; numeric addresses; the
  * partner's backends). Blocking, O(file); thread-safe given that served and
  * partner stay referenced by the caller. NGX_OK and *out (refs 1), or
  * NGX_DECLINED with the check's name in *check (static, or in checkbuf of

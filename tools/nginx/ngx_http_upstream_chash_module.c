@@ -10,7 +10,7 @@
  * (one try a ring point, skipping peers already tried, down, failed or at
  * max_conns, smooth weighted round robin among the peers of one server line,
  * round robin after 20 tries, round robin for an empty key or a single peer).
- * The pingora flavours route as pingora-ketama does (IP:port servers only),
+ * The pingora flavors route as pingora-ketama does (IP:port servers only),
  * flavor=resty as resty.chash does (a server's id: its address text, or
  * APISIX's host NUL port with id=apisix); both fail over along the ring's
  * walk over distinct nodes.
@@ -34,7 +34,7 @@
 typedef struct {
     ngx_http_complex_value_t        key;
     ngx_uint_t                      flavor;      /* chash_flavor */
-    ngx_uint_t                      multiple;    /* 0: the flavour's own */
+    ngx_uint_t                      multiple;    /* 0: the flavor's own */
     ngx_uint_t                        id_form;     /* resty: NGX_CHASH_ID_* */
     ngx_flag_t                        id_set;
     double                          bounded_load;   /* 0: off */
@@ -686,7 +686,7 @@ static const ngx_chash_peer_ops_t  ngx_http_upstream_chash_peer_ops = {
 
 /*
  * One try: the core's pick over this upstream's peers, then nginx's round
- * robin bookkeeping for the peer chosen, as `hash` does. nginx flavour: round
+ * robin bookkeeping for the peer chosen, as `hash` does. nginx flavor: round
  * robin for a single peer, an empty key, or past 20 ring tries; pingora and
  * resty: NGX_BUSY when the walk has visited every node.
  */

@@ -23,7 +23,7 @@
  * What differs is nginx's plumbing, not the rules: a session's pool instead
  * of a request's, no keepalive cache (pc->cached), and server lines that
  * must carry a port (nginx's own stream `server` refuses the others).
- * The pingora flavours route as pingora-ketama does (IP:port servers only),
+ * The pingora flavors route as pingora-ketama does (IP:port servers only),
  * flavor=resty as resty.chash does; both fail over along the ring's walk
  * over distinct nodes.
  *
@@ -46,7 +46,7 @@
 typedef struct {
     ngx_stream_complex_value_t        key;
     ngx_uint_t                        flavor;      /* chash_flavor */
-    ngx_uint_t                        multiple;    /* 0: the flavour's own */
+    ngx_uint_t                        multiple;    /* 0: the flavor's own */
     ngx_uint_t                        id_form;     /* resty: NGX_CHASH_ID_* */
     ngx_flag_t                        id_set;
     double                            bounded_load;   /* 0: off */
@@ -702,7 +702,7 @@ static const ngx_chash_peer_ops_t  ngx_stream_upstream_chash_peer_ops = {
 
 /*
  * One try: the core's pick over this upstream's peers, then nginx's round
- * robin bookkeeping for the peer chosen, as `hash` does. nginx flavour: round
+ * robin bookkeeping for the peer chosen, as `hash` does. nginx flavor: round
  * robin for a single peer, an empty key, or past 20 ring tries; pingora and
  * resty: NGX_BUSY when the walk has visited every node.
  */

@@ -74,7 +74,7 @@
 //!   policy of [`LoadOptions`] (trusted [`PublicKey`]s, a minimum config
 //!   version). Each refusal is a [`SnapshotError`] whose
 //!   [`check`](SnapshotError::check) names the [`SnapshotCheck`] that failed.
-//! - Its ring is a [`Ring`] (any flavour, servers as address text) in an
+//! - Its ring is a [`Ring`] (any flavor, servers as address text) in an
 //!   `Arc`, or pingora-ketama's [`Continuum`] ([`Snapshot::continuum`]); its
 //!   named subsets are [`NodeMask`]s for the masked lookups
 //!   ([`Ring::bucket_idx_available`]).
@@ -192,7 +192,7 @@ impl Version {
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
-    /// An address the flavour cannot hash.
+    /// An address the flavor cannot hash.
     BadAddress,
     /// Two buckets hash the same bytes (same IP and port).
     DuplicateNode,

@@ -1,6 +1,6 @@
 //! [`Migration`]: two rings in memory, each key routed through one of them
 //! by a stable hash of the key, so that a change of rings (servers,
-//! flavour, multiple) rolls out to a growing fraction of the keys.
+//! flavor, multiple) rolls out to a growing fraction of the keys.
 
 use std::fmt;
 use std::os::raw::c_char;

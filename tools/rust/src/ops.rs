@@ -354,7 +354,7 @@ impl Continuum {
         }
     }
 
-    /// SHA-256 of what routes keys (hash, flavour, multiple, tie-break, the
+    /// SHA-256 of what routes keys (hash, flavor, multiple, tie-break, the
     /// canonical bucket list with weights): equal fingerprints route every
     /// key alike, on every machine (`chash stats`' `fingerprint`).
     pub fn fingerprint(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {

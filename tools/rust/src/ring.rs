@@ -1,4 +1,4 @@
-//! [`Ring`]: a ring of any flavour whose servers are address text rather
+//! [`Ring`]: a ring of any flavor whose servers are address text rather
 //! than `SocketAddr`s: what a snapshot holds (nginx rings name servers as
 //! `host:port` text), what a [`crate::Reloader`] and a [`crate::Migration`]
 //! hand out.
@@ -40,7 +40,7 @@ impl Flavor {
         }
     }
 
-    // None for a raw-point ring (-1) and for flavours this crate does not
+    // None for a raw-point ring (-1) and for flavors this crate does not
     // name yet.
     pub(crate) fn from_code(code: i32) -> Option<Flavor> {
         match code {
@@ -121,7 +121,7 @@ impl Ring {
     /// The ring of `servers` (address text and weight; bucket `i` is the
     /// i-th) for `flavor` with `point_multiple` points a weight unit (0 =
     /// 160; nginx and pingora v1 take only 160). The errors name the server.
-    /// Pingora flavours hash the address text as given: write it as
+    /// Pingora flavors hash the address text as given: write it as
     /// pingora prints a `SocketAddr`.
     pub fn build<I, A>(flavor: Flavor, point_multiple: u32, servers: I) -> Result<Ring, Error>
     where
@@ -137,7 +137,7 @@ impl Ring {
         Ok(unsafe { Ring::from_raw(raw) })
     }
 
-    /// The flavour; `None` for a ring of a flavour this crate does not name.
+    /// The flavor; `None` for a ring of a flavor this crate does not name.
     pub fn flavor(&self) -> Option<Flavor> {
         // SAFETY: the ring is alive.
         Flavor::from_code(unsafe { ffi::chash_ring_flavor(self.raw()) })

@@ -322,7 +322,7 @@ pub struct SnapshotInfo {
     /// The writer's `--config-version`: the order of snapshots in time.
     pub config_version: u64,
     pub created_unix_seconds: i64,
-    /// `None` for a flavour this crate does not name.
+    /// `None` for a flavor this crate does not name.
     pub flavor: Option<Flavor>,
     pub point_multiple: u32,
     pub buckets: u32,

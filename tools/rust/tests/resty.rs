@@ -1,7 +1,7 @@
-//! The resty flavour (OpenResty's resty.chash, Apache APISIX's chash) from
+//! The resty flavor (OpenResty's resty.chash, Apache APISIX's chash) from
 //! Rust: every key of the golden sets recorded from the real resty.chash
 //! inside nginx (tests/data/resty, provenance in tests/data/PROVENANCE.md)
-//! routes to resty.chash's node, and the flavour reads back.
+//! routes to resty.chash's node, and the flavor reads back.
 
 use std::path::PathBuf;
 
@@ -80,7 +80,7 @@ fn mixed_ids_route_as_resty_chash() {
 }
 
 #[test]
-fn the_nginx_flavour_of_the_same_ids_routes_elsewhere() {
+fn the_nginx_flavor_of_the_same_ids_routes_elsewhere() {
     // The golden check discriminates: nginx hashes host and port apart
     // (host \0 port), resty the id text whole, so most keys move.
     let ring = Ring::build(Flavor::Nginx, 0, read_nodes("ra.nodes")).expect("nginx ring");
@@ -89,5 +89,5 @@ fn the_nginx_flavour_of_the_same_ids_routes_elsewhere() {
         .iter()
         .filter(|(key, id)| ring.node(key).map(str::as_bytes) == Some(id.as_slice()))
         .count();
-    assert!(same < answers.len() / 2, "{same} of {} keys agree across flavours", answers.len());
+    assert!(same < answers.len() / 2, "{same} of {} keys agree across flavors", answers.len());
 }

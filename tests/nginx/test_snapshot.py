@@ -758,6 +758,16 @@ def hot_swap(args, cli, rng, ports, workdir):
         if pids:
             os.kill(pids[0], signal.SIGKILL)
         check(wait_version(ngx, 20) is not None, "after SIGKILL every worker serves 20")
+
+        # the same ring as config time's at a new version: the replacement
+        # must serve the file's generation (and log it), not keep the one it
+        # inherited from the master because the rings match
+        def respawned_serves_20():
+            return any(pid not in pids and v == 20 for pid, v in worker_versions(ngx).items())
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not respawned_serves_20():
+            time.sleep(0.05)
+        check(respawned_serves_20(), "the respawned worker serves version 20 from its start")
         kill_end = time.monotonic()
 
         # nginx -s reload while polls and loads run: new workers serve the file

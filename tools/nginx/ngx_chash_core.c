@@ -1680,8 +1680,14 @@ ngx_chash_source_init_worker(ngx_cycle_t *cycle, ngx_chash_source_t *src)
                                    sizeof(err))
                 == NGX_OK)
             {
+                /* as the poll's rule: the same ring at the same version
+                 * in another file keeps the inherited generation; the
+                 * same ring at a new version is served (its version is
+                 * what $chash_ring_version and the status report) */
                 if (ngx_strcmp(gen->fingerprint, src->current->fingerprint)
-                    == 0)
+                    == 0
+                    && gen->info.config_version
+                       == src->current->info.config_version)
                 {
                     src->current->file = gen->file;
                     ngx_chash_gen_unref(gen);

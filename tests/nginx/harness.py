@@ -44,6 +44,27 @@ def free_port(host="127.0.0.1"):
         return s.getsockname()[1]
 
 
+class PortPool:
+    """Ports for server lines, each handed out once: below the ephemeral
+    range (a connect from ephemeral port P to 127.0.0.1:P would connect to
+    itself, TCP simultaneous open). Callers check them closed
+    (check_refused) or bind them before nginx starts."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.used = set()
+        low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+        self.high = min(low, 32768) - 1
+
+    def take(self):
+        for _ in range(1000):
+            p = self.rng.randint(10000, self.high)
+            if p not in self.used:
+                self.used.add(p)
+                return p
+        raise RuntimeError("no free port")
+
+
 def refuses(host, port, timeout=1.0):
     """True when a connect to host:port is refused (nothing listens)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

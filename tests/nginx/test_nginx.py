@@ -46,23 +46,7 @@ MULTI_HOSTS = {
 }
 
 
-class PortPool:
-    """Ports no test listener uses, each checked to refuse before nginx starts."""
-
-    def __init__(self, rng):
-        self.rng = rng
-        self.used = set()
-
-    def take(self):
-        # below the ephemeral range: a connect to 127.0.0.1:P from the
-        # ephemeral port P connects to itself (TCP simultaneous open)
-        low, _ = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
-        for _ in range(1000):
-            p = self.rng.randint(10000, min(low, 32768) - 1)
-            if p not in self.used:
-                self.used.add(p)
-                return p
-        raise RuntimeError("no free port")
+PortPool = harness.PortPool
 
 
 def mixed_servers(rng, ports, n):

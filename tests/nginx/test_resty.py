@@ -56,22 +56,7 @@ def check(cond, what):
 
 # ---------------------------------------------------------------- servers
 
-class PortPool:
-    """Ports below the ephemeral range, each used once."""
-
-    def __init__(self, rng):
-        self.rng = rng
-        self.used = set()
-        low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-        self.high = min(low, 32768) - 1
-
-    def take(self):
-        for _ in range(1000):
-            p = self.rng.randint(10000, self.high)
-            if p not in self.used:
-                self.used.add(p)
-                return p
-        raise RuntimeError("no free port")
+PortPool = harness.PortPool
 
 
 def resty_servers(rng, ports, n, no_port=False):

@@ -264,12 +264,14 @@ uint32_t chash_crc32_extend(uint32_t crc, const void* data, size_t len) noexcept
 int chash_builder_new(chash_flavor flavor, uint32_t point_multiple, chash_builder** out) noexcept {
   if (out == nullptr) return NullArgument("chash_builder_new", "out");
   *out = nullptr;
+  // Read once, as an integer: a caller may pass a value past the enum (C
+  // allows it), and loading that through the enum type again (the lambda's
+  // reference) is what UBSan calls an invalid enum load.
+  const uint32_t flavor_value = static_cast<uint32_t>(flavor);
   return Guard([&] {
     // A flavor value past the enum is refused by the check, not converted.
     const chash::RingOptions options{
-        .flavor = static_cast<chash::Flavor>(static_cast<uint32_t>(flavor) > 0xFF
-                                             ? 0xFF
-                                             : static_cast<uint32_t>(flavor)),
+        .flavor = static_cast<chash::Flavor>(flavor_value > 0xFF ? 0xFF : flavor_value),
         .point_multiple = point_multiple == 0 ? chash::kDefaultPointMultiple : point_multiple};
     if (Status status = chash::ValidateRingOptions(options); !status.ok()) return Fail(status);
     *out = new chash_builder(options);

@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "builder/columns_builder.h"
 #include "builder/parallel.h"
 #include "builder/point_chains.h"
 #include "reference/reference_ring.h"
@@ -32,11 +33,40 @@ TEST(ParallelBuild, SortedKeysAreTheSameForEveryThreadCount) {
     std::vector<uint64_t> expected(total);
     internal::GeneratePointKeys(chains, expected.data());
     std::sort(expected.begin(), expected.end());
+    std::vector<uint32_t> hashes;
+    for (const uint64_t key : expected) hashes.push_back(static_cast<uint32_t>(key >> 32));
+    const uint64_t expected_distinct = static_cast<uint64_t>(
+        std::unique(hashes.begin(), hashes.end()) - hashes.begin());
     for (const unsigned threads : {1u, 2u, 3u, 8u, 64u}) {
       std::vector<uint64_t> keys(total, 0xDEADBEEF);
-      ASSERT_TRUE(internal::GenerateSortedPointKeys(chains, keys.data(), total, threads));
+      uint64_t distinct = 0;
+      ASSERT_TRUE(internal::GenerateSortedPointKeys(chains, keys.data(), total, threads, distinct));
       EXPECT_TRUE(keys == expected) << chains_count << " chains, " << threads << " threads";
+      EXPECT_EQ(distinct, expected_distinct) << chains_count << " chains, " << threads << " threads";
     }
+  }
+}
+
+// A distinct-hash count that is not the keys' is refused before a column is
+// written past its end (the count sizes the columns).
+TEST(ParallelBuild, ColumnsRefuseAWrongDistinctHashCount) {
+  std::vector<uint64_t> keys;
+  for (uint32_t i = 0; i < 1000; ++i) keys.push_back(internal::PointSortKey(i / 2 * 7, 0, i % 3));
+  for (const size_t wrong : {size_t{1}, size_t{499}, size_t{501}, size_t{1000}}) {
+    std::vector<uint64_t> copy = keys;
+    internal::Columns columns;
+    const Status status =
+        internal::BuildColumnsFromSortedKeys(copy.data(), copy.size(), columns, nullptr, wrong);
+    EXPECT_EQ(status.code(), StatusCode::kBadArgument) << wrong;
+    EXPECT_NE(status.message().find("500 distinct hashes"), std::string::npos) << status.message();
+  }
+  std::vector<uint64_t> copy = keys;
+  internal::Columns columns;
+  ASSERT_TRUE(internal::BuildColumnsFromSortedKeys(copy.data(), copy.size(), columns).ok());
+  ASSERT_EQ(columns.size, 500u);
+  for (uint32_t slot = 0; slot < 500; ++slot) {
+    EXPECT_EQ(columns.hash[slot], slot * 7);
+    EXPECT_EQ(columns.node[slot], (2 * slot) % 3);
   }
 }
 

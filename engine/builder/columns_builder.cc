@@ -25,20 +25,31 @@ bool SortKeys(uint64_t* keys, size_t count) noexcept {
   }
 }
 
-// Compacts `keys` to the first key of each equal-hash run; returns the count.
-// The others go to `losers` (if given) in key order, minus exact repeats of
-// the previous key: a node whose chain repeats a hash contends only once.
-// Throws std::bad_alloc if `losers` cannot grow.
-size_t DropCollisions(uint64_t* keys, size_t count, CollisionTable* losers) {
-  if (count == 0) return 0;
-  size_t kept = 1;
-  uint64_t previous = keys[0];
-  for (size_t i = 1; i < count; ++i) {
-    const uint64_t key = keys[i];
-    if (SortKeyHash(key) != SortKeyHash(keys[kept - 1])) {
-      keys[kept++] = key;
+// One pass over the sorted keys: the first key of each equal-hash run goes to
+// slot k of the columns (hash_bytes + 4k, node[k]); the others go to `losers`
+// (if given) in key order, minus exact repeats of the previous key (a node
+// whose chain repeats a hash contends only once). hash_bytes may be `keys`
+// itself: slot k's 4 bytes overwrite keys[k / 2], read already (k <= i), and
+// memcpy keeps the two views of the memory apart. Writes at most `slots`
+// slots; returns the number of distinct hashes (more than `slots`: the
+// columns were sized for fewer). Throws std::bad_alloc if `losers` cannot
+// grow.
+size_t LayOutFirstOfEachHash(const uint64_t* keys, size_t count, unsigned char* hash_bytes,
+                             uint16_t* node, size_t slots, CollisionTable* losers) {
+  size_t kept = 0;
+  uint64_t previous = 0;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t key;
+    std::memcpy(&key, keys + i, sizeof key);
+    const uint32_t hash = SortKeyHash(key);
+    if (i == 0 || hash != SortKeyHash(previous)) {
+      if (kept < slots) {
+        node[kept] = SortKeyNode(key);
+        std::memcpy(hash_bytes + kept * sizeof hash, &hash, sizeof hash);
+      }
+      ++kept;
     } else if (losers != nullptr && key != previous) {
-      losers->hash.push_back(SortKeyHash(key));
+      losers->hash.push_back(hash);
       losers->node.push_back(SortKeyNode(key));
     }
     previous = key;
@@ -73,6 +84,12 @@ bool PointKeyBuffer::Allocate(size_t count, Columns& columns) noexcept {
   return true;
 }
 
+size_t CountDistinctHashes(const uint64_t* keys, size_t count) noexcept {
+  size_t distinct = count == 0 ? 0 : 1;
+  for (size_t i = 1; i < count; ++i) distinct += SortKeyHash(keys[i]) != SortKeyHash(keys[i - 1]);
+  return distinct;
+}
+
 Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
                             CollisionTable* losers) {
   if (!SortKeys(keys, count)) {
@@ -82,17 +99,9 @@ Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
 }
 
 Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns,
-                                  CollisionTable* losers) {
-  size_t kept = 0;
-  try {
-    kept = DropCollisions(keys, count, losers);
-    if (losers != nullptr) {
-      losers->hash.shrink_to_fit();
-      losers->node.shrink_to_fit();
-    }
-  } catch (const std::bad_alloc&) {
-    return internal::OutOfMemory("recording collided points");
-  }
+                                  CollisionTable* losers, size_t distinct_hashes) {
+  const size_t kept =
+      distinct_hashes == kCountDistinctHashes ? CountDistinctHashes(keys, count) : distinct_hashes;
   columns.size = static_cast<uint32_t>(kept);
   const bool in_place = keys == KeysInColumns(columns);
   if (kept == 0) {
@@ -104,26 +113,33 @@ Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns
   const size_t node_slots = NodeColumnSlots(kept);
   if (!columns.node.Allocate(node_slots)) return ColumnsOutOfMemory(kept);
   uint16_t* node = columns.node.data();
-  if (in_place) {
-    // hash[i] (bytes 4i..4i+3) only overwrites keys[j] with j <= i/2, all
-    // read already; memcpy keeps the two views of the memory apart.
-    auto* hash_bytes = reinterpret_cast<unsigned char*>(keys);
-    for (size_t i = 0; i < kept; ++i) {
-      uint64_t key;
-      std::memcpy(&key, keys + i, sizeof key);
-      node[i] = SortKeyNode(key);
-      const uint32_t hash = SortKeyHash(key);
-      std::memcpy(hash_bytes + i * sizeof hash, &hash, sizeof hash);
+  if (!in_place && !columns.hash.Allocate(hash_slots)) return ColumnsOutOfMemory(kept);
+  unsigned char* hash_bytes = in_place ? reinterpret_cast<unsigned char*>(keys)
+                                       : reinterpret_cast<unsigned char*>(columns.hash.data());
+  try {
+    if (losers != nullptr && count > kept) {
+      // At most count - kept losers (exact repeats are not listed): reserved
+      // at once, so that no doubling vector peaks beside the node column.
+      losers->hash.reserve(losers->hash.size() + (count - kept));
+      losers->node.reserve(losers->node.size() + (count - kept));
     }
+    if (const size_t distinct = LayOutFirstOfEachHash(keys, count, hash_bytes, node, kept, losers);
+        distinct != kept) {
+      // A caller's wrong count (a builder bug), caught before any lookup.
+      return Status(StatusCode::kBadArgument,
+                    "sorted keys hold " + std::to_string(distinct) +
+                        " distinct hashes, the caller counted " + std::to_string(kept));
+    }
+    if (losers != nullptr) {
+      losers->hash.shrink_to_fit();
+      losers->node.shrink_to_fit();
+    }
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("recording collided points");
+  }
+  if (in_place) {
     AlignedArray<uint32_t> memory = std::move(columns.hash);
     columns.hash.AdoptMemory(std::move(memory), hash_slots);
-  } else {
-    if (!columns.hash.Allocate(hash_slots)) return ColumnsOutOfMemory(kept);
-    uint32_t* hash = columns.hash.data();
-    for (size_t i = 0; i < kept; ++i) {
-      hash[i] = SortKeyHash(keys[i]);
-      node[i] = SortKeyNode(keys[i]);
-    }
   }
   uint32_t* hash = columns.hash.data();
   // The sentinel and the rounding tails (columns.h): no query is above

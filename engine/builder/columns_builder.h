@@ -39,6 +39,10 @@ class PointKeyBuffer {
   uint64_t* keys_ = nullptr;
 };
 
+// The number of distinct hashes among sorted keys (a key starts a new run
+// unless its hash is the previous key's).
+size_t CountDistinctHashes(const uint64_t* keys, size_t count) noexcept;
+
 // Sorts `keys` in place (Highway VQSort), keeps the first key of each run of
 // equal hashes and lays the survivors out in `columns` (columns.h), search
 // index included. `keys` is clobbered; if it came from a PointKeyBuffer for
@@ -50,8 +54,14 @@ class PointKeyBuffer {
 Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
                             CollisionTable* losers = nullptr);
 // The same for keys already in ascending order (GenerateSortedPointKeys).
+// `distinct_hashes` is their number of distinct hashes if the caller knows
+// it (GenerateSortedPointKeys counts them while the buckets are in cache);
+// kCountDistinctHashes: read the keys once more to count them. One pass over
+// the keys then writes the columns.
+inline constexpr size_t kCountDistinctHashes = SIZE_MAX;
 Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns,
-                                  CollisionTable* losers = nullptr);
+                                  CollisionTable* losers = nullptr,
+                                  size_t distinct_hashes = kCountDistinctHashes);
 
 // Builds the search index of columns whose hash and node columns are laid
 // out (sentinels included): the last step of BuildColumnsFromKeys, and what

@@ -27,13 +27,14 @@ void GeneratePointKeys(std::span<const PointChain> chains, uint64_t* keys) noexc
 // count each run's points per bucket (the top bits of the hash: CRC32 chains
 // are uniform, so buckets are even), then to write each point into its
 // bucket's slice; then every bucket is sorted on its own (Highway VQSort, one
-// sorter a thread; buckets of ~32K keys sort in the L2 cache). A set of u64
+// sorter a thread; buckets of ~32K keys, at most 2^10 buckets). A set of u64
 // keys has one sorted order, so `keys` comes out bit-identical whatever the
 // thread count. Memory: `keys` (`total` = Σ count slots) plus bucket counters
-// (8 bytes x threads x at most 2^16 buckets) and the sorters' scratch.
-// False: out of memory.
+// (8 bytes x threads x at most 2^10 buckets) and the sorters' scratch.
+// `distinct_hashes` receives the number of distinct hashes among the keys
+// (for BuildColumnsFromSortedKeys). False: out of memory.
 bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys, uint64_t total,
-                             unsigned threads) noexcept;
+                             unsigned threads, uint64_t& distinct_hashes) noexcept;
 
 }  // namespace chash::internal
 

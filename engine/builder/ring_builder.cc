@@ -62,13 +62,16 @@ Status ValidateRingOptionsOrThrow(const RingOptions& options) {
 
 // Counts the distinct nodes in the node column (slots 0..n-1) and records them
 // in state.owns_points (one bit per node id); state.has_points adds the nodes
-// of the collision losers. Throws std::bad_alloc.
-void CountNodesWithPoints(RingState& state, size_t num_nodes) {
+// of the collision losers. `generating` is the number of nodes that generated
+// a point: once that many are seen the scan stops (every loser's node is one
+// of them), so a ring reads a few thousand slots, not 6 bytes a point. Throws
+// std::bad_alloc.
+void CountNodesWithPoints(RingState& state, size_t num_nodes, uint32_t generating) {
   const internal::Columns& columns = state.columns;
   std::vector<uint64_t>& seen = state.owns_points;
   seen.assign((num_nodes + 63) / 64, 0);
   uint32_t count = 0;
-  for (uint32_t slot = 0; slot < columns.size; ++slot) {
+  for (uint32_t slot = 0; slot < columns.size && count < generating; ++slot) {
     const uint16_t node = columns.node[slot];
     uint64_t& word = seen[node / 64];
     const uint64_t bit = uint64_t{1} << (node % 64);
@@ -82,6 +85,14 @@ void CountNodesWithPoints(RingState& state, size_t num_nodes) {
   for (const uint16_t node : state.losers.nodes()) {
     state.has_points[node / 64] |= uint64_t{1} << (node % 64);
   }
+}
+
+// Nodes of weight > 0: those that generate points (a raw node's weight is its
+// point count; a flavor ring's multiple is at least 1).
+template <typename Nodes>
+uint32_t NodesWithWeight(const Nodes& nodes) {
+  return static_cast<uint32_t>(
+      std::count_if(nodes.begin(), nodes.end(), [](const auto& n) { return n.weight > 0; }));
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -218,16 +229,18 @@ Result<Ring> RingBuilder::Build() && {
     const unsigned threads = options_.build_threads != 0
                                  ? std::min<uint32_t>(options_.build_threads, 256)
                                  : internal::BuildThreads();
-    if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_, threads)) {
+    uint64_t distinct_hashes = 0;
+    if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_, threads,
+                                           distinct_hashes)) {
       return internal::OutOfMemory("sorting ring points");
     }
-    if (Status status = internal::BuildColumnsFromSortedKeys(keys.data(), points_generated_,
-                                                             state->columns, &state->losers);
+    if (Status status = internal::BuildColumnsFromSortedKeys(
+            keys.data(), points_generated_, state->columns, &state->losers, distinct_hashes);
         !status.ok()) {
       return status;
     }
     keys = internal::PointKeyBuffer();
-    CountNodesWithPoints(*state, num_nodes);
+    CountNodesWithPoints(*state, num_nodes, NodesWithWeight(nodes_));
     // Nothing below allocates: the builder gives up its nodes only now.
     state->nodes = std::move(nodes_);
     nodes_.clear();
@@ -296,7 +309,7 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
         !status.ok()) {
       return status;
     }
-    CountNodesWithPoints(*state, num_nodes);
+    CountNodesWithPoints(*state, num_nodes, NodesWithWeight(state->nodes));
     state->build_seconds = SecondsSince(start);
     return internal::RingFactory::Make(std::move(state));
   } catch (const std::bad_alloc&) {

@@ -734,15 +734,69 @@ void BM_RadixLab(benchmark::State& state, size_t ring, int bits, LabShape shape)
 // ---- Proxy-shaped lookups -------------------------------------------------------------
 //
 // A proxy looks up one key per request, between other work that pushes the
-// ring out of the caches. Before each lookup this reads one word of every
-// cache line of a `pollution`-byte buffer (16 KiB: the L1; 256 KiB: most of
-// an L2; 4 MiB: the L2 and part of the L3), then times the one lookup alone
-// (steady_clock around it; the clock's own cost, measured the same way around
-// nothing after the same pollution, is subtracted). ns_per_op is the mean.
+// ring out of the caches. Before each lookup this does that other work, then
+// times the one lookup alone (steady_clock around it; the clock's own cost,
+// measured the same way around nothing after the same work, is subtracted).
+// ns_per_op is the mean. The other work is one of two kinds:
+//   sweep   read one word of every cache line of a P-byte buffer (16 KiB: the
+//           L1; 256 KiB: most of an L2; 4 MiB: the L2 and part of the L3):
+//           it evicts the ring's lines but, being sequential and small, leaves
+//           the upper levels of the ring's index and their TLB entries in the
+//           larger caches;
+//   random  random accesses over a working set far larger than the caches,
+//           as a proxy's own tables see them: a binary search for a random
+//           key in another sorted array of 20.4M 8-byte keys (164 MB), then
+//           one random line of a 128 MiB buffer.
 
-enum class ProxyWhat { kChashKey, kPingoraKey, kNginxKey, kChashHash, kLowerBoundHash, kLine };
+// The random other work: its arrays, shared by every proxy benchmark.
+struct RandomWork {
+  internal::AlignedArray<uint64_t> sorted;  // 20.4M ascending keys
+  internal::AlignedArray<uint8_t> lines;    // 128 MiB
+  uint64_t state = 0x2545F4914F6CDD1Dull;
 
-uint32_t ProxyLookup(const Fixture& f, ProxyWhat what, size_t i, uint64_t& x) {
+  uint64_t Next() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  }
+  // One binary search and one random line; returns what they read.
+  uint64_t operator()() {
+    const uint64_t x = Next();
+    const uint64_t* first = sorted.data();
+    size_t n = sorted.size();
+    while (n > 1) {
+      const size_t half = n / 2;
+      first = first[half - 1] < x ? first + half : first;
+      n -= half;
+    }
+    const size_t line = ((Next() >> 32) * (lines.size() / 64)) >> 32;
+    return *first + lines[line * 64];
+  }
+};
+
+RandomWork& GetRandomWork() {
+  static RandomWork* work = [] {
+    auto* w = new RandomWork;
+    constexpr size_t kSorted = 20400000, kLineBytes = size_t{128} << 20;
+    if (!w->sorted.Allocate(kSorted) || !w->lines.Allocate(kLineBytes)) std::abort();
+    std::mt19937_64 rng(11);
+    for (size_t i = 0; i < kSorted; ++i) w->sorted[i] = rng();
+    std::sort(w->sorted.data(), w->sorted.data() + kSorted);
+    for (size_t i = 0; i < kLineBytes; ++i) w->lines[i] = static_cast<uint8_t>(i);
+    return w;
+  }();
+  return *work;
+}
+
+// kRadixHash: the layout lab's radix table (2^bits entries, bits = the
+// ring's base + 2: about 20 points a bucket) by hash, cold.
+enum class ProxyWhat { kChashKey, kPingoraKey, kNginxKey, kChashHash, kLowerBoundHash, kLine,
+                       kRadixHash };
+constexpr int kProxyRadixExtraBits = 2;
+
+uint32_t ProxyLookup(const Fixture& f, const RadixLab* radix, ProxyWhat what, size_t i,
+                     uint64_t& x) {
   const std::string_view key = f.key_views[i & (kKeyCount - 1)];
   const uint32_t hash = f.hashes[i & (kQueryCount - 1)];
   switch (what) {
@@ -756,6 +810,8 @@ uint32_t ProxyLookup(const Fixture& f, ProxyWhat what, size_t i, uint64_t& x) {
       return f.ring.FindNodeByHash(hash);
     case ProxyWhat::kLowerBoundHash:
       return LowerBoundNode(f, hash);
+    case ProxyWhat::kRadixHash:
+      return RadixNode(f, *radix, hash);
     case ProxyWhat::kLine: {
       x ^= x << 13;
       x ^= x >> 7;
@@ -766,13 +822,23 @@ uint32_t ProxyLookup(const Fixture& f, ProxyWhat what, size_t i, uint64_t& x) {
   return 0;
 }
 
+// pollution: the sweep's P bytes, or kRandomWork.
+constexpr size_t kRandomWork = SIZE_MAX;
+
+int RadixBaseBits(size_t ring);
+
 void BM_Proxy(benchmark::State& state, size_t ring, ProxyWhat what, size_t pollution) {
   Fixture& f = GetFixture(ring);
+  const RadixLab* radix = nullptr;
+  if (what == ProxyWhat::kRadixHash) {
+    radix = &GetRadixLab(f, RadixBaseBits(ring) + kProxyRadixExtraBits);
+    if (!CheckByHash(state, f, [&](uint32_t h) { return RadixNode(f, *radix, h); })) return;
+  }
   if (what == ProxyWhat::kChashKey || what == ProxyWhat::kPingoraKey ||
       what == ProxyWhat::kNginxKey) {
     uint64_t unused = 0;
     for (size_t i = 0; i < kKeyCount; i += 7) {
-      if (ProxyLookup(f, what, i, unused) != f.key_expected[i]) {
+      if (ProxyLookup(f, nullptr, what, i, unused) != f.key_expected[i]) {
         return state.SkipWithError("proxy key lookup differs from the reference");
       }
     }
@@ -784,19 +850,25 @@ void BM_Proxy(benchmark::State& state, size_t ring, ProxyWhat what, size_t pollu
     return;
   }
   internal::AlignedArray<uint64_t> polluter;
-  const size_t words = pollution / sizeof(uint64_t);
+  const bool random_work = pollution == kRandomWork;
+  RandomWork* work = random_work ? &GetRandomWork() : nullptr;
+  const size_t words = random_work ? 0 : pollution / sizeof(uint64_t);
   if (words > 0) {
     if (!polluter.Allocate(words)) return state.SkipWithError("out of memory");
     for (size_t i = 0; i < words; ++i) polluter[i] = i;
   }
   const auto pollute = [&] {
+    if (random_work) return (*work)();
     uint64_t sum = 0;
     for (size_t i = 0; i < words; i += 8) sum += polluter[i];
     return sum;
   };
-  // About 0.1 s of pollution a repetition, at least 2,048 lookups.
-  const size_t lookups = std::clamp<size_t>((size_t{1} << 33) / std::max<size_t>(pollution, 1),
-                                            2048, 65536);
+  // About 0.1 s of pollution a repetition, at least 2,048 lookups (the
+  // random work: about 1 us, so 65,536).
+  const size_t lookups =
+      random_work ? 65536
+                  : std::clamp<size_t>((size_t{1} << 33) / std::max<size_t>(pollution, 1), 2048,
+                                       65536);
   uint64_t sink = 0, x = 0x9E3779B97F4A7C15ull;
   std::vector<double> lookup_ns, clock_ns;
   lookup_ns.reserve(lookups);
@@ -807,7 +879,7 @@ void BM_Proxy(benchmark::State& state, size_t ring, ProxyWhat what, size_t pollu
     for (size_t i = 0; i < lookups; ++i) {
       sink += pollute();
       const auto t0 = Clock::now();
-      sink += ProxyLookup(f, what, base + i, x);
+      sink += ProxyLookup(f, radix, what, base + i, x);
       const auto t1 = Clock::now();
       lookup_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
       // The clock around nothing, every fourth lookup.
@@ -842,7 +914,7 @@ void BM_Proxy(benchmark::State& state, size_t ring, ProxyWhat what, size_t pollu
   state.counters["dropped"] = dropped;
   std::nth_element(lookup_ns.begin(), lookup_ns.begin() + lookup_ns.size() / 2, lookup_ns.end());
   state.counters["median_ns"] = lookup_ns[lookup_ns.size() / 2] - clock;
-  state.counters["pollution_bytes"] = static_cast<double>(pollution);
+  state.counters["pollution_bytes"] = random_work ? 0 : static_cast<double>(pollution);
 }
 
 // ---- CRC32 -----------------------------------------------------------------------------
@@ -1037,6 +1109,10 @@ std::string RingName(size_t ring) { return kRingSpecs[ring].name; }
 uint64_t GetPointCount(size_t ring) {
   return uint64_t{kRingSpecs[ring].nodes} * kRingSpecs[ring].weight * kRingSpecs[ring].multiple;
 }
+// The layout lab's smallest radix table: about 64 points a bucket.
+int RadixBaseBits(size_t ring) {
+  return static_cast<int>(std::bit_width(GetPointCount(ring) / 64)) - 1;
+}
 
 void RegisterAll() {
   (void)ActiveTargetName();  // the first dispatch, before listing targets
@@ -1089,9 +1165,14 @@ void RegisterAll() {
   const std::pair<ProxyWhat, const char*> proxy_whats[] = {
       {ProxyWhat::kChashKey, "chash_key"},         {ProxyWhat::kPingoraKey, "pingora_key"},
       {ProxyWhat::kNginxKey, "nginx_key"},         {ProxyWhat::kChashHash, "chash_hash"},
-      {ProxyWhat::kLowerBoundHash, "lower_bound_hash"}, {ProxyWhat::kLine, "line"}};
+      {ProxyWhat::kLowerBoundHash, "lower_bound_hash"}, {ProxyWhat::kLine, "line"},
+      {ProxyWhat::kRadixHash, "radix_hash"}};
   const std::pair<size_t, const char*> pollutions[] = {
-      {0, "0"}, {size_t{16} << 10, "16K"}, {size_t{256} << 10, "256K"}, {size_t{4} << 20, "4M"}};
+      {0, "0"},
+      {size_t{16} << 10, "16K"},
+      {size_t{256} << 10, "256K"},
+      {size_t{4} << 20, "4M"},
+      {kRandomWork, "random"}};
   for (size_t ring = kLargeRings - 1; ring < rings; ++ring) {
     for (const auto& [bytes, pname] : pollutions) {
       for (const auto& [what, wname] : proxy_whats) {
@@ -1106,7 +1187,7 @@ void RegisterAll() {
   }
   // The layout lab: radix tables of 2^bits entries over the large rings.
   for (size_t ring = kLargeRings - 1; ring < rings; ++ring) {
-    const int base = static_cast<int>(std::bit_width(GetPointCount(ring) / 64)) - 1;
+    const int base = RadixBaseBits(ring);
     for (int bits = base; bits <= base + 4; ++bits) {
       for (const auto& [shape, sname] : {std::pair{LabShape::kSingle, "single"},
                                          std::pair{LabShape::kDependent, "dependent"},

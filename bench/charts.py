@@ -162,14 +162,26 @@ PROXY = [("chash_key", "chash, by key", "#d62728"),
          ("nginx_key", "nginx's key path", "#2ca02c"),
          ("chash_hash", "chash, by hash", "#ff9896"),
          ("lower_bound_hash", "std::lower_bound, by hash", "#1f77b4"),
-         ("line", "one random cache line", "#7f7f7f")]
+         ("line", "one random cache line", "#7f7f7f"),
+         ("radix_hash", "lab radix table, by hash", "#9467bd")]
 
 
 def pollution_label(p):
-    """"0" -> "none", "16K" -> "16 KiB", "4M" -> "4 MiB" (binary, as the benchmark's)."""
+    """"0" -> "none", "16K" -> "16 KiB sweep", "4M" -> "4 MiB sweep" (binary, as the
+    benchmark's), "random" -> "random work" (a search over 164 MB, a line of 128 MiB)."""
     if p == "0":
         return "none"
-    return f"{p[:-1]} {p[-1]}iB" if p[-1] in SCALE else f"{p} B"
+    if p == "random":
+        return "random work"
+    return f"{p[:-1]} {p[-1]}iB sweep" if p[-1] in SCALE else f"{p} B sweep"
+
+
+def pollution_order(p):
+    if p == "0":
+        return 0
+    if p == "random":
+        return float("inf")
+    return points(p) if p[-1] in SCALE else float(p)
 
 
 def chart_proxy(m, cpu, sources, out):
@@ -179,7 +191,7 @@ def chart_proxy(m, cpu, sources, out):
     for n in names:
         if n[2] not in pollutions:
             pollutions.append(n[2])
-    pollutions.sort(key=lambda p: 0 if p == "0" else points(p) if p[-1] in SCALE else float(p))
+    pollutions.sort(key=pollution_order)
     if not rings:
         print("chart_proxy: no proxy/ benchmarks in the JSON, left out")
         return False
@@ -196,7 +208,7 @@ def chart_proxy(m, cpu, sources, out):
             if xs:
                 ax.bar(xs, ys, width, color=color, label=label)
         ax.set_xticks(range(len(pollutions)), [pollution_label(p) for p in pollutions])
-        ax.set_xlabel("other memory touched before each lookup (P)")
+        ax.set_xlabel("other work before each lookup")
         ax.set_title(f"{ring}-point ring", fontsize=10)
         ax.grid(True, axis="y", color="#e2e2e2")
         ax.set_axisbelow(True)

@@ -49,6 +49,10 @@ def fmt(ns):
     return f"{ns:.1f}"
 
 
+def lines(ns, line):
+    return f"{ns / line:.1f}" if ns and line else "-"
+
+
 def ratio(a, b):
     return f"{a / b:.1f}x" if a and b else "-"
 
@@ -104,7 +108,8 @@ def print_like_for_like(m, best, lookup_rings):
     print()
 
 
-PROXY_WHATS = ["chash_key", "pingora_key", "nginx_key", "chash_hash", "lower_bound_hash", "line"]
+PROXY_WHATS = ["chash_key", "pingora_key", "nginx_key", "chash_hash", "lower_bound_hash", "line",
+               "radix_hash"]
 
 
 def print_proxy(m):
@@ -113,11 +118,13 @@ def print_proxy(m):
     for n in m:
         if n.startswith("proxy/") and n.split("/")[2] not in pollutions:
             pollutions.append(n.split("/")[2])
-    print("### Proxy-shaped: one lookup after touching P bytes of other memory, ns per lookup "
+    print("### Proxy-shaped: one lookup after other work (P: a sweep of P bytes; random: a "
+          "binary search over 164 MB and one random line of 128 MiB), ns per lookup "
           "(mean; the clock's own cost subtracted)\n")
     print("| ring | P | chash key | pingora key path | | nginx key path | | chash by hash "
-          "| std::lower_bound by hash | | one random line |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| std::lower_bound by hash | | one random line | chash key in lines "
+          "| lab radix by hash | in lines |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rings:
         for p in pollutions:
             g = {w: m.get(f"proxy/{w}/{p}/{r}") for w in PROXY_WHATS}
@@ -127,7 +134,8 @@ def print_proxy(m):
                   f"| {ratio(g['pingora_key'], g['chash_key'])} | {fmt(g['nginx_key'])} "
                   f"| {ratio(g['nginx_key'], g['chash_key'])} | {fmt(g['chash_hash'])} "
                   f"| {fmt(g['lower_bound_hash'])} | {ratio(g['lower_bound_hash'], g['chash_hash'])} "
-                  f"| {fmt(g['line'])} |")
+                  f"| {fmt(g['line'])} | {lines(g['chash_key'], g['line'])} "
+                  f"| {fmt(g['radix_hash'])} | {lines(g['radix_hash'], g['line'])} |")
     print()
 
 

@@ -64,10 +64,14 @@ chash_results_dir() {
 
 chash_jobs() { nproc 2>/dev/null || echo 2; }
 
-# The sanitizer builds' optimisation and debug info: -O2 as a release, and
-# line tables only (-g1), which is what a sanitizer report's stack needs
-# (function, file, line) at a fraction of full -g's compile and link time.
+# The sanitizer builds' optimisation and debug info: -O1, the level the
+# sanitizers' own manuals recommend (the checks are of the source's
+# semantics, which -O2 does not change; the release build at -O2 runs the
+# same suite), and line tables only (-g1), which is what a sanitizer report's
+# stack needs (function, file, line). Against -O2 -g1 it halves the compile of
+# the larger test files under ASan (capi_test.cc: 55 -> 29 s here), the
+# longest stage of CI.
 CHASH_SANITIZER_FLAGS=(
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
-  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
 )

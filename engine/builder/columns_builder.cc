@@ -6,6 +6,7 @@
 #include <string>
 
 #include "hwy/contrib/sort/vqsort.h"
+#include "builder/parallel.h"
 #include "out_of_memory.h"
 
 namespace chash::internal {
@@ -25,36 +26,73 @@ bool SortKeys(uint64_t* keys, size_t count) noexcept {
   }
 }
 
-// One pass over the sorted keys: the first key of each equal-hash run goes to
-// slot k of the columns (hash_bytes + 4k, node[k]); the others go to `losers`
-// (if given) in key order, minus exact repeats of the previous key (a node
-// whose chain repeats a hash contends only once). hash_bytes may be `keys`
-// itself: slot k's 4 bytes overwrite keys[k / 2], read already (k <= i), and
-// memcpy keeps the two views of the memory apart. Writes at most `slots`
-// slots; returns the number of distinct hashes (more than `slots`: the
-// columns were sized for fewer). Throws std::bad_alloc if `losers` cannot
-// grow.
-size_t LayOutFirstOfEachHash(const uint64_t* keys, size_t count, unsigned char* hash_bytes,
-                             uint16_t* node, size_t slots, CollisionTable* losers) {
+// Where one part's layout writes, and what it found.
+struct PartOutput {
+  unsigned char* hash_bytes;  // slot k's 4 bytes at hash_bytes + 4k
+  uint16_t* node;             // slot k at node[k]
+  size_t slots;               // the slots the plan gives the part
+  uint32_t* loser_hash;       // room for `loser_room` losers, or nullptr
+  uint16_t* loser_node;
+  size_t loser_room;
+  size_t distinct = 0;  // out: distinct hashes seen (more than `slots`: a wrong plan)
+  size_t losers = 0;    // out: losers written
+};
+
+// One pass over sorted keys: the first key of each equal-hash run goes to
+// the part's next slot; the others go to its losers (if any) in key order,
+// minus exact repeats of the previous key (a node whose chain repeats a hash
+// contends only once). hash_bytes may be `keys` itself: slot k's 4 bytes
+// overwrite keys[k / 2], read already (k <= i), and memcpy keeps the two
+// views of the memory apart. Writes at most `slots` slots and `loser_room`
+// losers, so a wrong plan is found (distinct != slots) without a write past
+// either.
+void LayOutFirstOfEachHash(const uint64_t* keys, size_t count, PartOutput& out) noexcept {
   size_t kept = 0;
+  size_t losers = 0;
   uint64_t previous = 0;
   for (size_t i = 0; i < count; ++i) {
     uint64_t key;
     std::memcpy(&key, keys + i, sizeof key);
     const uint32_t hash = SortKeyHash(key);
     if (i == 0 || hash != SortKeyHash(previous)) {
-      if (kept < slots) {
-        node[kept] = SortKeyNode(key);
-        std::memcpy(hash_bytes + kept * sizeof hash, &hash, sizeof hash);
+      if (kept < out.slots) {
+        out.node[kept] = SortKeyNode(key);
+        std::memcpy(out.hash_bytes + kept * sizeof hash, &hash, sizeof hash);
       }
       ++kept;
-    } else if (losers != nullptr && key != previous) {
-      losers->hash.push_back(hash);
-      losers->node.push_back(SortKeyNode(key));
+    } else if (out.loser_hash != nullptr && key != previous) {
+      if (losers < out.loser_room) {
+        out.loser_hash[losers] = hash;
+        out.loser_node[losers] = SortKeyNode(key);
+      }
+      ++losers;
     }
     previous = key;
   }
-  return kept;
+  out.distinct = kept;
+  out.losers = losers;
+}
+
+// Why `parts` cannot describe these sorted keys, or "" if it can.
+std::string PartsProblem(const uint64_t* keys, size_t count, const SortedKeyParts& parts) {
+  const size_t n = parts.parts();
+  if (n == 0 || parts.slot_begin.size() != n + 1 || parts.key_begin.front() != 0 ||
+      parts.slot_begin.front() != 0 || parts.key_begin.back() != count) {
+    return "the parts do not cover the " + std::to_string(count) + " sorted keys";
+  }
+  for (size_t p = 0; p < n; ++p) {
+    const uint64_t keys_in = parts.key_begin[p + 1] - parts.key_begin[p];
+    if (parts.key_begin[p + 1] < parts.key_begin[p] ||
+        parts.slot_begin[p + 1] < parts.slot_begin[p] ||
+        parts.slot_begin[p + 1] - parts.slot_begin[p] > keys_in) {
+      return "part " + std::to_string(p) + " has more slots than keys or runs backwards";
+    }
+    const uint64_t cut = parts.key_begin[p];
+    if (cut > 0 && cut < count && SortKeyHash(keys[cut - 1]) == SortKeyHash(keys[cut])) {
+      return "part " + std::to_string(p) + " starts inside a run of equal hashes";
+    }
+  }
+  return "";
 }
 
 // The keys a PointKeyBuffer placed in the columns' hash-column memory.
@@ -98,13 +136,34 @@ Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
   return BuildColumnsFromSortedKeys(keys, count, columns, losers);
 }
 
+SortedKeyParts OnePart(uint64_t count, uint64_t distinct) {
+  return SortedKeyParts{{0, count}, {0, distinct}};
+}
+
 Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns,
-                                  CollisionTable* losers, size_t distinct_hashes) {
-  const size_t kept =
-      distinct_hashes == kCountDistinctHashes ? CountDistinctHashes(keys, count) : distinct_hashes;
+                                  CollisionTable* losers, const SortedKeyParts* given_parts) {
+  SortedKeyParts counted;
+  std::vector<PartOutput> out;
+  try {
+    if (given_parts == nullptr) counted = OnePart(count, CountDistinctHashes(keys, count));
+    const SortedKeyParts& parts = given_parts == nullptr ? counted : *given_parts;
+    if (std::string problem = PartsProblem(keys, count, parts); !problem.empty()) {
+      return Status(StatusCode::kBadArgument, std::move(problem));
+    }
+    out.resize(parts.parts());
+  } catch (const std::bad_alloc&) {
+    return internal::OutOfMemory("laying out ring columns");
+  }
+  const SortedKeyParts& parts = given_parts == nullptr ? counted : *given_parts;
+  const size_t kept = parts.slot_begin.back();
+  const size_t part_count = parts.parts();
   columns.size = static_cast<uint32_t>(kept);
   const bool in_place = keys == KeysInColumns(columns);
   if (kept == 0) {
+    if (count != 0) {
+      return Status(StatusCode::kBadArgument,
+                    std::to_string(count) + " sorted keys, the caller counted 0 distinct hashes");
+    }
     columns.hash.Allocate(0);
     columns.node.Allocate(0);
     return Status();
@@ -116,26 +175,82 @@ Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns
   if (!in_place && !columns.hash.Allocate(hash_slots)) return ColumnsOutOfMemory(kept);
   unsigned char* hash_bytes = in_place ? reinterpret_cast<unsigned char*>(keys)
                                        : reinterpret_cast<unsigned char*>(columns.hash.data());
+  const size_t losers_before = losers != nullptr ? losers->hash.size() : 0;
   try {
-    if (losers != nullptr && count > kept) {
-      // At most count - kept losers (exact repeats are not listed): reserved
-      // at once, so that no doubling vector peaks beside the node column.
-      losers->hash.reserve(losers->hash.size() + (count - kept));
-      losers->node.reserve(losers->node.size() + (count - kept));
-    }
-    if (const size_t distinct = LayOutFirstOfEachHash(keys, count, hash_bytes, node, kept, losers);
-        distinct != kept) {
-      // A caller's wrong count (a builder bug), caught before any lookup.
-      return Status(StatusCode::kBadArgument,
-                    "sorted keys hold " + std::to_string(distinct) +
-                        " distinct hashes, the caller counted " + std::to_string(kept));
-    }
     if (losers != nullptr) {
-      losers->hash.shrink_to_fit();
-      losers->node.shrink_to_fit();
+      // At most count - kept losers (exact repeats are not listed): sized at
+      // once, so that no doubling vector peaks beside the node column; each
+      // part writes from its own offset and the gaps close below.
+      losers->hash.resize(losers_before + (count - kept));
+      losers->node.resize(losers_before + (count - kept));
     }
   } catch (const std::bad_alloc&) {
     return internal::OutOfMemory("recording collided points");
+  }
+  size_t loser_offset = losers_before;
+  for (size_t p = 0; p < part_count; ++p) {
+    const size_t first_key = parts.key_begin[p];
+    const size_t first_slot = parts.slot_begin[p];
+    const size_t slots = parts.slot_begin[p + 1] - first_slot;
+    const size_t room = parts.key_begin[p + 1] - first_key - slots;
+    // In place, part p > 0 stages its hashes over its own keys: the slots
+    // below its first key still hold keys of the parts before it.
+    unsigned char* part_hashes = in_place && p > 0
+                                     ? reinterpret_cast<unsigned char*>(keys + first_key)
+                                     : hash_bytes + first_slot * sizeof(uint32_t);
+    out[p] = {part_hashes,
+              node + first_slot,
+              slots,
+              losers != nullptr ? losers->hash.data() + loser_offset : nullptr,
+              losers != nullptr ? losers->node.data() + loser_offset : nullptr,
+              room};
+    loser_offset += room;
+  }
+  ParallelFor(static_cast<unsigned>(part_count), static_cast<unsigned>(part_count),
+              [&](unsigned p) {
+                const size_t first_key = parts.key_begin[p];
+                LayOutFirstOfEachHash(keys + first_key, parts.key_begin[p + 1] - first_key,
+                                      out[p]);
+              });
+  size_t distinct = 0;
+  bool plan_holds = true;
+  for (const PartOutput& part : out) {
+    distinct += part.distinct;
+    plan_holds = plan_holds && part.distinct == part.slots;
+  }
+  if (!plan_holds) {
+    // A caller's wrong count (a builder bug), caught before any lookup.
+    if (losers != nullptr) {
+      losers->hash.resize(losers_before);
+      losers->node.resize(losers_before);
+    }
+    return Status(StatusCode::kBadArgument,
+                  "sorted keys hold " + std::to_string(distinct) +
+                      " distinct hashes, the caller counted " + std::to_string(kept));
+  }
+  // In order: part p's final slots end at part p + 1's first slot, below
+  // where part p + 1 staged its hashes (4 bytes a slot over 8 a key).
+  for (size_t p = 1; in_place && p < part_count; ++p) {
+    std::memmove(hash_bytes + parts.slot_begin[p] * sizeof(uint32_t), out[p].hash_bytes,
+                 out[p].slots * sizeof(uint32_t));
+  }
+  if (losers != nullptr) {
+    size_t end = losers_before;
+    for (const PartOutput& part : out) {
+      // Forward, to an offset at or below the part's own: std::copy is safe.
+      const size_t from = static_cast<size_t>(part.loser_hash - losers->hash.data());
+      std::copy_n(losers->hash.begin() + from, part.losers, losers->hash.begin() + end);
+      std::copy_n(losers->node.begin() + from, part.losers, losers->node.begin() + end);
+      end += part.losers;
+    }
+    losers->hash.resize(end);
+    losers->node.resize(end);
+    try {
+      losers->hash.shrink_to_fit();
+      losers->node.shrink_to_fit();
+    } catch (const std::bad_alloc&) {
+      return internal::OutOfMemory("recording collided points");
+    }
   }
   if (in_place) {
     AlignedArray<uint32_t> memory = std::move(columns.hash);

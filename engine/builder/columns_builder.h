@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "chash/status.h"
 #include "collision_table.h"
@@ -53,15 +54,32 @@ size_t CountDistinctHashes(const uint64_t* keys, size_t count) noexcept;
 // side table (collision_table.h).
 Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
                             CollisionTable* losers = nullptr);
+// Sorted keys cut into parts that a run of equal hashes never crosses: part
+// p holds keys [key_begin[p], key_begin[p + 1]), and its distinct hashes go
+// to slots [slot_begin[p], slot_begin[p + 1]) of the columns. Both vectors
+// hold parts + 1 entries, from 0 to the key count and to the number of
+// distinct hashes.
+struct SortedKeyParts {
+  std::vector<uint64_t> key_begin;
+  std::vector<uint64_t> slot_begin;
+  size_t parts() const noexcept { return key_begin.empty() ? 0 : key_begin.size() - 1; }
+};
+// One part: all `count` keys, `distinct` distinct hashes.
+SortedKeyParts OnePart(uint64_t count, uint64_t distinct);
+
 // The same for keys already in ascending order (GenerateSortedPointKeys).
-// `distinct_hashes` is their number of distinct hashes if the caller knows
-// it (GenerateSortedPointKeys counts them while the buckets are in cache);
-// kCountDistinctHashes: read the keys once more to count them. One pass over
-// the keys then writes the columns.
-inline constexpr size_t kCountDistinctHashes = SIZE_MAX;
+// `parts` (GenerateSortedPointKeys makes them) lays the parts out on one
+// thread each: rings come out the same whatever the cut. nullptr: one part,
+// its distinct hashes counted by one more read of the keys. kBadArgument
+// (before any column is written past its end) if the parts do not describe
+// the keys: counts that are not theirs, a cut inside a run of equal hashes.
+// When the keys lie in the hash column's memory (PointKeyBuffer), part 0
+// writes its hashes in place and the others stage theirs inside their own
+// keys, then move them down, in order, once every part is done (4 bytes a
+// point of part 1 and later: one memmove each).
 Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns,
                                   CollisionTable* losers = nullptr,
-                                  size_t distinct_hashes = kCountDistinctHashes);
+                                  const SortedKeyParts* parts = nullptr);
 
 // Builds the search index of columns whose hash and node columns are laid
 // out (sentinels included): the last step of BuildColumnsFromKeys, and what

@@ -95,7 +95,7 @@ void GeneratePointKeys(std::span<const PointChain> chains, uint64_t* keys) noexc
 }
 
 bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys, uint64_t total,
-                             unsigned threads, uint64_t& distinct_hashes) noexcept {
+                             unsigned threads, SortedKeyParts& parts) noexcept {
   try {
     const int bits = BucketBits(total);
     threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(chains.size())));
@@ -105,7 +105,7 @@ bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys,
         const hwy::Sorter sorter;
         sorter(keys, total, hwy::SortAscending());
       }
-      distinct_hashes = CountDistinctHashes(keys, total);
+      parts = OnePart(total, CountDistinctHashes(keys, total));
       return true;
     }
     const int shift = 64 - bits;
@@ -145,27 +145,41 @@ bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys,
       ForEachPointKey(run(t), [&](uint64_t key) { keys[next[key >> shift]++] = key; });
     });
     // Equal hashes share their top bits, so each run of them lies in one
-    // bucket: the buckets' distinct counts add up, counted while in cache.
+    // bucket: the buckets' distinct counts add up, counted while in cache,
+    // and a cut between buckets never splits a run.
+    std::vector<uint64_t> bucket_distinct(buckets, 0);
     std::atomic<size_t> next_bucket{0};
-    std::atomic<uint64_t> distinct{0};
     std::atomic<bool> failed{false};
     ParallelFor(threads, threads, [&](unsigned) {
       try {
         const hwy::Sorter sorter;
-        uint64_t run_distinct = 0;
         for (size_t b; (b = next_bucket.fetch_add(1, std::memory_order_relaxed)) < buckets;) {
           uint64_t* bucket = keys + bucket_start[b];
           const uint64_t size = bucket_start[b + 1] - bucket_start[b];
           if (size > 1) sorter(bucket, size, hwy::SortAscending());
-          run_distinct += CountDistinctHashes(bucket, size);
+          bucket_distinct[b] = CountDistinctHashes(bucket, size);
         }
-        distinct.fetch_add(run_distinct, std::memory_order_relaxed);
       } catch (const std::bad_alloc&) {
         failed.store(true, std::memory_order_relaxed);
       }
     });
-    distinct_hashes = distinct.load(std::memory_order_relaxed);
-    return !failed.load(std::memory_order_relaxed);
+    if (failed.load(std::memory_order_relaxed)) return false;
+    // One part a thread, each cut at the first bucket boundary at or past
+    // its share of the keys.
+    parts.key_begin.assign(1, 0);
+    parts.slot_begin.assign(1, 0);
+    uint64_t slots = 0;
+    for (size_t b = 0, t = 1; b < buckets; ++b) {
+      if (t < threads && bucket_start[b] * threads >= total * t) {
+        parts.key_begin.push_back(bucket_start[b]);
+        parts.slot_begin.push_back(slots);
+        ++t;
+      }
+      slots += bucket_distinct[b];
+    }
+    parts.key_begin.push_back(total);
+    parts.slot_begin.push_back(slots);
+    return true;
   } catch (const std::bad_alloc&) {
     return false;
   }

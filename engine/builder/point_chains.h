@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <span>
 
+#include "builder/columns_builder.h"
+
 namespace chash::internal {
 
 // One node's chain: `count` points, each the CRC32 of the previous point's
@@ -30,11 +32,15 @@ void GeneratePointKeys(std::span<const PointChain> chains, uint64_t* keys) noexc
 // sorter a thread; buckets of ~32K keys, at most 2^10 buckets). A set of u64
 // keys has one sorted order, so `keys` comes out bit-identical whatever the
 // thread count. Memory: `keys` (`total` = Σ count slots) plus bucket counters
-// (8 bytes x threads x at most 2^10 buckets) and the sorters' scratch.
-// `distinct_hashes` receives the number of distinct hashes among the keys
-// (for BuildColumnsFromSortedKeys). False: out of memory.
+// (8 bytes x threads x at most 2^10 buckets), one distinct count a bucket and
+// the sorters' scratch.
+// `parts` receives one part of the sorted keys a thread, cut at bucket
+// boundaries (no run of equal hashes crosses one), with each part's number
+// of distinct hashes, counted while its buckets were in cache: what
+// BuildColumnsFromSortedKeys lays out on as many threads. False: out of
+// memory.
 bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys, uint64_t total,
-                             unsigned threads, uint64_t& distinct_hashes) noexcept;
+                             unsigned threads, SortedKeyParts& parts) noexcept;
 
 }  // namespace chash::internal
 

@@ -229,13 +229,13 @@ Result<Ring> RingBuilder::Build() && {
     const unsigned threads = options_.build_threads != 0
                                  ? std::min<uint32_t>(options_.build_threads, 256)
                                  : internal::BuildThreads();
-    uint64_t distinct_hashes = 0;
+    internal::SortedKeyParts parts;
     if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_, threads,
-                                           distinct_hashes)) {
+                                           parts)) {
       return internal::OutOfMemory("sorting ring points");
     }
     if (Status status = internal::BuildColumnsFromSortedKeys(
-            keys.data(), points_generated_, state->columns, &state->losers, distinct_hashes);
+            keys.data(), points_generated_, state->columns, &state->losers, &parts);
         !status.ok()) {
       return status;
     }

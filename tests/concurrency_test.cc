@@ -54,19 +54,27 @@ std::vector<uint32_t> Answers(const Ring& ring, const std::vector<std::string>& 
 }
 
 // Runs `readers` reader threads and one writer; the writer loops until every
-// reader has finished (at most `max_writes` times). Returns the writes made.
+// reader has finished (at most `max_writes` times, at least once). Returns
+// the writes made. The readers start after the writer's first write: on a
+// loaded machine the readers could otherwise finish before the writer is
+// first scheduled, and test nothing swapped (CI saw it once, under ASan).
+// The writer's later writes race with the readers.
 template <typename Reader, typename Writer>
 size_t RunReadersAndWriter(Reader reader, Writer writer, size_t max_writes = 1000000) {
   std::atomic<int> running{kReaders};
   std::atomic<size_t> writes{0};
+  std::atomic<bool> first_write_done{false};
   std::thread writer_thread([&] {
     size_t i = 0;
+    writer(i++);
+    first_write_done.store(true, std::memory_order_release);
     while (running.load(std::memory_order_acquire) > 0 && i < max_writes) writer(i++);
     writes.store(i, std::memory_order_relaxed);
   });
   std::vector<std::thread> readers;
   for (int r = 0; r < kReaders; ++r) {
     readers.emplace_back([&, r] {
+      while (!first_write_done.load(std::memory_order_acquire)) std::this_thread::yield();
       reader(r);
       running.fetch_sub(1, std::memory_order_acq_rel);
     });

@@ -143,10 +143,10 @@ SortedKeyParts OnePart(uint64_t count, uint64_t distinct) {
 Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns,
                                   CollisionTable* losers, const SortedKeyParts* given_parts) {
   SortedKeyParts counted;
+  const SortedKeyParts& parts = given_parts == nullptr ? counted : *given_parts;
   std::vector<PartOutput> out;
   try {
     if (given_parts == nullptr) counted = OnePart(count, CountDistinctHashes(keys, count));
-    const SortedKeyParts& parts = given_parts == nullptr ? counted : *given_parts;
     if (std::string problem = PartsProblem(keys, count, parts); !problem.empty()) {
       return Status(StatusCode::kBadArgument, std::move(problem));
     }
@@ -154,7 +154,6 @@ Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns
   } catch (const std::bad_alloc&) {
     return internal::OutOfMemory("laying out ring columns");
   }
-  const SortedKeyParts& parts = given_parts == nullptr ? counted : *given_parts;
   const size_t kept = parts.slot_begin.back();
   const size_t part_count = parts.parts();
   columns.size = static_cast<uint32_t>(kept);

@@ -731,6 +731,179 @@ void BM_RadixLab(benchmark::State& state, size_t ring, int bits, LabShape shape)
   SetPerOp(state, kOpsPerIteration);
 }
 
+// ---- Layout lab: an interpolated radix entry, one 16-key window ---------------------
+//
+// The radix table above, but a lookup reads only the 16 hashes around where
+// the answer should be: CRC32 points are uniform inside a bucket too, so the
+// slot of x is about lo + (hi - lo) * (x's offset in the bucket). The window
+// of 16 keys centred there holds the answer unless the guess is off by more
+// than 8 (a bucket of k points: the error's deviation is at most sqrt(k) / 2);
+// then the bucket is scanned. A cold lookup is two round trips: the entry,
+// then the window's (one or two) hash lines with its node line.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+struct InterpLab {
+  internal::AlignedArray<uint32_t> table;  // 2^bits + 1 entries
+  internal::AlignedArray<uint32_t> hash;   // the column, then 32 x UINT32_MAX
+  internal::AlignedArray<uint16_t> node;   // the column; node[n] = node[0]
+  int shift = 32;
+  uint32_t n = 0;
+};
+
+InterpLab& GetInterpLab(Fixture& f, int bits) {
+  static std::map<std::pair<const Fixture*, int>, std::unique_ptr<InterpLab>> labs;
+  auto& slot = labs[{&f, bits}];
+  if (slot) return *slot;
+  slot = std::make_unique<InterpLab>();
+  InterpLab& lab = *slot;
+  const RadixLab& radix = GetRadixLab(f, bits);
+  lab.shift = radix.shift;
+  lab.n = static_cast<uint32_t>(f.sorted_hash.size());
+  if (!lab.table.Allocate(radix.table.size()) || !lab.hash.Allocate(lab.n + 32) ||
+      !lab.node.Allocate(lab.n + 32)) {
+    std::abort();
+  }
+  std::copy(radix.table.begin(), radix.table.end(), lab.table.data());
+  std::copy(f.sorted_hash.data(), f.sorted_hash.data() + lab.n, lab.hash.data());
+  std::fill(lab.hash.data() + lab.n, lab.hash.data() + lab.n + 32, UINT32_MAX);
+  std::copy(f.sorted_node.data(), f.sorted_node.data() + lab.n, lab.node.data());
+  std::fill(lab.node.data() + lab.n, lab.node.data() + lab.n + 32, f.sorted_node[0]);
+  return lab;
+}
+
+__attribute__((target("avx2,popcnt"))) inline uint32_t LabCountLess16(const uint32_t* keys,
+                                                                      uint32_t x) {
+  const __m256i bias = _mm256_set1_epi32(INT32_MIN);
+  const __m256i vx = _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(x)), bias);
+  const __m256i a =
+      _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys)), bias);
+  const __m256i b =
+      _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + 8)), bias);
+  const unsigned lt_a = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(vx, a)));
+  const unsigned lt_b = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(vx, b)));
+  return static_cast<uint32_t>(__builtin_popcount(lt_a) + __builtin_popcount(lt_b));
+}
+
+template <uint32_t kWindow>
+__attribute__((target("avx2,popcnt"))) inline uint32_t LabCountLess(const uint32_t* keys,
+                                                                    uint32_t x) {
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < kWindow; i += 16) count += LabCountLess16(keys + i, x);
+  return count;
+}
+
+// The window's first slot: kWindow keys centred on the guess, kept inside
+// [lo, max(lo, hi - kWindow)] so that a full or empty count is decisive at
+// the bucket's ends.
+template <uint32_t kWindow>
+inline uint32_t InterpWindow(const InterpLab& lab, uint32_t x, uint32_t lo, uint32_t hi) {
+  const uint32_t offset = x & ((1u << lab.shift) - 1);
+  const uint32_t guess = lo + static_cast<uint32_t>((uint64_t{hi - lo} * offset) >> lab.shift);
+  const uint32_t w = guess > lo + kWindow / 2 ? guess - kWindow / 2 : lo;
+  const uint32_t last = hi > lo + kWindow ? hi - kWindow : lo;
+  return w < last ? w : last;
+}
+
+template <uint32_t kWindow>
+inline bool InterpDecisive(uint32_t c, uint32_t lo, uint32_t hi, uint32_t w) {
+  return c - 1 < kWindow - 1 || (c == 0 && w == lo) || (c == kWindow && w + kWindow == hi);
+}
+
+// Misses step one window towards the answer (the guess is rarely off by
+// more than one window), overlapping the last by the one slot whose side of
+// x is known, so that a step never lands on a window that misses the other
+// way.
+template <uint32_t kWindow>
+__attribute__((target("avx2,popcnt"))) inline uint32_t InterpFinish(const InterpLab& lab,
+                                                                    uint32_t x, uint32_t lo,
+                                                                    uint32_t hi, uint32_t w) {
+  uint32_t c = LabCountLess<kWindow>(lab.hash.data() + w, x);
+  while (!InterpDecisive<kWindow>(c, lo, hi, w)) [[unlikely]] {
+    if (c == 0) {
+      w = w > lo + kWindow - 1 ? w - (kWindow - 1) : lo;
+    } else {
+      const uint32_t last = hi > lo + kWindow ? hi - kWindow : lo;
+      w = w + kWindow - 1 < last ? w + kWindow - 1 : last;
+    }
+    c = LabCountLess<kWindow>(lab.hash.data() + w, x);
+  }
+  return lab.node[w + c];
+}
+
+template <uint32_t kWindow>
+__attribute__((target("avx2,popcnt"))) inline uint32_t InterpNode(const InterpLab& lab,
+                                                                  uint32_t x) {
+  const uint32_t p = x >> lab.shift;
+  const uint32_t lo = lab.table[p], hi = lab.table[p + 1];
+  const uint32_t w = InterpWindow<kWindow>(lab, x, lo, hi);
+  __builtin_prefetch(lab.node.data() + w);
+  if (kWindow > 16) __builtin_prefetch(lab.node.data() + w + kWindow - 1);
+  return InterpFinish<kWindow>(lab, x, lo, hi, w);
+}
+
+template <uint32_t kWindow, size_t kGroup>
+__attribute__((target("avx2,popcnt"))) inline void InterpGroup(const InterpLab& lab,
+                                                               const uint32_t* x, uint32_t* out) {
+  uint32_t lo[kGroup], hi[kGroup], w[kGroup];
+  for (size_t j = 0; j < kGroup; ++j) __builtin_prefetch(lab.table.data() + (x[j] >> lab.shift));
+  for (size_t j = 0; j < kGroup; ++j) {
+    const uint32_t p = x[j] >> lab.shift;
+    lo[j] = lab.table[p];
+    hi[j] = lab.table[p + 1];
+    w[j] = InterpWindow<kWindow>(lab, x[j], lo[j], hi[j]);
+    for (uint32_t i = 0; i < kWindow; i += 16) __builtin_prefetch(lab.hash.data() + w[j] + i);
+    __builtin_prefetch(lab.hash.data() + w[j] + kWindow - 1);
+    __builtin_prefetch(lab.node.data() + w[j]);
+  }
+  for (size_t j = 0; j < kGroup; ++j) {
+    out[j] = InterpFinish<kWindow>(lab, x[j], lo[j], hi[j], w[j]);
+  }
+}
+
+template <uint32_t kWindow>
+void BM_InterpLab(benchmark::State& state, size_t ring, int bits, LabShape shape) {
+  Fixture& f = GetFixture(ring);
+  const InterpLab& lab = GetInterpLab(f, bits);
+  if (!CheckByHash(state, f, [&](uint32_t h) { return InterpNode<kWindow>(lab, h); })) return;
+  std::vector<uint32_t> out(kOpsPerIteration);
+  for (size_t i = 0; i + 32 <= kCheckCount; i += 32) {
+    InterpGroup<kWindow, 32>(lab, f.check_hashes.data() + i, out.data());
+    for (size_t j = 0; j < 32; ++j) {
+      if (out[j] != f.check_expected[i + j]) return state.SkipWithError("interp batch differs");
+    }
+  }
+  // How often the window misses the answer (then the bucket is scanned).
+  uint64_t misses = 0;
+  for (const uint32_t x : f.hashes) {
+    const uint32_t p = x >> lab.shift;
+    const uint32_t lo = lab.table[p], hi = lab.table[p + 1];
+    const uint32_t w = InterpWindow<kWindow>(lab, x, lo, hi);
+    misses += !InterpDecisive<kWindow>(LabCountLess<kWindow>(lab.hash.data() + w, x), lo, hi, w);
+  }
+  size_t pos = 0;
+  uint32_t sink = 0, previous = 0;
+  for (auto _ : state) {
+    const uint32_t* q = f.hashes.data() + pos;
+    if (shape == LabShape::kSingle) {
+      for (size_t i = 0; i < kOpsPerIteration; ++i) sink += InterpNode<kWindow>(lab, q[i]);
+    } else if (shape == LabShape::kDependent) {
+      for (size_t i = 0; i < kOpsPerIteration; ++i) previous = InterpNode<kWindow>(lab, q[i] ^ previous);
+    } else {
+      for (size_t i = 0; i < kOpsPerIteration; i += 32) InterpGroup<kWindow, 32>(lab, q + i, out.data() + i);
+      benchmark::DoNotOptimize(out.data());
+    }
+    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
+  }
+  benchmark::DoNotOptimize(sink + previous);
+  state.counters["index_bytes_per_point"] =
+      static_cast<double>(lab.table.size() * 4) / static_cast<double>(f.points);
+  state.counters["window_miss_rate"] =
+      static_cast<double>(misses) / static_cast<double>(f.hashes.size());
+  SetPerOp(state, kOpsPerIteration);
+}
+#endif  // __x86_64__
+
 // ---- Proxy-shaped lookups -------------------------------------------------------------
 //
 // A proxy looks up one key per request, between other work that pushes the
@@ -792,11 +965,11 @@ RandomWork& GetRandomWork() {
 // kRadixHash: the layout lab's radix table (2^bits entries, bits = the
 // ring's base + 2: about 20 points a bucket) by hash, cold.
 enum class ProxyWhat { kChashKey, kPingoraKey, kNginxKey, kChashHash, kLowerBoundHash, kLine,
-                       kRadixHash };
+                       kRadixHash, kInterp16Hash, kInterp32Hash };
 constexpr int kProxyRadixExtraBits = 2;
 
 uint32_t ProxyLookup(const Fixture& f, const RadixLab* radix, ProxyWhat what, size_t i,
-                     uint64_t& x) {
+                     uint64_t& x, const void* interp = nullptr) {
   const std::string_view key = f.key_views[i & (kKeyCount - 1)];
   const uint32_t hash = f.hashes[i & (kQueryCount - 1)];
   switch (what) {
@@ -812,6 +985,16 @@ uint32_t ProxyLookup(const Fixture& f, const RadixLab* radix, ProxyWhat what, si
       return LowerBoundNode(f, hash);
     case ProxyWhat::kRadixHash:
       return RadixNode(f, *radix, hash);
+#if defined(__x86_64__)
+    case ProxyWhat::kInterp16Hash:
+      return InterpNode<16>(*static_cast<const InterpLab*>(interp), hash);
+    case ProxyWhat::kInterp32Hash:
+      return InterpNode<32>(*static_cast<const InterpLab*>(interp), hash);
+#else
+    case ProxyWhat::kInterp16Hash:
+    case ProxyWhat::kInterp32Hash:
+      return 0;
+#endif
     case ProxyWhat::kLine: {
       x ^= x << 13;
       x ^= x >> 7;
@@ -834,6 +1017,19 @@ void BM_Proxy(benchmark::State& state, size_t ring, ProxyWhat what, size_t pollu
     radix = &GetRadixLab(f, RadixBaseBits(ring) + kProxyRadixExtraBits);
     if (!CheckByHash(state, f, [&](uint32_t h) { return RadixNode(f, *radix, h); })) return;
   }
+  const void* interp = nullptr;
+#if defined(__x86_64__)
+  if (what == ProxyWhat::kInterp16Hash || what == ProxyWhat::kInterp32Hash) {
+    const InterpLab& lab = GetInterpLab(f, RadixBaseBits(ring) - 1);
+    interp = &lab;
+    const bool narrow = what == ProxyWhat::kInterp16Hash;
+    if (!CheckByHash(state, f, [&](uint32_t h) {
+          return narrow ? InterpNode<16>(lab, h) : InterpNode<32>(lab, h);
+        })) {
+      return;
+    }
+  }
+#endif
   if (what == ProxyWhat::kChashKey || what == ProxyWhat::kPingoraKey ||
       what == ProxyWhat::kNginxKey) {
     uint64_t unused = 0;
@@ -879,7 +1075,7 @@ void BM_Proxy(benchmark::State& state, size_t ring, ProxyWhat what, size_t pollu
     for (size_t i = 0; i < lookups; ++i) {
       sink += pollute();
       const auto t0 = Clock::now();
-      sink += ProxyLookup(f, radix, what, base + i, x);
+      sink += ProxyLookup(f, radix, what, base + i, x, interp);
       const auto t1 = Clock::now();
       lookup_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
       // The clock around nothing, every fourth lookup.
@@ -1166,7 +1362,8 @@ void RegisterAll() {
       {ProxyWhat::kChashKey, "chash_key"},         {ProxyWhat::kPingoraKey, "pingora_key"},
       {ProxyWhat::kNginxKey, "nginx_key"},         {ProxyWhat::kChashHash, "chash_hash"},
       {ProxyWhat::kLowerBoundHash, "lower_bound_hash"}, {ProxyWhat::kLine, "line"},
-      {ProxyWhat::kRadixHash, "radix_hash"}};
+      {ProxyWhat::kRadixHash, "radix_hash"},       {ProxyWhat::kInterp16Hash, "interp16_hash"},
+      {ProxyWhat::kInterp32Hash, "interp32_hash"}};
   const std::pair<size_t, const char*> pollutions[] = {
       {0, "0"},
       {size_t{16} << 10, "16K"},
@@ -1197,6 +1394,27 @@ void RegisterAll() {
       }
     }
   }
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) {
+    for (size_t ring = kLargeRings - 1; ring < rings; ++ring) {
+      const int base = RadixBaseBits(ring);
+      for (int bits = base - 2; bits <= base + 2; ++bits) {
+        for (const auto& [shape, sname] : {std::pair{LabShape::kSingle, "single"},
+                                           std::pair{LabShape::kDependent, "dependent"},
+                                           std::pair{LabShape::kBatch, "batch1024"}}) {
+          reg("lab/interp" + std::to_string(bits) + "w16/" + sname + "/" + RingName(ring),
+              [ring, bits, shape = shape](benchmark::State& s) {
+                BM_InterpLab<16>(s, ring, bits, shape);
+              });
+          reg("lab/interp" + std::to_string(bits) + "w32/" + sname + "/" + RingName(ring),
+              [ring, bits, shape = shape](benchmark::State& s) {
+                BM_InterpLab<32>(s, ring, bits, shape);
+              });
+        }
+      }
+    }
+  }
+#endif
   std::vector<std::string> crcs = {"zlib", "nginx-byte-table"};
   for (const auto& implementation : internal::Crc32Implementations()) {
     if (implementation.supported) crcs.push_back(implementation.name);

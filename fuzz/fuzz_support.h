@@ -10,8 +10,15 @@
 #include <vector>
 
 #include "chash/status.h"
+#include "layout/search_index.h"
 
 namespace chash::fuzz {
+
+// Fuzzed rings stay under 100,000 points, below kInterpolationMinPoints:
+// make every ring built after this take the single-lookup window, so the
+// window is what the differentials check (batches, the window's fallbacks
+// and batch tails still descend).
+inline void ReachTheSingleLookupWindow() { internal::SetInterpolationMinPoints(0); }
 
 // Prints "chash fuzz mismatch: WHAT" and the case description to stderr, then
 // aborts: libFuzzer keeps the input as a crash-* artifact, the replay main

@@ -226,6 +226,7 @@ std::string PointsCase::Describe() const {
 }
 
 PointsOutcome RunPointsDiff(const PointsCase& c) {
+  ReachTheSingleLookupWindow();
   const std::string description = c.Describe();
   PointsOutcome outcome;
   Result<Ring> built = BuildRingFromPoints(c.num_nodes, c.points, c.tie_rank, c.max_points);

@@ -231,6 +231,7 @@ std::string RingCase::Describe() const {
 }
 
 RingOutcome RunRingDiff(const RingCase& c) {
+  ReachTheSingleLookupWindow();
   const std::string description = c.Describe();
   RingOutcome outcome;
 

@@ -708,14 +708,14 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
   add("fingerprint_changed_checksum_fixed", 1, edited(v1, fmt::kOffFingerprint, 1),
       "refused fingerprint");
 
-  // Format 1.1: the stored search index, checked like every other section,
+  // Formats 1.1 and 1.2: the stored search index, checked like every other section,
   // and files without one (written with it left out, or of format 1.0).
   const std::string v1_no_index = SnapshotSeedBytes(1, 160, 30, 0, false, false);
   add("valid_no_index", 0, v1_no_index, "accepted");
   std::string v1_format_10 = v1_no_index;
   fmt::StoreU16(reinterpret_cast<uint8_t*>(v1_format_10.data()) + fmt::kOffMinor, 0);
   add("valid_format_1_0_checksum_fixed", 1, v1_format_10, "accepted");
-  add("format_1_0_with_index_checksum_fixed", 1, edited(v1, fmt::kOffMinor, 0x01),
+  add("format_1_0_with_index_checksum_fixed", 1, edited(v1, fmt::kOffMinor, 0x02),
       "refused sections");
   const size_t index = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kSearchIndex);
   const size_t index_keys = index + fmt::kIndexHeaderBytes;
@@ -723,6 +723,11 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
   add("index_flipped_bit", 0, edited(v1, index_keys + 5, 0x08), "refused checksum");
   add("index_layout_checksum_fixed", 1, edited(v1, index + fmt::kIndexOffLayout, 0x02),
       "refused index");
+  // A 1.1 file's layout-1 index is superseded: the reader builds its own.
+  add("index_layout_1_in_format_1_1_checksum_fixed", 1,
+      edited(edited(v1, fmt::kOffMinor, 0x03), index + fmt::kIndexOffLayout, 0x03), "accepted");
+  add("index_layout_1_in_format_1_2_checksum_fixed", 1,
+      edited(v1, index + fmt::kIndexOffLayout, 0x03), "refused index");
   add("index_levels_checksum_fixed", 1, edited(v1, index + fmt::kIndexOffLevels, 0x01),
       "refused index");
   add("index_entry_level_checksum_fixed", 1, edited(v1, index + fmt::kIndexOffEntryLevel, 0x02),

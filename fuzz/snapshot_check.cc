@@ -75,6 +75,7 @@ SecretKey FuzzSigningKey() {
 }  // namespace
 
 std::string RunSnapshotCheck(const uint8_t* data, size_t size) {
+  ReachTheSingleLookupWindow();
   if (size == 0) return "refused size";
   std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   if (data[0] & 1) FixChecksum(bytes);

@@ -1,7 +1,8 @@
 // The SIMD search against the reference continuum, on every target this
 // machine supports: single lookups, batches of every length class (the
 // group kernels and their tails), keys, walks; ring sizes around every index
-// level boundary; rings that do and do not get a prefix table; the in-place
+// level boundary; rings whose single lookups the slot table's window decides
+// and rings (clustered points) where it falls back to the descent; the in-place
 // build of large rings; extreme and colliding hashes.
 #include <algorithm>
 #include <random>
@@ -161,8 +162,8 @@ TEST(SearchTest, LargeRingBuiltInPlace) {
   const double kept = static_cast<double>(pair.ring.num_points());
   EXPECT_LT(static_cast<double>(memory.column_bytes) / kept, 6.02);
   EXPECT_GE(memory.column_bytes, 6 * pair.ring.num_points());
-  // Levels: 1/15 of the hash column; table: 1% of the columns at most.
-  EXPECT_LE(memory.index_bytes, 4 * kept / 15 + 0.01 * memory.column_bytes + 4 * 64 * 8 + 4096);
+  // Levels: 1/15 of the hash column; slot table: n/128 or 2^13 entries at most.
+  EXPECT_LE(memory.index_bytes, 4 * kept / 15 + 4 * (kept / 128 + 8193) + 4 * 64 * 8 + 4096);
   EXPECT_LT(memory.other_bytes, uint64_t{2048} * 512);  // O(nodes): the index is apart
 }
 
@@ -219,9 +220,32 @@ BuiltColumns BuildColumns(std::vector<RawPoint> points) {
   return built;
 }
 
+// Sets the single-lookup window's ring-size threshold for a scope.
+class InterpolationMinPoints {
+ public:
+  explicit InterpolationMinPoints(uint32_t points) { internal::SetInterpolationMinPoints(points); }
+  ~InterpolationMinPoints() {
+    internal::SetInterpolationMinPoints(internal::kInterpolationMinPoints);
+  }
+};
+
+void ExpectViewFindsEverySlot(const BuiltColumns& built, const internal::SearchView& view,
+                              std::mt19937_64& rng);
+
+// Single lookups both ways: through the window first, and by descent alone.
 void ExpectIndexFindsEverySlot(const BuiltColumns& built, std::mt19937_64& rng) {
   const internal::Columns& c = built.columns;
-  const internal::SearchView view = c.index.View(c.hash.data(), c.node.data(), c.size);
+  for (const uint32_t min_points : {0u, UINT32_MAX}) {
+    SCOPED_TRACE(min_points == 0 ? "window first" : "descent only");
+    const InterpolationMinPoints scope(min_points);
+    const internal::SearchView view = c.index.View(c.hash.data(), c.node.data(), c.size);
+    EXPECT_EQ(view.interpolate, min_points == 0 && c.size >= internal::kWindowKeys / 2);
+    ExpectViewFindsEverySlot(built, view, rng);
+  }
+}
+
+void ExpectViewFindsEverySlot(const BuiltColumns& built, const internal::SearchView& view,
+                              std::mt19937_64& rng) {
   const auto& sorted = built.sorted_hashes;
   std::vector<uint32_t> queries = {0, UINT32_MAX};
   for (size_t i = 0; i < sorted.size(); i += std::max<size_t>(1, sorted.size() / 20000)) {
@@ -241,23 +265,59 @@ void ExpectIndexFindsEverySlot(const BuiltColumns& built, std::mt19937_64& rng) 
   });
 }
 
-TEST(SearchIndexTest, UniformHashesGetAPrefixTableBelowTheRoot) {
+// Uniform hashes: a slot table of about 128-256 points a bucket (at least
+// 2^13 entries), a descent that enters below the root, an index of at most
+// 0.3 bytes a point, and nearly every single lookup decided by its window.
+TEST(SearchIndexTest, UniformHashesGetASlotTableBelowTheRoot) {
   std::mt19937_64 rng(5);
-  for (const size_t n : {5000, 100000, 1000000}) {
+  for (const size_t n : {5000, 100000, 1000000, 3000000}) {
     const BuiltColumns built = BuildColumns(RandomPoints(n, 100, rng));
     const internal::SearchIndex& index = built.columns.index;
+    const uint32_t kept = built.columns.size;
     EXPECT_GE(index.levels(), 2) << n;
     EXPECT_LT(index.entry_level(), index.levels()) << n;
-    EXPECT_GT(index.table_bits(), 0) << n;
-    EXPECT_LE(index.table_bytes(), std::max<size_t>(internal::kSmallTableBytes,
-                                                    built.columns.allocated_bytes() / 100))
-        << n;
+    EXPECT_EQ(index.table_bits(), internal::SearchIndex::TableBitsFor(kept)) << n;
+    EXPECT_EQ(index.table_entries(), (size_t{1} << index.table_bits()) + 1) << n;
+    if (kept >= (1u << 20)) {
+      EXPECT_GE(kept >> index.table_bits(), 128u) << n;
+      EXPECT_LT(kept >> index.table_bits(), 256u) << n;
+      EXPECT_LE(static_cast<double>(index.allocated_bytes()) / kept, 0.3) << n;
+    } else {
+      EXPECT_EQ(index.table_bits(), 13) << n;
+    }
+    // How many uniform queries the window decides (the rest descend): count
+    // the ones whose answer lies outside the window LowerBoundSlot counts.
+    const internal::SearchView default_view =
+        index.View(built.columns.hash.data(), built.columns.node.data(), kept);
+    EXPECT_EQ(default_view.interpolate, kept >= internal::kInterpolationMinPoints) << n;
+    const InterpolationMinPoints every_ring(0);
+    const internal::SearchView view =
+        index.View(built.columns.hash.data(), built.columns.node.data(), kept);
+    ASSERT_TRUE(view.interpolate);
+    size_t outside = 0;
+    constexpr size_t kQueries = 20000;
+    for (size_t i = 0; i < kQueries; ++i) {
+      const uint32_t x = static_cast<uint32_t>(rng());
+      const uint32_t* bucket = view.table + (x >> view.table_shift);
+      const uint32_t lo = bucket[0], hi = bucket[1];
+      const uint32_t guess = lo + static_cast<uint32_t>(
+                                      (uint64_t{hi - lo} * (x & view.offset_mask)) >> view.table_shift);
+      const uint32_t w = std::min(guess - std::min(internal::kWindowKeys / 2, guess - lo),
+                                  view.window_last);
+      const uint32_t* hash = built.columns.hash.data();
+      const uint32_t answer = static_cast<uint32_t>(std::lower_bound(hash, hash + kept, x) - hash);
+      ASSERT_GE(answer, lo);
+      ASSERT_LE(answer, hi);
+      outside += answer < w || answer > w + internal::kWindowKeys;
+    }
+    EXPECT_LT(outside, kQueries / 50) << n << ": the window should decide about 99% of lookups";
     ExpectIndexFindsEverySlot(built, rng);
   }
 }
 
-// Points packed into a sliver of the hash space overfill every bucket: the
-// index must enter at the root instead.
+// Points packed into a sliver of the hash space overfill one bucket: the
+// window misses most lookups there (they descend) and the descent enters at
+// the root.
 TEST(SearchIndexTest, ClusteredHashesFallBackToTheRoot) {
   std::mt19937_64 rng(6);
   std::vector<RawPoint> points = RandomPoints(60000, 10, rng);
@@ -265,7 +325,7 @@ TEST(SearchIndexTest, ClusteredHashesFallBackToTheRoot) {
   const BuiltColumns built = BuildColumns(points);
   const internal::SearchIndex& index = built.columns.index;
   EXPECT_EQ(index.entry_level(), index.levels());
-  EXPECT_EQ(index.table_bits(), 0);
+  EXPECT_EQ(index.table_bits(), internal::SearchIndex::TableBitsFor(built.columns.size));
   ExpectIndexFindsEverySlot(built, rng);
 
   // Two clusters far apart, and a ring that has both.
@@ -273,9 +333,11 @@ TEST(SearchIndexTest, ClusteredHashesFallBackToTheRoot) {
   ExpectIndexFindsEverySlot(BuildColumns(points), rng);
 }
 
-// A bucket of the prefix table may hold at most 15 entry-level keys: then
-// the 16-key window starting at its first key always holds the answer. One
-// more and the table must not be used at that level.
+// The descent enters at the lowest level where no bucket of the slot table
+// spans more than 15 keys: then the 16-key window starting at its first key
+// always holds the answer. One more and it must enter higher. (2^13 buckets
+// of 2^19 hashes here: the 2^20-wide groups below are two buckets each, the
+// keys all in the first.)
 TEST(SearchIndexTest, PrefixTableBucketBound) {
   std::mt19937_64 rng(8);
   constexpr uint32_t kBlocks = 4096;  // level 1: 4096 keys -> 2^12 buckets of 2^20
@@ -298,9 +360,9 @@ TEST(SearchIndexTest, PrefixTableBucketBound) {
     const BuiltColumns built = BuildColumns(points);
     const internal::SearchIndex& index = built.columns.index;
     ASSERT_EQ(built.columns.size, 16 * kBlocks - 1);
+    ASSERT_EQ(index.table_bits(), 13);
     if (load == 15) {
       EXPECT_EQ(index.entry_level(), 1);
-      EXPECT_EQ(index.table_bits(), 12);
     } else {
       EXPECT_GT(index.entry_level(), 1);
     }

@@ -407,7 +407,7 @@ TEST_F(SnapshotRefusal, DamagedSearchIndex) {
   const uint32_t levels = fmt::LoadU32(data + index + fmt::kIndexOffLevels);
   const uint32_t bits = fmt::LoadU32(data + index + fmt::kIndexOffTableBits);
   ASSERT_GE(levels, 3u);
-  ASSERT_GT(bits, 0u) << "the fixture's index has a prefix table";
+  ASSERT_GT(bits, 0u) << "the fixture's index has a slot table";
   const size_t keys = index + fmt::kIndexHeaderBytes;
   int expected_levels = 0;
   const size_t key_count =

@@ -266,8 +266,7 @@ Status BuildColumnsFromSortedKeys(uint64_t* keys, size_t count, Columns& columns
 
 bool BuildColumnsIndex(Columns& columns) noexcept {
   if (columns.size == 0) return true;
-  const size_t table_budget = columns.allocated_bytes() / 100;
-  return columns.index.Build(columns.hash.data(), columns.size, table_budget);
+  return columns.index.Build(columns.hash.data(), columns.size);
 }
 
 }  // namespace chash::internal

@@ -15,8 +15,8 @@
 //                                  // answer for a key above every point.
 //     SearchIndex index;           // search_index.h: levels 1..L above the
 //                                  // leaves (the max key of each block below)
-//                                  // and a prefix table; 6.7% of hash[] plus
-//                                  // at most max(1% of the columns, 32 KiB).
+//                                  // and a slot table; 6.7% of hash[] plus
+//                                  // n/128 entries at most (or 32 KiB).
 //   };
 //
 // 6 bytes per kept point plus one sentinel slot and at most one cache line of

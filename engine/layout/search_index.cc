@@ -1,21 +1,77 @@
 #include "layout/search_index.h"
 
+#include "layout/columns.h"
+
 #include <algorithm>
+#include <atomic>
 #include <bit>
 
 namespace chash::internal {
 namespace {
 
+std::atomic<uint32_t> interpolation_min_points{kInterpolationMinPoints};
+
 constexpr size_t BlocksFor(size_t keys) { return (keys + kBlockKeys - 1) / kBlockKeys; }
 // Whole blocks plus one block of UINT32_MAX for windows that start late.
 constexpr size_t PaddedLevelKeys(size_t keys) { return (BlocksFor(keys) + 1) * kBlockKeys; }
 constexpr int kMaxTableBits = 24;
-// Extra bits tried when some bucket holds more than 15 entry-level keys.
-constexpr int kTableRetries = 2;
+// A bucket of about 128-256 points: the guess's error stays well inside half
+// a window (search_index.h), and the table within 1/32 byte a point.
+constexpr int kPointsPerBucketBits = 7;
+constexpr int kSmallTableBits = 13;  // 2^13 entries: kSmallTableBytes
+// Half of a 512 KiB L2 (see EntryLevelOfTable).
+constexpr size_t kLevelOneCachedBytes = 256 << 10;
+static_assert((sizeof(uint32_t) << kSmallTableBits) == kSmallTableBytes);
+
+// Fills table[0 .. 2^bits] with the slots of the buckets' first hashes.
+void FillSlotTable(const uint32_t* hash, uint32_t n, int bits, uint32_t* table) {
+  const size_t entries = size_t{1} << bits;
+  const int shift = 32 - bits;
+  size_t slot = 0;
+  for (size_t p = 0; p < entries; ++p) {
+    const uint64_t bucket_start = uint64_t{p} << shift;
+    while (slot < n && hash[slot] < bucket_start) ++slot;
+    table[p] = static_cast<uint32_t>(slot);
+  }
+  table[entries] = n;
+}
 
 }  // namespace
 
-bool SearchIndex::Build(const uint32_t* hash, uint32_t n, size_t table_budget_bytes) noexcept {
+void SetInterpolationMinPoints(uint32_t points) noexcept {
+  interpolation_min_points.store(points, std::memory_order_relaxed);
+}
+
+int SearchIndex::TableBitsFor(uint32_t n) noexcept {
+  const int by_size = static_cast<int>(std::bit_width(n >> kPointsPerBucketBits)) - 1;
+  const int small = std::min(kSmallTableBits, static_cast<int>(std::bit_width(n)));
+  return std::clamp(std::max(by_size, small), 1, kMaxTableBits);
+}
+
+int SearchIndex::EntryLevelOfTable(uint32_t n) const noexcept {
+  const size_t buckets = table_.size() - 1;
+  const uint32_t* table = table_.data();
+  // Level 0 is the hash column, which has no padding block for a window
+  // that starts late: a ring with levels enters at level 1 or above. A
+  // batch loads its entry windows before it prefetches anything, so a ring
+  // whose level 1 outgrows kLevelOneCachedBytes (1/16 of its hash column,
+  // which other work evicts) enters at level 2 or above, whose keys stay
+  // cached; the misses below are the prefetched passes'.
+  const size_t level_one_bytes = sizeof(uint32_t) * BlocksFor(n + size_t{1});
+  const int lowest = levels_ == 0 ? 0 : level_one_bytes > kLevelOneCachedBytes ? 2 : 1;
+  for (int level = std::min(lowest, levels_); level < levels_; ++level) {
+    const int shift = 4 * level;
+    bool fits = true;
+    for (size_t p = 0; p < buckets && fits; ++p) {
+      const uint32_t end = p + 1 < buckets ? table[p + 1] : n;
+      fits = (end >> shift) - (table[p] >> shift) < kBlockKeys;
+    }
+    if (fits) return level;
+  }
+  return levels_;  // the root: at most 16 keys, a window from 0 holds them all
+}
+
+bool SearchIndex::Build(const uint32_t* hash, uint32_t n) noexcept {
   // len[l]: meaningful keys of level l; level 0 holds the n points and the
   // sentinel.
   size_t len[kMaxIndexLevels + 1] = {n + size_t{1}};
@@ -38,50 +94,11 @@ bool SearchIndex::Build(const uint32_t* hash, uint32_t n, size_t table_budget_by
     std::fill(level + len[l], level + PaddedLevelKeys(len[l]), UINT32_MAX);
     below = level;
   }
-
-  const size_t budget = std::max(table_budget_bytes, kSmallTableBytes);
-  for (int entry = 1; entry < levels; ++entry) {
-    const int base_bits = std::max(1, static_cast<int>(std::bit_width(len[entry] / 2)));
-    for (int bits = base_bits; bits <= std::min(base_bits + kTableRetries, kMaxTableBits);
-         ++bits) {
-      if ((sizeof(uint32_t) << bits) > budget) break;
-      if (!BuildTable(keys_.data() + level_offset_[entry], len[entry], bits)) {
-        if (table_.size() == 0) return false;  // out of memory
-        continue;                              // a bucket too full
-      }
-      entry_level_ = entry;
-      table_shift_ = static_cast<uint32_t>(32 - bits);
-      return true;
-    }
-  }
-  // No table: enter at the root, whose 16-key window starts at position 0.
-  if (!table_.Allocate(1)) return false;
-  table_[0] = 0;
-  entry_level_ = levels;
-  table_shift_ = 32;
-  return true;
-}
-
-bool SearchIndex::BuildTable(const uint32_t* keys, size_t len, int bits) noexcept {
-  const size_t entries = size_t{1} << bits;
-  if (!table_.Allocate(entries)) return false;
-  const int shift = 32 - bits;
-  uint32_t* table = table_.data();
-  size_t pos = 0;
-  for (size_t p = 0; p < entries; ++p) {
-    const uint64_t bucket_start = uint64_t{p} << shift;
-    while (pos < len && keys[pos] < bucket_start) ++pos;
-    table[p] = static_cast<uint32_t>(pos);
-  }
-  // The answer for a query of bucket p lies in [table[p], table[p + 1]]; the
-  // last key (the sentinel's block max, UINT32_MAX) bounds the last bucket.
-  for (size_t p = 0; p < entries; ++p) {
-    const size_t bucket_end = p + 1 < entries ? table[p + 1] : len - 1;
-    if (bucket_end - table[p] >= kBlockKeys) {
-      table_.Allocate(1);  // keeps size() > 0 to tell "too full" from OOM
-      return false;
-    }
-  }
+  const int bits = TableBitsFor(n);
+  if (!table_.Allocate((size_t{1} << bits) + 1)) return false;
+  FillSlotTable(hash, n, bits, table_.data());
+  table_shift_ = static_cast<uint32_t>(32 - bits);
+  entry_level_ = EntryLevelOfTable(n);
   return true;
 }
 
@@ -98,9 +115,8 @@ size_t SearchIndex::LevelKeyCount(uint32_t n, int& levels) noexcept {
 }
 
 const char* SearchIndex::AdoptStored(const uint32_t* hash, uint32_t n, const uint32_t* keys,
-                                     size_t key_count, uint32_t entry_level,
-                                     uint32_t table_bits, const uint32_t* table,
-                                     size_t table_entries) noexcept {
+                                     size_t key_count, uint32_t table_bits,
+                                     const uint32_t* table, size_t table_entries) noexcept {
   size_t len[kMaxIndexLevels + 1] = {n + size_t{1}};
   int levels = 0;
   while (len[levels] > kBlockKeys) {
@@ -127,36 +143,30 @@ const char* SearchIndex::AdoptStored(const uint32_t* hash, uint32_t n, const uin
     }
     below = level;
   }
-  if (table_bits == 0) {
-    if (entry_level != static_cast<uint32_t>(levels) || table_entries != 1 || table[0] != 0) {
-      return "no prefix table, but not the root entry {0}";
-    }
-  } else {
-    if (table_bits > kMaxTableBits || entry_level < 1 ||
-        entry_level >= static_cast<uint32_t>(levels) ||
-        table_entries != size_t{1} << table_bits) {
-      return "the prefix table's entry level or size is out of range";
-    }
-    const uint32_t* entry_keys = keys + offset[entry_level];
-    const size_t entry_len = len[entry_level];
-    const int shift = 32 - static_cast<int>(table_bits);
-    size_t pos = 0;
-    for (size_t p = 0; p < table_entries; ++p) {
-      const uint64_t bucket_start = uint64_t{p} << shift;
-      while (pos < entry_len && entry_keys[pos] < bucket_start) ++pos;
-      if (table[p] != pos) return "a prefix table entry is not its bucket's first position";
-    }
-    for (size_t p = 0; p < table_entries; ++p) {
-      const size_t bucket_end = p + 1 < table_entries ? table[p + 1] : entry_len - 1;
-      if (bucket_end - table[p] >= kBlockKeys) return "a prefix table bucket holds 16 keys or more";
-    }
+  if (table_bits != static_cast<uint32_t>(TableBitsFor(n)) ||
+      table_entries != (size_t{1} << table_bits) + 1) {
+    return "the slot table's size is not the one its points imply";
   }
+  // Entry p is the slot of the first hash >= p << shift: at or after the
+  // previous entry, a hash there at least that large, the one before below.
+  const int shift = 32 - static_cast<int>(table_bits);
+  uint32_t previous = 0;
+  for (size_t p = 0; p + 1 < table_entries; ++p) {
+    const uint64_t bucket_start = uint64_t{p} << shift;
+    const uint32_t slot = table[p];
+    if (slot < previous || slot > n || (slot < n && hash[slot] < bucket_start) ||
+        (slot > 0 && hash[slot - 1] >= bucket_start)) {
+      return "a slot table entry is not the slot of its bucket's first hash";
+    }
+    previous = slot;
+  }
+  if (table[table_entries - 1] != n) return "the slot table's last entry is not the point count";
   keys_.Borrow(keys, key_count);
   for (int l = 1; l <= levels; ++l) level_offset_[l] = offset[l];
   levels_ = levels;
   table_.Borrow(table, table_entries);
-  entry_level_ = static_cast<int>(entry_level);
-  table_shift_ = static_cast<uint32_t>(32 - table_bits);
+  table_shift_ = static_cast<uint32_t>(shift);
+  entry_level_ = EntryLevelOfTable(n);
   return nullptr;
 }
 
@@ -168,7 +178,14 @@ SearchView SearchIndex::View(const uint32_t* hash, const uint16_t* node,
   view.node = node;
   view.table = table_.data();
   view.entry_level = static_cast<uint32_t>(entry_level_);
+  // A ring without levels (n + 1 <= 16) enters at its one block, from 0.
+  view.entry_shift = levels_ == 0 ? 4 : 4 * view.entry_level;
   view.table_shift = table_shift_;
+  view.offset_mask = static_cast<uint32_t>((uint64_t{1} << table_shift_) - 1);
+  const size_t slots = HashColumnSlots(n);
+  view.interpolate = slots >= kWindowKeys &&
+                     n >= interpolation_min_points.load(std::memory_order_relaxed);
+  view.window_last = view.interpolate ? static_cast<uint32_t>(slots - kWindowKeys) : 0;
   view.size = n;
   return view;
 }

@@ -2,14 +2,21 @@
 // foreach_target.h (see search.cc). Re-includable: the include guard toggles
 // per target.
 //
-// The descent walks the 16-ary S+ tree of layout/search_index.h: enter
-// through the prefix table, then one 64-byte block per level, each searched
-// with one SIMD compare and a count (CountTrue) instead of four binary-search
-// steps. Chosen over a binary Eytzinger layout (scalar, interleaved and
-// vertical-gather descents) and over the tree without a table by
-// bench/results/amd-epyc-avx512/lab_layouts.json (the lab is commit a347e93): the S-tree
-// touches a quarter of the lines, and fewer instructions per lookup let the
-// core overlap more independent lookups.
+// A single lookup counts the kWindowKeys hashes around the slot its bucket
+// of the slot table predicts (layout/search_index.h), and descends only when
+// that count does not decide. Chosen over the descent alone by the layout lab
+// (bench/README.md, "Layout lab"): a cold lookup is two round trips instead of
+// three or four.
+//
+// The descent (batches, and the single lookups the window does not decide)
+// walks the 16-ary S+ tree of layout/search_index.h: enter through the slot
+// table, then one 64-byte block per level, each searched with one SIMD
+// compare and a count (CountTrue) instead of four binary-search steps.
+// Chosen over a binary Eytzinger layout (scalar, interleaved and
+// vertical-gather descents) by bench/results/amd-epyc-avx512/lab_layouts.json
+// (the lab is commit a347e93): the S-tree touches a quarter of the lines, and
+// fewer instructions per lookup let the core overlap more independent
+// lookups.
 #if defined(CHASH_ENGINE_SIMD_SEARCH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef CHASH_ENGINE_SIMD_SEARCH_INL_H_
 #undef CHASH_ENGINE_SIMD_SEARCH_INL_H_
@@ -56,17 +63,16 @@ HWY_INLINE uint32_t CountLess16(const uint32_t* HWY_RESTRICT keys, uint32_t x) {
 #endif
 }
 
-// Position at the entry level of the first key >= x (prefix table, then one
+// Position at the entry level of the first key >= x (slot table, then one
 // 16-key window).
 HWY_INLINE uint32_t EntryPosition(const internal::SearchView& v, uint32_t x) {
-  const uint32_t start = v.table[uint64_t{x} >> v.table_shift];
+  const uint32_t start = v.table[x >> v.table_shift] >> v.entry_shift;
   return start + CountLess16<false>(v.level[v.entry_level] + start, x);
 }
 
-// Slot of the first point with hash >= x; v.size if x is above every point
-// (the sentinel slot, whose node is the wrap-around answer). n >= 1.
+// Slot of the first point with hash >= x by descent (see LowerBoundSlot).
 // One block per level; the node line is prefetched with the leaf line.
-HWY_INLINE uint32_t LowerBoundSlot(const internal::SearchView& v, uint32_t x) {
+HWY_INLINE uint32_t DescendToSlot(const internal::SearchView& v, uint32_t x) {
   uint32_t pos = EntryPosition(v, x);
   if (v.entry_level == 0) return pos;
   for (uint32_t level = v.entry_level - 1; level != 0; --level) {
@@ -74,6 +80,39 @@ HWY_INLINE uint32_t LowerBoundSlot(const internal::SearchView& v, uint32_t x) {
   }
   hwy::Prefetch(v.node + 16 * pos);
   return 16 * pos + CountLess16<true>(v.level[0] + 16 * pos, x);
+}
+
+// Slot of the first point with hash >= x; v.size if x is above every point
+// (the sentinel slot, whose node is the wrap-around answer). n >= 1.
+//   The answer a lies in [lo, hi] = [table[p], table[p + 1]]. The window
+// [w, w + W) starts half a window before the guess (not before lo, not past
+// window_last); c = its keys < x. 0 < c < W: a = w + c. c = 0: a <= w, so
+// a = w if w <= lo. c = W: a >= w + W, so a = w + W if w + W >= hi.
+// Otherwise the guess was off by more than half a window: descend.
+HWY_INLINE uint32_t LowerBoundSlot(const internal::SearchView& v, uint32_t x) {
+  constexpr uint32_t kWindow = internal::kWindowKeys;
+  if (v.interpolate) [[likely]] {
+    const uint32_t* bucket = v.table + (x >> v.table_shift);
+    const uint32_t lo = bucket[0], hi = bucket[1];
+    const uint32_t offset = x & v.offset_mask;
+    const uint32_t guess =
+        lo + static_cast<uint32_t>((uint64_t{hi - lo} * offset) >> v.table_shift);
+    hwy::Prefetch(v.node + guess);
+    uint32_t w = guess - HWY_MIN(kWindow / 2, guess - lo);
+    w = HWY_MIN(w, v.window_last);
+    const uint32_t c = CountLess16<false>(v.level[0] + w, x) +
+                       CountLess16<false>(v.level[0] + w + internal::kBlockKeys, x);
+    // One branch, taken the same way for nearly every query: which of the
+    // three cases decides varies from query to query (small rings' buckets
+    // hold a point or none, so c is 0 or 1 at random).
+    const bool inside = c - 1 < kWindow - 1;
+    const bool at_lo = (c == 0) & (w <= lo);
+    const bool at_hi = (c == kWindow) & (w + kWindow >= hi);
+    if (inside | at_lo | at_hi) [[likely]] {
+      return w + c;
+    }
+  }
+  return DescendToSlot(v, x);
 }
 
 // out[j] = node of LowerBoundSlot(x[j]) for a group of kGroup queries that
@@ -91,6 +130,7 @@ HWY_INLINE void FindNodesGroup(const internal::SearchView& v, const uint32_t* HW
     return;
   }
   const uint32_t* below = v.level[entry - 1];
+  for (size_t j = 0; j < kGroup; ++j) hwy::Prefetch(v.table + (x[j] >> v.table_shift));
   for (size_t j = 0; j < kGroup; ++j) {
     pos[j] = EntryPosition(v, x[j]);
     hwy::Prefetch(below + 16 * pos[j]);
@@ -123,7 +163,7 @@ HWY_INLINE void FindNodesByHashSpan(const internal::SearchView& v,
   }
   for (; i + 16 <= count; i += 16) FindNodesGroup<16>(v, hashes + i, out + i);
   for (; i + 4 <= count; i += 4) FindNodesGroup<4>(v, hashes + i, out + i);
-  for (; i < count; ++i) out[i] = v.node[LowerBoundSlot(v, hashes[i])];
+  for (; i < count; ++i) out[i] = v.node[DescendToSlot(v, hashes[i])];
 }
 
 }  // namespace HWY_NAMESPACE

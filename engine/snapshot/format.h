@@ -76,17 +76,20 @@ inline constexpr size_t kOffPointsDigest = 112;
 inline constexpr size_t kOffSections = 144;
 inline constexpr size_t kOffReserved = kOffSections + 16 * kSectionCount;  // 272
 
-// Search index section (section 7, format 1.1) field offsets; the level
-// keys start at kIndexHeaderBytes, the prefix table right after them.
+// Search index section (section 7, formats 1.1 and 1.2) field offsets; the
+// level keys start at kIndexHeaderBytes, the table right after them.
 inline constexpr size_t kIndexHeaderBytes = 64;
 inline constexpr size_t kIndexOffLayout = 0;
 inline constexpr size_t kIndexOffLevels = 4;
-inline constexpr size_t kIndexOffEntryLevel = 8;
+inline constexpr size_t kIndexOffEntryLevel = 8;  // layout 1 only; 0 in layout 2
 inline constexpr size_t kIndexOffTableBits = 12;
 inline constexpr size_t kIndexOffReserved = 16;
-// The one layout of 1.1: the 16-ary S+ tree and prefix table of
-// engine/layout/search_index.h.
+// Layout 1 (1.1 files): the 16-ary S+ tree under a prefix table of entry-
+// level positions. This reader does not adopt it: it builds its own index.
 inline constexpr uint32_t kIndexLayoutSTree16 = 1;
+// Layout 2 (1.2): the same tree under the slot table of
+// engine/layout/search_index.h, the index this reader builds.
+inline constexpr uint32_t kIndexLayoutSlotTable = 2;
 
 // Trailer field offsets (from the trailer's start).
 inline constexpr size_t kTrailKeyId = 0;

@@ -480,14 +480,17 @@ Status ParseSubsets(const uint8_t* data, const Header& h, std::vector<NamedSubse
 // The search index: the stored one once it is checked to be exactly the
 // index of the hash column (SearchIndex::AdoptStored: no private memory), or
 // one built here for files without one (1.0 files, `chash build
-// --no-index`) or with a layout of a later minor this reader does not know.
+// --no-index`), with layout 1 (1.1 files: a prefix table this reader no
+// longer searches) or with a layout of a later minor this reader does not
+// know.
 Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns& columns) {
   const uint64_t length = h.length[kSearchIndex];
   const uint8_t* section = data + h.offset[kSearchIndex];
-  const bool stored = length > 0 && !(h.info.minor_version > kSnapshotMinorVersion &&
-                                      length >= kIndexHeaderBytes &&
-                                      LoadU32(section + kIndexOffLayout) != kIndexLayoutSTree16);
-  if (!stored) {
+  const uint32_t layout = length >= kIndexHeaderBytes ? LoadU32(section + kIndexOffLayout) : 0;
+  const bool superseded = h.info.minor_version == 1 && layout == kIndexLayoutSTree16;
+  const bool later = h.info.minor_version > kSnapshotMinorVersion &&
+                     length >= kIndexHeaderBytes && layout != kIndexLayoutSlotTable;
+  if (length == 0 || superseded || later) {
     if (!internal::BuildColumnsIndex(columns)) {
       return Status(StatusCode::kOutOfMemory, "index: out of memory building the search index");
     }
@@ -496,28 +499,31 @@ Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns
   if (length < kIndexHeaderBytes) {
     return Bad("index", "a section of " + std::to_string(length) + " bytes has no index header");
   }
-  const uint32_t layout = LoadU32(section + kIndexOffLayout);
-  if (layout != kIndexLayoutSTree16) {
-    return Bad("index", "layout " + std::to_string(layout) + " unknown (1: the 16-ary S+ tree)");
+  if (layout != kIndexLayoutSlotTable || h.info.minor_version < 2) {
+    return Bad("index", "layout " + std::to_string(layout) + " in a file of version 1." +
+                            std::to_string(h.info.minor_version) +
+                            " (1.1 stores layout 1, 1.2 layout 2)");
   }
-  if (!AllZero(section + kIndexOffReserved, kIndexHeaderBytes - kIndexOffReserved)) {
+  if (LoadU32(section + kIndexOffEntryLevel) != 0 ||
+      !AllZero(section + kIndexOffReserved, kIndexHeaderBytes - kIndexOffReserved)) {
     return Bad("index", "reserved bytes of the index header are not zero");
   }
   const uint32_t n = columns.size;
   int levels = 0;
   const uint64_t key_count = internal::SearchIndex::LevelKeyCount(n, levels);
   const uint32_t stored_levels = LoadU32(section + kIndexOffLevels);
-  const uint32_t entry_level = LoadU32(section + kIndexOffEntryLevel);
   const uint32_t table_bits = LoadU32(section + kIndexOffTableBits);
   if (stored_levels != static_cast<uint32_t>(levels)) {
     return Bad("index", std::to_string(stored_levels) + " levels; " + std::to_string(n) +
                             " points need " + std::to_string(levels));
   }
-  if (table_bits > 24) {
-    return Bad("index", "a prefix table of 2^" + std::to_string(table_bits) +
-                            " entries (at most 2^24)");
+  const int expected_bits = internal::SearchIndex::TableBitsFor(n);
+  if (table_bits != static_cast<uint32_t>(expected_bits)) {
+    return Bad("index", "a slot table of 2^" + std::to_string(table_bits) + " buckets; " +
+                            std::to_string(n) + " points need 2^" +
+                            std::to_string(expected_bits));
   }
-  const uint64_t table_entries = table_bits == 0 ? 1 : uint64_t{1} << table_bits;
+  const uint64_t table_entries = (uint64_t{1} << table_bits) + 1;
   const uint64_t expected = kIndexHeaderBytes + 4 * (key_count + table_entries);
   if (length != expected) {
     return Bad("index", "the section has " + std::to_string(length) + " bytes; its levels and "
@@ -525,8 +531,8 @@ Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns
   }
   const auto* keys = reinterpret_cast<const uint32_t*>(section + kIndexHeaderBytes);
   if (const char* wrong = columns.index.AdoptStored(columns.hash.data(), n, keys, key_count,
-                                                    entry_level, table_bits,
-                                                    keys + key_count, table_entries)) {
+                                                    table_bits, keys + key_count,
+                                                    table_entries)) {
     return Bad("index", wrong);
   }
   return Status();

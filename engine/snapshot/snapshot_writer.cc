@@ -194,14 +194,13 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
   if (layout.length[kSearchIndex] > 0) {
     const internal::SearchIndex& index = state.columns.index;
     uint8_t* section = out + layout.offset[kSearchIndex];
-    StoreU32(section + kIndexOffLayout, kIndexLayoutSTree16);
+    StoreU32(section + kIndexOffLayout, kIndexLayoutSlotTable);
     StoreU32(section + kIndexOffLevels, static_cast<uint32_t>(index.levels()));
-    StoreU32(section + kIndexOffEntryLevel, static_cast<uint32_t>(index.entry_level()));
-    // table_bits() is 0 when there is no table (the one-entry table {0}).
+    // The entry level is derived from the table; its field stays 0.
     StoreU32(section + kIndexOffTableBits, static_cast<uint32_t>(index.table_bits()));
     uint8_t* keys = section + kIndexHeaderBytes;
-    // An empty ring's index has no keys and may have no table: memcpy's
-    // pointers must not be null even for 0 bytes.
+    // A ring of at most 15 points has no level keys: memcpy's pointers must
+    // not be null even for 0 bytes.
     if (index.level_key_count() > 0) {
       std::memcpy(keys, index.level_keys(), 4 * index.level_key_count());
     }

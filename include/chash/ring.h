@@ -104,8 +104,8 @@ struct MemoryUsage {
   uint64_t column_bytes = 0;  // the hash and node columns, as allocated
   uint64_t other_bytes = 0;   // node table, names, bookkeeping: O(nodes)
   uint64_t index_bytes = 0;   // the search index above the columns: S+ tree
-                              // levels (~4.4% of the columns) and the prefix
-                              // table (<= max(1% of the columns, 32 KiB))
+                              // levels (~4.4% of the columns) and the slot
+                              // table (<= n/128 entries, or 32 KiB: <= 0.5%)
   // The points collisions dropped, kept for exact masked lookups
   // (Ring::collision_losers): 6 bytes a loser, outside the columns.
   uint64_t collision_table_bytes = 0;
@@ -199,9 +199,10 @@ class Ring {
   // Node of the first point with hash >= CRC32(key), wrapping to the first
   // point; kNoNode on an empty ring. O(|key| + log n).
   uint32_t FindNode(std::string_view key) const noexcept;
-  // The same for a precomputed hash. O(log16 n): one SIMD compare per index
-  // level below the prefix table, then the leaf line and the node line
-  // (prefetched together).
+  // The same for a precomputed hash. O(1) for uniform hashes: two slot-table
+  // entries, then a 32-hash window with its node line (fetched together);
+  // O(log16 n) when the window does not decide (one SIMD compare per index
+  // level, then the leaf line and the node line).
   uint32_t FindNodeByHash(uint32_t hash) const noexcept;
 
   // Batch forms: out[i] = FindNodeByHash(hashes[i]) / FindNode(keys[i]) for

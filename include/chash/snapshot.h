@@ -13,7 +13,7 @@
 //   uint32_t node = snapshot.value()->ring().FindNode("/some/url");
 //
 // ============================================================================
-// FORMAT, version 1.1. Every integer little-endian, no implicit padding.
+// FORMAT, version 1.2. Every integer little-endian, no implicit padding.
 // ============================================================================
 //
 // A file is a 512-byte header, sections at the offsets the header lists, and
@@ -23,12 +23,14 @@
 //   ---- header (512 bytes) --------------------------------------------------
 //     0    8   magic              "CHASHRNG"
 //     8    2   major version      1: a reader refuses any major it does not know
-//    10    2   minor version      1 (files of 1.0 still load and verify): a
-//                                 reader accepts a higher minor of its major
-//                                 (minors only add meaning to reserved bytes
-//                                 and sections an older reader ignores, and
-//                                 1.1 changes the digest a signature signs:
-//                                 see the trailer)
+//    10    2   minor version      2 (files of 1.0 and 1.1 still load and
+//                                 verify): a reader accepts a higher minor of
+//                                 its major (minors only add meaning to
+//                                 reserved bytes and sections an older reader
+//                                 ignores; 1.1 changes the digest a signature
+//                                 signs, see the trailer; 1.2 the search
+//                                 index's layout, which a 1.1 reader then
+//                                 builds for itself)
 //    12    4   header bytes       512
 //    16    8   file bytes         the whole file, trailer included
 //    24    8   config version     chosen by the operator; monotonic per ring
@@ -72,21 +74,21 @@
 //                                 8, u64 x ceil(N / 64) node mask: bit (id %
 //                                 64) of word (id / 64) = node id in the
 //                                 subset; bits past N zero}. Names unique.
-//                7 search index   length 0 in 1.0 and in 1.1 files written
+//                7 search index   length 0 in 1.0 files and in files written
 //                                 without it (store_search_index = false,
 //                                 `chash build --no-index`): the reader then
-//                                 builds the index itself. Otherwise (1.1):
+//                                 builds the index itself. Otherwise (1.2):
 //                                 offset size
-//                                   0    4   layout: 1, the 16-ary S+ tree
-//                                            whose levels follow
+//                                   0    4   layout: 2, the 16-ary S+ tree
+//                                            under a slot table
 //                                   4    4   levels L above the hash column
 //                                            (the least L with ceil((n + 1)
 //                                            / 16^L) <= 16)
-//                                   8    4   entry level e of the prefix
-//                                            table (1 <= e < L), or L when
-//                                            there is no table
-//                                  12    4   table bits b (1..24), or 0: no
-//                                            table
+//                                   8    4   0 (layout 1's entry level: now
+//                                            derived from the table)
+//                                  12    4   table bits b: the b with 2^b <=
+//                                            n / 128 < 2^(b+1), at least
+//                                            min(13, bits of n), at most 24
 //                                  16   48   reserved, 0
 //                                  64        level keys, levels L..1 (root
 //                                            first): level l holds m_l =
@@ -96,32 +98,35 @@
 //                                            of level l - 1, then UINT32_MAX
 //                                            to (ceil(m_l / 16) + 1) x 16
 //                                            keys (u32 each)
-//                                  then      the prefix table: u32 x 2^b
-//                                            (1 entry, 0, when b = 0); entry
-//                                            p = the first position at level
-//                                            e whose key >= p << (32 - b), and
-//                                            no two consecutive entries (the
-//                                            last and m_e - 1) 16 or more
-//                                            apart
+//                                  then      the slot table: u32 x (2^b + 1);
+//                                            entry p < 2^b = the slot of the
+//                                            first hash >= p << (32 - b),
+//                                            entry 2^b = n
 //                                 Mapped, it is shared through the page cache
 //                                 like the columns, instead of each process
-//                                 building its own (5.7 MB at 20.5M points,
+//                                 building its own (5.5 MB at 20.5M points,
 //                                 55 MB at 204.8M). A reader checks every key
 //                                 and entry against the hash column (check
 //                                 "index"), so a damaged index is refused,
-//                                 never searched. A later minor may store
-//                                 another layout: a reader that does not know
-//                                 it builds its own index, so a change of
-//                                 layout never invalidates a snapshot
+//                                 never searched. 1.1 files store layout 1
+//                                 (the same levels under a prefix table of
+//                                 positions at an entry level e, with e and
+//                                 2^b entries in the header): a 1.2 reader
+//                                 builds its own index for them. A later
+//                                 minor may store another layout: a reader
+//                                 that does not know it builds its own index,
+//                                 so a change of layout never invalidates a
+//                                 snapshot
 //              Sections lie inside [512, file bytes - 128), in this order,
 //              without overlap; bytes between them are 0.
-//   272  240   reserved           0 in 1.0 and 1.1
+//   272  240   reserved           0 in 1.0, 1.1 and 1.2
 //   ---- trailer (the last 128 bytes) ----------------------------------------
 //     0    8   key id             first 8 bytes of SHA-256("chash-key-id" ||
 //                                 public key); 0 when unsigned
 //     8   64   signature          Ed25519 (RFC 8032, libsodium
 //                                 crypto_sign_detached) of the file's bytes
 //                                 B = [0, file bytes - 128), over the 65 bytes
+//                                 (1.1 and 1.2 alike)
 //                                 "chash-snapshot-v1.1-sha256-chunks" ||
 //                                 T(B), the SHA-256 chunk tree:
 //                                   T(B) = SHA-256("chash-sha256-chunk-tree"
@@ -168,9 +173,9 @@
 // LoadSnapshot maps the file PROT_READ/MAP_SHARED: the ring's hash, node and
 // collision columns are the file's pages, shared by every process that maps
 // the same file through the page cache, and so is the search index when
-// the file stores it (1.1, the default); only the node table (O(nodes)), two
-// bit sets per node and, for a file without a stored index, the index (4.4%
-// of the columns, built at load) are the process's own. Checks, in order; a
+// the file stores it (1.2, the default); only the node table (O(nodes)), two
+// bit sets per node and, for a file without a stored 1.2 index, the index
+// (4.9% of the columns, built at load) are the process's own. Checks, in order; a
 // failure is a kBadSnapshot (or kUntrusted for policy) Status whose message
 // starts with the check's name:
 //   io          open/fstat/mmap failed (kIoError; kOutOfMemory, not a check,
@@ -250,7 +255,7 @@
 namespace chash {
 
 inline constexpr uint16_t kSnapshotMajorVersion = 1;
-inline constexpr uint16_t kSnapshotMinorVersion = 1;
+inline constexpr uint16_t kSnapshotMinorVersion = 2;
 
 // ---- Keys (Ed25519) ---------------------------------------------------------
 
@@ -305,8 +310,8 @@ struct SnapshotWriteOptions {
   std::vector<NamedSubset> subsets;
   int64_t created_unix_seconds = -1;  // -1: now
   std::optional<SecretKey> signing_key;
-  // Store the search index (1/15 of the hash column and the prefix table,
-  // about 4.5% of the columns): every process that maps
+  // Store the search index (1/15 of the hash column and the slot table,
+  // about 4.9% of the columns): every process that maps
   // the file then shares it through the page cache instead of building its
   // own copy. false: a smaller file whose readers rebuild the index.
   bool store_search_index = true;

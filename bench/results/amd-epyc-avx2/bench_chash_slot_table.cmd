@@ -1,0 +1,2 @@
+# The shipped slot table (format 1.2), 2026-12-02, this host, medians of 3:
+tools/bench bench_chash_slot_table --benchmark_filter='^(proxy/(chash_key|pingora_key|chash_hash|line)/(16K|256K|4M|random)/(1.6M|20.5M)/iterations:1|chash/(single|dependent|batch1024|key|key_batch1024)/20.5M/AVX2|pingora/key/20.5M|floor_dependent/20.5M|lab/interp17w32/(single|dependent|batch1024)/20.5M)$' --benchmark_enable_random_interleaving=true

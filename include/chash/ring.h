@@ -199,10 +199,11 @@ class Ring {
   // Node of the first point with hash >= CRC32(key), wrapping to the first
   // point; kNoNode on an empty ring. O(|key| + log n).
   uint32_t FindNode(std::string_view key) const noexcept;
-  // The same for a precomputed hash. O(1) for uniform hashes: two slot-table
-  // entries, then a 32-hash window with its node line (fetched together);
-  // O(log16 n) when the window does not decide (one SIMD compare per index
-  // level, then the leaf line and the node line).
+  // The same for a precomputed hash. On rings of 2^20 points or more, O(1)
+  // for uniform hashes: two slot-table entries, then a 32-hash window with
+  // its node line (fetched together). Otherwise, and when the window does
+  // not decide, O(log16 n): one SIMD compare per index level below the slot
+  // table's entry, then the leaf line and the node line.
   uint32_t FindNodeByHash(uint32_t hash) const noexcept;
 
   // Batch forms: out[i] = FindNodeByHash(hashes[i]) / FindNode(keys[i]) for

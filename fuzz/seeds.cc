@@ -744,6 +744,16 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
                  fmt::kIndexHeaderBytes + 2,
              0x04),
       "refused index");
+  // A verified signature stands in for the checksum: a wrong checksum field
+  // (outside the signed bytes) loads with the key and is refused without;
+  // damage inside the signed bytes is still named "checksum" with the key.
+  add("signed_checksum_field_wrong", 0, edited(signed_v2, signed_v2.size() - 1, 0x01),
+      "refused checksum");
+  const size_t signed_hash_column =
+      fmt::LoadU64(reinterpret_cast<const uint8_t*>(signed_v2.data()) + fmt::kOffSections +
+                   16 * fmt::kHashColumn);
+  add("signed_flipped_hash_bit", 0, edited(signed_v2, signed_hash_column + 9, 0x02),
+      "refused checksum");
 }
 
 }  // namespace

@@ -645,6 +645,46 @@ TEST(SnapshotSignature, SignedAcrossChunks) {
   ExpectRefused(both, "node_column");
 }
 
+// With a 1.1+ signature to verify, the checksum runs only on the way to a
+// refusal: a damaged file is still named "checksum" first, whatever else
+// fails, and a file whose signature verifies loads even if its trailer's
+// checksum (outside the signed bytes) is wrong, which a load without keys
+// refuses.
+TEST(SnapshotSignature, ChecksumRunsOnlyToNameARefusal) {
+  const Ring ring = BuildFleet(Flavor::kPingoraV2, 16, 50, 4);
+  const SecretKey key = GenerateSecretKey().value();
+  SnapshotWriteOptions write = Versioned(3);
+  write.signing_key = key;
+  const std::string bytes = Serialize(ring, write);
+  SnapshotLoadOptions trust;
+  trust.trusted_keys = {key.public_key()};
+
+  std::string damaged = bytes;
+  damaged[SectionOffset(bytes, fmt::kHashColumn) + 4 * 10] ^= 1;
+  ExpectRefused(damaged, "checksum", trust);
+  ExpectRefused(damaged, "checksum");
+  SnapshotLoadOptions too_new = trust;
+  too_new.min_config_version = 4;
+  ExpectRefused(bytes, "min_version", too_new);
+  ExpectRefused(damaged, "checksum", too_new);
+  std::string damaged_late = bytes;
+  fmt::StoreU16(reinterpret_cast<uint8_t*>(damaged_late.data()) +
+                    SectionOffset(bytes, fmt::kNodeColumn),
+                65000);
+  ExpectRefused(damaged_late, "checksum", trust);
+
+  std::string wrong_checksum = bytes;
+  wrong_checksum[bytes.size() - 1] ^= 1;
+  ExpectRefused(wrong_checksum, "checksum");
+  Result<std::shared_ptr<const RingSnapshot>> signed_load =
+      LoadSnapshotFromBytes(wrong_checksum, trust);
+  ASSERT_TRUE(signed_load.ok()) << signed_load.status().ToString();
+  ExpectSameAnswers(ring, signed_load.value()->ring());
+  SnapshotLoadOptions no_checksum = trust;
+  no_checksum.verify = false;
+  EXPECT_TRUE(LoadSnapshotFromBytes(wrong_checksum, no_checksum).ok());
+}
+
 TEST(SnapshotSignature, KeyFiles) {
   const SecretKey key = GenerateSecretKey().value();
   const std::string base = TempPath("key");

@@ -550,8 +550,8 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     if (Status status = ParseHeader(data, size, h); !status.ok()) return status;
     const SnapshotInfo& info = h.info;
     // A signature's chunks are hashed on other threads (ChunkTreeJob) while
-    // this one checks the checksum and the content; its verdict is still
-    // reported in the documented order (signature_first).
+    // this one checks the content; its verdict is still reported in the
+    // documented order (signature_first).
     const PublicKey* signer = nullptr;
     Status signer_status;
     std::optional<ChunkTreeJob> tree;
@@ -561,28 +561,42 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
         tree.emplace(data, h.trailer, internal::BuildThreads());
       }
     }
-    if (options.verify) {
-      const std::array<uint8_t, 16> actual = Checksum(data, size - 16);
-      if (actual != info.checksum) {
-        return Bad("checksum", "XXH3-128 of the file differs from the trailer's: the file is "
-                               "damaged");
-      }
+    // A chunk tree that verifies proves every byte before the trailer (SHA-256,
+    // signed), more than the checksum's XXH3 of the same bytes: such a load
+    // runs the checksum only on its way to refusing the file, so a damaged
+    // file is still named by its first failed check, "checksum", and the
+    // loading thread goes straight to the checks below and to the chunks.
+    const bool checksum_on_refusal = options.verify && tree.has_value();
+    const auto damaged = [&]() -> std::optional<Status> {
+      if (Checksum(data, size - 16) == info.checksum) return std::nullopt;
+      return Bad("checksum", "XXH3-128 of the file differs from the trailer's: the file is "
+                             "damaged");
+    };
+    if (options.verify && !checksum_on_refusal) {
+      if (std::optional<Status> status = damaged()) return *status;
     }
+    const auto refuse = [&](Status status) -> Status {
+      if (!status.ok() && checksum_on_refusal) {
+        if (std::optional<Status> checksum = damaged()) return *checksum;
+      }
+      return status;
+    };
     if (info.config_version < options.min_config_version) {
-      return Untrusted("min_version", "config version " + std::to_string(info.config_version) +
-                                          " is below the minimum " +
-                                          std::to_string(options.min_config_version));
+      return refuse(Untrusted("min_version", "config version " +
+                                                 std::to_string(info.config_version) +
+                                                 " is below the minimum " +
+                                                 std::to_string(options.min_config_version)));
     }
     if (!signer_status.ok()) return signer_status;
     // The signature's verdict comes before that of every later check. The
     // checks below are safe on any bytes (they are what verify = false
     // relies on), so they run while the chunks are hashed.
     const auto signature_first = [&](Status status) -> Status {
-      if (signer == nullptr) return status;
+      if (signer == nullptr) return refuse(status);
       const PublicKey& key = *signer;
       signer = nullptr;
       Status verdict = VerifySignature(data, h, key, tree ? &*tree : nullptr);
-      return verdict.ok() ? status : verdict;
+      return refuse(verdict.ok() ? status : verdict);
     };
     if (!ValidLabel(info.label)) return signature_first(Bad("label", "not UTF-8 text without NUL"));
 
@@ -638,11 +652,11 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     // The throwing forms: the noexcept ones answer a zero sentinel when out
     // of memory, which would fail a sound file's check instead of reporting.
     if (Sha256(internal::RingIdentityBytesOrThrow(ring)) != info.fingerprint) {
-      return Bad("fingerprint", "the node table's fingerprint differs from the header's");
+      return refuse(Bad("fingerprint", "the node table's fingerprint differs from the header's"));
     }
     if (options.verify_points_digest &&
         internal::PointsDigestOrThrow(ring) != info.points_digest) {
-      return Bad("points_digest", "the points differ from the header's points digest");
+      return refuse(Bad("points_digest", "the points differ from the header's points digest"));
     }
     std::vector<std::string> names = std::move(snapshot->info_.subset_names);
     snapshot->info_ = info;

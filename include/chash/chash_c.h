@@ -547,8 +547,10 @@ typedef struct chash_snapshot_info {
   int mapped;                        /* 1: the columns are the file's pages */
 } chash_snapshot_info;
 
-/* Loads and checks the snapshot at path (O(file): a checksum pass, a pass
- * over each column, the search index rebuilt). Errors: CHASH_E_IO (open,
+/* Loads and checks the snapshot at path (O(file): a checksum pass, or with
+ * trusted keys the signature's SHA-256 pass in its place, a pass over each
+ * column, the stored search index checked, or built for a file without one;
+ * the order of the checks: chash/snapshot.h). Errors: CHASH_E_IO (open,
  * fstat, mmap or read failed), CHASH_E_BAD_SNAPSHOT (a format or integrity
  * check failed: chash_last_error() starts with the check's name, e.g.
  * "checksum: ..."), CHASH_E_UNTRUSTED (signature, key or minimum version),

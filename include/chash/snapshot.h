@@ -142,8 +142,9 @@
 //                                 [0, file bytes - 16), low 64 bits first
 //
 // Why two digests: XXH3 catches accidental damage at memory speed on every
-// load; it is not cryptographic (anyone can forge a matching file), so the
-// signature covers a cryptographic digest of the same bytes. The signed
+// load that checks no signature; it is not cryptographic (anyone can forge a
+// matching file), so the signature covers a cryptographic digest of the same
+// bytes, and a load that verifies it needs no XXH3 pass but to name damage. The signed
 // bytes include the header: the config version, the label, the flags (so a
 // signature cannot be stripped from a file that says it is signed) and
 // every section.
@@ -155,7 +156,7 @@
 // libcrypto (EVP) runs on the CPU's SHA extensions (x86 SHA-NI, ARMv8 SHA2)
 // at 1.5-2 GB/s a core here, and hashing fixed 1 MiB chunks makes the pass
 // parallel: the loader hashes the chunks on other threads while its own
-// thread runs the checksum and the structural checks, then joins in. Both
+// thread runs the structural checks, then joins in. Both
 // are well-kept primitives used as specified; the tree is the standard
 // two-level hash list (fixed chunk size, the length and chunk size bound
 // into the root, a context string apart from the leaves), so a collision of
@@ -190,7 +191,12 @@
 //   sections    an offset or length outside the file, misaligned, overlapping,
 //               out of order, not the length the counts imply, or nonzero
 //               bytes between sections or in the trailer's reserved bytes
-//   checksum    XXH3-128 differs (the only check verify = false skips)
+//   checksum    XXH3-128 differs (the only check verify = false skips).
+//               With trusted keys and a 1.1+ file whose key id matches, the
+//               pass runs only when the file is refused, to name the damage
+//               first: a signature that verifies proves the same bytes with
+//               SHA-256, so a signed load does not pay for both (a wrong
+//               checksum field under a valid signature loads)
 //   min_version (kUntrusted) config version below min_config_version
 //   signature   (kUntrusted) trusted keys given and the file is unsigned, its
 //               key id matches no trusted key, or the signature is invalid.
@@ -229,8 +235,8 @@
 // Cost of a verified map load (n points): one XXH3 pass over the file at
 // memory speed, one pass over each column, the index check (or build): a
 // read of every 16th hash and of the stored index, O(n), a small fraction of
-// a build; with trusted keys, the SHA-256 of the file's chunks on the other
-// hardware threads meanwhile (measured by chash's benchmarks).
+// a build; with trusted keys, the SHA-256 of the file's chunks on every
+// hardware thread instead of the XXH3 pass (measured by chash's benchmarks).
 #ifndef CHASH_SNAPSHOT_H_
 #define CHASH_SNAPSHOT_H_
 

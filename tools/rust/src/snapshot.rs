@@ -404,9 +404,11 @@ fn c_path(path: &Path) -> Result<CString, String> {
 }
 
 impl Snapshot {
-    /// Loads and checks the snapshot at `path`: O(file) (a checksum pass, a
-    /// pass over each column, the search index rebuilt). Every refusal
-    /// names its check ([`SnapshotError::check`]).
+    /// Loads and checks the snapshot at `path`: O(file) (a checksum pass, or
+    /// with trusted keys the signature's SHA-256 pass in its place, a pass
+    /// over each column, the stored search index checked or, for a file
+    /// without one, built). Every refusal names its check
+    /// ([`SnapshotError::check`]).
     pub fn load(path: impl AsRef<Path>, options: &LoadOptions) -> Result<Snapshot, SnapshotError> {
         let path = c_path(path.as_ref())
             .map_err(|m| SnapshotError::new(SnapshotCheck::Io, ErrorKind::BadArgument, m))?;

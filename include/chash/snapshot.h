@@ -144,10 +144,10 @@
 // Why two digests: XXH3 catches accidental damage at memory speed on every
 // load that checks no signature; it is not cryptographic (anyone can forge a
 // matching file), so the signature covers a cryptographic digest of the same
-// bytes, and a load that verifies it needs no XXH3 pass but to name damage. The signed
-// bytes include the header: the config version, the label, the flags (so a
-// signature cannot be stripped from a file that says it is signed) and
-// every section.
+// bytes, and a load that verifies it needs the XXH3 pass only to name
+// damage. The signed bytes include the header: the config version, the
+// label, the flags (so a signature cannot be stripped from a file that says
+// it is signed) and every section.
 //
 // Why a SHA-256 chunk tree (1.1) and not BLAKE2b (1.0): a signed load must
 // cost about what an unsigned verified one does, and BLAKE2b (libsodium) is

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -22,10 +23,36 @@ struct CliRun {
   std::string err;  // stderr
 };
 
-// A file in the test temp folder. ctest runs each test case as its own
-// process, in parallel: names carry the pid.
+// This process's prefix in the test temp folder. ctest runs each test case
+// as its own process, in parallel: names carry the pid.
+inline std::string TempPrefix() {
+  return "chash_cli_" + std::to_string(getpid()) + "_";
+}
+
+// Removes this process's temp files when it exits, those the commands under
+// test wrote beside them (key.pub, a snapshot's temporary) included: a suite
+// run is hundreds of processes, and the temp folder would keep their files.
+struct TempFilesRemovedAtExit {
+  std::string folder = ::testing::TempDir();
+  std::string prefix = TempPrefix();
+  pid_t owner = getpid();  // a forked child that exits normally keeps its hands off
+  ~TempFilesRemovedAtExit() {
+    if (getpid() != owner) return;
+    std::error_code error;
+    std::filesystem::directory_iterator entry(folder, error);
+    for (; !error && entry != std::filesystem::directory_iterator(); entry.increment(error)) {
+      if (entry->path().filename().string().starts_with(prefix)) {
+        std::error_code ignored;
+        std::filesystem::remove(entry->path(), ignored);
+      }
+    }
+  }
+};
+
+// A file in the test temp folder, removed when this process exits.
 inline std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "chash_cli_" + std::to_string(getpid()) + "_" + name;
+  static const TempFilesRemovedAtExit remover;
+  return remover.folder + remover.prefix + name;
 }
 
 inline std::string WriteTemp(const std::string& name, const std::string& text) {

@@ -469,25 +469,38 @@ TEST_F(SnapshotRefusal, MinimumVersion) {
 
 // ---- Signatures ---------------------------------------------------------------
 
+// A ring's snapshot signed by a new key: the write options (the key in
+// them), the bytes, and load options that trust the key.
+struct SignedSnapshot {
+  SnapshotWriteOptions write;
+  std::string bytes;
+  SnapshotLoadOptions trust;
+};
+
+SignedSnapshot SignWithNewKey(const Ring& ring, uint64_t config_version) {
+  SignedSnapshot signed_snapshot;
+  signed_snapshot.write = Versioned(config_version);
+  signed_snapshot.write.signing_key = GenerateSecretKey().value();
+  signed_snapshot.bytes = Serialize(ring, signed_snapshot.write);
+  signed_snapshot.trust.trusted_keys = {signed_snapshot.write.signing_key->public_key()};
+  return signed_snapshot;
+}
+
 TEST(SnapshotSignature, SignedVerifiesTamperedDoesNot) {
   const Ring ring = BuildFleet(Flavor::kPingoraV2, 16, 50, 4);
-  const SecretKey key = GenerateSecretKey().value();
+  const auto [write, bytes, trust_key] = SignWithNewKey(ring, 3);
+  const PublicKey key = trust_key.trusted_keys[0];
   const SecretKey other = GenerateSecretKey().value();
-  ASSERT_NE(key.public_key(), other.public_key());
-  SnapshotWriteOptions write = Versioned(3);
-  write.signing_key = key;
-  const std::string bytes = Serialize(ring, write);
+  ASSERT_NE(key, other.public_key());
 
-  SnapshotLoadOptions trust_key;
-  trust_key.trusted_keys = {key.public_key()};
   Result<std::shared_ptr<const RingSnapshot>> ok = LoadSnapshotFromBytes(bytes, trust_key);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_TRUE(ok.value()->info().is_signed);
-  EXPECT_EQ(ok.value()->info().key_id, key.public_key().KeyId());
+  EXPECT_EQ(ok.value()->info().key_id, key.KeyId());
   ExpectSameAnswers(ring, ok.value()->ring());
   // Rotation: either of two trusted keys.
   SnapshotLoadOptions both;
-  both.trusted_keys = {other.public_key(), key.public_key()};
+  both.trusted_keys = {other.public_key(), key};
   EXPECT_TRUE(LoadSnapshotFromBytes(bytes, both).ok());
   // No trusted key given: a signed file loads without checking it.
   EXPECT_TRUE(LoadSnapshotFromBytes(bytes).ok());
@@ -606,13 +619,8 @@ TEST(SnapshotSignature, ChunkTreeDigestIsTheDocumentedOne) {
 // 1.0 (its signature then reads as one over BLAKE2b).
 TEST(SnapshotSignature, SignedAcrossChunks) {
   const Ring ring = BuildFleet(Flavor::kPingoraV1, 160, 600, 5);
-  const SecretKey key = GenerateSecretKey().value();
-  SnapshotWriteOptions write = Versioned(4);
-  write.signing_key = key;
-  const std::string bytes = Serialize(ring, write);
+  auto [write, bytes, trust] = SignWithNewKey(ring, 4);
   ASSERT_GT(bytes.size(), fmt::kDigestChunkBytes + 4096);
-  SnapshotLoadOptions trust;
-  trust.trusted_keys = {key.public_key()};
   Result<std::shared_ptr<const RingSnapshot>> ok = LoadSnapshotFromBytes(bytes, trust);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok.value()->info().minor_version, kSnapshotMinorVersion);
@@ -652,12 +660,7 @@ TEST(SnapshotSignature, SignedAcrossChunks) {
 // refuses.
 TEST(SnapshotSignature, ChecksumRunsOnlyToNameARefusal) {
   const Ring ring = BuildFleet(Flavor::kPingoraV2, 16, 50, 4);
-  const SecretKey key = GenerateSecretKey().value();
-  SnapshotWriteOptions write = Versioned(3);
-  write.signing_key = key;
-  const std::string bytes = Serialize(ring, write);
-  SnapshotLoadOptions trust;
-  trust.trusted_keys = {key.public_key()};
+  const auto [write, bytes, trust] = SignWithNewKey(ring, 3);
 
   std::string damaged = bytes;
   damaged[SectionOffset(bytes, fmt::kHashColumn) + 4 * 10] ^= 1;

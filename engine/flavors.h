@@ -1,7 +1,13 @@
-// Every flavor once: its name (FlavorName, ParseFlavor, the CLI's --flavor,
-// the nginx module's flavor=) and the byte it is written as (a snapshot
-// header's offset 41, RingFingerprint's serialization). Both formats are
-// fixed: a byte never changes meaning.
+// Every flavor once, as data: its name (FlavorName, ParseFlavor, the CLI's
+// --flavor, the nginx module's flavor=), the byte it is written as (a
+// snapshot header's offset 41, RingFingerprint's serialization), how it
+// answers a key hash (LookupRule), how wide its key hashes are, and which
+// front ends carry it yet. The byte format is fixed: a byte never changes
+// meaning, and new flavors are appended.
+//
+// What a flavor's points and key hash are is the builder's and the key
+// hasher's (builder/flavor_points.cc, hash/program_hashes.h); this table is
+// what every other part of the engine asks about a flavor.
 #ifndef CHASH_ENGINE_FLAVORS_H_
 #define CHASH_ENGINE_FLAVORS_H_
 
@@ -10,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "chash/address.h"
+#include "chash/ring.h"
 
 namespace chash::internal {
 
@@ -18,13 +24,25 @@ struct FlavorRow {
   Flavor flavor;
   uint8_t byte;
   std::string_view name;
+  LookupRule rule;
+  uint8_t key_hash_bits;  // 32, or 64 (Envoy's XXH64)
+  // Named by ParseFlavor, built by the C API, stored by snapshots and run
+  // by the chash tool. The flavors after resty are C++-only until their C
+  // API and snapshot format exist: the snapshot writer refuses them, the
+  // reader and the C API's builder refuse their bytes as unknown.
+  bool in_front_ends;
 };
 
 inline constexpr FlavorRow kFlavors[] = {
-    {Flavor::kNginx, 0, "nginx"},
-    {Flavor::kPingoraV1, 1, "pingora-v1"},
-    {Flavor::kPingoraV2, 2, "pingora-v2"},
-    {Flavor::kResty, 3, "resty"},
+    {Flavor::kNginx, 0, "nginx", LookupRule::kSuccessor, 32, true},
+    {Flavor::kPingoraV1, 1, "pingora-v1", LookupRule::kSuccessor, 32, true},
+    {Flavor::kPingoraV2, 2, "pingora-v2", LookupRule::kSuccessor, 32, true},
+    {Flavor::kResty, 3, "resty", LookupRule::kSuccessor, 32, true},
+    {Flavor::kHaproxy, 4, "haproxy", LookupRule::kNearest, 32, false},
+    {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32, false},
+    {Flavor::kVarnishShard, 6, "varnish-shard", LookupRule::kSuccessorClamped, 32, false},
+    {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64, false},
+    {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64, false},
 };
 
 // Each byte is the enum's value (and CHASH_FLAVOR_*'s), so messages about
@@ -37,7 +55,8 @@ constexpr bool BytesAreEnumValues() noexcept {
 }
 static_assert(BytesAreEnumValues());
 
-// "nginx, pingora-v1, pingora-v2 or resty", for messages.
+// "nginx, pingora-v1, pingora-v2 or resty": the flavors the front ends name,
+// for ParseFlavor's message.
 inline constexpr std::string_view kFlavorList = "nginx, pingora-v1, pingora-v2 or resty";
 
 // The row of a flavor, or nullptr for a value past the enum.
@@ -54,18 +73,28 @@ constexpr uint8_t FlavorByte(Flavor flavor) noexcept {
   return row == nullptr ? 0xFF : row->byte;
 }
 
+// A flavor the front ends carry (snapshots, the C API), from its byte;
+// nullopt for the other flavors' bytes too: the snapshot reader refuses
+// them as unknown, as a reader of format 1.2 does.
 constexpr std::optional<Flavor> FlavorFromByte(uint8_t byte) noexcept {
   for (const FlavorRow& row : kFlavors) {
-    if (row.byte == byte) return row.flavor;
+    if (row.byte == byte && row.in_front_ends) return row.flavor;
   }
   return std::nullopt;
 }
 
+constexpr bool InFrontEnds(Flavor flavor) noexcept {
+  const FlavorRow* row = FindFlavor(flavor);
+  return row != nullptr && row->in_front_ends;
+}
+
 // "0 nginx, 1 pingora-v1, 2 pingora-v2, 3 resty", for messages about a
-// flavor byte or enum value. Throws std::bad_alloc.
-inline std::string FlavorByteList() {
+// flavor byte or enum value (with `all`, every flavor, front ends' or not).
+// Throws std::bad_alloc.
+inline std::string FlavorByteList(bool all = false) {
   std::string list;
   for (const FlavorRow& row : kFlavors) {
+    if (!all && !row.in_front_ends) continue;
     if (!list.empty()) list += ", ";
     list += std::to_string(row.byte);
     list += ' ';

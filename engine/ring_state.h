@@ -7,6 +7,7 @@
 
 #include "chash/ring.h"
 #include "collision_table.h"
+#include "hash/program_hashes.h"
 #include "layout/columns.h"
 
 namespace chash::internal {
@@ -25,10 +26,20 @@ struct RingState {
   TieBreak tie_break = TieBreak::kConfigOrder;
   bool raw = false;
   double build_seconds = 0;
+  // The options of the build (flavor options included; defaults for raw and
+  // loaded rings), how the ring answers a hash and how it hashes keys.
+  RingOptions options;
+  LookupRule rule = LookupRule::kSuccessor;
+  KeyHasher key_hasher;
   // What borrowed columns live in (a mapped snapshot file); kept alive as
   // long as the ring. Null for built rings.
   std::shared_ptr<const void> backing;
 };
+
+// The slot of the first point whose hash is >= `hash`, 0..num_points()
+// (num_points(): none is), on a ring of 32-bit points. For the masked walks,
+// which start from it by their rule (ops/masked_walk.h).
+uint32_t LowerBoundSlot(const Ring& ring, uint32_t hash) noexcept;
 
 struct RingFactory {
   static Ring Make(std::unique_ptr<RingState> state) noexcept {

@@ -205,7 +205,7 @@ TEST(ContractsTest, BuilderIsEmptyAfterBuildAndReusable) {
 
 TEST(ContractsTest, InvalidOptionsAreReportedByAddAndBuild) {
   const RingOptions bad_options[] = {
-      {.flavor = static_cast<Flavor>(7)},
+      {.flavor = static_cast<Flavor>(200)},  // past the enum
       {.flavor = Flavor::kPingoraV2, .point_multiple = 0},
       {.flavor = Flavor::kNginx, .point_multiple = 16},
       {.flavor = Flavor::kPingoraV2, .point_multiple = 16, .max_points = 0},

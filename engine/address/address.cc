@@ -7,9 +7,10 @@
 #include "chash/address.h"
 
 #include <cstdio>
-#include <optional>
 #include <new>
+#include <optional>
 
+#include "builder/flavor_points.h"
 #include "flavors.h"
 #include "out_of_memory.h"
 
@@ -398,7 +399,7 @@ std::string_view FlavorName(Flavor flavor) noexcept {
 
 Result<Flavor> ParseFlavor(std::string_view name) {
   for (const internal::FlavorRow& row : internal::kFlavors) {
-    if (name == row.name) return row.flavor;
+    if (name == row.name && row.in_front_ends) return row.flavor;
   }
   return internal::CatchOutOfMemory("reporting an unknown flavor", [&]() -> Result<Flavor> {
     return Status(StatusCode::kBadArgument, "unknown flavor '" + std::string(name) +
@@ -539,6 +540,16 @@ Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text) {
     case Flavor::kPingoraV1:
     case Flavor::kPingoraV2:
       return ParsePingoraAddress(text);
+    case Flavor::kHaproxy:
+    case Flavor::kKetamaMd5:
+    case Flavor::kVarnishShard:
+    case Flavor::kEnvoyRing:
+    case Flavor::kEnvoyMaglev:
+      return internal::CatchOutOfMemory("reading an address", [&] {
+        RingOptions options;
+        options.flavor = flavor;
+        return internal::ParseProgramNode(options, text, 1, NodeOptions{});
+      });
   }
   return Status(StatusCode::kBadArgument, "unknown flavor");
 }

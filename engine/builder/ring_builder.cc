@@ -1,13 +1,15 @@
 // RingBuilder and BuildRingFromPoints: validation, point generation, and the
 // hand-off to the shared column builder.
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <new>
 #include <numeric>
 
+#include "builder/build_nodes.h"
 #include "builder/columns_builder.h"
+#include "builder/flavor_points.h"
 #include "builder/parallel.h"
 #include "builder/point_chains.h"
 #include "chash/ring.h"
@@ -44,10 +46,13 @@ Status ValidateRingOptionsOrThrow(const RingOptions& options) {
   if (internal::FindFlavor(options.flavor) == nullptr) {
     return Status(StatusCode::kBadArgument,
                   "unknown flavor " + std::to_string(static_cast<int>(options.flavor)) + " (" +
-                      internal::FlavorByteList() + ")");
+                      internal::FlavorByteList(/*all=*/true) + ")");
   }
   if (options.point_multiple == 0) {
     return Status(StatusCode::kBadMultiple, "point multiple must be at least 1");
+  }
+  if (Status status = internal::ValidateProgramOptionsOrThrow(options); !status.ok()) {
+    return status;
   }
   if (!FlavorTakesPointMultiple(options.flavor) &&
       options.point_multiple != kDefaultPointMultiple) {
@@ -99,7 +104,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-Status OutOfMemory(uint64_t points) noexcept {
+Status PointsOutOfMemory(uint64_t points) noexcept {
   char what[64];
   std::snprintf(what, sizeof what, "cannot hold %llu ring points",
                 static_cast<unsigned long long>(points));
@@ -123,6 +128,23 @@ bool FlavorTakesPointMultiple(Flavor flavor) noexcept {
   return flavor == Flavor::kPingoraV2 || flavor == Flavor::kResty;
 }
 
+LookupRule FlavorLookupRule(Flavor flavor) noexcept {
+  const internal::FlavorRow* row = internal::FindFlavor(flavor);
+  return row == nullptr ? LookupRule::kSuccessor : row->rule;
+}
+
+bool FlavorMasksExactly(const RingOptions& options) noexcept {
+  switch (options.flavor) {
+    case Flavor::kKetamaMd5:
+      return options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted;
+    case Flavor::kEnvoyRing:
+    case Flavor::kEnvoyMaglev:
+      return false;
+    default:
+      return true;
+  }
+}
+
 Status ValidateRingOptions(const RingOptions& options) noexcept {
   return internal::CatchOutOfMemory("reporting bad ring options",
                                     [&] { return ValidateRingOptionsOrThrow(options); });
@@ -131,11 +153,15 @@ Status ValidateRingOptions(const RingOptions& options) noexcept {
 RingBuilder::RingBuilder(RingOptions options) noexcept : options_(options) {}
 
 Status RingBuilder::Add(std::string_view address, uint32_t weight) {
+  return Add(address, weight, NodeOptions{});
+}
+
+Status RingBuilder::Add(std::string_view address, uint32_t weight, const NodeOptions& node) {
   // Strong guarantee: every allocation comes before the first change, and
-  // the changes (a table entry, then a push_back into reserved room) are
-  // undone if the second one fails.
+  // the changes (table entries, then a push_back into reserved room) are
+  // undone if a later one fails.
   try {
-    return AddNode(address, weight);
+    return AddNode(address, weight, node);
   } catch (const std::bad_alloc&) {
     char what[48];
     std::snprintf(what, sizeof what, "adding node %zu", nodes_.size());
@@ -144,15 +170,34 @@ Status RingBuilder::Add(std::string_view address, uint32_t weight) {
 }
 
 Status RingBuilder::AddNode(std::string_view address, uint32_t weight) {
+  return AddNode(address, weight, NodeOptions{});
+}
+
+Status RingBuilder::AddNode(std::string_view address, uint32_t weight, const NodeOptions& node) {
   if (Status status = ValidateRingOptions(options_); !status.ok()) return status;
   const size_t id = nodes_.size();
   if (id >= kMaxNodes) {
     return Status(StatusCode::kTooManyNodes,
                   NodeLabel(id, address) + ": more than 65,536 nodes (node ids are u16)");
   }
-  Result<NodeAddress> parsed = ParseNodeAddress(options_.flavor, address);
+  const bool program = internal::IsProgramFlavor(options_.flavor);
+  if (!program && (node.server_id != 0 || !node.name.empty())) {
+    return Status(StatusCode::kBadArgument,
+                  NodeLabel(id, address) + ": " + std::string(FlavorName(options_.flavor)) +
+                      " rings take no node options (server ids are haproxy's, names twemproxy's)");
+  }
+  Result<NodeAddress> parsed = program ? internal::ParseProgramNode(options_, address, weight, node)
+                                       : ParseNodeAddress(options_.flavor, address);
   if (!parsed.ok()) {
     return Status(parsed.status().code(), NodeLabel(id, {}) + ": " + parsed.status().message());
+  }
+  if (node.server_id != 0) {
+    if (const auto it = node_by_server_id_.find(node.server_id); it != node_by_server_id_.end()) {
+      return Status(StatusCode::kDuplicateNode,
+                    NodeLabel(id, address) + ": server id " + std::to_string(node.server_id) +
+                        " is also " + NodeLabel(it->second, nodes_[it->second].address.written) +
+                        "'s (HAProxy refuses two servers with one id)");
+    }
   }
   std::string hashed = parsed.value().HashedBytes();
   if (const auto it = node_by_hashed_bytes_.find(hashed); it != node_by_hashed_bytes_.end()) {
@@ -161,7 +206,8 @@ Status RingBuilder::AddNode(std::string_view address, uint32_t weight) {
                       NodeLabel(it->second, nodes_[it->second].address.written) +
                       " (both would own the same point chain)");
   }
-  const uint64_t node_points = uint64_t{weight} * options_.point_multiple;
+  const uint64_t node_points = program ? internal::NodePointsAlone(options_, weight)
+                                       : uint64_t{weight} * options_.point_multiple;
   if (node_points > UINT32_MAX) {
     return Status(StatusCode::kTooManyPoints,
                   NodeLabel(id, address) + ": weight " + std::to_string(weight) +
@@ -178,30 +224,73 @@ Status RingBuilder::AddNode(std::string_view address, uint32_t weight) {
   if (nodes_.size() == nodes_.capacity()) {
     nodes_.reserve(std::max<size_t>(16, 2 * nodes_.capacity()));
   }
-  node_by_hashed_bytes_.emplace(std::move(hashed), static_cast<uint32_t>(id));
-  nodes_.push_back(NodeInfo{std::move(parsed).value(), weight});  // reserved: no throw
+  const auto hashed_entry =
+      node_by_hashed_bytes_.emplace(std::move(hashed), static_cast<uint32_t>(id)).first;
+  if (node.server_id != 0) {
+    try {
+      node_by_server_id_.emplace(node.server_id, static_cast<uint32_t>(id));
+    } catch (...) {
+      node_by_hashed_bytes_.erase(hashed_entry);
+      throw;
+    }
+  }
+  // reserved: no throw
+  nodes_.push_back(NodeInfo{std::move(parsed).value(), weight, node.server_id});
   points_generated_ += node_points;
   return Status();
 }
 
 Result<Ring> RingBuilder::Build() && {
-  if (Status status = ValidateRingOptions(options_); !status.ok()) return status;
+  Result<Ring> ring = internal::BuildRingFromNodes(options_, nodes_, points_generated_);
+  if (ring.ok()) {
+    // BuildRingFromNodes took the nodes; nothing here allocates.
+    nodes_.clear();
+    node_by_hashed_bytes_.clear();
+    node_by_server_id_.clear();
+    points_generated_ = 0;
+  }
+  return ring;
+}
+
+namespace internal {
+
+Result<Ring> BuildRingFromNodes(const RingOptions& options, std::vector<NodeInfo>& nodes,
+                                uint64_t points_generated) {
+  if (Status status = ValidateRingOptions(options); !status.ok()) return status;
   const auto start = std::chrono::steady_clock::now();
+  const unsigned threads = options.build_threads != 0
+                               ? std::min<uint32_t>(options.build_threads, 256)
+                               : internal::BuildThreads();
   try {
     auto state = std::make_unique<RingState>();
-    state->flavor = options_.flavor;
-    state->point_multiple = options_.point_multiple;
-    state->tie_break = FlavorTieBreak(options_.flavor);
-    state->points_generated = points_generated_;
+    state->flavor = options.flavor;
+    state->options = options;
+    state->point_multiple = options.point_multiple;
+    state->tie_break = FlavorTieBreak(options.flavor);
+    state->points_generated = points_generated;
+    const uint32_t num_nodes = static_cast<uint32_t>(nodes.size());
 
-    const uint32_t num_nodes = static_cast<uint32_t>(nodes_.size());
+    if (IsProgramFlavor(options.flavor)) {
+      // The program's counts depend on the whole set: made from a copy, so
+      // that a failed build leaves the caller's nodes (and their unassigned
+      // server ids) as they were.
+      state->nodes = nodes;
+      if (Status status = BuildProgramRingOrThrow(options, *state, threads); !status.ok()) {
+        return status;
+      }
+      CountNodesWithPoints(*state, num_nodes, NodesWithWeight(state->nodes));
+      nodes.clear();
+      state->build_seconds = SecondsSince(start);
+      return internal::RingFactory::Make(std::move(state));
+    }
+
     std::vector<uint32_t> rank(num_nodes);
     std::iota(rank.begin(), rank.end(), 0u);
     if (state->tie_break == TieBreak::kAddressOrder) {
       std::vector<uint32_t> by_address(num_nodes);
       std::iota(by_address.begin(), by_address.end(), 0u);
       std::sort(by_address.begin(), by_address.end(), [&](uint32_t a, uint32_t b) {
-        return nodes_[a].address.order < nodes_[b].address.order;
+        return nodes[a].address.order < nodes[b].address.order;
       });
       for (uint32_t r = 0; r < num_nodes; ++r) rank[by_address[r]] = r;
     } else if (state->tie_break == TieBreak::kIdOrder) {
@@ -209,49 +298,45 @@ Result<Ring> RingBuilder::Build() && {
       std::iota(by_id.begin(), by_id.end(), 0u);
       // Ids are distinct (kDuplicateNode), so the order is total.
       std::sort(by_id.begin(), by_id.end(), [&](uint32_t a, uint32_t b) {
-        return nodes_[a].address.host < nodes_[b].address.host;
+        return nodes[a].address.host < nodes[b].address.host;
       });
       for (uint32_t r = 0; r < num_nodes; ++r) rank[by_id[r]] = r;
     }
 
     internal::PointKeyBuffer keys;
-    if (!keys.Allocate(points_generated_, state->columns)) return OutOfMemory(points_generated_);
+    if (!keys.Allocate(points_generated, state->columns))
+      return PointsOutOfMemory(points_generated);
     std::vector<internal::PointChain> chains(num_nodes);
     for (uint32_t id = 0; id < num_nodes; ++id) {
       // Each node's CRC state after HOST "\0" PORT is computed once; its whole
       // chain continues from it.
-      const std::string bytes = nodes_[id].address.HashedBytes();
-      chains[id] = {internal::Crc32UpdateRaw(0xFFFFFFFFu,
-                                             reinterpret_cast<const uint8_t*>(bytes.data()),
-                                             bytes.size()),
-                    uint64_t{nodes_[id].weight} * options_.point_multiple, rank[id], id};
+      const std::string bytes = nodes[id].address.HashedBytes();
+      chains[id] = {internal::Crc32UpdateRaw(
+                        0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
+                    uint64_t{nodes[id].weight} * options.point_multiple, rank[id], id};
     }
-    const unsigned threads = options_.build_threads != 0
-                                 ? std::min<uint32_t>(options_.build_threads, 256)
-                                 : internal::BuildThreads();
     internal::SortedKeyParts parts;
-    if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_, threads,
-                                           parts)) {
+    if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated, threads, parts)) {
       return internal::OutOfMemory("sorting ring points");
     }
     if (Status status = internal::BuildColumnsFromSortedKeys(
-            keys.data(), points_generated_, state->columns, &state->losers, &parts);
+            keys.data(), points_generated, state->columns, &state->losers, &parts);
         !status.ok()) {
       return status;
     }
     keys = internal::PointKeyBuffer();
-    CountNodesWithPoints(*state, num_nodes, NodesWithWeight(nodes_));
-    // Nothing below allocates: the builder gives up its nodes only now.
-    state->nodes = std::move(nodes_);
-    nodes_.clear();
-    node_by_hashed_bytes_.clear();
-    points_generated_ = 0;
+    CountNodesWithPoints(*state, num_nodes, NodesWithWeight(nodes));
+    // Nothing below allocates: the caller gives up its nodes only now.
+    state->nodes = std::move(nodes);
+    nodes.clear();
     state->build_seconds = SecondsSince(start);
     return internal::RingFactory::Make(std::move(state));
   } catch (const std::bad_alloc&) {
-    return OutOfMemory(points_generated_);
+    return PointsOutOfMemory(points_generated);
   }
 }
+
+}  // namespace internal
 
 Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> points,
                                  std::span<const uint32_t> tie_rank, uint64_t max_points) {
@@ -292,7 +377,7 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
     state->nodes.resize(num_nodes);
 
     internal::PointKeyBuffer keys;
-    if (!keys.Allocate(points.size(), state->columns)) return OutOfMemory(points.size());
+    if (!keys.Allocate(points.size(), state->columns)) return PointsOutOfMemory(points.size());
     for (size_t i = 0; i < points.size(); ++i) {
       const uint32_t node = points[i].node;
       if (node >= num_nodes) {
@@ -313,7 +398,7 @@ Result<Ring> BuildRingFromPoints(uint32_t num_nodes, std::span<const RawPoint> p
     state->build_seconds = SecondsSince(start);
     return internal::RingFactory::Make(std::move(state));
   } catch (const std::bad_alloc&) {
-    return OutOfMemory(points.size());
+    return PointsOutOfMemory(points.size());
   }
 }
 

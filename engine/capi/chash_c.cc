@@ -26,6 +26,7 @@
 #include "chash/snapshot.h"
 #include "chash/stats.h"
 #include "chash/status.h"
+#include "flavors.h"
 #include "status_codes.h"
 
 struct chash_builder {
@@ -270,8 +271,16 @@ int chash_builder_new(chash_flavor flavor, uint32_t point_multiple, chash_builde
   const uint32_t flavor_value = static_cast<uint32_t>(flavor);
   return Guard([&] {
     // A flavor value past the enum is refused by the check, not converted.
+    // So are the C++-only flavors (engine/flavors.h): their options and
+    // 64-bit hashes are not in this API yet.
+    const uint8_t flavor_byte = static_cast<uint8_t>(flavor_value > 0xFF ? 0xFF : flavor_value);
+    if (!chash::internal::FlavorFromByte(flavor_byte)) {
+      return Fail(Status(StatusCode::kBadArgument, "unknown flavor " + std::to_string(flavor_byte) +
+                                                       " (" + chash::internal::FlavorByteList() +
+                                                       ")"));
+    }
     const chash::RingOptions options{
-        .flavor = static_cast<chash::Flavor>(flavor_value > 0xFF ? 0xFF : flavor_value),
+        .flavor = static_cast<chash::Flavor>(flavor_byte),
         .point_multiple = point_multiple == 0 ? chash::kDefaultPointMultiple : point_multiple};
     if (Status status = chash::ValidateRingOptions(options); !status.ok()) return Fail(status);
     *out = new chash_builder(options);

@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 
+#include "builder/build_nodes.h"
 #include "chash/crc32.h"
 #include "ops/masked_walk.h"
 #include "out_of_memory.h"
@@ -70,19 +71,53 @@ bool NodeMask::Set(uint32_t node, bool available) noexcept {
 
 // ---- Masked lookups -------------------------------------------------------------
 
+bool MasksExactly(const Ring& ring) noexcept {
+  return ring.is_raw() || FlavorMasksExactly(ring.options());
+}
+
+Result<Ring> BuildAvailableRing(const Ring& ring, const NodeMask& mask) {
+  if (ring.is_raw()) {
+    return Status(StatusCode::kBadArgument,
+                  "a raw-point ring cannot be rebuilt (its points were given, not generated)");
+  }
+  return internal::CatchOutOfMemory("building the ring of the available nodes", [&] {
+    std::vector<NodeInfo> nodes;
+    nodes.reserve(ring.num_nodes());
+    uint64_t points = 0;
+    for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+      nodes.push_back(ring.node(id));
+      if (!mask.available(id)) nodes.back().weight = 0;
+      points += uint64_t{nodes.back().weight} * ring.options().point_multiple;
+    }
+    return internal::BuildRingFromNodes(ring.options(), nodes, points);
+  });
+}
+
 uint32_t FindAvailableNodeByHash(const Ring& ring, const NodeMask& mask, uint32_t hash) noexcept {
+  if (!MasksExactly(ring)) return kMaskRefused;
   if (mask.count_available() == 0) return Ring::kNoNode;
   return internal::WalkAvailable(
       ring, hash, [&](uint32_t node) { return mask.available(node); }, kAlways);
 }
 
+uint32_t FindAvailableNodeByHash64(const Ring& ring, const NodeMask& mask, uint64_t hash) noexcept {
+  if (!MasksExactly(ring)) return kMaskRefused;
+  if (hash > UINT32_MAX) return Ring::kNoNode;  // no 32-bit ring has such keys
+  return FindAvailableNodeByHash(ring, mask, static_cast<uint32_t>(hash));
+}
+
 uint32_t FindAvailableNode(const Ring& ring, const NodeMask& mask, std::string_view key) noexcept {
-  return FindAvailableNodeByHash(ring, mask, Crc32(key));
+  return FindAvailableNodeByHash64(ring, mask, ring.KeyHash(key));
 }
 
 size_t FindAvailableNodesByHash(const Ring& ring, const NodeMask& mask,
                                 std::span<const uint32_t> hashes,
                                 std::span<uint32_t> out) noexcept {
+  if (!MasksExactly(ring)) {
+    const size_t count = std::min(hashes.size(), out.size());
+    std::fill_n(out.begin(), count, kMaskRefused);
+    return count;
+  }
   const size_t count = ring.FindNodesByHash(hashes, out);
   for (size_t i = 0; i < count; ++i) {
     if (!mask.available(out[i])) out[i] = FindAvailableNodeByHash(ring, mask, hashes[i]);
@@ -93,6 +128,11 @@ size_t FindAvailableNodesByHash(const Ring& ring, const NodeMask& mask,
 size_t FindAvailableNodes(const Ring& ring, const NodeMask& mask,
                           std::span<const std::string_view> keys,
                           std::span<uint32_t> out) noexcept {
+  if (!MasksExactly(ring)) {
+    const size_t count = std::min(keys.size(), out.size());
+    std::fill_n(out.begin(), count, kMaskRefused);
+    return count;
+  }
   const size_t count = ring.FindNodes(keys, out);
   for (size_t i = 0; i < count; ++i) {
     if (!mask.available(out[i])) out[i] = FindAvailableNode(ring, mask, keys[i]);
@@ -209,6 +249,7 @@ uint64_t AvailabilityMask::version() const noexcept {
 }
 
 uint32_t AvailabilityMask::FindNodeByHash(const Ring& ring, uint32_t hash) const noexcept {
+  if (!MasksExactly(ring)) return kMaskRefused;
   return ReadConsistent([&](const auto& is_up, const Buffer& buffer) {
     if (buffer.available.load(std::memory_order_relaxed) == 0) return Ring::kNoNode;
     return internal::WalkAvailable(ring, hash, is_up, kAlways);
@@ -216,11 +257,18 @@ uint32_t AvailabilityMask::FindNodeByHash(const Ring& ring, uint32_t hash) const
 }
 
 uint32_t AvailabilityMask::FindNode(const Ring& ring, std::string_view key) const noexcept {
-  return FindNodeByHash(ring, Crc32(key));
+  if (!MasksExactly(ring)) return kMaskRefused;
+  const uint64_t hash = ring.KeyHash(key);  // a 32-bit ring's: below 2^32
+  return FindNodeByHash(ring, static_cast<uint32_t>(hash));
 }
 
 size_t AvailabilityMask::FindNodes(const Ring& ring, std::span<const std::string_view> keys,
                                    std::span<uint32_t> out) const noexcept {
+  if (!MasksExactly(ring)) {
+    const size_t count = std::min(keys.size(), out.size());
+    std::fill_n(out.begin(), count, kMaskRefused);
+    return count;
+  }
   // The unmasked answers, then each key under one mask.
   const size_t count = ring.FindNodes(keys, out);
   for (size_t i = 0; i < count; ++i) {
@@ -228,7 +276,8 @@ size_t AvailabilityMask::FindNodes(const Ring& ring, std::span<const std::string
     out[i] = ReadConsistent([&](const auto& is_up, const Buffer& buffer) {
       if (is_up(plain)) return plain;
       if (buffer.available.load(std::memory_order_relaxed) == 0) return Ring::kNoNode;
-      return internal::WalkAvailable(ring, Crc32(keys[i]), is_up, kAlways);
+      return internal::WalkAvailable(ring, static_cast<uint32_t>(ring.KeyHash(keys[i])), is_up,
+                                     kAlways);
     });
   }
   return count;
@@ -272,9 +321,25 @@ uint64_t BoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance
 
 namespace {
 
+// Why bounded loads are refused on this ring, or nullptr: the rings whose
+// program bounds loads otherwise (Envoy), and masks on the rings whose
+// program rebuilds instead (failover.h).
+const char* BoundedLoadRefusal(const Ring& ring, const NodeMask* mask) noexcept {
+  if (ring.key_hash_bits() == 64) {
+    return "Envoy's hash_balance_factor probes hosts in an order seeded by the hash, which chash "
+           "does not reproduce: no bounded-load lookup on envoy-ring and envoy-maglev rings";
+  }
+  if (mask != nullptr && !MasksExactly(ring)) {
+    return "this ring's program rebuilds it when a node goes (its point counts depend on every "
+           "node): look the key up on BuildAvailableRing(ring, mask) instead of masking";
+  }
+  return nullptr;
+}
+
 template <typename Load>
 uint32_t UnderCapacity(const Ring& ring, uint32_t hash, std::span<const Load> loads,
                        uint64_t capacity, const NodeMask* mask) noexcept {
+  if (BoundedLoadRefusal(ring, mask) != nullptr) return kMaskRefused;
   const auto accept = [&](uint32_t node) {
     return node < loads.size() && uint64_t{loads[node]} < capacity;
   };
@@ -295,6 +360,9 @@ Result<uint32_t> BoundedLoad(const Ring& ring, uint32_t hash, std::span<const Lo
   if (loads.size() < ring.num_nodes()) {
     return Status(StatusCode::kBadArgument, std::to_string(loads.size()) + " loads for a ring of " +
                                                 std::to_string(ring.num_nodes()) + " nodes");
+  }
+  if (const char* refusal = BoundedLoadRefusal(ring, mask)) {
+    return Status(StatusCode::kBadArgument, refusal);
   }
   uint64_t total = 0;
   uint32_t nodes = 0;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "builder/flavor_points.h"
 #include "flavors.h"
 #include "ops/ops_internal.h"
 #include "ops/sha256.h"
@@ -17,6 +18,11 @@ namespace {
 
 constexpr uint16_t kFormatVersion = 1;
 constexpr uint8_t kHashFunctionKetamaCrc32 = 1;
+// The other programs' flavors: their own point and key hashes, named by the
+// options block that follows (include/chash/identity.h).
+constexpr uint8_t kHashFunctionOfFlavor = 2;
+// Their points digest carries 64-bit hashes and tables: a version of its own.
+constexpr uint16_t kProgramPointsVersion = 2;
 // Raw-point rings share resty's byte (the serialization predates resty's);
 // the tie-break byte (2 against resty's 3) and N = 0 keep them apart.
 constexpr uint8_t kFlavorRaw = 3;
@@ -28,6 +34,50 @@ void AppendU16(std::string& out, uint16_t value) {
 
 void AppendU32(std::string& out, uint32_t value) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+
+void AppendU64(std::string& out, uint64_t value) {
+  AppendU32(out, static_cast<uint32_t>(value));
+  AppendU32(out, static_cast<uint32_t>(value >> 32));
+}
+
+bool IsProgramRing(const Ring& ring) {
+  return !ring.is_raw() && internal::IsProgramFlavor(ring.flavor());
+}
+
+// The options that decide a program ring's points and key hash.
+std::string ProgramOptionBytes(const Ring& ring) {
+  const RingOptions& options = ring.options();
+  std::string out;
+  switch (ring.flavor()) {
+    case Flavor::kHaproxy:
+      out.push_back(static_cast<char>(options.haproxy.hash_function));
+      out.push_back(static_cast<char>(options.haproxy.avalanche ? 1 : 0));
+      out.push_back(static_cast<char>(options.haproxy.server_key));
+      break;
+    case Flavor::kKetamaMd5: {
+      out.push_back(static_cast<char>(options.ketama.variant));
+      // The key hash the ring uses (kDefault resolved): two rings that
+      // hash keys alike serialize alike.
+      out.push_back(static_cast<char>(internal::ResolvedKetamaKeyHash(options.ketama)));
+      AppendU32(out, options.ketama.default_port);
+      break;
+    }
+    case Flavor::kVarnishShard:
+      AppendU32(out, options.varnish.replicas);
+      break;
+    case Flavor::kEnvoyRing:
+      AppendU64(out, options.envoy_ring.minimum_ring_size);
+      AppendU64(out, options.envoy_ring.maximum_ring_size);
+      out.push_back(static_cast<char>(options.envoy_ring.hash_function));
+      break;
+    case Flavor::kEnvoyMaglev:
+      AppendU64(out, options.maglev.table_size);
+      break;
+    default:
+      break;
+  }
+  return out;
 }
 
 uint8_t FlavorCode(const Ring& ring) {
@@ -54,7 +104,13 @@ std::vector<uint32_t> CanonicalNodes(const Ring& ring) {
   for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
     if (ring.node(id).weight > 0) nodes.push_back(id);
   }
-  if (ring.tie_break() == TieBreak::kAddressOrder) {
+  if (ring.flavor() == Flavor::kEnvoyMaglev && !ring.is_raw()) {
+    // Envoy fills the table in the order of the host keys, whatever the
+    // order of the host set.
+    std::sort(nodes.begin(), nodes.end(), [&](uint32_t a, uint32_t b) {
+      return ring.node(a).address.host < ring.node(b).address.host;
+    });
+  } else if (ring.tie_break() == TieBreak::kAddressOrder) {
     std::stable_sort(nodes.begin(), nodes.end(), [&](uint32_t a, uint32_t b) {
       return ring.node(a).address.order < ring.node(b).address.order;
     });
@@ -81,10 +137,34 @@ std::vector<uint32_t> CanonicalNumbers(const Ring& ring) {
   return numbers;
 }
 
+// A program ring's points: sink(u32) for the point count, then each point
+// in ring order, its hash (two u32s, low half first, for envoy-ring's
+// 64-bit points; none for envoy-maglev's entries) and number.
+template <typename Sink>
+void SerializeProgramPoints(const Ring& ring, const std::vector<uint32_t>& numbers, Sink&& sink) {
+  sink(static_cast<uint32_t>(ring.num_points()));
+  const bool wide = ring.lookup_rule() != LookupRule::kTable && ring.key_hash_bits() == 64;
+  const bool table = ring.lookup_rule() == LookupRule::kTable;
+  PointCursor cursor = ring.Begin();
+  for (uint64_t i = 0; i < ring.num_points(); ++i, cursor.Advance()) {
+    if (wide) {
+      sink(static_cast<uint32_t>(cursor.hash64()));
+      sink(static_cast<uint32_t>(cursor.hash64() >> 32));
+    } else if (!table) {
+      sink(cursor.hash());
+    }
+    sink(numbers[cursor.node()]);
+  }
+}
+
 // Calls sink(u32) for: the kept point count, each kept point's hash and
 // number in ring order, the loser count, each loser's hash and number.
 template <typename Sink>
 void SerializePoints(const Ring& ring, const std::vector<uint32_t>& numbers, Sink&& sink) {
+  if (IsProgramRing(ring)) {
+    SerializeProgramPoints(ring, numbers, sink);
+    return;
+  }
   sink(static_cast<uint32_t>(ring.num_points()));
   PointCursor cursor = ring.Begin();
   for (uint64_t i = 0; i < ring.num_points(); ++i, cursor.Advance()) {
@@ -146,7 +226,30 @@ Fingerprint Sha256(std::string_view bytes) noexcept {
 
 namespace internal {
 
+std::string ProgramRingIdentityBytes(const Ring& ring) {
+  std::string out = "chash-ring";
+  AppendU16(out, kFormatVersion);
+  out.push_back(static_cast<char>(kHashFunctionOfFlavor));
+  out.push_back(static_cast<char>(FlavorCode(ring)));
+  out.push_back(static_cast<char>(TieBreakCode(ring.tie_break())));
+  AppendU32(out, ring.point_multiple());
+  const std::string options = ProgramOptionBytes(ring);
+  AppendU32(out, static_cast<uint32_t>(options.size()));
+  out += options;
+  const std::vector<uint32_t> nodes = CanonicalNodes(ring);
+  AppendU32(out, static_cast<uint32_t>(nodes.size()));
+  for (const uint32_t id : nodes) {
+    const NodeInfo& node = ring.node(id);
+    AppendU32(out, node.weight);
+    AppendU32(out, node.server_id);
+    AppendU32(out, static_cast<uint32_t>(node.address.host.size()));
+    out += node.address.host;
+  }
+  return out;
+}
+
 std::string RingIdentityBytesOrThrow(const Ring& ring) {
+  if (IsProgramRing(ring)) return ProgramRingIdentityBytes(ring);
   std::string out = "chash-ring";
   AppendU16(out, kFormatVersion);
   out.push_back(static_cast<char>(kHashFunctionKetamaCrc32));
@@ -169,9 +272,14 @@ std::string RingIdentityBytesOrThrow(const Ring& ring) {
   return out;
 }
 
+uint16_t PointsVersion(const Ring& ring) {
+  return IsProgramRing(ring) ? kProgramPointsVersion : kFormatVersion;
+}
+
 std::string PointsDigestBytesOrThrow(const Ring& ring) {
   std::string out = "chash-points";
-  AppendU16(out, kFormatVersion);
+  AppendU16(out, PointsVersion(ring));
+  if (IsProgramRing(ring)) out.push_back(static_cast<char>(FlavorCode(ring)));
   SerializePoints(ring, CanonicalNumbers(ring), [&](uint32_t v) { AppendU32(out, v); });
   return out;
 }
@@ -180,7 +288,11 @@ Fingerprint PointsDigestOrThrow(const Ring& ring) {
   // Streamed: the serialization is 8 bytes a point.
   internal::Sha256Hasher hasher;
   hasher.Update("chash-points", 12);
-  hasher.UpdateU16(kFormatVersion);
+  hasher.UpdateU16(PointsVersion(ring));
+  if (IsProgramRing(ring)) {
+    const uint8_t flavor = FlavorCode(ring);
+    hasher.Update(&flavor, 1);
+  }
   SerializePoints(ring, CanonicalNumbers(ring), [&](uint32_t v) { hasher.UpdateU32(v); });
   return FromDigest(hasher.Finish());
 }

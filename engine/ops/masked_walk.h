@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "chash/ring.h"
+#include "ring_state.h"
 
 namespace chash::internal {
 
@@ -44,11 +45,89 @@ bool AnyNodeCanTake(const Ring& ring, const IsUp& is_up, const Accept& accept) n
   return false;
 }
 
+// The rings that keep every point (haproxy, varnish-shard, ketama-md5: no
+// collision table). Positions are ring-order slots 0..n-1; a scan gives up
+// with kNoNode once it has passed max(kMinStepsBeforeScan, num_nodes)
+// points and no node can take the key (AnyNodeCanTake), as WalkAvailable.
+template <typename IsUp, typename Accept>
+class KeptPointScan {
+ public:
+  KeptPointScan(const Ring& ring, const IsUp& is_up, const Accept& accept) noexcept
+      : ring_(ring),
+        is_up_(is_up),
+        accept_(accept),
+        n_(ring.num_points()),
+        scan_at_(std::max<uint64_t>(kMinStepsBeforeScan, ring.num_nodes())) {}
+
+  // The first position from `from` on, `direction` +1 or -1, at most
+  // `limit` of them (wrapping around the ring), whose node is up (and,
+  // with `accepting`, accepted); n if none.
+  uint64_t Find(uint64_t from, int direction, uint64_t limit, bool accepting) noexcept {
+    uint64_t position = from % n_;
+    for (uint64_t step = 0; step < limit; ++step) {
+      if (++steps_ == scan_at_ && !(accepting ? AnyNodeCanTake(ring_, is_up_, accept_)
+                                              : AnyNodeCanTake(ring_, is_up_, Always))) {
+        return n_;
+      }
+      const uint32_t node = ring_.At(position).node();
+      if (is_up_(node) && (!accepting || accept_(node))) return position;
+      position = direction > 0 ? (position + 1 == n_ ? 0 : position + 1)
+                               : (position == 0 ? n_ - 1 : position - 1);
+    }
+    return n_;
+  }
+
+ private:
+  static bool Always(uint32_t) noexcept { return true; }
+  const Ring& ring_;
+  const IsUp& is_up_;
+  const Accept& accept_;
+  const uint64_t n_;
+  const uint64_t scan_at_;
+  uint64_t steps_ = 0;
+};
+
+// haproxy and varnish-shard: the subset ring's point for the key (the
+// nearest available point; the first available point at or after the key,
+// else the last available one), then HAProxy's and Varnish's walk on from
+// it (the next point, wrapping) to the first point `accept` takes.
+template <typename IsUp, typename Accept>
+uint32_t WalkAvailableKept(const Ring& ring, uint32_t hash, const IsUp& is_up,
+                           const Accept& accept) noexcept {
+  const uint64_t n = ring.num_points();
+  KeptPointScan<IsUp, Accept> scan(ring, is_up, accept);
+  const uint64_t lower = LowerBoundSlot(ring, hash);  // 0..n
+  uint64_t start = n;
+  if (ring.lookup_rule() == LookupRule::kNearest) {
+    // Both neighbours in the tree of the available nodes: the first
+    // available point from the lower bound on (wrapping), the first before
+    // it (wrapping): the same point when it is the only one.
+    const uint64_t next = scan.Find(lower == n ? 0 : lower, +1, n, false);
+    if (next == n) return Ring::kNoNode;
+    const uint64_t prev = scan.Find(lower == 0 ? n - 1 : lower - 1, -1, n, false);
+    const uint32_t dp = hash - ring.At(prev).hash();
+    const uint32_t dn = ring.At(next).hash() - hash;
+    start = dp <= dn ? prev : next;
+  } else {  // kSuccessorClamped
+    if (lower < n) start = scan.Find(lower, +1, n - lower, false);
+    if (start == n && lower > 0) start = scan.Find(lower - 1, -1, lower, false);
+    if (start == n) return Ring::kNoNode;
+  }
+  const uint32_t node = ring.At(start).node();
+  if (accept(node)) return node;
+  const uint64_t taken = scan.Find(start + 1, +1, n - 1, true);
+  return taken == n ? Ring::kNoNode : ring.At(taken).node();
+}
+
 // is_up(node) -> bool: the mask. accept(node) -> bool: stop here?
 template <typename IsUp, typename Accept>
 uint32_t WalkAvailable(const Ring& ring, uint32_t hash, const IsUp& is_up,
                        const Accept& accept) noexcept {
   if (ring.empty()) return Ring::kNoNode;
+  if (ring.lookup_rule() == LookupRule::kNearest ||
+      ring.lookup_rule() == LookupRule::kSuccessorClamped) {
+    return WalkAvailableKept(ring, hash, is_up, accept);
+  }
   PointCursor cursor = ring.WalkFromHash(hash);
   // The common case, the key's own point taken: no walk state to set up.
   // (If its node is up but not accepted, the loop below moves on from it.)

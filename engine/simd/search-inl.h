@@ -115,18 +115,21 @@ HWY_INLINE uint32_t LowerBoundSlot(const internal::SearchView& v, uint32_t x) {
   return DescendToSlot(v, x);
 }
 
-// out[j] = node of LowerBoundSlot(x[j]) for a group of kGroup queries that
-// descend together, level by level: each query's next block is prefetched as
-// soon as it is known and loaded one pass over the group later, so kGroup
-// misses are in flight per level; at the leaves the node line is prefetched
-// along with the hash line.
-template <size_t kGroup>
+// out[j] = node of LowerBoundSlot(x[j]) (kSlots: the slot itself) for a
+// group of kGroup queries that descend together, level by level: each
+// query's next block is prefetched as soon as it is known and loaded one
+// pass over the group later, so kGroup misses are in flight per level; at
+// the leaves the node line is prefetched along with the hash line.
+template <size_t kGroup, bool kSlots = false>
 HWY_INLINE void FindNodesGroup(const internal::SearchView& v, const uint32_t* HWY_RESTRICT x,
                                uint32_t* HWY_RESTRICT out) {
   uint32_t pos[kGroup];
   const uint32_t entry = v.entry_level;
   if (entry == 0) {
-    for (size_t j = 0; j < kGroup; ++j) out[j] = v.node[EntryPosition(v, x[j])];
+    for (size_t j = 0; j < kGroup; ++j) {
+      const uint32_t slot = EntryPosition(v, x[j]);
+      out[j] = kSlots ? slot : v.node[slot];
+    }
     return;
   }
   const uint32_t* below = v.level[entry - 1];
@@ -146,7 +149,8 @@ HWY_INLINE void FindNodesGroup(const internal::SearchView& v, const uint32_t* HW
     }
   }
   for (size_t j = 0; j < kGroup; ++j) {
-    out[j] = v.node[16 * pos[j] + CountLess16<true>(v.level[0] + 16 * pos[j], x[j])];
+    const uint32_t slot = 16 * pos[j] + CountLess16<true>(v.level[0] + 16 * pos[j], x[j]);
+    out[j] = kSlots ? slot : v.node[slot];
   }
 }
 
@@ -154,16 +158,20 @@ HWY_INLINE void FindNodesGroup(const internal::SearchView& v, const uint32_t* HW
 // in flight; smaller ones from fewer live positions.
 inline constexpr uint32_t kLargeGroupMinPoints = 1u << 17;
 
+template <bool kSlots = false>
 HWY_INLINE void FindNodesByHashSpan(const internal::SearchView& v,
                                     const uint32_t* HWY_RESTRICT hashes, size_t count,
                                     uint32_t* HWY_RESTRICT out) {
   size_t i = 0;
   if (v.size >= kLargeGroupMinPoints) {
-    for (; i + 32 <= count; i += 32) FindNodesGroup<32>(v, hashes + i, out + i);
+    for (; i + 32 <= count; i += 32) FindNodesGroup<32, kSlots>(v, hashes + i, out + i);
   }
-  for (; i + 16 <= count; i += 16) FindNodesGroup<16>(v, hashes + i, out + i);
-  for (; i + 4 <= count; i += 4) FindNodesGroup<4>(v, hashes + i, out + i);
-  for (; i < count; ++i) out[i] = v.node[DescendToSlot(v, hashes[i])];
+  for (; i + 16 <= count; i += 16) FindNodesGroup<16, kSlots>(v, hashes + i, out + i);
+  for (; i + 4 <= count; i += 4) FindNodesGroup<4, kSlots>(v, hashes + i, out + i);
+  for (; i < count; ++i) {
+    const uint32_t slot = DescendToSlot(v, hashes[i]);
+    out[i] = kSlots ? slot : v.node[slot];
+  }
 }
 
 }  // namespace HWY_NAMESPACE

@@ -55,6 +55,11 @@ void FindNodesByHashImpl(const internal::SearchView& view, const uint32_t* HWY_R
   FindNodesByHashSpan(view, hashes, count, out);
 }
 
+void FindSlotsByHashImpl(const internal::SearchView& view, const uint32_t* HWY_RESTRICT hashes,
+                         size_t count, uint32_t* HWY_RESTRICT out) {
+  FindNodesByHashSpan</*kSlots=*/true>(view, hashes, count, out);
+}
+
 // CRCs a chunk of keys at a time (interleaved, see Crc32Keys), then descends
 // with them as with FindNodesByHash.
 void FindNodesImpl(const internal::SearchView& view, const std::string_view* HWY_RESTRICT keys,
@@ -91,11 +96,16 @@ struct TargetKernels {
   FindNodeByKeyFunction find_node_by_key;
   FindNodesByHashFunction find_nodes_by_hash;
   FindNodesFunction find_nodes;
+  FindNodesByHashFunction find_slots_by_hash;
 };
 
 #define CHASH_TARGET_KERNELS(TARGET, NS) \
-  {TARGET, &NS::LowerBoundSlotImpl, &NS::FindNodeByKeyImpl, &NS::FindNodesByHashImpl, \
-   &NS::FindNodesImpl},
+  {TARGET,                               \
+   &NS::LowerBoundSlotImpl,              \
+   &NS::FindNodeByKeyImpl,               \
+   &NS::FindNodesByHashImpl,             \
+   &NS::FindNodesImpl,                   \
+   &NS::FindSlotsByHashImpl},
 
 // Every compiled target, best first (Highway numbers better targets with
 // lower bits). Constant: listing a target runs none of its code.
@@ -220,6 +230,11 @@ void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, siz
 void DispatchFindNodes(const SearchView& view, const std::string_view* keys, size_t count,
                        uint32_t* out) {
   ActiveKernels().find_nodes(view, keys, count, out);
+}
+
+void DispatchFindSlotsByHash(const SearchView& view, const uint32_t* hashes, size_t count,
+                             uint32_t* out) {
+  ActiveKernels().find_slots_by_hash(view, hashes, count, out);
 }
 
 }  // namespace internal

@@ -43,6 +43,45 @@ void DispatchFindNodesByHash(const SearchView& view, const uint32_t* hashes, siz
 // The same for keys, CRC32 included.
 void DispatchFindNodes(const SearchView& view, const std::string_view* keys, size_t count,
                        uint32_t* out);
+// out[i] = LowerBoundSlot of hashes[i] (0..view.size), for the rules that
+// read more than the slot's node (nearest, 64-bit points).
+void DispatchFindSlotsByHash(const SearchView& view, const uint32_t* hashes, size_t count,
+                             uint32_t* out);
+
+// ---- The lookup rules beyond the first point >= x --------------------------------
+
+// haproxy's nearest point: of the first point >= x (wrapping to slot 0) and
+// the point before it (wrapping to slot n - 1), the nearer, the one before
+// on a tie: dp = x - prev <= dn = next - x, both mod 2^32. With equal hashes
+// kept in insertion order (layout/columns.h) the one before is the newest
+// of its hash and the one after the oldest, as in HAProxy's tree. `slot`:
+// the lower bound of x, 0..n.
+inline uint32_t NearestOfSlot(const SearchView& view, uint32_t x, uint32_t slot) {
+  const uint32_t n = view.size;
+  const uint32_t next = slot == n ? 0 : slot;
+  const uint32_t prev = (slot == 0 ? n : slot) - 1;
+  const uint32_t* hash = view.level[0];
+  return x - hash[prev] <= hash[next] - x ? prev : next;
+}
+inline uint32_t DispatchNearestSlot(const SearchView& view, uint32_t x) {
+  return NearestOfSlot(view, x, DispatchLowerBoundSlot(view, x));
+}
+
+// envoy-ring: the slot of the first 64-bit point >= x, 0..n (n: past the
+// last; the sentinel (2^32 - 1, 2^32 - 1) there ends the step loop), from
+// the lower bound `slot` of x's high half.
+inline uint32_t Slot64OfHighSlot(const SearchView& view, const uint32_t* low, uint64_t x,
+                                 uint32_t slot) {
+  const uint32_t high = static_cast<uint32_t>(x >> 32);
+  const uint32_t low_x = static_cast<uint32_t>(x);
+  const uint32_t* hash = view.level[0];
+  while (hash[slot] == high && low[slot] < low_x) ++slot;
+  return slot;
+}
+inline uint32_t DispatchLowerBoundSlot64(const SearchView& view, const uint32_t* low, uint64_t x) {
+  return Slot64OfHighSlot(view, low, x,
+                          DispatchLowerBoundSlot(view, static_cast<uint32_t>(x >> 32)));
+}
 
 }  // namespace chash::internal
 

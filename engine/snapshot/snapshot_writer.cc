@@ -83,6 +83,15 @@ Status CheckWritable(const Ring& ring, const SnapshotWriteOptions& options) {
     return Status(StatusCode::kBadArgument,
                   "a raw-point ring has no server list: only flavor rings have snapshots");
   }
+  if (!internal::InFrontEnds(ring.flavor())) {
+    // Format 1.2 has no field for these flavors' options, key hashes or
+    // 64-bit points and tables: a file would load as another ring.
+    return Status(
+        StatusCode::kBadArgument,
+        std::string(FlavorName(ring.flavor())) + " rings have no snapshot format yet (format " +
+            std::to_string(kSnapshotMajorVersion) + "." + std::to_string(kSnapshotMinorVersion) +
+            " stores nginx, pingora-v1, pingora-v2 and resty rings)");
+  }
   if (ring.num_nodes() == 0) {
     return Status(StatusCode::kBadArgument, "the ring has no nodes: nothing to snapshot");
   }

@@ -26,15 +26,29 @@
 #pragma GCC visibility push(default)
 namespace chash {
 
+// Which program's ring to reproduce. Values are appended, never renumbered:
+// a flavor's value is the byte snapshots and fingerprints write.
 enum class Flavor : uint8_t {
   kNginx,      // nginx `hash $key consistent;` (1.22)
   kPingoraV1,  // pingora-ketama Continuum::new
   kPingoraV2,  // pingora-ketama Version::V2 { point_multiple }
   kResty,      // OpenResty lua-resty-balancer resty.chash (Apache APISIX's chash)
+  // The rings below reproduce other programs; their options are in
+  // RingOptions (ring.h), their rules in engine/reference/COMPATIBILITY.md.
+  kHaproxy,       // HAProxy `hash-type consistent` (2.x, 3.x)
+  kKetamaMd5,     // MD5 ketama: libmemcached (weighted or not), twemproxy, libketama
+  kVarnishShard,  // Varnish's shard director (vmod_directors, 6.x-7.x)
+  kEnvoyRing,     // Envoy RING_HASH (64-bit points)
+  kEnvoyMaglev,   // Envoy MAGLEV (a table, not a ring)
 };
 
-// "nginx", "pingora-v1", "pingora-v2", "resty".
+// "nginx", "pingora-v1", "pingora-v2", "resty", "haproxy", "ketama-md5",
+// "varnish-shard", "envoy-ring", "envoy-maglev"; "unknown" past the enum.
 std::string_view FlavorName(Flavor flavor) noexcept;
+// The flavors the C API, snapshots and the chash tool name today: nginx,
+// pingora-v1, pingora-v2 and resty (the others are named by FlavorName and
+// built from C++; their front-end names come with their C API and snapshot
+// format). kBadArgument for any other name.
 Result<Flavor> ParseFlavor(std::string_view name);
 
 // Rust `SocketAddr` order, the pingora v2 tie-break: every IPv4 address sorts
@@ -53,7 +67,13 @@ struct NodeAddress {
   std::string host;     // HOST_BYTES
   std::string port;     // PORT_BYTES (empty for nginx servers without a port)
   SocketOrderKey order;  // set for IP socket addresses, else family 0
-  // resty: `host` is the whole id and HashedBytes() is the id alone.
+  // resty: `host` is the whole id and HashedBytes() is the id alone. The
+  // other flavors' nodes are opaque too, `host` holding what their points
+  // are made from: varnish-shard the backend's name, envoy-ring and
+  // envoy-maglev the host key, ketama-md5 the server's label (libmemcached:
+  // host, or host:port unless the port is 11211; twemproxy: its name, else
+  // the same; libketama: the text as written), haproxy the text as written
+  // (its points come from NodeInfo::server_id; the text names the server).
   bool opaque_id = false;
 
   // HOST + '\0' + PORT (the id alone if opaque_id): the bytes whose CRC32
@@ -99,8 +119,9 @@ Result<NodeAddress> ParsePingoraAddress(std::string_view text);
 Result<NodeAddress> ParseRestyId(std::string_view id);
 
 // Dispatches on the flavor: nginx -> ParseNginxAddress, pingora-v1/v2 ->
-// ParsePingoraAddress, resty -> ParseRestyId; kBadArgument for a value that
-// is no Flavor.
+// ParsePingoraAddress, resty -> ParseRestyId; for the other flavors, the
+// address as their RingBuilder with default options reads it (ring.h,
+// RingBuilder::Add); kBadArgument for a value that is no Flavor.
 // Allocation: the parsers copy the text into the NodeAddress; if memory
 // runs out they report kOutOfMemory.
 Result<NodeAddress> ParseNodeAddress(Flavor flavor, std::string_view text);

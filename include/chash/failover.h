@@ -34,6 +34,23 @@
 // has a point (e.g. a mask whose available ids are all outside the ring),
 // so a fruitless lookup costs O(num_nodes), not a turn of O(num_points). No
 // allocation.
+//
+// The other programs' rings. A haproxy ring's masked answer is the nearest
+// available point on either side (HAProxy's tree without the unavailable
+// servers' nodes), a varnish-shard ring's the first available point at or
+// after the key, else the last available point (its ring has no wrap); both
+// programs keep every point, colliding ones included, in their insertion
+// order, and so do these rings, so the walk needs no collision table. The
+// programs whose point counts depend on every node rebuild when one goes:
+// libmemcached and twemproxy (weighted ketama, libketama), Envoy's ring and
+// Maglev table. Skipping points there would be chash's answer, not theirs,
+// so on those rings (FlavorMasksExactly false) every masked lookup answers
+// kMaskRefused, FindNodeBoundedLoad refuses with kBadArgument, and the exact
+// answer is a lookup on BuildAvailableRing(ring, mask). Bounded loads walk
+// each ring's own walk (PointCursor): HAProxy's next tree node, Varnish's
+// idx + 1; envoy-ring and envoy-maglev refuse them even unmasked (Envoy's
+// hash_balance_factor probes hosts in an order seeded by the hash, which
+// chash does not reproduce).
 #ifndef CHASH_FAILOVER_H_
 #define CHASH_FAILOVER_H_
 
@@ -98,12 +115,35 @@ class NodeMask {
   uint32_t available_ = 0;
 };
 
+// What masked and bounded-load lookups answer on a ring whose program
+// rebuilds instead of skipping nodes (see above): not a node id (no ring has
+// that many nodes) and not kNoNode (which means no available node).
+inline constexpr uint32_t kMaskRefused = 0xFFFFFFFEu;
+
+// Whether masked lookups on this ring answer as its program does:
+// FlavorMasksExactly(ring.options()) (raw-point rings: true).
+bool MasksExactly(const Ring& ring) noexcept;
+
+// The ring of `ring`'s nodes that `mask` leaves available: the same nodes,
+// ids and options, the others drained (weight 0, as if their lines were
+// gone). It is what a program that rebuilds on a membership change answers
+// (libmemcached and twemproxy ejecting a server, Envoy's healthy host set,
+// Maglev); on the other rings lookups on it answer as masked lookups do.
+// Node ids at or past mask.size() count as unavailable. Errors: those of
+// RingBuilder::Build (an envoy-maglev table left with no host builds the
+// empty ring), kBadArgument for a raw-point ring (its points cannot be
+// regenerated), kOutOfMemory. Cost: a Build.
+Result<Ring> BuildAvailableRing(const Ring& ring, const NodeMask& mask);
+
 // ---- Masked lookups: thread-safe, noexcept, no allocation -------------------
 
 // The node the ring of the available nodes would answer for this key hash;
-// Ring::kNoNode when no available node owns a point (or the ring is empty).
+// Ring::kNoNode when no available node owns a point (or the ring is empty);
+// kMaskRefused on a ring that masks inexactly (MasksExactly false). The
+// hash is a u32 key hash (FindAvailableNodeByHash64 takes any KeyHash).
 uint32_t FindAvailableNodeByHash(const Ring& ring, const NodeMask& mask, uint32_t hash) noexcept;
-// The same for a key (CRC32 of its bytes, as Ring::FindNode).
+uint32_t FindAvailableNodeByHash64(const Ring& ring, const NodeMask& mask, uint64_t hash) noexcept;
+// The same for a key (hashed as Ring::FindNode hashes it).
 uint32_t FindAvailableNode(const Ring& ring, const NodeMask& mask, std::string_view key) noexcept;
 // Batch forms: the plain batch lookup, then a walk only for the keys whose
 // node is unavailable. As Ring::FindNodes, they answer the first
@@ -182,8 +222,11 @@ class AvailabilityMask {
 // "Consistent Hashing with Bounded Loads": with m balls (the new one
 // included) over n bins and a balance factor c > 1, every bin's capacity is
 // ceil(c * m / n); a key goes to the first node of its walk whose load is
-// below capacity, so no node ever holds more than capacity. Envoy's
-// hash_balance_factor and HAProxy's hash-balance-factor are this rule.
+// below capacity, so no node ever holds more than capacity. HAProxy's
+// hash-balance-factor walks this way (its capacity is per server, in
+// proportion to weight: pass FindNodeUnderCapacity the rule you need);
+// Envoy's hash_balance_factor bounds loads the same way but probes hosts in
+// a shuffled order, which chash does not reproduce (refused below).
 
 // ceil(c * (total_load + 1) / nodes), saturated to UINT64_MAX; 0 if nodes is
 // 0 or c is not a finite number > 1. c is rounded to parts per million (the
@@ -198,6 +241,8 @@ uint64_t BoundedLoadCapacity(uint64_t total_load, uint32_t nodes, double balance
 // Hot-path form for callers that keep the total load themselves. Cost: as a
 // masked lookup, walking past every node at capacity; when no available node
 // with points is below capacity, O(num_nodes) after max(64, num_nodes) steps.
+// kMaskRefused on envoy-ring and envoy-maglev rings, and with a mask on a
+// ring that masks inexactly (MasksExactly).
 uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const uint64_t> loads,
                                uint64_t capacity, const NodeMask* mask = nullptr) noexcept;
 uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const uint32_t> loads,
@@ -208,7 +253,9 @@ uint32_t FindNodeUnderCapacity(const Ring& ring, uint32_t hash, std::span<const 
 // loads, capacity = BoundedLoadCapacity(total, n, c). Because the loads sum
 // to less than n * capacity, some such node is below capacity and the walk
 // finds it. Errors (kBadArgument): c not a finite number > 1, loads.size() <
-// ring.num_nodes(). Ring::kNoNode if no available node owns a point.
+// ring.num_nodes(), an envoy-ring or envoy-maglev ring, a mask on a ring
+// that masks inexactly (the message says why and what to use instead).
+// Ring::kNoNode if no available node owns a point.
 // Cost: O(num_nodes) to sum the loads, then the walk. Allocates nothing but
 // an error's message; kOutOfMemory if that cannot be allocated.
 Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,

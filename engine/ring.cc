@@ -113,8 +113,9 @@ void Ring::CacheColumns() noexcept {
   view_ = &state.view;
   size_ = columns.size;
   wide_ = key_hash_bits() == 64;
-  const bool by_column = !wide_ && (state.rule == LookupRule::kSuccessor ||
-                                    state.rule == LookupRule::kSuccessorClamped);
+  const bool by_column =
+      !wide_ && (state.rule == LookupRule::kSuccessor ||
+                 (state.rule == LookupRule::kSuccessorClamped && !state.varnish_bisection));
   column_size_ = by_column ? size_ : 0;
   crc32_size_ =
       by_column && state.rule == LookupRule::kSuccessor && state.key_hasher == internal::KeyHasher{}
@@ -129,9 +130,22 @@ uint32_t Ring::FindNodeByHash(uint32_t hash) const noexcept {
   return internal::DispatchFindNodeByHash(*view_, hash);
 }
 
+namespace {
+// The slot a 32-bit ring answers `x` with, from x's lower bound `slot`, by
+// the rules the node column does not answer alone.
+uint32_t ResolveSlot(const internal::RingState& state, const internal::SearchView& view, uint32_t x,
+                     uint32_t slot) {
+  if (state.rule == LookupRule::kNearest) return internal::NearestOfSlot(view, x, slot);
+  if (state.rule == LookupRule::kSuccessorClamped) {
+    return internal::VarnishSlot(view.level[0], view.size, x, slot);
+  }
+  return slot == view.size ? 0 : slot;
+}
+}  // namespace
+
 uint32_t Ring::FindNodeByHashOther(uint32_t hash) const noexcept {
   if (size_ == 0 || wide_) return kNoNode;
-  return nodes_[internal::DispatchNearestSlot(*view_, hash)];  // the one rule left: nearest
+  return nodes_[ResolveSlot(*state_, *view_, hash, internal::DispatchLowerBoundSlot(*view_, hash))];
 }
 
 uint32_t Ring::FindNode(std::string_view key) const noexcept {
@@ -171,10 +185,11 @@ size_t Ring::FindNodesByHash(std::span<const uint32_t> hashes,
     std::fill_n(out.begin(), count, kNoNode);
     return count;
   }
-  // haproxy: the lower bounds in one batch, then the nearer neighbour.
+  // haproxy (and Varnish's bisection): the lower bounds in one batch, then
+  // the rule.
   internal::DispatchFindSlotsByHash(*view_, hashes.data(), count, out.data());
   for (size_t i = 0; i < count; ++i) {
-    out[i] = nodes_[internal::NearestOfSlot(*view_, hashes[i], out[i])];
+    out[i] = nodes_[ResolveSlot(*state_, *view_, hashes[i], out[i])];
   }
   return count;
 }
@@ -252,19 +267,10 @@ PointCursor Ring::CursorAt(uint32_t slot) const noexcept {
 
 PointCursor Ring::WalkFromHash(uint32_t hash) const noexcept {
   if (size_ == 0 || wide_) return PointCursor();
-  uint32_t slot = internal::DispatchLowerBoundSlot(*view_, hash);
-  switch (state_->rule) {
-    case LookupRule::kSuccessorClamped:
-      if (slot == size_) slot = size_ - 1;  // Varnish: no wrap at the top
-      break;
-    case LookupRule::kNearest:
-      slot = internal::NearestOfSlot(*view_, hash, slot);
-      break;
-    default:
-      if (slot == size_) slot = 0;  // wrap-around
-      break;
-  }
-  return CursorAt(slot);
+  // Wraps past the last point, but on varnish-shard rings (no wrap) and
+  // haproxy rings (the nearer point).
+  const uint32_t lower = internal::DispatchLowerBoundSlot(*view_, hash);
+  return CursorAt(ResolveSlot(*state_, *view_, hash, lower));
 }
 
 PointCursor Ring::WalkFromHash64(uint64_t hash) const noexcept {

@@ -31,6 +31,10 @@ struct RingState {
   RingOptions options;
   LookupRule rule = LookupRule::kSuccessor;
   KeyHasher key_hasher;
+  // varnish-shard: where Varnish's bisection answers other than the first
+  // point >= the key, clamped (simd/search.h, VarnishSlot): two points, or
+  // a hash that several points share. Such rings leave the node-column path.
+  bool varnish_bisection = false;
   // What borrowed columns live in (a mapped snapshot file); kept alive as
   // long as the ring. Null for built rings.
   std::shared_ptr<const void> backing;

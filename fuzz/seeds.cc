@@ -10,6 +10,7 @@
 #include "chash/failover.h"
 #include "chash/servers_file.h"
 #include "points_case.h"
+#include "program_case.h"
 #include "reference/reference_ring.h"
 #include "ring_case.h"
 #include "snapshot/format.h"
@@ -756,6 +757,196 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
       "refused checksum");
 }
 
+// ---- program_diff ----------------------------------------------------------------------
+
+ProgramCase Program(RingOptions options, std::vector<std::string> addresses,
+                    std::vector<uint32_t> weights) {
+  ProgramCase c;
+  options.max_points = 100000;
+  c.options = options;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    reference::ProgramServer server;
+    server.address = addresses[i];
+    server.weight = i < weights.size() ? weights[i] : 1;
+    c.servers.push_back(server);
+    c.up.push_back(i % 3 != 0);
+    c.loads.push_back(static_cast<uint32_t>(i));
+  }
+  c.capacity = 2;
+  c.keys = {"/", "", "/index.html", "\xff\x80", "user:42"};
+  c.hashes = {0, 0xFFFFFFFFu, 0xFFFFFFFFFFFFFFFFu};
+  return c;
+}
+
+std::vector<std::string> Hosts(int count, const std::string& suffix = ":11212") {
+  std::vector<std::string> hosts;
+  for (int i = 0; i < count; ++i) hosts.push_back("10.0.0." + std::to_string(i + 1) + suffix);
+  return hosts;
+}
+
+using ProgramExpectation = std::function<std::string(const ProgramCase&, const Ring&)>;
+
+std::function<std::string(const std::string&)> ProgramCheck(StatusCode code,
+                                                            ProgramExpectation more = nullptr) {
+  return [code, more](const std::string& bytes) -> std::string {
+    const ProgramCase c = DecodeProgramCase(Data(bytes), bytes.size());
+    RunProgramDiff(c);  // aborts on a difference
+    const StatusCode got = ProgramBuildCode(c);
+    if (got != code) return "build gave " + CodeText(got) + ", expected " + CodeText(code);
+    if (!more) return "";
+    RingBuilder builder(c.options);
+    for (const auto& server : c.servers) {
+      (void)builder.Add(server.address, server.weight,
+                        {.server_id = server.server_id, .name = server.name});
+    }
+    const Result<Ring> ring = std::move(builder).Build();
+    return more(c, ring.value());
+  };
+}
+
+// Some hash is held by points of two nodes.
+std::string SharedPoint(const ProgramCase&, const Ring& ring) {
+  PointCursor cursor = ring.Begin();
+  uint64_t previous = cursor.hash64();
+  for (uint64_t i = 1; i < ring.num_points(); ++i) {
+    cursor.Advance();
+    if (cursor.hash64() == previous) return "";
+    previous = cursor.hash64();
+  }
+  return "no two points share a hash";
+}
+
+void AddProgramSeeds(std::vector<Seed>& seeds) {
+  auto add = [&](std::string name, const ProgramCase& c, auto check) {
+    seeds.push_back({"program_diff", std::move(name), EncodeProgramCase(c), check});
+  };
+  {
+    // HAProxy 2.6 gives "s1 id 2147483647, s2 id 5, s3" the id 3, as the
+    // real haproxy answers (COMPATIBILITY.md §4); a fourth server takes 4.
+    ProgramCase c = Program({.flavor = Flavor::kHaproxy}, Hosts(4, ":80"), {1, 2, 1, 3});
+    c.servers[0].server_id = 2147483647;
+    c.servers[1].server_id = 5;
+    add("haproxy_sdbm_avalanche_ids", c,
+        ProgramCheck(StatusCode::kOk, [](const ProgramCase&, const Ring& ring) -> std::string {
+          return ring.node(2).server_id == 3 && ring.node(3).server_id == 4
+                     ? ""
+                     : "automatic ids are not 3 and 4";
+        }));
+  }
+  {
+    ProgramCase c = Program({.flavor = Flavor::kHaproxy,
+                             .haproxy = {.hash_function = HaproxyHash::kWt6, .avalanche = false}},
+                            Hosts(4, ":80"), {1, 1, 1, 1});
+    c.servers[0].server_id = 7;
+    c.servers[2].server_id = 7 + (1u << 20);  // HAProxy 2.x: the same points
+    add("haproxy_ids_congruent_2_20", c, ProgramCheck(StatusCode::kOk, SharedPoint));
+  }
+  add("haproxy_unfixed_3_0",
+      Program({.flavor = Flavor::kHaproxy,
+               .haproxy = {.hash_function = HaproxyHash::kCrc32,
+                           .server_key = HaproxyServerKey::kIdUnfixed30}},
+              Hosts(6, ":80"), {1, 1, 2, 1, 1, 1}),
+      ProgramCheck(StatusCode::kOk));
+  add("haproxy_weight_257", Program({.flavor = Flavor::kHaproxy}, Hosts(2, ":80"), {1, 257}),
+      ProgramCheck(StatusCode::kBadWeight));
+  {
+    ProgramCase c = Program({.flavor = Flavor::kHaproxy}, Hosts(3, ":80"), {1, 1, 1});
+    c.servers[0].server_id = 9;
+    c.servers[2].server_id = 9;
+    add("haproxy_id_twice", c, ProgramCheck(StatusCode::kDuplicateNode));
+  }
+  add("ketama_libmemcached_weighted",
+      Program({.flavor = Flavor::kKetamaMd5}, Hosts(7), {1, 2, 3, 1, 1, 5, 1}),
+      ProgramCheck(StatusCode::kOk));
+  add("ketama_libmemcached_unweighted_md5",
+      Program({.flavor = Flavor::kKetamaMd5,
+               .ketama = {.variant = KetamaVariant::kLibmemcachedUnweighted,
+                          .key_hash = KetamaKeyHash::kMd5}},
+              Hosts(5, ":11211"), {1, 1, 0, 1, 1}),
+      ProgramCheck(StatusCode::kOk));
+  add("ketama_unweighted_weight_2",
+      Program({.flavor = Flavor::kKetamaMd5,
+               .ketama = {.variant = KetamaVariant::kLibmemcachedUnweighted}},
+              Hosts(3), {1, 256, 1}),
+      ProgramCheck(StatusCode::kBadWeight));
+  {
+    ProgramCase c =
+        Program({.flavor = Flavor::kKetamaMd5, .ketama = {.variant = KetamaVariant::kTwemproxy}},
+                Hosts(4, ":11211"), {1, 1, 2, 1});
+    c.servers[1].name = "cache-1";
+    c.servers[3].name = "cache-3";
+    add("ketama_twemproxy_names", c, ProgramCheck(StatusCode::kOk));
+  }
+  add("ketama_twemproxy_crc32_15bit",
+      Program({.flavor = Flavor::kKetamaMd5,
+               .ketama = {.variant = KetamaVariant::kTwemproxy, .key_hash = KetamaKeyHash::kCrc32}},
+              Hosts(4), {1, 1, 1, 1}),
+      ProgramCheck(StatusCode::kOk, [](const ProgramCase& c, const Ring& ring) -> std::string {
+        for (const std::string& key : c.keys) {
+          if (ring.KeyHash(key) > 0x7fff) return "a key hash above 32767";
+        }
+        return "";
+      }));
+  add("ketama_libketama",
+      Program({.flavor = Flavor::kKetamaMd5, .ketama = {.variant = KetamaVariant::kLibketama}},
+              Hosts(7, ":11211"), {1, 1, 1, 1, 1, 1, 1}),
+      ProgramCheck(StatusCode::kOk));
+  add("ketama_single_server_hash_0", Program({.flavor = Flavor::kKetamaMd5}, Hosts(1), {3}),
+      ProgramCheck(StatusCode::kOk, [](const ProgramCase&, const Ring& ring) -> std::string {
+        return ring.KeyHash("anything") == 0 ? "" : "a single server's key hash is not 0";
+      }));
+  add("varnish_default_67",
+      Program({.flavor = Flavor::kVarnishShard}, Hosts(6, ""), {1, 2, 1, 1, 1, 1}),
+      ProgramCheck(StatusCode::kOk));
+  add("varnish_two_points",
+      Program({.flavor = Flavor::kVarnishShard, .varnish = {.replicas = 1}}, Hosts(2, ""), {1, 1}),
+      ProgramCheck(StatusCode::kOk, [](const ProgramCase&, const Ring& ring) -> std::string {
+        return ring.num_points() == 2 && ring.FindNodeByHash(0) == ring.At(1).node()
+                   ? ""
+                   : "a key below both points does not go to the second";
+      }));
+  {
+    std::vector<std::string> names;
+    for (int i = 0; i < 13; ++i) names.push_back("be" + std::to_string(i));
+    add("varnish_prefix_names_share_points",
+        Program({.flavor = Flavor::kVarnishShard}, names, std::vector<uint32_t>(13, 1)),
+        ProgramCheck(StatusCode::kOk, SharedPoint));
+  }
+  {
+    ProgramCase basic =
+        Program({.flavor = Flavor::kEnvoyRing, .envoy_ring = {.minimum_ring_size = 12}},
+                Hosts(6, ""), std::vector<uint32_t>(6, 1));
+    for (int i = 0; i < 6; ++i) basic.servers[i].address = "127.0.0.1:" + std::to_string(90 + i);
+    add("envoy_ring_basic_12", basic,
+        ProgramCheck(StatusCode::kOk, [](const ProgramCase&, const Ring& ring) -> std::string {
+          // RingHashLoadBalancerTest.Basic: 0 goes to :94.
+          return ring.num_points() == 12 && ring.FindNodeByHash64(0) == 4 ? "" : "not Envoy's ring";
+        }));
+    ProgramCase murmur = basic;
+    murmur.options.envoy_ring.hash_function = EnvoyHash::kMurmurHash2;
+    add("envoy_ring_murmur2", murmur, ProgramCheck(StatusCode::kOk));
+    ProgramCase zero = basic;
+    zero.options.envoy_ring.minimum_ring_size = 0;
+    add("envoy_ring_minimum_0", zero, ProgramCheck(StatusCode::kBadArgument));
+    ProgramCase maglev = basic;
+    maglev.options = {
+        .flavor = Flavor::kEnvoyMaglev, .max_points = 100000, .maglev = {.table_size = 7}};
+    add("maglev_basic_7", maglev,
+        ProgramCheck(StatusCode::kOk, [](const ProgramCase&, const Ring& ring) -> std::string {
+          // MaglevLoadBalancerTest.Basic: entries 2, 4, 0, 1, 5, 0, 3.
+          return ring.FindNodeByHash64(0) == 2 && ring.FindNodeByHash64(6) == 3
+                     ? ""
+                     : "not Envoy's table";
+        }));
+    ProgramCase eight = maglev;
+    eight.options.maglev.table_size = 8;
+    add("maglev_table_not_prime", eight, ProgramCheck(StatusCode::kBadArgument));
+    ProgramCase small = maglev;
+    small.options.maglev.table_size = 5;
+    add("maglev_more_hosts_than_entries", small, ProgramCheck(StatusCode::kTooManyNodes));
+  }
+}
+
 }  // namespace
 
 std::vector<Seed> AllSeeds() {
@@ -765,6 +956,7 @@ std::vector<Seed> AllSeeds() {
   AddCrcSeeds(seeds);
   AddParserSeeds(seeds);
   AddSnapshotSeeds(seeds);
+  AddProgramSeeds(seeds);
   return seeds;
 }
 

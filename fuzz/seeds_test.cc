@@ -65,6 +65,12 @@ TEST(FuzzSeeds, RequiredCasesHaveNamedSeeds) {
       {"snapshot",
        {"valid_signed", "truncated", "extended", "unknown_major", "flipped_hash_bit",
         "flipped_hash_bit_checksum_fixed"}},
+      {"program_diff",
+       {"haproxy_sdbm_avalanche_ids", "haproxy_ids_congruent_2_20", "haproxy_unfixed_3_0",
+        "ketama_libmemcached_weighted", "ketama_libmemcached_unweighted_md5",
+        "ketama_twemproxy_names", "ketama_libketama", "varnish_two_points",
+        "varnish_prefix_names_share_points", "envoy_ring_basic_12", "envoy_ring_minimum_0",
+        "maglev_basic_7", "maglev_table_not_prime"}},
   };
   for (const auto& [target, names] : required) {
     for (const std::string& name : names) {

@@ -784,10 +784,13 @@ Status BuildProgramRingOrThrow(const RingOptions& options, RingState& state, uns
                    std::to_string(options.maglev.table_size) +
                    " entries: the table must have at least one entry a host");
   }
-  if (options.flavor == Flavor::kKetamaMd5 && options.ketama.variant == KetamaVariant::kTwemproxy &&
-      TotalWeight(nodes) > UINT32_MAX) {
-    return Bad(StatusCode::kBadWeight,
-               "the weights add up to more than 4294967295, twemproxy's uint32_t total");
+  const bool envoy = options.flavor == Flavor::kEnvoyRing || options.flavor == Flavor::kEnvoyMaglev;
+  const bool twemproxy =
+      options.flavor == Flavor::kKetamaMd5 && options.ketama.variant == KetamaVariant::kTwemproxy;
+  if ((envoy || twemproxy) && TotalWeight(nodes) > UINT32_MAX) {
+    return Bad(StatusCode::kBadWeight, std::string("the weights add up to more than 4294967295 (") +
+                                           (envoy ? "Envoy refuses a larger sum of host weights)"
+                                                  : "twemproxy's uint32_t total would wrap)"));
   }
   const PointCounts counts = CountProgramPoints(options, nodes);
   if (counts.total > options.max_points) return TooManyPoints(options, counts.total);
@@ -820,8 +823,18 @@ Status BuildProgramRingOrThrow(const RingOptions& options, RingState& state, uns
         return Status();
       }
       return BuildMaglevTable(options, state);
-    default:
-      return BuildPoints32(options, state, counts, threads);
+    default: {
+      Status status = BuildPoints32(options, state, counts, threads);
+      if (status.ok() && options.flavor == Flavor::kVarnishShard) {
+        const Columns& columns = state.columns;
+        bool equal = false;
+        for (uint32_t i = 1; i < columns.size && !equal; ++i) {
+          equal = columns.hash[i] == columns.hash[i - 1];
+        }
+        state.varnish_bisection = columns.size == 2 || equal;
+      }
+      return status;
+    }
   }
 }
 

@@ -87,6 +87,63 @@ class KeptPointScan {
   uint64_t steps_ = 0;
 };
 
+// Varnish's bisection (simd/search.h, VarnishSlot) over the subset ring of
+// the available points, where it differs from the first available point >=
+// the key, clamped: the subset has two points (answer: its second), or the
+// key equals a hash that two available points share (answer: the one its
+// probes meet first). Returns the position, or n when neither holds. The
+// subset is not materialized (masked lookups allocate nothing): two points
+// are counted from the weights when replicas is 1 (with more, two points
+// are one backend's, and the answer is the same), and the bisection, O(n)
+// a probe, runs only for a key equal to a shared hash (about one key in
+// 2^32 / shared hashes).
+template <typename IsUp>
+uint64_t VarnishSubsetQuirk(const Ring& ring, const IsUp& is_up, uint32_t key,
+                            uint64_t lower) noexcept {
+  const uint64_t n = ring.num_points();
+  const auto up_at = [&](uint64_t position) { return is_up(ring.At(position).node()); };
+  // The position of the i-th available point (i from 0).
+  const auto nth = [&](uint64_t i) {
+    for (uint64_t position = 0; position < n; ++position) {
+      if (up_at(position) && i-- == 0) return position;
+    }
+    return n;
+  };
+  if (ring.options().varnish.replicas == 1) {
+    uint64_t weight = 0;
+    for (uint32_t node = 0; node < ring.num_nodes() && weight <= 2; ++node) {
+      if (is_up(node)) weight += ring.node(node).weight;
+    }
+    if (weight == 2) {
+      const uint64_t second = nth(1);
+      if (second < n) return second;  // two backends of one point each
+    }
+  }
+  uint32_t shared = 0;
+  for (uint64_t position = lower; position < n && ring.At(position).hash() == key; ++position) {
+    shared += up_at(position) ? 1 : 0;
+  }
+  if (shared < 2) return n;
+  uint64_t m = 0;
+  for (uint64_t position = 0; position < n; ++position) m += up_at(position) ? 1 : 0;
+  uint64_t low = 0, high = m;
+  while (true) {
+    const uint64_t i = (low + high) / 2;
+    const uint64_t at = nth(i);
+    const uint32_t point = ring.At(at).hash();
+    if (point == key) return at;
+    if (i == m - 1) return at;
+    const uint64_t next = nth(i + 1);
+    if (point < key && ring.At(next).hash() >= key) return next;
+    if (point > key) {
+      if (i == 0) return at;
+      high = i;
+    } else {
+      low = i;
+    }
+  }
+}
+
 // haproxy and varnish-shard: the subset ring's point for the key (the
 // nearest available point; the first available point at or after the key,
 // else the last available one), then HAProxy's and Varnish's walk on from
@@ -112,6 +169,9 @@ uint32_t WalkAvailableKept(const Ring& ring, uint32_t hash, const IsUp& is_up,
     if (lower < n) start = scan.Find(lower, +1, n - lower, false);
     if (start == n && lower > 0) start = scan.Find(lower - 1, -1, lower, false);
     if (start == n) return Ring::kNoNode;
+    if (const uint64_t quirk = VarnishSubsetQuirk(ring, is_up, hash, lower); quirk < n) {
+      start = quirk;
+    }
   }
   const uint32_t node = ring.At(start).node();
   if (accept(node)) return node;

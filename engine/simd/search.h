@@ -67,6 +67,32 @@ inline uint32_t DispatchNearestSlot(const SearchView& view, uint32_t x) {
   return NearestOfSlot(view, x, DispatchLowerBoundSlot(view, x));
 }
 
+// varnish-shard's slot for x, from its lower bound `slot` (0..n): Varnish's
+// shard_lookup bisection, which is the first point >= x, else the last
+// point, except where its probes decide otherwise: on a ring of two points
+// its first probe is the last index, which it returns; and a probe that
+// lands on a point equal to x returns that point, which among several
+// equal points need not be the first. The bisection runs only then.
+inline uint32_t VarnishSlot(const uint32_t* hash, uint32_t n, uint32_t x, uint32_t slot) {
+  if (n == 2) return 1;
+  if (slot + 1 < n && hash[slot] == x && hash[slot + 1] == x) {
+    uint32_t low = 0, high = n;
+    while (true) {
+      const uint32_t i = (low + high) / 2;
+      if (hash[i] == x) return i;
+      if (i == n - 1) return n - 1;
+      if (hash[i] < x && hash[i + 1] >= x) return i + 1;
+      if (hash[i] > x) {
+        if (i == 0) return 0;
+        high = i;
+      } else {
+        low = i;
+      }
+    }
+  }
+  return slot == n ? n - 1 : slot;
+}
+
 // envoy-ring: the slot of the first 64-bit point >= x, 0..n (n: past the
 // last; the sentinel (2^32 - 1, 2^32 - 1) there ends the step loop), from
 // the lower bound `slot` of x's high half.

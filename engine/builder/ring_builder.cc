@@ -226,9 +226,7 @@ Result<Ring> RingBuilder::Build() && {
                                              bytes.size()),
                     uint64_t{nodes_[id].weight} * options_.point_multiple, rank[id], id};
     }
-    const unsigned threads = options_.build_threads != 0
-                                 ? std::min<uint32_t>(options_.build_threads, 256)
-                                 : internal::BuildThreads();
+    const unsigned threads = internal::ThreadsFor(options_.build_threads);
     internal::SortedKeyParts parts;
     if (!internal::GenerateSortedPointKeys(chains, keys.data(), points_generated_, threads,
                                            parts)) {

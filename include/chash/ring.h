@@ -70,8 +70,9 @@ struct RingOptions {
   // and resty take any value >= 1 (resty.chash itself uses 160).
   uint32_t point_multiple = kDefaultPointMultiple;
   uint64_t max_points = kDefaultMaxPoints;
-  // Threads Build() may use, the caller's included: 0 = every hardware
-  // thread (at most 64); values above 256 count as 256. The ring is
+  // Threads Build() may use, the caller's included: 0 = the CPUs this
+  // process may run on (its affinity mask, bounded by its cgroup's CPU
+  // quota; at most 64); values above 256 count as 256. The ring is
   // bit-identical whatever the count (a tested guarantee); 1 keeps
   // the build on the calling thread (a proxy that must not take every core
   // while it serves).

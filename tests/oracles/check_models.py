@@ -173,10 +173,12 @@ def check_envoy_set(d, name, sfile, kfile, options):
     return checks
 
 
-def check_envoy(quiet=False):
+def check_envoy(quiet=False, prefix="", hashes=True):
     d = os.path.join(DATA, "envoy")
     good = total = 0
     for name, sfile, kfile, options, _ in read_sets("envoy"):
+        if not name.startswith(prefix):
+            continue
         checks = check_envoy_set(d, name, sfile, kfile, options)
         ok = sum(1 for _, c in checks if c)
         good += ok
@@ -188,6 +190,8 @@ def check_envoy(quiet=False):
                 if not c:
                     print(f"      failed: {desc}")
                     break
+    if not hashes:
+        return good, total
     # hash vectors: Envoy's tests and the real libxxhash / libstdc++ answers
     fun = {"xxh64": lambda data, seed: models.xxh64(data, seed),
            "murmur2_64": lambda data, seed: models.murmur2_64_libstdcxx(data, seed)}
@@ -369,8 +373,8 @@ def run_mutants(programs):
         if program not in programs:
             continue
         with patch():
-            if program == "envoy":
-                good, total = check_envoy(quiet=True)
+            if program == "envoy":  # the ring mutant: the ring sets only
+                good, total = check_envoy(quiet=True, prefix="ring_", hashes=False)
             else:
                 good, total = check_routed(program, quiet=True)
         caught = total - good

@@ -796,25 +796,39 @@ def envoy_maglev(servers, o):
         build.append({"index": index, "offset": xxh64(kb) % m,
                       "skip": xxh64(kb, 1) % (m - 1) + 1, "weight": w,
                       "target": 0.0, "next": 0, "count": 0})
+    # Envoy walks the entries once per iteration (1, 2, ...) and lets an entry place
+    # one slot when iteration * weight >= its target (then target += max weight).
+    # Replayed here with a heap of (next iteration the entry is eligible, entry
+    # order): the same picks in the same order without visiting idle entries.
+    import heapq
+    import math
+
+    def eligible_from(e, after):
+        if e["target"] <= 0:
+            return after
+        k = max(after, int(math.ceil(e["target"] / e["weight"])))
+        while k > after and (k - 1) * e["weight"] >= e["target"]:
+            k -= 1
+        while k * e["weight"] < e["target"]:
+            k += 1
+        return k
+
     table = [None] * m
     filled = 0
-    iteration = 1
+    heap = [(1, order) for order in range(len(build))]
     while filled < m:
-        for e in build:
-            if filled >= m:
-                break
-            if iteration * e["weight"] < e["target"]:
-                continue
-            e["target"] += mx
-            c = (e["offset"] + e["skip"] * e["next"]) % m
-            while table[c] is not None:
-                e["next"] += 1
-                c = (e["offset"] + e["skip"] * e["next"]) % m
-            table[c] = e["index"]
+        iteration, order = heapq.heappop(heap)
+        e = build[order]
+        e["target"] += mx
+        c = (e["offset"] + e["skip"] * e["next"]) % m
+        while table[c] is not None:
             e["next"] += 1
-            e["count"] += 1
-            filled += 1
-        iteration += 1
+            c = (e["offset"] + e["skip"] * e["next"]) % m
+        table[c] = e["index"]
+        e["next"] += 1
+        e["count"] += 1
+        filled += 1
+        heapq.heappush(heap, (eligible_from(e, iteration + 1), order))
     return table, {e["index"]: e["count"] for e in build}
 
 

@@ -270,6 +270,13 @@ def m_varnish_wrap(points, key):
     return i if i < len(points) else 0
 
 
+def m_varnish_first_equal(points, key):
+    # lower_bound: the FIRST of equal points, not the one the bisection lands on
+    from bisect import bisect_left
+    i = bisect_left([p for p, _ in points], key)
+    return min(i, len(points) - 1)
+
+
 def m_varnish_from_one(servers, replicas):
     n = len(servers)
     points = []
@@ -343,6 +350,8 @@ def mutant_list():
          lambda: patched(models, "haproxy_lookup", m_haproxy_tie_prev_first)),
         ("varnish", "a key above the last point wraps to point 0",
          lambda: patched(models, "varnish_lookup", m_varnish_wrap)),
+        ("varnish", "equal points: the first of them (lower_bound), not the bisection's",
+         lambda: patched(models, "varnish_lookup", m_varnish_first_equal)),
         ("varnish", "points numbered 1..replicas (as the manual says), not 0..replicas-1",
          lambda: patched(models, "varnish_circle", m_varnish_from_one)),
         ("varnish", "replicas*weight rounded, not truncated",

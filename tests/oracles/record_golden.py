@@ -230,6 +230,11 @@ def varnish_sets():
         sets.append(GoldenSet(name, servers, f"keys_{name}.txt", f"--by int --replicas {replicas}",
                               f"{len(servers)} backends, replicas {replicas}; by=KEY integer keys "
                               f"forged at points, +-1, 0, 2^32-1 and ABOVE THE LAST POINT (no wrap)"))
+    sets.append(GoldenSet("int_20_ties", s20, "keys_int_20_ties.txt", "--by int --replicas 67",
+                          "the 20 backends web1..web20: ident and replica number are hashed "
+                          "with no separator, so web1+\"10\" = web11+\"0\": 57 point values "
+                          "belong to two backends; integer keys at every such value and +-1 "
+                          "(the bisection and qsort's order of equal points decide)"))
     sets.append(GoldenSet("url_single", [Server("127.0.15.1:80", 1, {"name": "only"})],
                           "keys_url_small.txt", "--by url --replicas 67", "one backend"))
     return sets
@@ -239,7 +244,15 @@ def varnish_extra_keys(sets):
     out = {}
     rng = random.Random(402)
     for s in sets:
-        if s.keys_name.startswith("keys_int"):
+        if s.keys_name.endswith("_ties.txt"):
+            from collections import Counter
+            from models import varnish_circle
+            o = varnish_oracle.options_from_string(s.options)
+            points = varnish_circle(s.servers, o["replicas"])
+            count = Counter(p for p, _ in points)
+            shared = sorted(v for v, n in count.items() if n > 1)
+            out[s.keys_name] = [str(x).encode() for v in shared for x in (v - 1, v, v + 1)]
+        elif s.keys_name.startswith("keys_int"):
             o = varnish_oracle.options_from_string(s.options)
             out[s.keys_name] = varnish_int_keys(s.servers, o["replicas"], rng, 400)
     return out

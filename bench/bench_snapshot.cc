@@ -318,7 +318,7 @@ SnapshotLoadOptions OptionsFor(const Fixture& f, Shape shape) {
   options.mode = shape == Shape::kCopyVerified || shape == Shape::kCopyUnverified
                      ? SnapshotLoadMode::kCopy
                      : SnapshotLoadMode::kMap;
-  options.verify = shape != Shape::kMapUnverified && shape != Shape::kCopyUnverified;
+  options.verify_checksum = shape != Shape::kMapUnverified && shape != Shape::kCopyUnverified;
   if (shape == Shape::kMapSigned) options.trusted_keys = {f.key.public_key()};
   options.verify_points_digest = shape == Shape::kMapPointsDigest;
   return options;
@@ -350,7 +350,7 @@ void BM_Make(benchmark::State& state, size_t ring, Shape shape) {
     Result<const Ring*> made = MakeRing(*f, shape, built, holder);
     if (!made.ok()) return state.SkipWithError(made.status().ToString().c_str());
     if (!CheckRing(state, *f, *made.value())) return;
-    if (holder && holder->mapped() != (OptionsFor(*f, shape).mode == SnapshotLoadMode::kMap)) {
+    if (holder && holder->mode() != OptionsFor(*f, shape).mode) {
       return state.SkipWithError("the load did not give the mode asked for");
     }
   }

@@ -9,6 +9,7 @@
 #include "chash/crc32.h"
 #include "chash/failover.h"
 #include "chash/servers_file.h"
+#include "chash/snapshot.h"
 #include "points_case.h"
 #include "program_case.h"
 #include "reference/reference_ring.h"
@@ -716,7 +717,10 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
   std::string v1_format_10 = v1_no_index;
   fmt::StoreU16(reinterpret_cast<uint8_t*>(v1_format_10.data()) + fmt::kOffMinor, 0);
   add("valid_format_1_0_checksum_fixed", 1, v1_format_10, "accepted");
-  add("format_1_0_with_index_checksum_fixed", 1, edited(v1, fmt::kOffMinor, 0x02),
+  // The minor byte XOR its own value and another's: that other minor.
+  constexpr uint8_t kToMinor0 = chash::kSnapshotMinorVersion ^ 0;
+  constexpr uint8_t kToMinor1 = chash::kSnapshotMinorVersion ^ 1;
+  add("format_1_0_with_index_checksum_fixed", 1, edited(v1, fmt::kOffMinor, kToMinor0),
       "refused sections");
   const size_t index = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kSearchIndex);
   const size_t index_keys = index + fmt::kIndexHeaderBytes;
@@ -726,7 +730,8 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
       "refused index");
   // A 1.1 file's layout-1 index is superseded: the reader builds its own.
   add("index_layout_1_in_format_1_1_checksum_fixed", 1,
-      edited(edited(v1, fmt::kOffMinor, 0x03), index + fmt::kIndexOffLayout, 0x03), "accepted");
+      edited(edited(v1, fmt::kOffMinor, kToMinor1), index + fmt::kIndexOffLayout, 0x03),
+      "accepted");
   add("index_layout_1_in_format_1_2_checksum_fixed", 1,
       edited(v1, index + fmt::kIndexOffLayout, 0x03), "refused index");
   add("index_levels_checksum_fixed", 1, edited(v1, index + fmt::kIndexOffLevels, 0x01),

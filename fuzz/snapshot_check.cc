@@ -27,12 +27,12 @@ void FixChecksum(std::string& bytes) {
 // A refusal must be well formed and name one of the documented checks.
 std::string CheckRefusal(const Status& status, const std::string& description) {
   CheckErrorFormat(status, description);
-  const std::string check(FailedSnapshotCheck(status));
+  const std::string check(SnapshotCheckName(FailedSnapshotCheck(status)));
   static const char* const kChecks[] = {
       "size",        "magic",      "version",     "header",      "sections",
-      "checksum",    "min_version", "signature",  "label",       "node_table",
-      "hash_column", "node_column", "collisions", "subsets",     "index",
-      "fingerprint", "points_digest"};
+      "checksum",    "min_version", "expired",    "signature",   "label",
+      "node_table",  "hash_column", "node_column", "collisions", "subsets",
+      "index",       "fingerprint", "points_digest"};
   for (const char* known : kChecks) {
     if (check == known) return "refused " + check;
   }
@@ -82,7 +82,7 @@ std::string RunSnapshotCheck(const uint8_t* data, size_t size) {
   const std::string description = "snapshot of " + std::to_string(bytes.size()) + " bytes";
 
   SnapshotLoadOptions unverified;
-  unverified.verify = false;
+  unverified.verify_checksum = false;
   Result<std::shared_ptr<const RingSnapshot>> loose = LoadSnapshotFromBytes(bytes, unverified);
   if (loose.ok()) {
     CheckInBounds(loose.value()->ring(), description);
@@ -102,7 +102,7 @@ std::string RunSnapshotCheck(const uint8_t* data, size_t size) {
   if (!signed_load.ok()) {
     CheckRefusal(signed_load.status(), description);
   } else if (!plain.ok() &&
-             (FailedSnapshotCheck(plain.status()) != "checksum" || !loose.ok())) {
+             (FailedSnapshotCheck(plain.status()) != SnapshotCheck::kChecksum || !loose.ok())) {
     Fail("a signature-checked load accepted what the plain load refused beyond the checksum",
          description);
   }

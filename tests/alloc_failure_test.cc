@@ -552,12 +552,15 @@ TEST(AllocFailureTest, Snapshots) {
   {
     ASSERT_TRUE(WriteSnapshotFile(ring, write, path).ok());
   }
-  for (const SnapshotLoadMode mode : {SnapshotLoadMode::kMap, SnapshotLoadMode::kCopy}) {
+  for (const SnapshotLoadMode mode :
+       {SnapshotLoadMode::kSealed, SnapshotLoadMode::kMap, SnapshotLoadMode::kCopy}) {
     SnapshotLoadOptions load = trusted;
     load.mode = mode;
     load.verify_points_digest = true;
-    const bool map = mode == SnapshotLoadMode::kMap;
-    WalkAllocations(map ? "snapshot load (map)" : "snapshot load (copy)", [&](bool) -> Status {
+    const char* scenario = mode == SnapshotLoadMode::kMap    ? "snapshot load (map)"
+                           : mode == SnapshotLoadMode::kCopy ? "snapshot load (copy)"
+                                                             : "snapshot load (sealed)";
+    WalkAllocations(scenario, [&](bool) -> Status {
       const int descriptors = OpenDescriptors();
       const int mappings = MappingsOf(path);
       Status failure;
@@ -571,7 +574,7 @@ TEST(AllocFailureTest, Snapshots) {
           EXPECT_EQ(snapshot.info().config_version, 7u);
           const NodeMask* odd = snapshot.FindSubset("odd-nodes");
           EXPECT_TRUE(odd != nullptr && odd->size() == 10 && odd->count_available() == 5);
-          EXPECT_EQ(snapshot.mapped(), map);
+          EXPECT_EQ(snapshot.mode(), mode);
           Disarmed disarmed;
           EXPECT_EQ(RingFingerprint(snapshot.ring()), expected_ring);
         }

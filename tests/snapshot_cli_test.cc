@@ -172,7 +172,7 @@ TEST_F(SnapshotCli, InspectJson) {
   const CliRun run = RunChash("inspect " + ring_ + " --json --trusted-key " + key_ + ".pub");
   ASSERT_EQ(run.status, 0) << run.err;
   for (const char* field :
-       {"\"format_version\":\"1.2\"", "\"config_version\":3", "\"mode\":\"pingora-v1\"",
+       {"\"format_version\":\"1.3\"", "\"config_version\":3", "\"mode\":\"pingora-v1\"",
         "\"nodes\":50", "\"subsets\":[{\"name\":\"two\",\"servers\":2}]", "\"signed\":true",
         "\"signature_verified\":true", "\"checks_pass\":true", "\"failed_check\":null"}) {
     EXPECT_NE(run.out.find(field), std::string::npos) << field << " in " << run.out;

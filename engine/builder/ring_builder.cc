@@ -258,9 +258,7 @@ Result<Ring> BuildRingFromNodes(const RingOptions& options, std::vector<NodeInfo
                                 uint64_t points_generated) {
   if (Status status = ValidateRingOptions(options); !status.ok()) return status;
   const auto start = std::chrono::steady_clock::now();
-  const unsigned threads = options.build_threads != 0
-                               ? std::min<uint32_t>(options.build_threads, 256)
-                               : internal::BuildThreads();
+  const unsigned threads = internal::ThreadsFor(options.build_threads);
   try {
     auto state = std::make_unique<RingState>();
     state->flavor = options.flavor;

@@ -946,8 +946,9 @@ namespace {
 int SnapshotOptionsFrom(const char* function, const chash_snapshot_options* options,
                         chash::SnapshotLoadOptions* load) {
   if (options == nullptr) return CHASH_OK;
-  load->mode = options->copy != 0 ? chash::SnapshotLoadMode::kCopy : chash::SnapshotLoadMode::kMap;
-  load->verify = options->skip_checksum == 0;
+  load->mode =
+      options->copy != 0 ? chash::SnapshotLoadMode::kCopy : chash::SnapshotLoadMode::kSealed;
+  load->verify_checksum = options->skip_checksum == 0;
   load->min_config_version = options->min_config_version;
   if (options->n_trusted_keys > 0 && options->trusted_keys == nullptr) {
     return NullArgument(function, "options->trusted_keys");
@@ -1034,7 +1035,7 @@ int chash_snapshot_get_info(const chash_snapshot* snapshot, chash_snapshot_info*
   out->subsets = static_cast<uint32_t>(snapshot->snapshot->subsets().size());
   out->is_signed = info.is_signed ? 1 : 0;
   std::memcpy(out->key_id, info.key_id.data(), CHASH_KEY_ID_SIZE);
-  out->mapped = snapshot->snapshot->mapped() ? 1 : 0;
+  out->mapped = snapshot->snapshot->shared() ? 1 : 0;
   return CHASH_OK;
 }
 

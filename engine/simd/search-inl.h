@@ -63,11 +63,19 @@ HWY_INLINE uint32_t CountLess16(const uint32_t* HWY_RESTRICT keys, uint32_t x) {
 #endif
 }
 
+// Memory safety on any bytes. The slot table and the levels may come from a
+// file (a stored index, kMap): every position read from them or counted in
+// them is clamped to the last valid one of its level (n >> 4l at level l,
+// n at the leaves: the sentinel slot), so damaged bytes can give a wrong
+// answer but never a read outside the arrays. A sound index never reaches a
+// clamp: each costs one min on the descent's chain.
+
 // Position at the entry level of the first key >= x (slot table, then one
 // 16-key window).
 HWY_INLINE uint32_t EntryPosition(const internal::SearchView& v, uint32_t x) {
-  const uint32_t start = v.table[x >> v.table_shift] >> v.entry_shift;
-  return start + CountLess16<false>(v.level[v.entry_level] + start, x);
+  const uint32_t start =
+      HWY_MIN(v.table[x >> v.table_shift] >> v.entry_shift, v.size >> v.entry_shift);
+  return HWY_MIN(start + CountLess16<false>(v.level[v.entry_level] + start, x), v.entry_last);
 }
 
 // Slot of the first point with hash >= x by descent (see LowerBoundSlot).
@@ -76,10 +84,11 @@ HWY_INLINE uint32_t DescendToSlot(const internal::SearchView& v, uint32_t x) {
   uint32_t pos = EntryPosition(v, x);
   if (v.entry_level == 0) return pos;
   for (uint32_t level = v.entry_level - 1; level != 0; --level) {
-    pos = 16 * pos + CountLess16<true>(v.level[level] + 16 * pos, x);
+    pos = HWY_MIN(16 * pos + CountLess16<true>(v.level[level] + 16 * pos, x),
+                  v.size >> (4 * level));
   }
   hwy::Prefetch(v.node + 16 * pos);
-  return 16 * pos + CountLess16<true>(v.level[0] + 16 * pos, x);
+  return HWY_MIN(16 * pos + CountLess16<true>(v.level[0] + 16 * pos, x), v.size);
 }
 
 // Slot of the first point with hash >= x; v.size if x is above every point
@@ -109,7 +118,7 @@ HWY_INLINE uint32_t LowerBoundSlot(const internal::SearchView& v, uint32_t x) {
     const bool at_lo = (c == 0) & (w <= lo);
     const bool at_hi = (c == kWindow) & (w + kWindow >= hi);
     if (inside | at_lo | at_hi) [[likely]] {
-      return w + c;
+      return HWY_MIN(w + c, v.size);
     }
   }
   return DescendToSlot(v, x);
@@ -142,14 +151,16 @@ HWY_INLINE void FindNodesGroup(const internal::SearchView& v, const uint32_t* HW
   for (uint32_t level = entry - 1; level != 0; --level) {
     const uint32_t* keys = v.level[level];
     below = v.level[level - 1];
+    const uint32_t last = v.size >> (4 * level);
     for (size_t j = 0; j < kGroup; ++j) {
-      pos[j] = 16 * pos[j] + CountLess16<true>(keys + 16 * pos[j], x[j]);
+      pos[j] = HWY_MIN(16 * pos[j] + CountLess16<true>(keys + 16 * pos[j], x[j]), last);
       hwy::Prefetch(below + 16 * pos[j]);
       if (level == 1) hwy::Prefetch(v.node + 16 * pos[j]);
     }
   }
   for (size_t j = 0; j < kGroup; ++j) {
-    const uint32_t slot = 16 * pos[j] + CountLess16<true>(v.level[0] + 16 * pos[j], x[j]);
+    const uint32_t slot =
+        HWY_MIN(16 * pos[j] + CountLess16<true>(v.level[0] + 16 * pos[j], x[j]), v.size);
     out[j] = kSlots ? slot : v.node[slot];
   }
 }

@@ -1,6 +1,6 @@
 // The snapshot format's constants and little-endian field access, shared by
 // the writer and the reader. The format itself is specified in
-// include/chash/snapshot.h; change it only with a new version number.
+// engine/snapshot/FORMAT.md; change it only with a new version number.
 #ifndef CHASH_ENGINE_SNAPSHOT_FORMAT_H_
 #define CHASH_ENGINE_SNAPSHOT_FORMAT_H_
 
@@ -74,7 +74,10 @@ inline constexpr size_t kOffSectionCount = 76;
 inline constexpr size_t kOffFingerprint = 80;
 inline constexpr size_t kOffPointsDigest = 112;
 inline constexpr size_t kOffSections = 144;
-inline constexpr size_t kOffReserved = kOffSections + 16 * kSectionCount;  // 272
+inline constexpr size_t kOffExpires = kOffSections + 16 * kSectionCount;  // 272, since 1.3
+inline constexpr size_t kOffReserved = kOffExpires + 8;                     // 280
+// The minor that gave the expiry its meaning: reserved (zero) before.
+inline constexpr uint16_t kMinorWithExpiry = 3;
 
 // Search index section (section 7, formats 1.1 and 1.2) field offsets; the
 // level keys start at kIndexHeaderBytes, the table right after them.

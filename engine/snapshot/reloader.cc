@@ -1,34 +1,100 @@
-// SnapshotReloader: one owner of a path's current snapshot, replaced when
-// the file at the path is replaced, published to readers under a mutex.
+// SnapshotReloader: the one reload policy (include/chash/snapshot.h) that
+// the C API, the nginx modules, chash.resty and the Rust crate use.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
+#include <ctime>
+#include <deque>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
 
 #include "chash/snapshot.h"
 #include "out_of_memory.h"
+#include "snapshot/host_state.h"
 #include "snapshot/loader.h"
 
 namespace chash {
+namespace {
+
+using internal::FileIdentity;
+using internal::HostLock;
+using internal::LoadedFile;
+using internal::SealedCopy;
+using internal::ShareRecord;
+
+// Refused identities remembered: a flapping file (good, bad, good...) stays
+// cheap; an older refusal is forgotten once 16 others came after it.
+constexpr size_t kRememberedRefusals = 16;
+// How long a process waits for another that verifies a file under the
+// host's lock (a 1.23 GB file verifies in about a second) before verifying
+// it too.
+constexpr std::chrono::milliseconds kLockWait{60000};
+
+int64_t NowSeconds() { return static_cast<int64_t>(std::time(nullptr)); }
+
+StatusCode CodeOfCheck(SnapshotCheck check) {
+  switch (check) {
+    case SnapshotCheck::kIo:
+    case SnapshotCheck::kNotRegular:
+      return StatusCode::kIoError;
+    case SnapshotCheck::kMinVersion:
+    case SnapshotCheck::kExpired:
+    case SnapshotCheck::kSignature:
+    case SnapshotCheck::kRollback:
+    case SnapshotCheck::kSameVersion:
+      return StatusCode::kUntrusted;
+    case SnapshotCheck::kOutOfMemory:
+      return StatusCode::kOutOfMemory;
+    default:
+      return StatusCode::kBadSnapshot;
+  }
+}
+
+}  // namespace
 
 struct SnapshotReloader::Impl {
   std::string path;
   ReloadOptions options;
+  std::optional<internal::HostState> host;
+  std::array<uint8_t, 32> policy{};
 
   // Readers: a pointer copy under this mutex.
   mutable std::mutex current_mutex;
   std::shared_ptr<const RingSnapshot> current;
 
-  // One Poll at a time; everything below is guarded by poll_mutex.
-  mutable std::mutex poll_mutex;
-  internal::FileIdentity current_file;
-  internal::FileIdentity refused_file;
-  bool has_refused = false;
-  uint64_t reloads = 0;
-  uint64_t refusals = 0;
-  Status last_error;
+  // One Check, AdoptShared, Accept or Refuse at a time; guards everything
+  // below but the report.
+  std::mutex poll_mutex;
+  FileIdentity current_file;   // the path's file known to hold the ring served
+  SealedCopy current_sealed;   // the served ring's sealed copy (fd -1 if none)
+  std::deque<FileIdentity> refused_files;
+  uint64_t highest = 0;        // the highest version served here or persisted
+  Fingerprint highest_fingerprint;
+  bool has_highest = false;
+  uint64_t next_token = 1;
+  struct Pending {
+    uint64_t token = 0;
+    std::shared_ptr<const RingSnapshot> snapshot;
+    FileIdentity file;
+    SealedCopy sealed;
+    bool adopted = false;
+  } pending;
+
+  // What report() copies, under its own mutex: a report never waits for a
+  // Check in flight.
+  mutable std::mutex report_mutex;
+  ReloadReport report;
+  Status last_status;
+  std::atomic<int64_t> checking_since{0};
 
   // The watcher thread.
   std::mutex watch_mutex;
@@ -36,20 +102,192 @@ struct SnapshotReloader::Impl {
   bool stopping = false;
   std::thread watcher;
 
-  // Records a refused file and returns why. The copy for last_error is made
-  // first, so that running out of memory here changes nothing. A file that
-  // could not be loaded for lack of memory is not marked refused: the next
-  // Poll tries it again.
-  Status Refuse(const internal::FileIdentity& file, Status status) {
-    Status kept = status;
-    if (status.code() != StatusCode::kOutOfMemory) {
-      refused_file = file;
-      has_refused = true;
-    }
-    ++refusals;
-    last_error = std::move(kept);
-    return status;
+  bool sharing() const {
+    return host.has_value() && options.share && options.load.mode == SnapshotLoadMode::kSealed;
   }
+
+  std::shared_ptr<const RingSnapshot> Current() const {
+    std::lock_guard<std::mutex> lock(current_mutex);
+    return current;
+  }
+
+  bool IsRefused(const FileIdentity& id) const {
+    return std::find(refused_files.begin(), refused_files.end(), id) != refused_files.end();
+  }
+
+  // Counts a refusal, keeps it for the report, and (remember) never loads
+  // that identity again.
+  void NoteRefusal(const FileIdentity& id, const Status& status, bool remember) {
+    if (remember && !IsRefused(id)) {
+      refused_files.push_back(id);
+      if (refused_files.size() > kRememberedRefusals) refused_files.pop_front();
+    }
+    std::lock_guard<std::mutex> lock(report_mutex);
+    ++report.refused;
+    report.last_check = FailedSnapshotCheck(status);
+    report.last_message = status.message();
+    report.last_refused_unix_seconds = NowSeconds();
+    last_status = status;
+  }
+
+  void Raise(uint64_t version, const Fingerprint& fingerprint) {
+    if (!has_highest || version > highest) {
+      highest = version;
+      highest_fingerprint = fingerprint;
+      has_highest = true;
+    }
+  }
+
+  // The versions a new file must not go below (with the persisted state,
+  // re-read: another process may have served a newer one).
+  std::optional<internal::VersionFloor> Floor() {
+    if (host) {
+      Result<internal::PersistedState> state = host->ReadState();
+      if (state.ok() && state.value().present) {
+        Raise(state.value().highest_version, state.value().fingerprint);
+      }
+    }
+    if (!has_highest) return std::nullopt;
+    internal::VersionFloor floor;
+    floor.version = highest;
+    floor.fingerprint = highest_fingerprint;
+    const std::shared_ptr<const RingSnapshot> served = Current();
+    floor.same_ring_ok = served != nullptr && served->info().config_version == highest &&
+                         served->info().fingerprint == highest_fingerprint;
+    return floor;
+  }
+
+  // The version rules for a snapshot verified elsewhere (adopted).
+  Status CheckVersion(const SnapshotInfo& info) const {
+    if (!has_highest || info.config_version > highest) return Status();
+    if (info.config_version < highest) {
+      return Status(StatusCode::kUntrusted,
+                    "rollback: config version " + std::to_string(info.config_version) +
+                        " is older than " + std::to_string(highest) + ", which was served (" +
+                        path + ")");
+    }
+    if (!(info.fingerprint == highest_fingerprint)) {
+      return Status(StatusCode::kUntrusted,
+                    "same_version: config version " + std::to_string(info.config_version) +
+                        " was served with ring " + highest_fingerprint.Short() +
+                        "; this file has that version and ring " + info.fingerprint.Short() +
+                        " (" + path + ")");
+    }
+    return Status();
+  }
+
+  ReloadCandidate Candidate(std::shared_ptr<const RingSnapshot> snapshot, const FileIdentity& file,
+                            const SealedCopy& sealed, bool adopted) {
+    pending.token = next_token++;
+    pending.snapshot = snapshot;
+    pending.file = file;
+    pending.sealed = sealed;
+    pending.adopted = adopted;
+    ReloadCandidate candidate;
+    candidate.outcome = ReloadOutcome::kNew;
+    candidate.snapshot = std::move(snapshot);
+    candidate.adopted = adopted;
+    candidate.token = pending.token;
+    return candidate;
+  }
+
+  static ReloadCandidate Refused(const Status& status) {
+    ReloadCandidate candidate;
+    candidate.outcome = ReloadOutcome::kRefused;
+    candidate.check = FailedSnapshotCheck(status);
+    candidate.status = status;
+    return candidate;
+  }
+
+  // The sealed copy another process published, if it passes the adoption
+  // checks and holds the ring the record says.
+  std::optional<std::shared_ptr<const RingSnapshot>> Adopt(const ShareRecord& record,
+                                                           SealedCopy& adopted) const {
+    Result<std::shared_ptr<const RingSnapshot>> loaded =
+        internal::AdoptSealedCopy(record.pid, record.copy, options.load, &adopted);
+    if (!loaded.ok()) return std::nullopt;
+    const SnapshotInfo& info = loaded.value()->info();
+    if (info.config_version != record.config_version ||
+        !(info.fingerprint == record.fingerprint)) {
+      return std::nullopt;
+    }
+    return std::move(loaded).value();
+  }
+
+  void Publish(const LoadedFile& loaded) {
+    if (!sharing() || loaded.sealed.fd < 0 || !loaded.snapshot) return;
+    ShareRecord record = host->ReadShare();
+    if (record.policy != policy) record = ShareRecord();
+    record.policy = policy;
+    record.has_copy = true;
+    record.pid = getpid();
+    record.copy = loaded.sealed;
+    record.source = loaded.identity;
+    record.config_version = loaded.snapshot->info().config_version;
+    record.fingerprint = loaded.snapshot->info().fingerprint;
+    (void)host->WriteShare(record);  // at worst the others verify for themselves
+  }
+
+  void PublishRefusal(const FileIdentity& id, const Status& status) {
+    if (!sharing()) return;
+    ShareRecord record = host->ReadShare();
+    if (record.policy != policy) record = ShareRecord();
+    record.policy = policy;
+    record.has_refusal = true;
+    record.refused = id;
+    record.check = FailedSnapshotCheck(status);
+    record.message = status.message();
+    (void)host->WriteShare(record);
+  }
+
+  // NAME.good and NAME.state for a ring being served, unless the state
+  // already holds it or a newer one. Under the host's lock.
+  Status Persist(const RingSnapshot& snapshot, const SealedCopy& sealed) {
+    if (!host) return Status();
+    HostLock lock = host->Lock(kLockWait);
+    Result<internal::PersistedState> state = host->ReadState();
+    if (!state.ok()) return state.status();
+    const uint64_t version = snapshot.info().config_version;
+    if (state.value().present && state.value().highest_version >= version) return Status();
+    if (options.keep_last_good && sealed.fd >= 0) {
+      if (Status status = host->WriteGood(sealed.fd, sealed.size); !status.ok()) return status;
+    }
+    internal::PersistedState next;
+    next.present = true;
+    next.highest_version = version;
+    next.fingerprint = snapshot.info().fingerprint;
+    return host->WriteState(next);
+  }
+
+  void NoteStateError(const Status& status) {
+    std::lock_guard<std::mutex> lock(report_mutex);
+    report.state_error = status;
+  }
+
+  void Serve(std::shared_ptr<const RingSnapshot> snapshot, const FileIdentity& file,
+             const SealedCopy& sealed) {
+    Raise(snapshot->info().config_version, snapshot->info().fingerprint);
+    current_file = file;
+    current_sealed = sealed;
+    const uint64_t version = snapshot->info().config_version;
+    {
+      std::lock_guard<std::mutex> lock(current_mutex);
+      current = std::move(snapshot);
+    }
+    std::lock_guard<std::mutex> lock(report_mutex);
+    report.served_version = version;
+    report.highest_version = highest;
+  }
+
+  // Marks a Check in flight for the report.
+  struct Checking {
+    explicit Checking(std::atomic<int64_t>& since) : since_(since) { since_.store(NowSeconds()); }
+    ~Checking() { since_.store(0); }
+    std::atomic<int64_t>& since_;
+  };
+
+  ReloadCandidate CheckLocked();
+  ReloadCandidate AdoptSharedLocked();
 };
 
 SnapshotReloader::SnapshotReloader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -72,69 +310,264 @@ Result<std::unique_ptr<SnapshotReloader>> SnapshotReloader::Create(std::string p
         auto impl = std::make_unique<Impl>();
         impl->path = path;  // a copy: `path` still names the file in an error
         impl->options = std::move(options);
-        Result<std::shared_ptr<const RingSnapshot>> first =
-            internal::LoadSnapshotFile(impl->path, impl->options.load, &impl->current_file);
-        if (!first.ok()) return first.status();
-        impl->current = std::move(first).value();
+        Impl& self = *impl;
+        self.policy = internal::PolicyDigest(self.options.load);
+        if (!self.options.state_dir.empty()) {
+          const std::string name = self.options.name.empty()
+                                       ? internal::DefaultReloaderName(self.path)
+                                       : self.options.name;
+          Result<internal::HostState> host = internal::HostState::Open(self.options.state_dir, name);
+          if (!host.ok()) return host.status();
+          self.host = std::move(host).value();
+          Result<internal::PersistedState> state = self.host->ReadState();
+          if (!state.ok()) return state.status();
+          if (state.value().present) {
+            self.Raise(state.value().highest_version, state.value().fingerprint);
+          }
+        } else if (!self.options.name.empty()) {
+          return Status(StatusCode::kBadArgument,
+                        "a reloader name needs a state directory (" + self.path + ")");
+        }
+        // 1. The path's file as another process of the host verified it.
+        const FileIdentity now = internal::IdentityOfPath(self.path);
+        if (self.sharing() && now.size >= 0) {
+          HostLock lock = self.host->Lock(kLockWait);
+          const ShareRecord record = self.host->ReadShare();
+          if (record.policy == self.policy && record.has_copy && record.source == now) {
+            SealedCopy adopted;
+            if (auto snapshot = self.Adopt(record, adopted);
+                snapshot && self.CheckVersion((*snapshot)->info()).ok()) {
+              self.Serve(std::move(*snapshot), now, adopted);
+              return std::unique_ptr<SnapshotReloader>(new SnapshotReloader(std::move(impl)));
+            }
+          }
+        }
+        // 2. The path's file, with every check.
+        const std::optional<internal::VersionFloor> floor = self.Floor();
+        LoadedFile loaded;
+        Result<std::shared_ptr<const RingSnapshot>> first = internal::LoadSnapshotFile(
+            self.path, self.options.load, &loaded, floor ? &*floor : nullptr);
+        if (first.ok()) {
+          self.Publish(loaded);
+          if (Status status = self.Persist(*first.value(), loaded.sealed); !status.ok()) {
+            self.NoteStateError(status);
+          }
+          self.Serve(std::move(first).value(), loaded.identity, loaded.sealed);
+          return std::unique_ptr<SnapshotReloader>(new SnapshotReloader(std::move(impl)));
+        }
+        const Status refusal = first.status();
+        if (refusal.code() == StatusCode::kOutOfMemory) return refusal;
+        const bool remember = !loaded.changed_while_read;
+        self.NoteRefusal(loaded.identity, refusal, remember);
+        if (remember) self.PublishRefusal(loaded.identity, refusal);
+        // 3. The last file that passed every check.
+        if (!self.host || !self.options.keep_last_good) return refusal;
+        const std::string good = self.host->GoodPath();
+        struct stat st {};
+        if (stat(good.c_str(), &st) != 0) return refusal;
+        std::optional<internal::VersionFloor> good_floor = floor;
+        if (good_floor) good_floor->same_ring_ok = false;
+        LoadedFile last;
+        Result<std::shared_ptr<const RingSnapshot>> kept = internal::LoadSnapshotFile(
+            good, self.options.load, &last, good_floor ? &*good_floor : nullptr);
+        if (!kept.ok()) {
+          return Status(refusal.code(), refusal.message() + "; and the last good file " + good +
+                                            " was refused too: " + kept.status().message());
+        }
+        self.Publish(last);
+        self.Serve(std::move(kept).value(), FileIdentity{}, last.sealed);
+        {
+          std::lock_guard<std::mutex> lock(self.report_mutex);
+          self.report.serving_last_good = true;
+        }
         return std::unique_ptr<SnapshotReloader>(new SnapshotReloader(std::move(impl)));
       });
 }
 
-std::shared_ptr<const RingSnapshot> SnapshotReloader::current() const {
-  std::lock_guard<std::mutex> lock(impl_->current_mutex);
-  return impl_->current;
+std::shared_ptr<const RingSnapshot> SnapshotReloader::current() const { return impl_->Current(); }
+
+ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
+  pending = Pending();
+  if (host) {
+    Status state_error;
+    {
+      std::lock_guard<std::mutex> lock(report_mutex);
+      state_error = report.state_error;
+    }
+    if (!state_error.ok()) {
+      // The last Accept could not persist: try again.
+      if (const std::shared_ptr<const RingSnapshot> served = Current()) {
+        Status status = Persist(*served, current_sealed);
+        NoteStateError(status);
+      }
+    }
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    const int error = errno;
+    FileIdentity missing;  // size -1: every missing state is one identity
+    if (IsRefused(missing)) return ReloadCandidate();
+    const Status status(StatusCode::kIoError,
+                        "io: " + path + ": stat: " + std::strerror(error) +
+                            "; still serving the last ring");
+    NoteRefusal(missing, status, true);
+    return Refused(status);
+  }
+  const FileIdentity now = internal::IdentityOf(st);
+  if ((Current() != nullptr && now == current_file) || IsRefused(now)) return ReloadCandidate();
+
+  HostLock lock;
+  ShareRecord record;
+  if (sharing()) {
+    lock = host->Lock(kLockWait);
+    record = host->ReadShare();
+    if (record.policy == policy) {
+      if (record.has_refusal && record.refused == now) {
+        const Status status(CodeOfCheck(record.check), record.message);
+        NoteRefusal(now, status, true);
+        return Refused(status);
+      }
+      if (record.has_copy && record.source == now) {
+        const std::shared_ptr<const RingSnapshot> served = Current();
+        if (served && served->info().config_version == record.config_version &&
+            served->info().fingerprint == record.fingerprint) {
+          current_file = now;
+          ReloadCandidate same;
+          same.outcome = ReloadOutcome::kSameRing;
+          return same;
+        }
+        (void)Floor();
+        SealedCopy adopted;
+        if (auto snapshot = Adopt(record, adopted)) {
+          if (Status status = CheckVersion((*snapshot)->info()); !status.ok()) {
+            NoteRefusal(now, status, true);
+            return Refused(status);
+          }
+          return Candidate(std::move(*snapshot), now, adopted, true);
+        }
+      }
+    }
+  }
+  const std::optional<internal::VersionFloor> floor = Floor();
+  LoadedFile loaded;
+  Result<std::shared_ptr<const RingSnapshot>> result =
+      internal::LoadSnapshotFile(path, options.load, &loaded, floor ? &*floor : nullptr);
+  if (!result.ok()) {
+    const Status& status = result.status();
+    const bool remember =
+        status.code() != StatusCode::kOutOfMemory && !loaded.changed_while_read;
+    const FileIdentity id = loaded.identity.size >= 0 ? loaded.identity : now;
+    NoteRefusal(id, status, remember);
+    if (remember) PublishRefusal(id, status);
+    return Refused(status);
+  }
+  if (loaded.same_ring) {
+    current_file = loaded.identity;
+    ReloadCandidate same;
+    same.outcome = ReloadOutcome::kSameRing;
+    return same;
+  }
+  Publish(loaded);
+  return Candidate(std::move(result).value(), loaded.identity, loaded.sealed, false);
+}
+
+ReloadCandidate SnapshotReloader::Check() {
+  Impl& impl = *impl_;
+  std::lock_guard<std::mutex> poll(impl.poll_mutex);
+  Impl::Checking checking(impl.checking_since);
+  try {
+    return impl.CheckLocked();
+  } catch (const std::bad_alloc&) {
+    impl.pending = Impl::Pending();
+    const Status status = internal::OutOfMemory("reloading a snapshot", impl.path);
+    impl.NoteRefusal(FileIdentity{}, status, false);
+    return Impl::Refused(status);
+  }
+}
+
+ReloadCandidate SnapshotReloader::Impl::AdoptSharedLocked() {
+  pending = Pending();
+  if (!sharing()) return ReloadCandidate();
+  HostLock lock = host->Lock(kLockWait);
+  const ShareRecord record = host->ReadShare();
+  if (record.policy != policy || !record.has_copy) return ReloadCandidate();
+  const std::shared_ptr<const RingSnapshot> served = Current();
+  if (served && (record.config_version < served->info().config_version ||
+                 (record.config_version == served->info().config_version &&
+                  record.fingerprint == served->info().fingerprint))) {
+    return ReloadCandidate();
+  }
+  (void)Floor();
+  SealedCopy adopted;
+  auto snapshot = Adopt(record, adopted);
+  if (!snapshot || !CheckVersion((*snapshot)->info()).ok()) return ReloadCandidate();
+  return Candidate(std::move(*snapshot), record.source, adopted, true);
+}
+
+ReloadCandidate SnapshotReloader::AdoptShared() {
+  Impl& impl = *impl_;
+  std::lock_guard<std::mutex> poll(impl.poll_mutex);
+  try {
+    return impl.AdoptSharedLocked();
+  } catch (const std::bad_alloc&) {
+    impl.pending = Impl::Pending();
+    return ReloadCandidate();
+  }
+}
+
+Status SnapshotReloader::Accept(const ReloadCandidate& candidate) {
+  Impl& impl = *impl_;
+  std::lock_guard<std::mutex> poll(impl.poll_mutex);
+  if (candidate.outcome != ReloadOutcome::kNew || candidate.token == 0 ||
+      candidate.token != impl.pending.token || !impl.pending.snapshot) {
+    return Status(StatusCode::kBadArgument,
+                  "not the last new candidate of Check or AdoptShared (" + impl.path + ")");
+  }
+  Impl::Pending pending = std::move(impl.pending);
+  impl.pending = Impl::Pending();
+  Status persisted;
+  try {
+    persisted = impl.Persist(*pending.snapshot, pending.sealed);
+  } catch (const std::bad_alloc&) {
+    persisted = internal::OutOfMemory("writing the reload state", impl.path);
+  }
+  impl.NoteStateError(persisted);
+  impl.Serve(std::move(pending.snapshot), pending.file, pending.sealed);
+  {
+    std::lock_guard<std::mutex> lock(impl.report_mutex);
+    ++impl.report.accepted;
+    if (pending.adopted) ++impl.report.adopted;
+    impl.report.serving_last_good = false;
+  }
+  return persisted;
+}
+
+void SnapshotReloader::Refuse(const ReloadCandidate& candidate, SnapshotCheck check,
+                              std::string message) {
+  Impl& impl = *impl_;
+  std::lock_guard<std::mutex> poll(impl.poll_mutex);
+  if (candidate.token == 0 || candidate.token != impl.pending.token) return;
+  const FileIdentity file = impl.pending.file;
+  impl.pending = Impl::Pending();
+  try {
+    const Status status(CodeOfCheck(check),
+                        std::string(SnapshotCheckName(check)) + ": " + message);
+    impl.NoteRefusal(file, status, true);
+  } catch (const std::bad_alloc&) {
+    impl.NoteRefusal(file, internal::OutOfMemory("refusing a snapshot"), true);
+  }
 }
 
 Status SnapshotReloader::Poll() {
-  Impl& impl = *impl_;
-  std::lock_guard<std::mutex> poll_lock(impl.poll_mutex);
-  const uint64_t refusals_before = impl.refusals;
-  Status status = internal::CatchOutOfMemory("reloading a snapshot", impl.path, [&]() -> Status {
-    const internal::FileIdentity now = internal::IdentityOfPath(impl.path);
-    if (now == impl.current_file || (impl.has_refused && now == impl.refused_file)) {
+  ReloadCandidate candidate = Check();
+  switch (candidate.outcome) {
+    case ReloadOutcome::kNew:
+      return Accept(candidate);
+    case ReloadOutcome::kRefused:
+      return candidate.status;
+    default:
       return Status();
-    }
-    internal::FileIdentity opened = now;
-    Result<std::shared_ptr<const RingSnapshot>> loaded =
-        internal::LoadSnapshotFile(impl.path, impl.options.load, &opened);
-    if (!loaded.ok()) return impl.Refuse(opened, loaded.status());
-    std::shared_ptr<const RingSnapshot> next = std::move(loaded).value();
-    const std::shared_ptr<const RingSnapshot> old = current();
-    const uint64_t old_version = old->info().config_version;
-    const uint64_t new_version = next->info().config_version;
-    if (new_version == old_version) {
-      if (next->info().checksum == old->info().checksum) {
-        impl.current_file = opened;  // the same file again (a copy, a touch)
-        return Status();
-      }
-      return impl.Refuse(opened, Status(StatusCode::kUntrusted,
-                                        "rollback: config version " + std::to_string(new_version) +
-                                            " reused with different content (" + impl.path + ")"));
-    }
-    if (new_version < old_version && !impl.options.allow_rollback) {
-      return impl.Refuse(opened, Status(StatusCode::kUntrusted,
-                                        "rollback: config version " + std::to_string(new_version) +
-                                            " is older than the current " +
-                                            std::to_string(old_version) +
-                                            " (publish the old servers as a new version, or "
-                                            "allow_rollback) (" +
-                                            impl.path + ")"));
-    }
-    {
-      std::lock_guard<std::mutex> lock(impl.current_mutex);
-      impl.current = std::move(next);
-    }
-    impl.current_file = opened;
-    ++impl.reloads;
-    return Status();
-  });
-  if (status.code() == StatusCode::kOutOfMemory && impl.refusals == refusals_before) {
-    // Memory ran out outside the load (making a refusal's message): counted
-    // as a load that ran out, and the file is tried again at the next Poll.
-    ++impl.refusals;
-    impl.last_error = internal::OutOfMemory("reloading a snapshot", impl.path);
   }
-  return status;
 }
 
 Status SnapshotReloader::StartWatching(std::chrono::milliseconds interval) {
@@ -165,17 +598,26 @@ Status SnapshotReloader::StartWatching(std::chrono::milliseconds interval) {
   return Status();
 }
 
+ReloadReport SnapshotReloader::report() const {
+  std::lock_guard<std::mutex> lock(impl_->report_mutex);
+  ReloadReport copy = impl_->report;
+  copy.checking_since_unix_seconds = impl_->checking_since.load();
+  return copy;
+}
+
 uint64_t SnapshotReloader::reloads() const {
-  std::lock_guard<std::mutex> lock(impl_->poll_mutex);
-  return impl_->reloads;
+  std::lock_guard<std::mutex> lock(impl_->report_mutex);
+  return impl_->report.accepted;
 }
+
 uint64_t SnapshotReloader::refusals() const {
-  std::lock_guard<std::mutex> lock(impl_->poll_mutex);
-  return impl_->refusals;
+  std::lock_guard<std::mutex> lock(impl_->report_mutex);
+  return impl_->report.refused;
 }
+
 Status SnapshotReloader::last_error() const {
-  std::lock_guard<std::mutex> lock(impl_->poll_mutex);
-  return impl_->last_error;
+  std::lock_guard<std::mutex> lock(impl_->report_mutex);
+  return impl_->last_status;
 }
 
 }  // namespace chash

@@ -1,15 +1,12 @@
-// Snapshot loader: maps (or copies) a file, checks it in the order
-// include/chash/snapshot.h lists, and makes a Ring whose columns borrow the
-// file's pages.
-#include <fcntl.h>
+// Snapshot loader: the checks of include/chash/snapshot.h, in its order,
+// over bytes that snapshot_open.cc has read (the header and trailer first,
+// then the body: a sealed copy, a private copy or the file's own pages).
 #include <sodium/crypto_sign_ed25519.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -30,16 +27,6 @@
 
 namespace chash {
 
-// Friend of RingSnapshot: fills its private members.
-struct SnapshotLoader {
-  static Result<std::shared_ptr<RingSnapshot>> Load(std::shared_ptr<const void> backing,
-                                                          const uint8_t* data, uint64_t size,
-                                                          bool mapped,
-                                                          const SnapshotLoadOptions& options);
-  static Result<Ring> TakeRing(const std::string& path, const SnapshotLoadOptions& options,
-                               SnapshotInfo* info, std::vector<NamedSubset>* subsets);
-};
-
 namespace {
 
 using namespace internal::snapshot;  // NOLINT: the format's names
@@ -58,18 +45,9 @@ bool AllZero(const uint8_t* p, uint64_t size) {
   return true;
 }
 
-// An OS mapping of a file, unmapped when the last ring using it goes.
-struct FileMapping {
-  void* data = nullptr;
-  size_t size = 0;
-  ~FileMapping() {
-    if (data != nullptr) munmap(data, size);
-  }
-};
-
-// Anonymous memory a kCopy load (or a load from bytes) reads the file into:
-// 64-byte aligned, huge-page backed when large (as a built ring's columns).
-struct CopiedFile {
+// Anonymous memory a load from bytes copies them into: 64-byte aligned,
+// huge-page backed when large (as a built ring's columns).
+struct CopiedBytes {
   internal::AlignedArray<uint8_t> bytes;
 };
 
@@ -79,17 +57,15 @@ Result<Flavor> FlavorFromCode(uint8_t code) {
                            internal::FlavorByteList());
 }
 
-struct Header {
-  SnapshotInfo info;
-  uint32_t flags = 0;
-  uint64_t offset[kSectionCount] = {};
-  uint64_t length[kSectionCount] = {};
-  uint64_t trailer = 0;
-};
+}  // namespace
 
-// size, magic, version, header, sections: O(1) plus the gaps between
-// sections. Never reads outside [data, data + size).
-Status ParseHeader(const uint8_t* data, uint64_t size, Header& h) {
+namespace internal {
+
+// size, magic, version, header, sections (the table), the trailer's
+// reserved bytes and key id: from the header's 512 bytes and the trailer's
+// 128 alone, O(1). Never reads outside them.
+Status ParseFixedHeader(const uint8_t* data, const uint8_t* trailer, uint64_t size,
+                        Header& h) {
   if (size < kHeaderBytes + kTrailerBytes) {
     return Bad("size", "the file has " + std::to_string(size) +
                            " bytes, less than a header and a trailer (640)");
@@ -161,10 +137,20 @@ Status ParseHeader(const uint8_t* data, uint64_t size, Header& h) {
                              ", not 8");
   }
   // Reserved bytes of the minors this reader knows; a later minor may give
-  // them meaning.
+  // them meaning. The expiry is reserved (zero) before 1.3.
+  const size_t reserved_from =
+      info.minor_version >= kMinorWithExpiry ? kOffReserved : kOffExpires;
   if (info.minor_version <= kSnapshotMinorVersion &&
-      (data[kOffReserved43] != 0 || !AllZero(data + kOffReserved, kHeaderBytes - kOffReserved))) {
+      (data[kOffReserved43] != 0 ||
+       !AllZero(data + reserved_from, kHeaderBytes - reserved_from))) {
     return Bad("header", "reserved header bytes are not zero");
+  }
+  info.expires_unix_seconds =
+      info.minor_version >= kMinorWithExpiry ? static_cast<int64_t>(LoadU64(data + kOffExpires))
+                                             : 0;
+  if (info.expires_unix_seconds < 0) {
+    return Bad("header", "expiry " + std::to_string(info.expires_unix_seconds) +
+                             " is not a Unix time");
   }
   std::memcpy(info.fingerprint.bytes.data(), data + kOffFingerprint, 32);
   std::memcpy(info.points_digest.bytes.data(), data + kOffPointsDigest, 32);
@@ -203,9 +189,6 @@ Status ParseHeader(const uint8_t* data, uint64_t size, Header& h) {
       return Bad("sections", name + " has " + std::to_string(length) + " bytes; the counts need " +
                                  std::to_string(expected[s]));
     }
-    if (!AllZero(data + end, offset - end)) {
-      return Bad("sections", "nonzero bytes before the " + name);
-    }
     h.offset[s] = offset;
     h.length[s] = length;
     end = offset + length;
@@ -217,10 +200,6 @@ Status ParseHeader(const uint8_t* data, uint64_t size, Header& h) {
   if (info.minor_version == 0 && h.length[kSearchIndex] != 0) {
     return Bad("sections", "a 1.0 file has no stored search index");
   }
-  if (!AllZero(data + end, h.trailer - end)) {
-    return Bad("sections", "nonzero bytes before the trailer");
-  }
-  const uint8_t* trailer = data + h.trailer;
   if (!AllZero(trailer + kTrailReserved, kTrailChecksum - kTrailReserved)) {
     return Bad("sections", "reserved trailer bytes are not zero");
   }
@@ -233,25 +212,92 @@ Status ParseHeader(const uint8_t* data, uint64_t size, Header& h) {
   info.collision_bytes = h.length[kLoserHashes] + h.length[kLoserNodes];
   info.index_bytes = h.length[kSearchIndex];
   info.other_bytes = size - info.column_bytes - info.collision_bytes - info.index_bytes;
-  info.label.assign(reinterpret_cast<const char*>(data + h.offset[kLabel]), h.length[kLabel]);
-  (void)subsets;
+  h.subsets = subsets;
   return Status();
 }
 
-// The trusted key that signed the file (a key id lookup, O(keys)), or the
-// reason there is none.
-Status FindSigner(const Header& h, const std::vector<PublicKey>& trusted,
-                  const PublicKey*& signer) {
-  if (!h.info.is_signed) {
-    return Untrusted("signature", "the snapshot is not signed and trusted keys are required");
+Status Precheck(const uint8_t* head, const uint8_t* trailer, uint64_t size,
+                const SnapshotLoadOptions& options, const VersionFloor* floor,
+                Prechecked& out) {
+  Header& h = out.header;
+  out.same_ring = false;
+  if (Status status = ParseFixedHeader(head, trailer, size, h); !status.ok()) return status;
+  const SnapshotInfo& info = h.info;
+  if (info.config_version < options.min_config_version) {
+    return Untrusted("min_version", "config version " + std::to_string(info.config_version) +
+                                        " is below the minimum " +
+                                        std::to_string(options.min_config_version));
   }
-  for (const PublicKey& candidate : trusted) {
-    if (candidate.KeyId() == h.info.key_id) signer = &candidate;
+  if (floor != nullptr) {
+    if (info.config_version < floor->version) {
+      return Untrusted("rollback", "config version " + std::to_string(info.config_version) +
+                                       " is older than " + std::to_string(floor->version) +
+                                       ", which was served: publish the old content as a new, "
+                                       "higher version (chash build --from OLD "
+                                       "--config-version N)");
+    }
+    if (info.config_version == floor->version) {
+      if (!(info.fingerprint == floor->fingerprint)) {
+        return Untrusted("same_version", "config version " +
+                                             std::to_string(info.config_version) +
+                                             " was served with ring " +
+                                             floor->fingerprint.Short() +
+                                             "; this file has that version and ring " +
+                                             info.fingerprint.Short() +
+                                             ": a new ring needs a higher version");
+      }
+      if (floor->same_ring_ok) {
+        out.same_ring = true;
+        return Status();
+      }
+    }
   }
-  if (signer == nullptr) {
-    return Untrusted("signature", "signed by key " + h.info.KeyIdHex() +
-                                      ", which is not a trusted key");
+  if (info.expires_unix_seconds != 0) {
+    const int64_t now = static_cast<int64_t>(std::time(nullptr));
+    if (now >= info.expires_unix_seconds) {
+      return Untrusted("expired", "config version " + std::to_string(info.config_version) +
+                                      " expired at " + std::to_string(info.expires_unix_seconds) +
+                                      " (Unix time), " +
+                                      std::to_string(now - info.expires_unix_seconds) +
+                                      " s ago: publish a fresh file");
+    }
   }
+  out.signer = nullptr;
+  if (!options.trusted_keys.empty()) {
+    if (!info.is_signed) {
+      return Untrusted("signature", "the snapshot is not signed and trusted keys are required");
+    }
+    for (const PublicKey& candidate : options.trusted_keys) {
+      if (candidate.KeyId() == info.key_id) out.signer = &candidate;
+    }
+    if (out.signer == nullptr) {
+      return Untrusted("signature", "signed by key " + info.KeyIdHex() +
+                                        ", which is not a trusted key");
+    }
+  }
+  return Status();
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::Header;
+
+// The body's share of the sections check: the bytes between sections and
+// before the trailer are zero. O(gaps); copies the label.
+Status CheckSectionGaps(const uint8_t* data, Header& h) {
+  uint64_t end = kHeaderBytes;
+  for (uint32_t s = 0; s < kSectionCount; ++s) {
+    if (!AllZero(data + end, h.offset[s] - end)) {
+      return Bad("sections", "nonzero bytes before section " + std::to_string(s));
+    }
+    end = h.offset[s] + h.length[s];
+  }
+  if (!AllZero(data + end, h.trailer - end)) {
+    return Bad("sections", "nonzero bytes before the trailer");
+  }
+  h.info.label.assign(reinterpret_cast<const char*>(data + h.offset[kLabel]), h.length[kLabel]);
   return Status();
 }
 
@@ -259,11 +305,10 @@ Status FindSigner(const Header& h, const std::vector<PublicKey>& trusted,
 // over the chunk tree `tree` has been hashing since the load began for 1.1
 // and later.
 Status VerifySignature(const uint8_t* data, const Header& h, const PublicKey& signer,
-                       ChunkTreeJob* tree) {
+                       ChunkTreeJob* tree, unsigned threads) {
   SignedMessage message;
   if (h.info.minor_version == 0 || tree == nullptr) {
-    if (!MakeSignedMessage(h.info.minor_version, data, h.trailer, internal::BuildThreads(),
-                           message)) {
+    if (!MakeSignedMessage(h.info.minor_version, data, h.trailer, threads, message)) {
       throw std::bad_alloc();
     }
   } else {
@@ -389,6 +434,32 @@ Status CheckColumns(const uint32_t* hash, const uint16_t* node, uint64_t n,
   return Status();
 }
 
+// The nodes that own points, for a ring whose columns another process has
+// verified (an adopted sealed copy): the first points until every node
+// with a weight has been seen (a few thousand for most rings; the whole
+// column only if some node lost every point to collisions), instead of
+// CheckColumns' full passes. Node ids past the table are skipped, never
+// indexed: the columns are immutable and verified, this is defence in depth.
+void ScanOwners(const uint16_t* node, uint64_t n, internal::RingState& state) {
+  const std::vector<NodeInfo>& nodes = state.nodes;
+  const auto num_nodes = static_cast<uint32_t>(nodes.size());
+  state.owns_points.assign((num_nodes + 63) / 64, 0);
+  state.nodes_with_points = 0;
+  uint32_t weighted = 0;
+  for (const NodeInfo& info : nodes) weighted += info.weight != 0 ? 1 : 0;
+  for (uint64_t i = 0; i < n && state.nodes_with_points < weighted; ++i) {
+    const uint16_t id = node[i];
+    if (id >= num_nodes) continue;
+    uint64_t& word = state.owns_points[id / 64];
+    const uint64_t bit = uint64_t{1} << (id % 64);
+    if ((word & bit) == 0) {
+      word |= bit;
+      ++state.nodes_with_points;
+    }
+  }
+  state.has_points = state.owns_points;
+}
+
 // The collision table: node ids, order, and each loser at a hash of the
 // column that another node won. O(c log(n / c)).
 Status CheckLosers(const uint32_t* hash, const uint16_t* node, uint64_t n,
@@ -428,7 +499,7 @@ Status CheckLosers(const uint32_t* hash, const uint16_t* node, uint64_t n,
 }
 
 Status ParseSubsets(const uint8_t* data, const Header& h, std::vector<NamedSubset>& subsets) {
-  const uint32_t count = LoadU32(data + kOffSubsets);
+  const uint32_t count = h.subsets;
   const uint32_t nodes = h.info.nodes;
   const uint64_t words = (uint64_t{nodes} + 63) / 64;
   const uint8_t* p = data + h.offset[kSubsets];
@@ -483,7 +554,8 @@ Status ParseSubsets(const uint8_t* data, const Header& h, std::vector<NamedSubse
 // --no-index`), with layout 1 (1.1 files: a prefix table this reader no
 // longer searches) or with a layout of a later minor this reader does not
 // know.
-Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns& columns) {
+Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns& columns,
+                         bool check_stored) {
   const uint64_t length = h.length[kSearchIndex];
   const uint8_t* section = data + h.offset[kSearchIndex];
   const uint32_t layout = length >= kIndexHeaderBytes ? LoadU32(section + kIndexOffLayout) : 0;
@@ -532,7 +604,7 @@ Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns
   const auto* keys = reinterpret_cast<const uint32_t*>(section + kIndexHeaderBytes);
   if (const char* wrong = columns.index.AdoptStored(columns.hash.data(), n, keys, key_count,
                                                     table_bits, keys + key_count,
-                                                    table_entries)) {
+                                                    table_entries, check_stored)) {
     return Bad("index", wrong);
   }
   return Status();
@@ -541,63 +613,54 @@ Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns
 }  // namespace
 
 Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
-    std::shared_ptr<const void> backing, const uint8_t* data, uint64_t size, bool mapped,
-    const SnapshotLoadOptions& options) {
+    std::shared_ptr<const void> backing, const uint8_t* data, uint64_t size,
+    SnapshotLoadMode mode, const SnapshotLoadOptions& options,
+    const internal::Prechecked& pre, LoadDepth depth) {
   static_assert(std::endian::native == std::endian::little,
                 "snapshots are mapped as little-endian columns");
   try {
-    Header h;
-    if (Status status = ParseHeader(data, size, h); !status.ok()) return status;
+    const bool adopting = depth == LoadDepth::kAdopt;
+    Header h = pre.header;
     const SnapshotInfo& info = h.info;
     // A signature's chunks are hashed on other threads (ChunkTreeJob) while
     // this one checks the content; its verdict is still reported in the
     // documented order (signature_first).
-    const PublicKey* signer = nullptr;
-    Status signer_status;
+    const PublicKey* signer = adopting ? nullptr : pre.signer;
+    const unsigned threads = internal::ThreadsFor(options.threads);
     std::optional<ChunkTreeJob> tree;
-    if (!options.trusted_keys.empty()) {
-      signer_status = FindSigner(h, options.trusted_keys, signer);
-      if (signer_status.ok() && info.minor_version >= 1) {
-        tree.emplace(data, h.trailer, internal::BuildThreads());
-      }
-    }
+    if (signer != nullptr && info.minor_version >= 1) tree.emplace(data, h.trailer, threads);
     // A chunk tree that verifies proves every byte before the trailer (SHA-256,
     // signed), more than the checksum's XXH3 of the same bytes: such a load
     // runs the checksum only on its way to refusing the file, so a damaged
-    // file is still named by its first failed check, "checksum", and the
-    // loading thread goes straight to the checks below and to the chunks.
-    const bool checksum_on_refusal = options.verify && tree.has_value();
+    // file is still named by its first failed body check, and the loading
+    // thread goes straight to the checks below and to the chunks.
+    const bool checksum = options.verify_checksum && !adopting;
+    const bool checksum_on_refusal = checksum && tree.has_value();
     const auto damaged = [&]() -> std::optional<Status> {
       if (Checksum(data, size - 16) == info.checksum) return std::nullopt;
       return Bad("checksum", "XXH3-128 of the file differs from the trailer's: the file is "
                              "damaged");
     };
-    if (options.verify && !checksum_on_refusal) {
-      if (std::optional<Status> status = damaged()) return *status;
-    }
     const auto refuse = [&](Status status) -> Status {
       if (!status.ok() && checksum_on_refusal) {
-        if (std::optional<Status> checksum = damaged()) return *checksum;
+        if (std::optional<Status> bad = damaged()) return *bad;
       }
       return status;
     };
-    if (info.config_version < options.min_config_version) {
-      return refuse(Untrusted("min_version", "config version " +
-                                                 std::to_string(info.config_version) +
-                                                 " is below the minimum " +
-                                                 std::to_string(options.min_config_version)));
-    }
-    if (!signer_status.ok()) return signer_status;
     // The signature's verdict comes before that of every later check. The
-    // checks below are safe on any bytes (they are what verify = false
-    // relies on), so they run while the chunks are hashed.
+    // checks below are safe on any bytes, so they run while the chunks are
+    // hashed.
     const auto signature_first = [&](Status status) -> Status {
       if (signer == nullptr) return refuse(status);
       const PublicKey& key = *signer;
       signer = nullptr;
-      Status verdict = VerifySignature(data, h, key, tree ? &*tree : nullptr);
+      Status verdict = VerifySignature(data, h, key, tree ? &*tree : nullptr, threads);
       return refuse(verdict.ok() ? status : verdict);
     };
+    if (Status status = CheckSectionGaps(data, h); !status.ok()) return signature_first(status);
+    if (checksum && !checksum_on_refusal) {
+      if (std::optional<Status> bad = damaged()) return *bad;  // damage is named first
+    }
     if (!ValidLabel(info.label)) return signature_first(Bad("label", "not UTF-8 text without NUL"));
 
     auto snapshot = std::make_shared<RingSnapshot>();
@@ -613,7 +676,9 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     const uint64_t n = info.points;
     const auto* hash = reinterpret_cast<const uint32_t*>(data + h.offset[kHashColumn]);
     const auto* node = reinterpret_cast<const uint16_t*>(data + h.offset[kNodeColumn]);
-    if (Status status = CheckColumns(hash, node, n, *state); !status.ok()) {
+    if (adopting) {
+      ScanOwners(node, n, *state);
+    } else if (Status status = CheckColumns(hash, node, n, *state); !status.ok()) {
       return signature_first(status);
     }
     const auto* loser_hash = reinterpret_cast<const uint32_t*>(data + h.offset[kLoserHashes]);
@@ -636,7 +701,7 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
       state->columns.size = static_cast<uint32_t>(n);
       state->columns.hash.Borrow(hash, internal::HashColumnSlots(n));
       state->columns.node.Borrow(node, internal::NodeColumnSlots(n));
-      if (Status status = AdoptOrBuildIndex(data, h, state->columns); !status.ok()) {
+      if (Status status = AdoptOrBuildIndex(data, h, state->columns, !adopting); !status.ok()) {
         return signature_first(status);
       }
     }
@@ -654,7 +719,7 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     if (Sha256(internal::RingIdentityBytesOrThrow(ring)) != info.fingerprint) {
       return refuse(Bad("fingerprint", "the node table's fingerprint differs from the header's"));
     }
-    if (options.verify_points_digest &&
+    if (options.verify_points_digest && !adopting &&
         internal::PointsDigestOrThrow(ring) != info.points_digest) {
       return refuse(Bad("points_digest", "the points differ from the header's points digest"));
     }
@@ -662,234 +727,44 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     snapshot->info_ = info;
     snapshot->info_.subset_names = std::move(names);
     snapshot->ring_ = std::move(ring);
-    snapshot->mapped_ = mapped;
+    snapshot->mode_ = mode;
     return snapshot;
   } catch (const std::bad_alloc&) {
     return internal::OutOfMemory("loading a snapshot");
   }
 }
 
-namespace {
-
-Result<std::shared_ptr<RingSnapshot>> LoadCopy(const uint8_t* data, uint64_t size,
-                                                     const SnapshotLoadOptions& options) {
-  auto copy = std::make_shared<CopiedFile>();
-  if (size > 0 && !copy->bytes.Allocate(size)) {
-    return internal::OutOfMemory("copying a snapshot");
-  }
-  if (size > 0) std::memcpy(copy->bytes.data(), data, size);
-  const uint8_t* bytes = copy->bytes.data();
-  return SnapshotLoader::Load(std::move(copy), bytes, size, false, options);
-}
-
-}  // namespace
-
-namespace internal {
-
-FileIdentity IdentityOfPath(const std::string& path) noexcept {
-  struct stat st {};
-  FileIdentity identity;
-  if (stat(path.c_str(), &st) != 0) return identity;
-  identity.device = st.st_dev;
-  identity.inode = st.st_ino;
-  identity.size = st.st_size;
-  identity.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-  return identity;
-}
-
-namespace {
-
-// Closes a descriptor on every path out, exceptions included.
-struct Descriptor {
-  int fd = -1;
-  ~Descriptor() {
-    if (fd >= 0) close(fd);
-  }
-};
-
-// An mmap failure: ENOMEM means the address space cannot hold the file
-// (ulimit -v, a 32-bit process), which is running out of memory, not a bad
-// file.
-Status MapFailed(const std::string& path, uint64_t size, int error) {
-  if (error == ENOMEM) {
-    return Status(StatusCode::kOutOfMemory,
-                  "out of memory: cannot map the file's " + std::to_string(size) + " bytes (" +
-                      path + ")");
-  }
-  return Status(StatusCode::kIoError, "io: " + path + ": mmap: " + std::strerror(error));
-}
-
-// kCopy reads the file with pread, never through a mapping: a file
-// truncated while it is read gives a short read (the size check), where a
-// copy out of a mapping would take SIGBUS, the very crash kCopy is for.
-Result<std::shared_ptr<RingSnapshot>> ReadCopy(int fd, uint64_t size,
-                                               const SnapshotLoadOptions& options) {
-  auto copy = std::make_shared<CopiedFile>();
-  if (!copy->bytes.Allocate(size)) {
-    return internal::OutOfMemory("copying a snapshot");
-  }
-  uint8_t* bytes = copy->bytes.data();
-  uint64_t done = 0;
-  while (done < size) {
-    const auto chunk = static_cast<size_t>(std::min<uint64_t>(size - done, uint64_t{1} << 30));
-    const ssize_t got = pread(fd, bytes + done, chunk, static_cast<off_t>(done));
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      return Status(StatusCode::kIoError, std::string("io: read: ") + std::strerror(error));
-    }
-    if (got == 0) {
-      return Bad("size", "the file shrank to " + std::to_string(done) + " bytes while it was "
-                         "read (it had " + std::to_string(size) + ")");
-    }
-    done += static_cast<uint64_t>(got);
-  }
-  return SnapshotLoader::Load(std::move(copy), bytes, size, false, options);
-}
-
-Result<std::shared_ptr<RingSnapshot>> NamingThePath(Result<std::shared_ptr<RingSnapshot>> loaded,
-                                                    const std::string& path) {
-  if (!loaded.ok()) {
-    const Status& status = loaded.status();
-    return Status(status.code(), status.message() + " (" + path + ")");
-  }
-  return loaded;
-}
-
-// Opens `path` for a load: the descriptor, and its size from fstat of that
-// descriptor, never of the path (a rename between open and fstat cannot
-// make the two disagree). Refuses what is not a regular file or cannot hold
-// a header and a trailer. `identity` (if given) receives the file's
-// device, inode, size and modification time.
-Status OpenSnapshotFile(const std::string& path, Descriptor& file, uint64_t& size,
-                        FileIdentity* identity) {
-  file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (file.fd < 0) {
-    const int error = errno;
-    return Status(StatusCode::kIoError, "io: " + path + ": " + std::strerror(error));
-  }
-  struct stat st {};
-  if (fstat(file.fd, &st) != 0) {
-    const int error = errno;
-    return Status(StatusCode::kIoError, "io: " + path + ": fstat: " + std::strerror(error));
-  }
-  if (identity != nullptr) {
-    identity->device = st.st_dev;
-    identity->inode = st.st_ino;
-    identity->size = st.st_size;
-    identity->mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return Status(StatusCode::kIoError, "io: " + path + ": not a regular file");
-  }
-  size = static_cast<uint64_t>(st.st_size);
+Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::LoadBytes(
+    std::shared_ptr<const void> backing, const uint8_t* data, uint64_t size,
+    SnapshotLoadMode mode, const SnapshotLoadOptions& options) {
   if (size < kHeaderBytes + kTrailerBytes) {
-    return Bad("size", path + " has " + std::to_string(size) +
+    return Bad("size", "the file has " + std::to_string(size) +
                            " bytes, less than a header and a trailer (640)");
   }
-  return Status();
-}
-
-}  // namespace
-
-Result<std::shared_ptr<RingSnapshot>> LoadSnapshotFileMutable(const std::string& path,
-                                                              const SnapshotLoadOptions& options,
-                                                              FileIdentity* identity) {
-  Descriptor file;
-  uint64_t size = 0;
-  if (Status status = OpenSnapshotFile(path, file, size, identity); !status.ok()) return status;
-  if (options.mode == SnapshotLoadMode::kCopy) {
-    return NamingThePath(ReadCopy(file.fd, size, options), path);
+  internal::Prechecked pre;
+  if (Status status =
+          internal::Precheck(data, data + size - kTrailerBytes, size, options, nullptr, pre);
+      !status.ok()) {
+    return status;
   }
-  // Made before the mapping, so that nothing can throw between mmap and
-  // the owner that unmaps it.
-  auto mapping = std::make_shared<FileMapping>();
-  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, file.fd, 0);
-  if (map == MAP_FAILED) return MapFailed(path, size, errno);
-  mapping->data = map;
-  mapping->size = size;
-  close(file.fd);  // the mapping keeps the file
-  file.fd = -1;
-  const auto* data = static_cast<const uint8_t*>(map);
-  return NamingThePath(SnapshotLoader::Load(std::move(mapping), data, size, true, options), path);
-}
-
-Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,
-                                                             const SnapshotLoadOptions& options,
-                                                             FileIdentity* identity) {
-  return CatchOutOfMemory(
-      "loading a snapshot", path, [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
-        Result<std::shared_ptr<RingSnapshot>> loaded =
-            LoadSnapshotFileMutable(path, options, identity);
-        if (!loaded.ok()) return loaded.status();
-        return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
-      });
-}
-
-}  // namespace internal
-
-Result<std::shared_ptr<const RingSnapshot>> LoadSnapshot(const std::string& path,
-                                                         const SnapshotLoadOptions& options) {
-  return internal::LoadSnapshotFile(path, options, nullptr);
+  return Load(std::move(backing), data, size, mode, options, pre, LoadDepth::kVerify);
 }
 
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFromBytes(
     std::string_view bytes, const SnapshotLoadOptions& options) {
   return internal::CatchOutOfMemory(
       "loading a snapshot", "bytes", [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
-        Result<std::shared_ptr<RingSnapshot>> loaded =
-            LoadCopy(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), options);
+        auto copy = std::make_shared<CopiedBytes>();
+        if (!bytes.empty() && !copy->bytes.Allocate(bytes.size())) {
+          return internal::OutOfMemory("copying a snapshot");
+        }
+        if (!bytes.empty()) std::memcpy(copy->bytes.data(), bytes.data(), bytes.size());
+        const uint8_t* data = copy->bytes.data();
+        Result<std::shared_ptr<RingSnapshot>> loaded = SnapshotLoader::LoadBytes(
+            std::move(copy), data, bytes.size(), SnapshotLoadMode::kCopy, options);
         if (!loaded.ok()) return loaded.status();
         return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
       });
-}
-
-Result<Ring> SnapshotLoader::TakeRing(const std::string& path, const SnapshotLoadOptions& options,
-                                      SnapshotInfo* info, std::vector<NamedSubset>* subsets) {
-  return internal::CatchOutOfMemory("loading a snapshot", path, [&]() -> Result<Ring> {
-    Result<std::shared_ptr<RingSnapshot>> loaded =
-        internal::LoadSnapshotFileMutable(path, options, nullptr);
-    if (!loaded.ok()) return loaded.status();
-    RingSnapshot& snapshot = *loaded.value();
-    // The copy first, then moves that cannot fail: on an error *info and
-    // *subsets are as they were.
-    if (info != nullptr) {
-      SnapshotInfo copy = snapshot.info_;
-      *info = std::move(copy);
-    }
-    if (subsets != nullptr) *subsets = std::move(snapshot.subsets_);
-    return std::move(snapshot.ring_);  // its state keeps the mapping alive
-  });
-}
-
-Result<Ring> LoadSnapshotRing(const std::string& path, const SnapshotLoadOptions& options,
-                              SnapshotInfo* info, std::vector<NamedSubset>* subsets) {
-  return SnapshotLoader::TakeRing(path, options, info, subsets);
-}
-
-Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {
-  return internal::CatchOutOfMemory("reading a snapshot header", path, [&]() -> Result<SnapshotInfo> {
-    // Mapped without reading ahead: only the header, the gaps, the subsets
-    // and the trailer are touched.
-    internal::Descriptor file;
-    uint64_t size = 0;
-    if (Status status = internal::OpenSnapshotFile(path, file, size, nullptr); !status.ok()) {
-      return status;
-    }
-    FileMapping mapping;
-    void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd, 0);
-    if (map == MAP_FAILED) return internal::MapFailed(path, size, errno);
-    mapping.data = map;
-    mapping.size = size;
-    const auto* data = static_cast<const uint8_t*>(map);
-    Header h;
-    if (Status status = ParseHeader(data, size, h); !status.ok()) return status;
-    std::vector<NamedSubset> subsets;
-    if (ParseSubsets(data, h, subsets).ok()) {
-      for (const NamedSubset& subset : subsets) h.info.subset_names.push_back(subset.name);
-    }
-    return std::move(h.info);
-  });
 }
 
 const NodeMask* RingSnapshot::FindSubset(std::string_view name) const noexcept {
@@ -905,15 +780,17 @@ std::shared_ptr<const Ring> RingOf(std::shared_ptr<const RingSnapshot> snapshot)
   return std::shared_ptr<const Ring>(std::move(snapshot), ring);
 }
 
-std::string_view FailedSnapshotCheck(const Status& status) noexcept {
-  if (status.code() != StatusCode::kBadSnapshot && status.code() != StatusCode::kUntrusted &&
-      status.code() != StatusCode::kIoError) {
-    return {};
+namespace internal {
+
+Result<std::vector<std::string>> SubsetNamesOf(const uint8_t* data, const Header& h) {
+  std::vector<NamedSubset> subsets;
+  std::vector<std::string> names;
+  if (ParseSubsets(data, h, subsets).ok()) {
+    for (NamedSubset& subset : subsets) names.push_back(std::move(subset.name));
   }
-  const std::string& message = status.message();
-  const size_t colon = message.find(':');
-  if (colon == std::string::npos) return {};
-  return std::string_view(message).substr(0, colon);
+  return names;
 }
+
+}  // namespace internal
 
 }  // namespace chash

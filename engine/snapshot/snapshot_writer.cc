@@ -99,6 +99,11 @@ Status CheckWritable(const Ring& ring, const SnapshotWriteOptions& options) {
     return Status(StatusCode::kBadArgument,
                   "the label must be UTF-8 text without NUL, at most 4,096 bytes");
   }
+  if (options.expires_unix_seconds < 0) {
+    return Status(StatusCode::kBadArgument,
+                  "the expiry must be a Unix time in seconds (0: never), got " +
+                      std::to_string(options.expires_unix_seconds));
+  }
   std::set<std::string_view> names;
   for (const NamedSubset& subset : options.subsets) {
     if (!ValidSubsetName(subset.name)) {
@@ -156,6 +161,7 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
   StoreU32(out + kOffSubsets, static_cast<uint32_t>(options.subsets.size()));
   StoreU32(out + kOffFlags, options.signing_key ? kFlagSigned : 0);
   StoreU32(out + kOffSectionCount, kSectionCount);
+  StoreU64(out + kOffExpires, static_cast<uint64_t>(options.expires_unix_seconds));
   std::memcpy(out + kOffFingerprint, fingerprint.bytes.data(), 32);
   std::memcpy(out + kOffPointsDigest, points_digest.bytes.data(), 32);
   for (uint32_t s = 0; s < kSectionCount; ++s) {

@@ -185,8 +185,9 @@ struct RingOptions {
   // e.g. haproxy 16 a weight unit, varnish-shard `replicas`).
   uint32_t point_multiple = kDefaultPointMultiple;
   uint64_t max_points = kDefaultMaxPoints;
-  // Threads Build() may use, the caller's included: 0 = every hardware
-  // thread (at most 64); values above 256 count as 256. The ring is
+  // Threads Build() may use, the caller's included: 0 = the CPUs this
+  // process may run on (its affinity mask, bounded by its cgroup's CPU
+  // quota; at most 64); values above 256 count as 256. The ring is
   // bit-identical whatever the count (a tested guarantee); 1 keeps
   // the build on the calling thread (a proxy that must not take every core
   // while it serves).

@@ -178,7 +178,7 @@ int RunInspect(const Args& args) {
   Result<Ring> ring = LoadSnapshotRing(*path, load.value(), nullptr, &subsets);
   const SnapshotInfo& info = header.value();
   const bool pass = ring.ok();
-  const std::string failed = pass ? "" : std::string(FailedSnapshotCheck(ring.status()));
+  const std::string failed = pass ? "" : std::string(SnapshotCheckName(FailedSnapshotCheck(ring.status())));
   const bool signature_checked = info.is_signed && !load.value().trusted_keys.empty() && pass;
   const double overhead =
       info.column_bytes ? static_cast<double>(info.file_bytes - info.column_bytes) /

@@ -1,0 +1,513 @@
+// Snapshot files: opening a path without ever blocking, the checks made
+// before a byte of the body is read, the body read the options' way (a
+// sealed memory file, a private copy or the file's own pages), and the
+// adoption of a sealed copy another process of the host has verified.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "chash/snapshot.h"
+#include "layout/aligned_array.h"
+#include "out_of_memory.h"
+#include "snapshot/format.h"
+#include "snapshot/loader.h"
+
+namespace chash {
+namespace {
+
+using namespace internal::snapshot;  // NOLINT: the format's names
+using internal::FileIdentity;
+using internal::LoadedFile;
+using internal::SealedCopy;
+
+Status Bad(std::string_view check, const std::string& detail) {
+  return Status(StatusCode::kBadSnapshot, std::string(check) + ": " + detail);
+}
+
+Status IoError(std::string_view check, const std::string& path, const std::string& what,
+               int error) {
+  return Status(StatusCode::kIoError, std::string(check) + ": " + path + ": " + what +
+                                          (error != 0 ? std::string(": ") + std::strerror(error)
+                                                      : std::string()));
+}
+
+// Closes a descriptor on every path out, exceptions included.
+struct Descriptor {
+  int fd = -1;
+  Descriptor() = default;
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  ~Descriptor() {
+    if (fd >= 0) close(fd);
+  }
+  int release() noexcept {
+    const int out = fd;
+    fd = -1;
+    return out;
+  }
+};
+
+// An OS mapping of a file, unmapped when the last ring using it goes.
+struct FileMapping {
+  void* data = nullptr;
+  size_t size = 0;
+  ~FileMapping() {
+    if (data != nullptr) munmap(data, size);
+  }
+};
+
+// A sealed memory file and its read-only mapping: what a kSealed ring's
+// columns are. The descriptor stays open as long as the ring, so that the
+// host's other processes can map the same pages (/proc/PID/fd/FD).
+struct SealedFile {
+  int fd = -1;
+  void* data = nullptr;
+  size_t size = 0;
+  ~SealedFile() {
+    if (data != nullptr) munmap(data, size);
+    if (fd >= 0) close(fd);
+  }
+};
+
+// A kCopy load's private memory: 64-byte aligned, huge pages when large.
+struct PrivateCopy {
+  internal::AlignedArray<uint8_t> bytes;
+};
+
+// What a sealed copy must be sealed against: nothing may change its bytes
+// or its size, and nobody may lift the seals.
+constexpr int kRequiredSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+uint64_t MaxFileBytes(const SnapshotLoadOptions& options) {
+  return options.max_file_bytes != 0 ? options.max_file_bytes : kDefaultMaxSnapshotBytes;
+}
+
+// Refuses what is not a regular snapshot-sized file: before the open (a
+// FIFO or a device is never opened), and again on the descriptor (the path
+// may have been replaced in between). `limits` false: header reads only
+// (chash inspect), no size cap and no hole check.
+Status CheckKind(const std::string& path, const struct stat& st, const SnapshotLoadOptions& options,
+                 bool limits) {
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                   : "not a regular file";
+    return IoError("not_regular", path, std::string("is ") + kind + ", not a regular file", 0);
+  }
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (limits && size > MaxFileBytes(options)) {
+    return Bad("max_size", path + " has " + std::to_string(size) + " bytes, over the cap of " +
+                               std::to_string(MaxFileBytes(options)) +
+                               " (max_file_bytes; a ring of 204.8M points is 1.23 GB)");
+  }
+  if (size < kHeaderBytes + kTrailerBytes) {
+    return Bad("size", path + " has " + std::to_string(size) +
+                           " bytes, less than a header and a trailer (640)");
+  }
+  return Status();
+}
+
+// Holes (SEEK_HOLE before the end): a snapshot is written whole, so a hole
+// is a file extended or preallocated by something else, and reading it
+// would cost its claimed size for nothing. File systems without hole
+// support answer the end of the file.
+Status CheckNoHoles(const std::string& path, int fd, uint64_t size) {
+  const off_t hole = lseek(fd, 0, SEEK_HOLE);
+  if (hole >= 0 && static_cast<uint64_t>(hole) < size) {
+    return Bad("sparse", path + " has a hole at byte " + std::to_string(hole) + " of " +
+                             std::to_string(size) + ": not a snapshot as written");
+  }
+  return Status();
+}
+
+// Opens the path for a load without blocking, after the checks that need
+// only its stat.
+Status OpenChecked(const std::string& path, const SnapshotLoadOptions& options, bool limits,
+                   Descriptor& file, uint64_t& size, FileIdentity* identity) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return IoError("io", path, "stat", errno);
+  if (identity != nullptr) *identity = internal::IdentityOf(st);
+  if (Status status = CheckKind(path, st, options, limits); !status.ok()) return status;
+  file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (file.fd < 0) return IoError("io", path, "open", errno);
+  if (fstat(file.fd, &st) != 0) return IoError("io", path, "fstat", errno);
+  if (identity != nullptr) *identity = internal::IdentityOf(st);
+  if (Status status = CheckKind(path, st, options, limits); !status.ok()) return status;
+  size = static_cast<uint64_t>(st.st_size);
+  if (limits) return CheckNoHoles(path, file.fd, size);
+  return Status();
+}
+
+// Reads [offset, offset + length) with pread, never through a mapping: a
+// file truncated meanwhile gives a short read (a size refusal), where a
+// mapping would raise SIGBUS.
+Status ReadAt(const std::string& path, int fd, uint8_t* out, uint64_t length, uint64_t offset) {
+  uint64_t done = 0;
+  while (done < length) {
+    const auto chunk = static_cast<size_t>(std::min<uint64_t>(length - done, uint64_t{1} << 30));
+    const ssize_t got = pread(fd, out + done, chunk, static_cast<off_t>(offset + done));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return IoError("io", path, "read", errno);
+    }
+    if (got == 0) {
+      return Bad("size", path + " shrank to " + std::to_string(offset + done) +
+                             " bytes while it was read");
+    }
+    done += static_cast<uint64_t>(got);
+  }
+  return Status();
+}
+
+// The file's bytes in a new sealed memory file, mapped read-only. One read
+// of the file (sendfile: no copy through user space where the kernel can),
+// then the seals; kOutOfMemory when the memory file cannot grow (ENOMEM,
+// ENOSPC of its tmpfs).
+Status CopyIntoSealedFile(const std::string& path, int fd, uint64_t size, SealedFile& out) {
+  out.fd = memfd_create("chash-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (out.fd < 0) {
+    if (errno == ENOMEM || errno == EMFILE || errno == ENFILE) {
+      return internal::OutOfMemory("a sealed copy of a snapshot", path);
+    }
+    return IoError("io", path, "memfd_create", errno);
+  }
+  if (ftruncate(out.fd, static_cast<off_t>(size)) != 0) {
+    if (errno == ENOMEM || errno == ENOSPC || errno == EFBIG) {
+      return internal::OutOfMemory("a sealed copy of a snapshot", path);
+    }
+    return IoError("io", path, "ftruncate of the sealed copy", errno);
+  }
+  uint64_t done = 0;
+  bool use_sendfile = true;
+  std::unique_ptr<uint8_t[]> buffer;
+  constexpr size_t kBufferBytes = size_t{1} << 20;
+  while (done < size) {
+    const auto chunk = static_cast<size_t>(std::min<uint64_t>(size - done, uint64_t{1} << 30));
+    ssize_t got;
+    if (use_sendfile) {
+      off_t offset = static_cast<off_t>(done);
+      if (lseek(out.fd, offset, SEEK_SET) < 0) return IoError("io", path, "lseek", errno);
+      got = sendfile(out.fd, fd, &offset, chunk);
+      if (got < 0 && (errno == EINVAL || errno == ENOSYS)) {
+        use_sendfile = false;
+        buffer.reset(new (std::nothrow) uint8_t[kBufferBytes]);
+        if (!buffer) return internal::OutOfMemory("a sealed copy of a snapshot", path);
+        continue;
+      }
+    } else {
+      got = pread(fd, buffer.get(), std::min(chunk, kBufferBytes), static_cast<off_t>(done));
+      if (got > 0) {
+        ssize_t written = 0;
+        while (written < got) {
+          const ssize_t w = pwrite(out.fd, buffer.get() + written,
+                                   static_cast<size_t>(got - written),
+                                   static_cast<off_t>(done + written));
+          if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == ENOMEM || errno == ENOSPC) {
+              return internal::OutOfMemory("a sealed copy of a snapshot", path);
+            }
+            return IoError("io", path, "write to the sealed copy", errno);
+          }
+          written += w;
+        }
+      }
+    }
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ENOMEM || errno == ENOSPC) {
+        return internal::OutOfMemory("a sealed copy of a snapshot", path);
+      }
+      return IoError("io", path, "read", errno);
+    }
+    if (got == 0) {
+      return Bad("size", path + " shrank to " + std::to_string(done) +
+                             " bytes while it was read");
+    }
+    done += static_cast<uint64_t>(got);
+  }
+  if (fcntl(out.fd, F_ADD_SEALS, kRequiredSeals) != 0) {
+    return IoError("io", path, "sealing the copy", errno);
+  }
+  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, out.fd, 0);
+  if (map == MAP_FAILED) {
+    if (errno == ENOMEM) return internal::OutOfMemory("mapping a sealed snapshot", path);
+    return IoError("io", path, "mmap of the sealed copy", errno);
+  }
+  out.data = map;
+  out.size = size;
+  return Status();
+}
+
+Result<std::shared_ptr<RingSnapshot>> NamingThePath(Result<std::shared_ptr<RingSnapshot>> loaded,
+                                                    const std::string& path) {
+  if (!loaded.ok()) {
+    const Status& status = loaded.status();
+    if (status.message().find(path) != std::string::npos) return status;
+    return Status(status.code(), status.message() + " (" + path + ")");
+  }
+  return loaded;
+}
+
+// An mmap failure: ENOMEM means the address space cannot hold the file
+// (ulimit -v, a 32-bit process), which is running out of memory, not a bad
+// file.
+Status MapFailed(const std::string& path, uint64_t size, int error) {
+  if (error == ENOMEM) {
+    return Status(StatusCode::kOutOfMemory,
+                  "out of memory: cannot map the file's " + std::to_string(size) + " bytes (" +
+                      path + ")");
+  }
+  return IoError("io", path, "mmap", error);
+}
+
+Result<std::shared_ptr<RingSnapshot>> LoadFileMutable(const std::string& path,
+                                                      const SnapshotLoadOptions& options,
+                                                      LoadedFile& out,
+                                                      const internal::VersionFloor* floor) {
+  Descriptor file;
+  uint64_t size = 0;
+  if (Status status = OpenChecked(path, options, true, file, size, &out.identity);
+      !status.ok()) {
+    return status;
+  }
+  uint8_t head[kHeaderBytes];
+  uint8_t tail[kTrailerBytes];
+  if (Status status = ReadAt(path, file.fd, head, kHeaderBytes, 0); !status.ok()) return status;
+  if (Status status = ReadAt(path, file.fd, tail, kTrailerBytes, size - kTrailerBytes);
+      !status.ok()) {
+    return status;
+  }
+  internal::Prechecked pre;
+  Status prechecked = internal::Precheck(head, tail, size, options, floor, pre);
+  out.config_version = pre.header.info.config_version;
+  if (!prechecked.ok()) return NamingThePath(prechecked, path);
+  if (pre.same_ring) {
+    out.same_ring = true;
+    return std::shared_ptr<RingSnapshot>();
+  }
+  // The bytes to check, in the options' place.
+  std::shared_ptr<const void> backing;
+  const uint8_t* data = nullptr;
+  switch (options.mode) {
+    case SnapshotLoadMode::kSealed: {
+      auto sealed = std::make_shared<SealedFile>();
+      if (Status status = CopyIntoSealedFile(path, file.fd, size, *sealed); !status.ok()) {
+        return status;
+      }
+      struct stat st {};
+      if (fstat(sealed->fd, &st) != 0) return IoError("io", path, "fstat of the sealed copy", errno);
+      out.sealed = SealedCopy{sealed->fd, st.st_dev, st.st_ino, size};
+      data = static_cast<const uint8_t*>(sealed->data);
+      backing = std::move(sealed);
+      break;
+    }
+    case SnapshotLoadMode::kCopy: {
+      auto copy = std::make_shared<PrivateCopy>();
+      if (!copy->bytes.Allocate(size)) return internal::OutOfMemory("copying a snapshot", path);
+      if (Status status = ReadAt(path, file.fd, copy->bytes.data(), size, 0); !status.ok()) {
+        return status;
+      }
+      data = copy->bytes.data();
+      backing = std::move(copy);
+      break;
+    }
+    case SnapshotLoadMode::kMap: {
+      // Made before the mapping, so that nothing can throw between mmap and
+      // the owner that unmaps it.
+      auto mapping = std::make_shared<FileMapping>();
+      void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, file.fd, 0);
+      if (map == MAP_FAILED) return MapFailed(path, size, errno);
+      mapping->data = map;
+      mapping->size = size;
+      data = static_cast<const uint8_t*>(map);
+      backing = std::move(mapping);
+      break;
+    }
+  }
+  if (options.mode != SnapshotLoadMode::kMap) {
+    // A file rewritten while it was read is a torn copy: a refusal of it
+    // would say nothing about the file, which the next look reads again.
+    struct stat st {};
+    if (fstat(file.fd, &st) == 0 && !(internal::IdentityOf(st) == out.identity)) {
+      out.changed_while_read = true;
+      return IoError("io", path, "the file changed while it was read; it is read again at the "
+                                 "next look",
+                     0);
+    }
+    // The copy is the ring now: the file's pages are only cache.
+    (void)posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+  }
+  return NamingThePath(SnapshotLoader::Load(std::move(backing), data, size, options.mode,
+                                            options, pre,
+                                            SnapshotLoader::LoadDepth::kVerify),
+                       path);
+}
+
+}  // namespace
+
+namespace internal {
+
+FileIdentity IdentityOf(const struct stat& st) noexcept {
+  FileIdentity identity;
+  identity.device = st.st_dev;
+  identity.inode = st.st_ino;
+  identity.size = st.st_size;
+  identity.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  return identity;
+}
+
+FileIdentity IdentityOfPath(const std::string& path) noexcept {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return FileIdentity();
+  return IdentityOf(st);
+}
+
+Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,
+                                                             const SnapshotLoadOptions& options,
+                                                             LoadedFile* loaded,
+                                                             const VersionFloor* floor) {
+  return CatchOutOfMemory(
+      "loading a snapshot", path, [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
+        LoadedFile local;
+        LoadedFile& out = loaded != nullptr ? *loaded : local;
+        Result<std::shared_ptr<RingSnapshot>> result =
+            LoadFileMutable(path, options, out, floor);
+        if (!result.ok()) return result.status();
+        std::shared_ptr<const RingSnapshot> snapshot = std::move(result).value();
+        out.snapshot = snapshot;
+        return snapshot;
+      });
+}
+
+Result<std::shared_ptr<const RingSnapshot>> AdoptSealedCopy(pid_t pid, const SealedCopy& copy,
+                                                            const SnapshotLoadOptions& options,
+                                                            SealedCopy* adopted) {
+  return CatchOutOfMemory(
+      "adopting a sealed snapshot", [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
+        const std::string path =
+            "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(copy.fd);
+        auto sealed = std::make_shared<SealedFile>();
+        sealed->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (sealed->fd < 0) return IoError("io", path, "open", errno);
+        struct stat st {};
+        if (fstat(sealed->fd, &st) != 0) return IoError("io", path, "fstat", errno);
+        if (!S_ISREG(st.st_mode) || st.st_dev != copy.device || st.st_ino != copy.inode ||
+            static_cast<uint64_t>(st.st_size) != copy.size) {
+          return IoError("io", path, "not the sealed copy named (another file at that descriptor)",
+                         0);
+        }
+        const int seals = fcntl(sealed->fd, F_GET_SEALS);
+        if (seals < 0 || (seals & kRequiredSeals) != kRequiredSeals) {
+          return IoError("io", path, "not sealed against writes and resizes", 0);
+        }
+        if (copy.size < kHeaderBytes + kTrailerBytes) {
+          return Bad("size", path + " is smaller than a header and a trailer");
+        }
+        void* map = mmap(nullptr, copy.size, PROT_READ, MAP_SHARED, sealed->fd, 0);
+        if (map == MAP_FAILED) return MapFailed(path, copy.size, errno);
+        sealed->data = map;
+        sealed->size = copy.size;
+        const auto* data = static_cast<const uint8_t*>(map);
+        Prechecked pre;
+        if (Status status = Precheck(data, data + copy.size - kTrailerBytes, copy.size, options,
+                                     nullptr, pre);
+            !status.ok()) {
+          return status;
+        }
+        if (adopted != nullptr) *adopted = SealedCopy{sealed->fd, st.st_dev, st.st_ino, copy.size};
+        Result<std::shared_ptr<RingSnapshot>> loaded =
+            SnapshotLoader::Load(sealed, data, copy.size, SnapshotLoadMode::kSealed, options, pre,
+                                 SnapshotLoader::LoadDepth::kAdopt);
+        if (!loaded.ok()) return loaded.status();
+        return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
+      });
+}
+
+}  // namespace internal
+
+Result<std::shared_ptr<const RingSnapshot>> LoadSnapshot(const std::string& path,
+                                                         const SnapshotLoadOptions& options) {
+  return internal::LoadSnapshotFile(path, options, nullptr);
+}
+
+Result<Ring> SnapshotLoader::TakeRing(const std::string& path, const SnapshotLoadOptions& options,
+                                      SnapshotInfo* info, std::vector<NamedSubset>* subsets) {
+  return internal::CatchOutOfMemory("loading a snapshot", path, [&]() -> Result<Ring> {
+    LoadedFile out;
+    Result<std::shared_ptr<RingSnapshot>> loaded = LoadFileMutable(path, options, out, nullptr);
+    if (!loaded.ok()) return loaded.status();
+    RingSnapshot& snapshot = *loaded.value();
+    // The copy first, then moves that cannot fail: on an error *info and
+    // *subsets are as they were.
+    if (info != nullptr) {
+      SnapshotInfo copy = snapshot.info_;
+      *info = std::move(copy);
+    }
+    if (subsets != nullptr) *subsets = std::move(snapshot.subsets_);
+    return std::move(snapshot.ring_);  // its state keeps the backing alive
+  });
+}
+
+Result<Ring> LoadSnapshotRing(const std::string& path, const SnapshotLoadOptions& options,
+                              SnapshotInfo* info, std::vector<NamedSubset>* subsets) {
+  return SnapshotLoader::TakeRing(path, options, info, subsets);
+}
+
+Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {
+  return internal::CatchOutOfMemory("reading a snapshot header", path, [&]() -> Result<SnapshotInfo> {
+    // Reads the header, the trailer, the label and the subsets: never the
+    // columns, never through a mapping.
+    Descriptor file;
+    uint64_t size = 0;
+    const SnapshotLoadOptions any;
+    if (Status status = OpenChecked(path, any, false, file, size, nullptr); !status.ok()) {
+      return status;
+    }
+    uint8_t head[kHeaderBytes];
+    uint8_t tail[kTrailerBytes];
+    if (Status status = ReadAt(path, file.fd, head, kHeaderBytes, 0); !status.ok()) return status;
+    if (Status status = ReadAt(path, file.fd, tail, kTrailerBytes, size - kTrailerBytes);
+        !status.ok()) {
+      return status;
+    }
+    internal::Prechecked pre;
+    if (Status status = internal::Precheck(head, tail, size, any, nullptr, pre);
+        !status.ok() && FailedSnapshotCheck(status) != SnapshotCheck::kExpired) {
+      return status;
+    }
+    internal::Header& h = pre.header;
+    const uint64_t label_bytes = h.length[kLabel];
+    std::string label(label_bytes, '\0');
+    if (Status status = ReadAt(path, file.fd, reinterpret_cast<uint8_t*>(label.data()),
+                               label_bytes, h.offset[kLabel]);
+        !status.ok()) {
+      return status;
+    }
+    h.info.label = std::move(label);
+    // The subsets section holds names and masks of at most 8 KiB each.
+    constexpr uint64_t kMaxSubsetBytes = uint64_t{64} << 20;
+    if (h.length[kSubsets] <= kMaxSubsetBytes) {
+      std::vector<uint8_t> section(h.length[kSubsets]);
+      internal::Header local = h;  // the section at offset 0 of `section`
+      if (ReadAt(path, file.fd, section.data(), section.size(), h.offset[kSubsets]).ok()) {
+        local.offset[kSubsets] = 0;
+        Result<std::vector<std::string>> names = internal::SubsetNamesOf(section.data(), local);
+        if (names.ok()) h.info.subset_names = std::move(names).value();
+      }
+    }
+    return std::move(h.info);
+  });
+}
+
+}  // namespace chash

@@ -1,0 +1,597 @@
+// The unhappy paths of a snapshot a control plane pushes to a fleet: what an
+// operator's tools and a bad push do to the file after, or instead of, a
+// clean rename. Each case names the fault; the property under test is that
+// nothing crashes, nothing serves a ring other than one that passed every
+// check, and a refusal costs no more than the file's header.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "builder/parallel.h"
+#include "snapshot/format.h"
+#include "cli_run.h"
+#include "test_util.h"
+
+namespace chash {
+namespace {
+
+using testing::TempPath;
+namespace fmt = internal::snapshot;
+
+Ring Fleet(uint32_t nodes, uint32_t first, uint32_t multiple = 16) {
+  RingBuilder builder({.flavor = Flavor::kPingoraV2, .point_multiple = multiple});
+  for (uint32_t i = 0; i < nodes; ++i) {
+    const uint32_t n = first + i;
+    EXPECT_TRUE(builder
+                    .Add("10.4." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1) +
+                             ":8080",
+                         1 + n % 3)
+                    .ok());
+  }
+  return std::move(builder).Build().value();
+}
+
+SnapshotWriteOptions Version(uint64_t version) {
+  SnapshotWriteOptions options;
+  options.config_version = version;
+  return options;
+}
+
+std::string CheckOf(const Status& status) {
+  return status.ok() ? "" : std::string(SnapshotCheckName(FailedSnapshotCheck(status)));
+}
+
+// Every probe answers as `expected` does.
+void ExpectAnswersOf(const Ring& expected, const Ring& ring, const std::string& when) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4096; ++i) {
+    const uint32_t hash = static_cast<uint32_t>(rng());
+    ASSERT_EQ(ring.FindNodeByHash(hash), expected.FindNodeByHash(hash)) << when << ", hash " << hash;
+  }
+}
+
+void WriteInPlace(const std::string& path, uint64_t offset, const std::string& bytes) {
+  const int fd = open(path.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset)),
+            static_cast<ssize_t>(bytes.size()));
+  close(fd);
+}
+
+// A fresh directory for a reloader's state.
+std::string StateDir(const std::string& name) {
+  const std::string dir = TempPath(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// ---- A served ring is immune to its file ----------------------------------
+
+// `cp new old`, `rsync --inplace`, `cat >`: the served file written through,
+// then truncated, then extended. A default (sealed) load keeps answering
+// exactly as the ring it loaded, and no access faults.
+TEST(SnapshotFaults, SealedRingIsImmuneToWritesInPlace) {
+  const Ring ring = Fleet(60, 0);
+  const Ring other = Fleet(60, 100);
+  const std::string path = TempPath("in_place.chash");
+  ASSERT_TRUE(WriteSnapshotFile(ring, Version(1), path).ok());
+  Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded.value()->mode(), SnapshotLoadMode::kSealed);
+  const Ring& served = loaded.value()->ring();
+
+  const std::string replacement = SerializeSnapshot(other, Version(2)).value();
+  WriteInPlace(path, 0, replacement);
+  ExpectAnswersOf(ring, served, "after another file was written over it");
+  std::string noise(std::filesystem::file_size(path), '\0');
+  std::mt19937 rng(3);
+  for (char& c : noise) c = static_cast<char>(rng());
+  WriteInPlace(path, 0, noise);
+  ExpectAnswersOf(ring, served, "after random bytes were written over it");
+  ASSERT_EQ(truncate(path.c_str(), 100), 0);
+  ExpectAnswersOf(ring, served, "after it was truncated to 100 bytes");
+  ASSERT_EQ(truncate(path.c_str(), 0), 0);
+  ExpectAnswersOf(ring, served, "after it was truncated to nothing");
+  ASSERT_EQ(truncate(path.c_str(), int64_t{1} << 30), 0);
+  ExpectAnswersOf(ring, served, "after it was extended by a hole");
+  std::remove(path.c_str());
+}
+
+// The lookups of a ring whose mapped file (kMap, the zero-copy mode for
+// files nothing rewrites) is rewritten with random bytes stay inside the
+// ring's arrays: the slot table and index levels are clamped. Under ASan
+// (tools/test-asan) any read outside them fails the test.
+TEST(SnapshotFaults, MappedRingLookupsStayInBoundsOnAnyBytes) {
+  const Ring ring = Fleet(200, 0, 160);  // 64K points: a stored index with levels
+  const std::string path = TempPath("mapped_noise.chash");
+  ASSERT_TRUE(WriteSnapshotFile(ring, Version(1), path).ok());
+  SnapshotLoadOptions map;
+  map.mode = SnapshotLoadMode::kMap;
+  Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path, map);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  const Ring& served = loaded.value()->ring();
+  const std::string bytes = testing::ReadAll(path);
+  const auto* raw = reinterpret_cast<const uint8_t*>(bytes.data());
+  const uint64_t index = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kSearchIndex);
+  const uint64_t index_bytes = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kSearchIndex + 8);
+  const uint64_t hashes = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kHashColumn);
+  const uint64_t hash_bytes = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kHashColumn + 8);
+  ASSERT_GT(index_bytes, 0u);
+  std::mt19937 rng(11);
+  for (int round = 0; round < 4; ++round) {
+    // The slot table and levels to all-ones or random words, the hash
+    // column shuffled: every position a lookup reads from them is garbage.
+    std::string garbage(index_bytes - fmt::kIndexHeaderBytes, '\xff');
+    if (round % 2 == 1) {
+      for (char& c : garbage) c = static_cast<char>(rng());
+    }
+    WriteInPlace(path, index + fmt::kIndexHeaderBytes, garbage);
+    std::string column(hash_bytes, '\0');
+    for (char& c : column) c = static_cast<char>(rng());
+    if (round >= 2) WriteInPlace(path, hashes, column);
+    testing::ForEachTarget([&](const std::string& target) {
+      for (int i = 0; i < 20000; ++i) {
+        const uint32_t hash = static_cast<uint32_t>(rng());
+        const uint32_t node = served.FindNodeByHash(hash);
+        ASSERT_LT(node, kMaxNodes) << target;
+      }
+      std::vector<uint32_t> batch(512), out(512);
+      for (uint32_t& h : batch) h = static_cast<uint32_t>(rng());
+      served.FindNodesByHash(batch, out);
+      for (const uint32_t node : out) ASSERT_LT(node, kMaxNodes) << target;
+      PointCursor cursor = served.WalkFromHash(static_cast<uint32_t>(rng()));
+      for (int step = 0; step < 64; ++step) (void)cursor.Next();
+    });
+  }
+  std::remove(path.c_str());
+}
+
+// ---- Refused before a byte of the body is read ------------------------------
+
+// A FIFO at the path: refused as not_regular at once. Run in a child with
+// an alarm: the code before this fix blocked in open() forever.
+TEST(SnapshotFaults, FifoIsRefusedWithoutBlocking) {
+  const std::string path = TempPath("fifo.chash");
+  std::remove(path.c_str());
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(10);
+    Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path);
+    _exit(!loaded.ok() && CheckOf(loaded.status()) == "not_regular" ? 0 : 3);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  EXPECT_FALSE(WIFSIGNALED(wstatus)) << "the load blocked (killed by signal "
+                                     << WTERMSIG(wstatus) << ")";
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "exit " << WEXITSTATUS(wstatus);
+  Result<std::shared_ptr<const RingSnapshot>> directory = LoadSnapshot(StateDir("a_directory"));
+  EXPECT_EQ(CheckOf(directory.status()), "not_regular") << directory.status().ToString();
+  std::remove(path.c_str());
+}
+
+// A valid file followed by a 4 GiB hole, and a file whose header claims
+// 4 GiB with nothing but holes behind it: refused for their size or their
+// holes from the header alone (no body read, no memory taken: the process
+// stays far below the claimed size, checked with RLIMIT_AS in a child).
+TEST(SnapshotFaults, SparseAndOversizedFilesAreRefusedFromTheHeader) {
+  const Ring ring = Fleet(30, 0);
+  const std::string path = TempPath("sparse.chash");
+  ASSERT_TRUE(WriteSnapshotFile(ring, Version(1), path).ok());
+  ASSERT_EQ(truncate(path.c_str(), int64_t{4} << 30), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // 1 GiB of address space more than the process has now: a load that
+    // read or mapped the 4 GiB would fail for memory, not for the check.
+    struct rlimit limit {};
+    std::ifstream statm("/proc/self/statm");
+    uint64_t pages = 0;
+    statm >> pages;
+    limit.rlim_cur = limit.rlim_max = pages * 4096 + (uint64_t{1} << 30);
+    setrlimit(RLIMIT_AS, &limit);
+    Result<std::shared_ptr<const RingSnapshot>> capped = LoadSnapshot(path);
+    if (capped.ok() || CheckOf(capped.status()) != "max_size") _exit(3);
+    SnapshotLoadOptions big;
+    big.max_file_bytes = uint64_t{8} << 30;
+    Result<std::shared_ptr<const RingSnapshot>> holes = LoadSnapshot(path, big);
+    if (holes.ok() || CheckOf(holes.status()) != "sparse") _exit(4);
+    _exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+      << "exit " << WEXITSTATUS(wstatus) << ": 3 = not refused for its size, 4 = not for its holes";
+  std::remove(path.c_str());
+}
+
+TEST(SnapshotFaults, UntrustedOrOldFilesAreRefusedBeforeTheBody) {
+  const Ring ring = Fleet(30, 0);
+  Result<SecretKey> key = GenerateSecretKey();
+  ASSERT_TRUE(key.ok());
+  const std::string path = TempPath("unsigned_sparse.chash");
+  // An unsigned file with a hole where its columns should be: with trusted
+  // keys it is refused for its signature before the hole is looked at.
+  ASSERT_TRUE(WriteSnapshotFile(ring, Version(5), path).ok());
+  std::string bytes = testing::ReadAll(path);
+  SnapshotLoadOptions trust;
+  trust.trusted_keys = {key.value().public_key()};
+  trust.max_file_bytes = uint64_t{8} << 30;
+  {
+    const int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, bytes.data(), fmt::kHeaderBytes, 0),
+              static_cast<ssize_t>(fmt::kHeaderBytes));
+    close(fd);
+  }
+  EXPECT_EQ(CheckOf(LoadSnapshot(path, trust).status()), "size")
+      << "a file shorter than its header says is refused for its size";
+  std::remove(path.c_str());
+  ASSERT_TRUE(WriteSnapshotFile(ring, Version(5), path).ok());
+  EXPECT_EQ(CheckOf(LoadSnapshot(path, trust).status()), "signature");
+  SnapshotLoadOptions newer;
+  newer.min_config_version = 6;
+  EXPECT_EQ(CheckOf(LoadSnapshot(path, newer).status()), "min_version");
+  std::remove(path.c_str());
+}
+
+// ---- Expiry ------------------------------------------------------------------
+
+TEST(SnapshotFaults, ExpiredFilesAreRefused) {
+  const Ring ring = Fleet(30, 0);
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  SnapshotWriteOptions stale = Version(3);
+  stale.expires_unix_seconds = now - 60;
+  Result<std::string> bytes = SerializeSnapshot(ring, stale);
+  ASSERT_TRUE(bytes.ok());
+  Result<std::shared_ptr<const RingSnapshot>> refused = LoadSnapshotFromBytes(bytes.value());
+  EXPECT_EQ(CheckOf(refused.status()), "expired") << refused.status().ToString();
+  EXPECT_EQ(refused.status().code(), StatusCode::kUntrusted);
+
+  SnapshotWriteOptions fresh = Version(3);
+  fresh.expires_unix_seconds = now + 3600;
+  Result<std::string> good = SerializeSnapshot(ring, fresh);
+  ASSERT_TRUE(good.ok());
+  Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshotFromBytes(good.value());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded.value()->info().expires_unix_seconds, now + 3600);
+  EXPECT_EQ(loaded.value()->info().minor_version, 3);
+
+  // The expiry is signed: moving it forward breaks the signature.
+  Result<SecretKey> key = GenerateSecretKey();
+  ASSERT_TRUE(key.ok());
+  SnapshotWriteOptions signed_stale = stale;
+  signed_stale.signing_key = key.value();
+  std::string forged = SerializeSnapshot(ring, signed_stale).value();
+  fmt::StoreU64(reinterpret_cast<uint8_t*>(forged.data()) + fmt::kOffExpires,
+                static_cast<uint64_t>(now + 3600));
+  const std::array<uint8_t, 16> sum =
+      fmt::Checksum(reinterpret_cast<const uint8_t*>(forged.data()), forged.size() - 16);
+  std::memcpy(forged.data() + forged.size() - 16, sum.data(), 16);
+  SnapshotLoadOptions trust;
+  trust.trusted_keys = {key.value().public_key()};
+  EXPECT_EQ(CheckOf(LoadSnapshotFromBytes(forged, trust).status()), "signature");
+
+  SnapshotWriteOptions negative = Version(3);
+  negative.expires_unix_seconds = -5;
+  EXPECT_EQ(SerializeSnapshot(ring, negative).status().code(), StatusCode::kBadArgument);
+}
+
+// ---- Versions never go back, across restarts ---------------------------------
+
+TEST(SnapshotFaults, VersionsNeverGoBackAcrossRestarts) {
+  const Ring v1 = Fleet(40, 0);
+  const Ring v2 = Fleet(40, 50);
+  const std::string dir = StateDir("versions_state");
+  const std::string path = TempPath("versions.chash");
+  ReloadOptions options;
+  options.state_dir = dir;
+  options.name = "cache";
+  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
+  {
+    Result<std::unique_ptr<SnapshotReloader>> first = SnapshotReloader::Create(path, options);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_TRUE(WriteSnapshotFile(v2, Version(2), path).ok());
+    ASSERT_TRUE(first.value()->Poll().ok());
+    EXPECT_EQ(first.value()->current()->info().config_version, 2u);
+    EXPECT_EQ(first.value()->report().highest_version, 2u);
+  }
+  // A restart with the older signed file renamed back: refused as a
+  // rollback, and the last good file (version 2) served instead.
+  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> restarted = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(restarted.ok()) << restarted.status().ToString();
+  EXPECT_EQ(restarted.value()->current()->info().config_version, 2u);
+  ExpectAnswersOf(v2, *restarted.value()->ring(), "served from the last good file");
+  const ReloadReport report = restarted.value()->report();
+  EXPECT_TRUE(report.serving_last_good);
+  EXPECT_EQ(report.last_check, SnapshotCheck::kRollback) << report.last_message;
+  // A rollback done right: the old servers as a new, higher version.
+  ASSERT_TRUE(WriteSnapshotFile(v1, Version(3), path).ok());
+  EXPECT_TRUE(restarted.value()->Poll().ok());
+  EXPECT_EQ(restarted.value()->current()->info().config_version, 3u);
+  EXPECT_FALSE(restarted.value()->report().serving_last_good);
+  // Version 3 with another ring: same_version.
+  ASSERT_TRUE(WriteSnapshotFile(v2, Version(3), path).ok());
+  EXPECT_EQ(CheckOf(restarted.value()->Poll()), "same_version");
+  // Without the last good file, a restart on an older file fails, naming why.
+  std::filesystem::remove(dir + "/cache.good");
+  ASSERT_TRUE(WriteSnapshotFile(v2, Version(2), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> nothing = SnapshotReloader::Create(path, options);
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_EQ(CheckOf(nothing.status()), "rollback") << nothing.status().ToString();
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+}
+
+// A damaged file at start: the last good one is served, and the refusal is
+// reported, not hidden.
+TEST(SnapshotFaults, LastGoodServesWhenTheFileIsDamagedAtStart) {
+  const Ring v4 = Fleet(40, 0);
+  const std::string dir = StateDir("last_good_state");
+  const std::string path = TempPath("last_good.chash");
+  ReloadOptions options;
+  options.state_dir = dir;
+  ASSERT_TRUE(WriteSnapshotFile(v4, Version(4), path).ok());
+  ASSERT_TRUE(SnapshotReloader::Create(path, options).ok());
+  std::string damaged = SerializeSnapshot(Fleet(40, 7), Version(5)).value();
+  damaged[damaged.size() / 2] ^= 0x10;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
+  Result<std::unique_ptr<SnapshotReloader>> restarted = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(restarted.ok()) << restarted.status().ToString();
+  EXPECT_EQ(restarted.value()->current()->info().config_version, 4u);
+  EXPECT_TRUE(restarted.value()->report().serving_last_good);
+  EXPECT_EQ(restarted.value()->report().last_check, SnapshotCheck::kChecksum);
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+}
+
+// ---- One verification a host -----------------------------------------------
+
+// Two reloaders with one state directory: the second adopts the sealed copy
+// the first verified (the same pages: no second copy, no second verify).
+TEST(SnapshotFaults, ASecondReloaderAdoptsTheVerifiedCopy) {
+  const Ring v1 = Fleet(40, 0);
+  const Ring v2 = Fleet(45, 10);
+  const std::string dir = StateDir("share_state");
+  const std::string path = TempPath("share.chash");
+  ReloadOptions options;
+  options.state_dir = dir;
+  options.name = "shared";
+  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> a = SnapshotReloader::Create(path, options);
+  Result<std::unique_ptr<SnapshotReloader>> b = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(WriteSnapshotFile(v2, Version(2), path).ok());
+  ReloadCandidate first = a.value()->Check();
+  ASSERT_EQ(first.outcome, ReloadOutcome::kNew) << first.status.ToString();
+  EXPECT_FALSE(first.adopted);
+  ASSERT_TRUE(a.value()->Accept(first).ok());
+  ReloadCandidate second = b.value()->Check();
+  ASSERT_EQ(second.outcome, ReloadOutcome::kNew) << second.status.ToString();
+  EXPECT_TRUE(second.adopted) << "the second reloader verified the file again";
+  ASSERT_TRUE(b.value()->Accept(second).ok());
+  EXPECT_EQ(b.value()->report().adopted, 1u);
+  ExpectAnswersOf(v2, *b.value()->ring(), "adopted");
+
+  // A refusal is shared too: the second reloader refuses the identity the
+  // first refused, with its check.
+  std::string damaged = SerializeSnapshot(Fleet(45, 20), Version(3)).value();
+  damaged[damaged.size() / 3] ^= 1;
+  const std::string temp = path + ".new";
+  std::ofstream(temp, std::ios::binary) << damaged;
+  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+  EXPECT_EQ(CheckOf(a.value()->Poll()), "checksum");
+  ReloadCandidate shared_refusal = b.value()->Check();
+  EXPECT_EQ(shared_refusal.outcome, ReloadOutcome::kRefused);
+  EXPECT_EQ(shared_refusal.check, SnapshotCheck::kChecksum);
+  EXPECT_EQ(b.value()->current()->info().config_version, 2u);
+
+  // A process started later (a respawned worker) catches up without the
+  // path: AdoptShared takes the newest verified copy.
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(45, 30), Version(4), path).ok());
+  ASSERT_TRUE(a.value()->Poll().ok());
+  ReloadCandidate caught_up = b.value()->AdoptShared();
+  ASSERT_EQ(caught_up.outcome, ReloadOutcome::kNew);
+  EXPECT_TRUE(caught_up.adopted);
+  ASSERT_TRUE(b.value()->Accept(caught_up).ok());
+  EXPECT_EQ(b.value()->current()->info().config_version, 4u);
+  EXPECT_EQ(b.value()->Check().outcome, ReloadOutcome::kUnchanged)
+      << "the path's file is the one adopted";
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+}
+
+// Across processes: a child with the same state directory adopts what the
+// parent verified.
+TEST(SnapshotFaults, AnotherProcessAdoptsTheVerifiedCopy) {
+  const std::string dir = StateDir("share_process_state");
+  const std::string path = TempPath("share_process.chash");
+  ReloadOptions options;
+  options.state_dir = dir;
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(40, 0), Version(7), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> parent = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(parent.ok());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);
+    // A fresh reloader in the child: its Create adopts the parent's copy.
+    ASSERT_TRUE(WriteSnapshotFile(Fleet(40, 0), Version(7), path + ".unused").ok());
+    Result<std::unique_ptr<SnapshotReloader>> mine = SnapshotReloader::Create(path, options);
+    if (!mine.ok()) _exit(3);
+    ReloadCandidate none = mine.value()->Check();
+    _exit(none.outcome == ReloadOutcome::kUnchanged &&
+                  mine.value()->current()->info().config_version == 7
+              ? 0
+              : 4);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "exit " << WEXITSTATUS(wstatus);
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+  std::remove((path + ".unused").c_str());
+}
+
+// A record naming a descriptor that is not the sealed copy (the holder
+// closed it and reused the number) is not adopted: the file is verified.
+TEST(SnapshotFaults, AStaleShareRecordIsNotTrusted) {
+  const std::string dir = StateDir("stale_share_state");
+  const std::string path = TempPath("stale_share.chash");
+  ReloadOptions options;
+  options.state_dir = dir;
+  options.name = "stale";
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(40, 0), Version(1), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> a = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(a.ok());
+  // The record now names a descriptor of this process that is a plain file.
+  const std::string share = dir + "/stale.share";
+  std::string record = testing::ReadAll(share);
+  const int other = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(other, 0);
+  const size_t at = record.find("\nfd ");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = record.find('\n', at + 1);
+  record.replace(at, end - at, "\nfd " + std::to_string(other));
+  std::ofstream(share, std::ios::trunc) << record;
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(40, 5), Version(2), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> b = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b.value()->current()->info().config_version, 2u);
+  close(other);
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+}
+
+// ---- A full disk -------------------------------------------------------------
+
+// The state directory's file system fills up (a tmpfs in a private mount
+// namespace, filled by another file): the new ring is served all the same,
+// the failure is reported, and the write is tried again once there is room.
+TEST(SnapshotFaults, AFullDiskDoesNotStopAReload) {
+  const std::string dir = StateDir("full_disk_state");
+  const std::string path = TempPath("full_disk.chash");
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 0), Version(1), path).ok());
+  constexpr int kNoNamespace = 77;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);
+    const std::string uid = std::to_string(getuid()), gid = std::to_string(getgid());
+    const auto put = [](const char* file, const std::string& text) {
+      const int fd = open(file, O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return false;
+      const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      close(fd);
+      return ok;
+    };
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0 || !put("/proc/self/setgroups", "deny") ||
+        !put("/proc/self/uid_map", "0 " + uid + " 1") ||
+        !put("/proc/self/gid_map", "0 " + gid + " 1") ||
+        mount("none", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
+      _exit(kNoNamespace);
+    }
+    ReloadOptions options;
+    options.state_dir = dir;
+    options.name = "disk";
+    Result<std::unique_ptr<SnapshotReloader>> reloader = SnapshotReloader::Create(path, options);
+    if (!reloader.ok() || !reloader.value()->report().state_error.ok()) _exit(3);
+    const std::string filler = dir + "/filler";
+    {
+      std::ofstream fill(filler, std::ios::binary);
+      const std::string block(4096, 'x');
+      for (int i = 0; i < 128 && fill.good(); ++i) fill << block;
+    }
+    if (!WriteSnapshotFile(Fleet(20, 3), Version(2), path).ok()) _exit(4);
+    const Status polled = reloader.value()->Poll();
+    if (polled.ok()) _exit(5);  // the state could not have been written
+    if (reloader.value()->current()->info().config_version != 2) _exit(6);
+    if (reloader.value()->report().state_error.ok()) _exit(7);
+    std::remove(filler.c_str());
+    (void)reloader.value()->Check();  // nothing new: retries the state
+    if (!reloader.value()->report().state_error.ok()) _exit(8);
+    Result<std::unique_ptr<SnapshotReloader>> restarted = SnapshotReloader::Create(path, options);
+    if (!restarted.ok() || restarted.value()->report().highest_version != 2) _exit(9);
+    _exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kNoNamespace) {
+    GTEST_SKIP() << "no user and mount namespace (or tmpfs) for this process";
+  }
+  ASSERT_TRUE(WIFEXITED(wstatus)) << "signal " << WTERMSIG(wstatus);
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0)
+      << "5 = the write did not fail, 6 = the new ring was not served, 7 = not reported, "
+         "8 = not written once there was room, 9 = a restart did not see it";
+}
+
+// ---- Threads -----------------------------------------------------------------
+
+TEST(SnapshotFaults, DefaultThreadsFollowTheAffinityMask) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) _exit(3);
+    _exit(internal::UsableCpus() == 1 ? 0 : 4);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "exit " << WEXITSTATUS(wstatus);
+  EXPECT_GE(internal::UsableCpus(), 1u);
+  EXPECT_LE(internal::UsableCpus(), internal::kMaxDefaultThreads);
+  // One thread or many: the same signed load.
+  const Ring ring = Fleet(80, 0, 160);
+  Result<SecretKey> key = GenerateSecretKey();
+  ASSERT_TRUE(key.ok());
+  SnapshotWriteOptions write = Version(1);
+  write.signing_key = key.value();
+  const std::string bytes = SerializeSnapshot(ring, write).value();
+  for (const uint32_t threads : {1u, 3u, 300u}) {
+    SnapshotLoadOptions load;
+    load.trusted_keys = {key.value().public_key()};
+    load.threads = threads;
+    Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshotFromBytes(bytes, load);
+    ASSERT_TRUE(loaded.ok()) << threads << ": " << loaded.status().ToString();
+  }
+}
+
+TEST(SnapshotFaults, EveryCheckHasItsName) {
+  for (uint8_t i = 0; i < kSnapshotCheckCount; ++i) {
+    const std::string_view name = SnapshotCheckName(static_cast<SnapshotCheck>(i));
+    EXPECT_NE(name, "unknown") << int{i};
+    if (i > 0) {
+      EXPECT_EQ(FailedSnapshotCheck(Status(StatusCode::kBadSnapshot, std::string(name) + ": x")),
+                static_cast<SnapshotCheck>(i));
+    }
+  }
+  EXPECT_EQ(SnapshotCheckName(static_cast<SnapshotCheck>(kSnapshotCheckCount)), "unknown");
+  // A path that merely contains a check's name is not that check.
+  EXPECT_EQ(FailedSnapshotCheck(Status(StatusCode::kUntrusted,
+                                       "signature: /etc/min_version/ring.chash is not signed")),
+            SnapshotCheck::kSignature);
+}
+
+}  // namespace
+}  // namespace chash

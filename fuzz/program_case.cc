@@ -1,6 +1,7 @@
 #include "program_case.h"
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
@@ -16,6 +17,8 @@ namespace {
 
 constexpr uint64_t kProgramFuzzMaxPoints = 100000;
 constexpr uint64_t kMaglevSizes[] = {2, 3, 5, 7, 11, 13, 17, 31, 101, 257, 1009, 4099, 65537};
+// No tag, twemproxy's usual ones and a refused one.
+constexpr std::array<char, 2> kHashTags[] = {{'\0', '\0'}, {'{', '}'}, {':', ':'}, {'{', '\0'}};
 constexpr Flavor kProgramFlavors[] = {Flavor::kHaproxy, Flavor::kKetamaMd5, Flavor::kVarnishShard,
                                       Flavor::kEnvoyRing, Flavor::kEnvoyMaglev};
 
@@ -31,6 +34,13 @@ uint32_t DecodeWeight(FuzzReader& in) {
     default:
       return w % 8;  // 0..4
   }
+}
+
+uint8_t HashTagCode(const std::array<char, 2>& tag) {
+  for (uint8_t i = 0; i < std::size(kHashTags); ++i) {
+    if (kHashTags[i] == tag) return i;
+  }
+  return 3;
 }
 
 std::string Ipv4(uint32_t a) {
@@ -55,11 +65,19 @@ ProgramCase DecodeProgramCase(const uint8_t* data, size_t size) {
           (bits & 8) != 0 ? HaproxyServerKey::kIdUnfixed30 : HaproxyServerKey::kId;
       break;
     }
-    case Flavor::kKetamaMd5:
-      options.ketama.variant = static_cast<KetamaVariant>(in.U8() % 4);
-      options.ketama.key_hash = static_cast<KetamaKeyHash>(in.U8() % 13);
-      if ((in.U8() & 1) != 0) options.ketama.default_port = 11212;
+    case Flavor::kKetamaMd5: {
+      options.ketama.variant = static_cast<KetamaVariant>(in.U8() % 6);
+      const bool twemproxy = options.ketama.variant == KetamaVariant::kTwemproxy;
+      uint8_t key_hash = in.U8() % 14;
+      if (options.ketama.variant == KetamaVariant::kLibketama && key_hash < 13) key_hash %= 2;
+      options.ketama.key_hash = static_cast<KetamaKeyHash>(key_hash);
+      const uint8_t bits = in.U8();
+      if ((bits & 1) != 0) options.ketama.default_port = 11212;
+      // A tag on another variant (refused) one time in eight.
+      const uint8_t tag = (bits >> 1) & 7;
+      if (twemproxy || tag == 7) options.ketama.hash_tag = kHashTags[tag & 3];
       break;
+    }
     case Flavor::kVarnishShard:
       options.varnish.replicas = 1 + in.U8() % 80;
       break;
@@ -117,7 +135,9 @@ ProgramCase DecodeProgramCase(const uint8_t* data, size_t size) {
     }
     server.weight = DecodeWeight(in);
     if (options.flavor == Flavor::kKetamaMd5 &&
-        options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted && server.weight < 256) {
+        (options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted ||
+         options.ketama.variant == KetamaVariant::kLibmemcachedSpy) &&
+        server.weight < 256) {
       server.weight %= 2;  // 0 or 1, but for the wide weights (kBadWeight)
     }
     const uint8_t id_mode = in.U8() % 32;
@@ -169,7 +189,11 @@ std::string EncodeProgramCase(const ProgramCase& c) {
     case Flavor::kKetamaMd5:
       out.U8(static_cast<uint8_t>(options.ketama.variant))
           .U8(static_cast<uint8_t>(options.ketama.key_hash))
-          .U8(options.ketama.default_port == 11212 ? 1 : 0);
+          .U8(static_cast<uint8_t>((options.ketama.default_port == 11212 ? 1 : 0) |
+                                   (options.ketama.variant == KetamaVariant::kTwemproxy
+                                        ? HashTagCode(options.ketama.hash_tag)
+                                        : (options.ketama.hash_tag == kHashTags[0] ? 0 : 7))
+                                       << 1));
       break;
     case Flavor::kVarnishShard:
       out.U8(static_cast<uint8_t>(options.varnish.replicas - 1));
@@ -251,7 +275,8 @@ std::string ProgramCase::Describe() const {
       break;
     case Flavor::kKetamaMd5:
       out << " variant " << static_cast<int>(options.ketama.variant) << " key hash "
-          << static_cast<int>(options.ketama.key_hash) << " port " << options.ketama.default_port;
+          << static_cast<int>(options.ketama.key_hash) << " port " << options.ketama.default_port
+          << " tag " << static_cast<int>(HashTagCode(options.ketama.hash_tag));
       break;
     case Flavor::kVarnishShard:
       out << " replicas " << options.varnish.replicas;
@@ -446,7 +471,8 @@ class Comparison {
     const bool exact = c_.options.flavor == Flavor::kHaproxy ||
                        c_.options.flavor == Flavor::kVarnishShard ||
                        (c_.options.flavor == Flavor::kKetamaMd5 &&
-                        c_.options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted);
+                        (c_.options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted ||
+                         c_.options.ketama.variant == KetamaVariant::kLibmemcachedSpy));
     Expect(MasksExactly(ring_), exact, "MasksExactly");
     const reference::ProgramRing& subset = subset_;
     const auto accept = [&](uint32_t node) {

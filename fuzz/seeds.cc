@@ -896,6 +896,41 @@ void AddProgramSeeds(std::vector<Seed>& seeds) {
       Program({.flavor = Flavor::kKetamaMd5, .ketama = {.variant = KetamaVariant::kLibketama}},
               Hosts(7, ":11211"), {1, 1, 1, 1, 1, 1, 1}),
       ProgramCheck(StatusCode::kOk));
+  add("ketama_libmemcached_spy",
+      Program(
+          {.flavor = Flavor::kKetamaMd5, .ketama = {.variant = KetamaVariant::kLibmemcachedSpy}},
+          Hosts(5, ":11211"), {1, 1, 1, 0, 1}),
+      ProgramCheck(StatusCode::kOk, [](const ProgramCase&, const Ring& ring) -> std::string {
+        // "/host:port", the default port written too.
+        const std::string& label = ring.node(0).address.host;
+        return label.front() == '/' && label.ends_with(":11211") ? "" : "not a spy label";
+      }));
+  add("ketama_spy_weighted_murmur3",
+      Program({.flavor = Flavor::kKetamaMd5,
+               .ketama = {.variant = KetamaVariant::kLibmemcachedSpyWeighted,
+                          .key_hash = KetamaKeyHash::kMurmur3}},
+              Hosts(4), {1, 3, 2, 1}),
+      ProgramCheck(StatusCode::kOk));
+  add("ketama_twemproxy_crc16_hash_tag",
+      Program({.flavor = Flavor::kKetamaMd5,
+               .ketama = {.variant = KetamaVariant::kTwemproxy,
+                          .key_hash = KetamaKeyHash::kCrc16,
+                          .hash_tag = {'{', '}'}}},
+              Hosts(4), {1, 2, 1, 1}),
+      ProgramCheck(StatusCode::kOk, [](const ProgramCase&, const Ring& ring) -> std::string {
+        if (ring.KeyHash("user:{42}:name") != ring.KeyHash("42")) return "the tag is not hashed";
+        if (ring.KeyHash("a{}b") == ring.KeyHash("")) return "an empty tag hashes the key";
+        // twemproxy's crc16 keeps 32 bits of state: 4 bytes pass 16 bits.
+        return ring.KeyHash("abcd") > 0xFFFF ? "" : "crc16 kept to 16 bits";
+      }));
+  add("ketama_libmemcached_crc16_refused",
+      Program({.flavor = Flavor::kKetamaMd5, .ketama = {.key_hash = KetamaKeyHash::kCrc16}},
+              Hosts(3), {1, 1, 1}),
+      ProgramCheck(StatusCode::kBadArgument));
+  add("ketama_hash_tag_not_twemproxy",
+      Program({.flavor = Flavor::kKetamaMd5, .ketama = {.hash_tag = {'{', '}'}}}, Hosts(3),
+              {1, 1, 1}),
+      ProgramCheck(StatusCode::kBadArgument));
   add("ketama_single_server_hash_0", Program({.flavor = Flavor::kKetamaMd5}, Hosts(1), {3}),
       ProgramCheck(StatusCode::kOk, [](const ProgramCase&, const Ring& ring) -> std::string {
         return ring.KeyHash("anything") == 0 ? "" : "a single server's key hash is not 0";

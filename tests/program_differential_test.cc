@@ -82,7 +82,15 @@ TEST(ProgramDifferential, EveryVariantOnALargerFleet) {
       {.flavor = Flavor::kKetamaMd5, .ketama = {.variant = KetamaVariant::kTwemproxy}},
       {.flavor = Flavor::kKetamaMd5,
        .ketama = {.variant = KetamaVariant::kTwemproxy, .key_hash = KetamaKeyHash::kHsieh}},
+      {.flavor = Flavor::kKetamaMd5,
+       .ketama = {.variant = KetamaVariant::kTwemproxy,
+                  .key_hash = KetamaKeyHash::kCrc16,
+                  .hash_tag = {'{', '}'}}},
       {.flavor = Flavor::kKetamaMd5, .ketama = {.variant = KetamaVariant::kLibketama}},
+      {.flavor = Flavor::kKetamaMd5, .ketama = {.variant = KetamaVariant::kLibmemcachedSpy}},
+      {.flavor = Flavor::kKetamaMd5,
+       .ketama = {.variant = KetamaVariant::kLibmemcachedSpyWeighted,
+                  .key_hash = KetamaKeyHash::kMurmur3}},
       {.flavor = Flavor::kVarnishShard},
       {.flavor = Flavor::kEnvoyRing},
       {.flavor = Flavor::kEnvoyRing, .envoy_ring = {.hash_function = EnvoyHash::kMurmurHash2}},
@@ -92,8 +100,14 @@ TEST(ProgramDifferential, EveryVariantOnALargerFleet) {
     ProgramCase c = Fleet(options, 100, 1);
     for (size_t i = 0; i < c.servers.size(); i += 9) c.servers[i].weight = 3;
     if (options.flavor == Flavor::kKetamaMd5 &&
-        options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted) {
+        (options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted ||
+         options.ketama.variant == KetamaVariant::kLibmemcachedSpy)) {
       for (ProgramServer& server : c.servers) server.weight = 1;
+    }
+    if (options.ketama.hash_tag[0] != '\0') {
+      c.keys.push_back("user:{1234}:profile");
+      c.keys.push_back("{}empty-tag{x}");
+      c.keys.push_back("open{only");
     }
     ExpectAgree(c);
   }

@@ -216,6 +216,34 @@ std::vector<uint64_t> EnvoyRingEntries(const RingOptions& options,
 
 // ---- Options --------------------------------------------------------------------------
 
+// Which program offers the key hash: libmemcached's hashkit has no crc16
+// and no crc32a, twemproxy no murmur3, libketama MD5 alone.
+const char* KetamaKeyHashProblem(const KetamaOptions& ketama) noexcept {
+  const KetamaKeyHash hash = ketama.key_hash;
+  switch (ketama.variant) {
+    case KetamaVariant::kTwemproxy:
+      return hash == KetamaKeyHash::kMurmur3 ? "twemproxy has no murmur3 key hash" : nullptr;
+    case KetamaVariant::kLibketama:
+      return hash == KetamaKeyHash::kDefault || hash == KetamaKeyHash::kMd5
+                 ? nullptr
+                 : "libketama hashes keys with MD5 only";
+    default:
+      return hash == KetamaKeyHash::kCrc16 || hash == KetamaKeyHash::kCrc32a
+                 ? "libmemcached has no crc16 or crc32a key hash (its \"crc\" is kCrc32)"
+                 : nullptr;
+  }
+}
+
+const char* HashTagProblem(const KetamaOptions& ketama) noexcept {
+  const bool none = ketama.hash_tag[0] == '\0' && ketama.hash_tag[1] == '\0';
+  if (none) return nullptr;
+  if (ketama.variant != KetamaVariant::kTwemproxy) return "only twemproxy has a hash_tag";
+  if (ketama.hash_tag[0] == '\0' || ketama.hash_tag[1] == '\0') {
+    return "twemproxy's hash_tag is two bytes, neither of them NUL";
+  }
+  return nullptr;
+}
+
 Status ValidateProgramOptionsOrThrow(const RingOptions& options) {
   const Flavor flavor = options.flavor;
   const auto only_for = [&](bool differs, std::string_view field, Flavor owner) -> Status {
@@ -253,16 +281,24 @@ Status ValidateProgramOptionsOrThrow(const RingOptions& options) {
       }
       break;
     case Flavor::kKetamaMd5:
-      if (static_cast<uint8_t>(options.ketama.variant) > 3) {
+      if (static_cast<uint8_t>(options.ketama.variant) >
+          static_cast<uint8_t>(KetamaVariant::kLibmemcachedSpyWeighted)) {
         return Bad(StatusCode::kBadArgument,
                    "ketama variant " + std::to_string(static_cast<int>(options.ketama.variant)) +
                        " is none of libmemcached-weighted, libmemcached-unweighted, twemproxy, "
-                       "libketama");
+                       "libketama, libmemcached-spy, libmemcached-spy-weighted");
       }
-      if (static_cast<uint8_t>(options.ketama.key_hash) > 12) {
+      if (static_cast<uint8_t>(options.ketama.key_hash) >
+          static_cast<uint8_t>(KetamaKeyHash::kMurmur3)) {
         return Bad(StatusCode::kBadArgument,
                    "ketama key hash " + std::to_string(static_cast<int>(options.ketama.key_hash)) +
                        " is not a KetamaKeyHash");
+      }
+      if (const char* why = KetamaKeyHashProblem(options.ketama)) {
+        return Bad(StatusCode::kBadArgument, why);
+      }
+      if (const char* why = HashTagProblem(options.ketama)) {
+        return Bad(StatusCode::kBadArgument, why);
       }
       if (options.ketama.default_port == 0 || options.ketama.default_port > 65535) {
         return Bad(StatusCode::kBadArgument, "ketama default port must be 1..65535, got " +
@@ -364,12 +400,18 @@ Result<NodeAddress> ParseProgramNode(const RingOptions& options, std::string_vie
     }
     case Flavor::kKetamaMd5: {
       const KetamaVariant variant = options.ketama.variant;
-      if (variant == KetamaVariant::kLibmemcachedUnweighted && weight > 1) {
+      const bool spy = IsSpy(variant);
+      if ((variant == KetamaVariant::kLibmemcachedUnweighted ||
+           variant == KetamaVariant::kLibmemcachedSpy) &&
+          weight > 1) {
         return Bad(StatusCode::kBadWeight,
                    "weight " + std::to_string(weight) +
                        ": libmemcached's unweighted ketama takes weights 0 and 1 (a server of "
-                       "weight > 1 turns libmemcached's weighted mode on: use "
-                       "libmemcached-weighted, with the key hash you configured)");
+                       "weight > 1 turns libmemcached's weighted continuum on and keeps the key "
+                       "hash: use " +
+                       (spy ? std::string("libmemcached-spy-weighted")
+                            : std::string("libmemcached-weighted with key hash one-at-a-time")) +
+                       ", or the key hash you configured)");
       }
       if (variant == KetamaVariant::kLibketama) {
         if (const char* why = OpaqueProblem(address, true, true)) return BadAddress(address, why);
@@ -383,7 +425,10 @@ Result<NodeAddress> ParseProgramNode(const RingOptions& options, std::string_vie
       Result<HostPort> split = SplitHostPort(address, options.ketama.default_port);
       if (!split.ok()) return split.status();
       out.written.assign(address);
-      if (twemproxy && !node.name.empty()) {
+      if (spy) {
+        // libmemcached's "/%s:%u" whatever the port.
+        out.host = "/" + std::string(split.value().host) + ":" + Decimal(split.value().port);
+      } else if (twemproxy && !node.name.empty()) {
         if (const char* why = OpaqueProblem(node.name, true, true)) {
           return Bad(StatusCode::kBadAddress, "server name: " + std::string(why));
         }
@@ -417,9 +462,7 @@ uint64_t NodePointsAlone(const RingOptions& options, uint32_t weight) noexcept {
     case Flavor::kVarnishShard:
       return uint64_t{weight} * options.varnish.replicas;
     case Flavor::kKetamaMd5:
-      return options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted
-                 ? uint64_t{weight} * 100
-                 : 0;
+      return IsUnweightedKetama(options.ketama.variant) ? uint64_t{weight} * 100 : 0;
     default:
       return 0;
   }
@@ -445,6 +488,8 @@ KetamaKeyHash ResolvedKetamaKeyHash(const KetamaOptions& options) noexcept {
   if (options.key_hash != KetamaKeyHash::kDefault) return options.key_hash;
   switch (options.variant) {
     case KetamaVariant::kLibmemcachedUnweighted:
+    case KetamaVariant::kLibmemcachedSpy:
+    case KetamaVariant::kLibmemcachedSpyWeighted:
       return KetamaKeyHash::kOneAtATime;
     case KetamaVariant::kTwemproxy:
       return KetamaKeyHash::kFnv1a64;
@@ -472,8 +517,11 @@ KeyHasher ProgramKeyHasher(const RingOptions& options, uint32_t weighted_nodes) 
           KeyHashKind::kFnv1a64, KeyHashKind::kFnv1_64, KeyHashKind::kFnv1_32,
           KeyHashKind::kFnv1a32, KeyHashKind::kCrc32,   KeyHashKind::kCrc32Bits15,
           KeyHashKind::kCrc16,   KeyHashKind::kHsieh,   KeyHashKind::kMurmur,
-          KeyHashKind::kJenkins};
-      hasher.kind = kKinds[std::min<size_t>(static_cast<uint8_t>(key_hash), 12)];
+          KeyHashKind::kJenkins, KeyHashKind::kMurmur3};
+      static_assert(std::size(kKinds) == static_cast<size_t>(KetamaKeyHash::kMurmur3) + 1);
+      hasher.kind = kKinds[std::min<size_t>(static_cast<uint8_t>(key_hash), std::size(kKinds) - 1)];
+      hasher.tagged = options.ketama.hash_tag[0] != '\0';
+      hasher.tag = options.ketama.hash_tag;
       // libmemcached and twemproxy: one server, no hashing (hash 0);
       // twemproxy: an empty key hashes to 0. libketama hashes always.
       hasher.constant_zero = variant != KetamaVariant::kLibketama && weighted_nodes == 1;
@@ -509,9 +557,11 @@ PointCounts CountProgramPoints(const RingOptions& options, const std::vector<Nod
         if (w == 0) continue;
         switch (options.ketama.variant) {
           case KetamaVariant::kLibmemcachedWeighted:
+          case KetamaVariant::kLibmemcachedSpyWeighted:
             counts.per_node[i] = LibmemcachedWeightedPoints(w, total_weight, live);
             break;
           case KetamaVariant::kLibmemcachedUnweighted:
+          case KetamaVariant::kLibmemcachedSpy:
             counts.per_node[i] = 100;
             break;
           case KetamaVariant::kTwemproxy:
@@ -612,10 +662,11 @@ Status BuildPoints32(const RingOptions& options, RingState& state, const PointCo
       break;
     }
     case Flavor::kKetamaMd5: {
-      const bool unweighted = options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted;
+      const bool unweighted = IsUnweightedKetama(options.ketama.variant);
       KeyHasher point_hasher = ProgramKeyHasher(options, 2);
       point_hasher.constant_zero = false;
       point_hasher.zero_for_empty = false;
+      point_hasher.tagged = false;
       GenerateEveryNode(counts, threads, [&](uint32_t node, uint64_t first) {
         uint64_t* out = keys + first;
         PointString text(nodes[node].address.host + "-");

@@ -25,6 +25,17 @@ constexpr bool IsProgramFlavor(Flavor flavor) noexcept {
          static_cast<uint8_t>(flavor) <= static_cast<uint8_t>(Flavor::kEnvoyMaglev);
 }
 
+// libmemcached's KETAMA and KETAMA_SPY: 100 points a server, each the key
+// hash of its label; the other ketama variants make 4 points an MD5 digest.
+constexpr bool IsUnweightedKetama(KetamaVariant variant) noexcept {
+  return variant == KetamaVariant::kLibmemcachedUnweighted ||
+         variant == KetamaVariant::kLibmemcachedSpy;
+}
+constexpr bool IsSpy(KetamaVariant variant) noexcept {
+  return variant == KetamaVariant::kLibmemcachedSpy ||
+         variant == KetamaVariant::kLibmemcachedSpyWeighted;
+}
+
 // HAProxy's weight range (SRV_UWGHT_RANGE) and points per weight unit
 // (BE_WEIGHT_SCALE), and its server ids' range (`id` is an int > 0).
 inline constexpr uint32_t kHaproxyMaxWeight = 256;

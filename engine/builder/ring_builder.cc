@@ -136,7 +136,7 @@ LookupRule FlavorLookupRule(Flavor flavor) noexcept {
 bool FlavorMasksExactly(const RingOptions& options) noexcept {
   switch (options.flavor) {
     case Flavor::kKetamaMd5:
-      return options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted;
+      return internal::IsUnweightedKetama(options.ketama.variant);
     case Flavor::kEnvoyRing:
     case Flavor::kEnvoyMaglev:
       return false;

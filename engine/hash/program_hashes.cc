@@ -126,21 +126,22 @@ uint32_t Crc32Bits15Hashkit(const char* data, size_t len) noexcept {
 }
 
 namespace {
-constexpr std::array<uint16_t, 256> kCrc16ArcTable = [] {
+// CRC-16/XMODEM's table, MSB first: T[b] is the CRC of the byte b << 8.
+constexpr std::array<uint16_t, 256> kCrc16XmodemTable = [] {
   std::array<uint16_t, 256> table{};
   for (uint32_t byte = 0; byte < 256; ++byte) {
-    uint32_t crc = byte;
-    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ ((crc & 1) ? 0xA001u : 0u);
+    uint32_t crc = byte << 8;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc & 0x8000) ? (crc << 1) ^ 0x1021u : crc << 1;
     table[byte] = static_cast<uint16_t>(crc);
   }
   return table;
 }();
 }  // namespace
 
-uint32_t Crc16Arc(const char* data, size_t len) noexcept {
+uint32_t Crc16Twemproxy(const char* data, size_t len) noexcept {
   uint32_t crc = 0;
   for (size_t i = 0; i < len; ++i) {
-    crc = (crc >> 8) ^ kCrc16ArcTable[(crc ^ UnsignedByte(data[i])) & 0xff];
+    crc = (crc << 8) ^ kCrc16XmodemTable[((crc >> 8) ^ UnsignedByte(data[i])) & 0xff];
   }
   return crc;
 }
@@ -216,6 +217,40 @@ uint32_t MurmurHashkit(const char* data, size_t len) noexcept {
   h ^= h >> 13;
   h *= m;
   h ^= h >> 15;
+  return h;
+}
+
+uint32_t Murmur3Hashkit(const char* data, size_t len) noexcept {
+  constexpr uint32_t c1 = 0xcc9e2d51u, c2 = 0x1b873593u;
+  const auto scramble = [](uint32_t k) { return std::rotl(k * c1, 15) * c2; };
+  uint32_t h = 0xdeadbeefu * static_cast<uint32_t>(len);
+  const size_t blocks = len / 4;
+  for (size_t i = 0; i < blocks; ++i) {
+    h ^= scramble(Load32Le(data + 4 * i));
+    h = std::rotl(h, 13) * 5 + 0xe6546b64u;
+  }
+  const char* tail = data + 4 * blocks;
+  uint32_t k = 0;
+  switch (len & 3) {
+    case 3:
+      k ^= UnsignedByte(tail[2]) << 16;
+      [[fallthrough]];
+    case 2:
+      k ^= UnsignedByte(tail[1]) << 8;
+      [[fallthrough]];
+    case 1:
+      k ^= UnsignedByte(tail[0]);
+      h ^= scramble(k);
+      break;
+    default:
+      break;
+  }
+  h ^= static_cast<uint32_t>(len);
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
   return h;
 }
 
@@ -385,6 +420,18 @@ uint64_t LibstdcxxStringHash(const void* data, size_t len) noexcept {
 
 uint64_t HashKey(const KeyHasher& hasher, const char* data, size_t len) noexcept {
   if (hasher.constant_zero || (hasher.zero_for_empty && len == 0)) return 0;
+  if (hasher.tagged) {
+    // twemproxy's msg_parse: the first tag[0], then the first tag[1] after it.
+    const std::string_view key(data, len);
+    const size_t open = key.find(hasher.tag[0]);
+    if (open != std::string_view::npos) {
+      const size_t close = key.find(hasher.tag[1], open + 1);
+      if (close != std::string_view::npos && close - open > 1) {
+        data += open + 1;
+        len = close - open - 1;
+      }
+    }
+  }
   uint32_t h = 0;
   switch (hasher.kind) {
     case KeyHashKind::kCrc32:
@@ -421,7 +468,7 @@ uint64_t HashKey(const KeyHasher& hasher, const char* data, size_t len) noexcept
       h = Crc32Bits15Hashkit(data, len);
       break;
     case KeyHashKind::kCrc16:
-      h = Crc16Arc(data, len);
+      h = Crc16Twemproxy(data, len);
       break;
     case KeyHashKind::kHsieh:
       h = HsiehHashkit(data, len);
@@ -431,6 +478,9 @@ uint64_t HashKey(const KeyHasher& hasher, const char* data, size_t len) noexcept
       break;
     case KeyHashKind::kJenkins:
       h = JenkinsHashLittle(data, len, 13);
+      break;
+    case KeyHashKind::kMurmur3:
+      h = Murmur3Hashkit(data, len);
       break;
     case KeyHashKind::kSha256Last4:
       h = Sha256Last4Le(data, len);

@@ -22,6 +22,7 @@
 #ifndef CHASH_ENGINE_HASH_PROGRAM_HASHES_H_
 #define CHASH_ENGINE_HASH_PROGRAM_HASHES_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -57,9 +58,13 @@ uint32_t Fnv1_32Hashkit(const char* data, size_t len) noexcept;
 uint32_t Fnv1a32Hashkit(const char* data, size_t len) noexcept;
 // "crc32": bits 16..30 of the CRC-32 (((~crc) >> 16) & 0x7fff), 0..32767.
 uint32_t Crc32Bits15Hashkit(const char* data, size_t len) noexcept;
-uint32_t Crc16Arc(const char* data, size_t len) noexcept;  // poly 0xA001, init 0
+// twemproxy 0.5's "crc16": the CRC-16/XMODEM (poly 0x1021) table step in a
+// 32-bit state that is never masked, so past two bytes it is no CRC-16.
+uint32_t Crc16Twemproxy(const char* data, size_t len) noexcept;
 uint32_t HsiehHashkit(const char* data, size_t len) noexcept;
 uint32_t MurmurHashkit(const char* data, size_t len) noexcept;
+// libhashkit's "murmur3": MurmurHash3_x86_32 seeded with 0xdeadbeef x len.
+uint32_t Murmur3Hashkit(const char* data, size_t len) noexcept;
 // lookup3's hashlittle with `initval` (hashkit's "jenkins" passes 13).
 uint32_t JenkinsHashLittle(const char* data, size_t len, uint32_t initval) noexcept;
 
@@ -99,6 +104,7 @@ enum class KeyHashKind : uint8_t {
   kHsieh,
   kMurmur,
   kJenkins,
+  kMurmur3,
   kSha256Last4,
   kXxh64,
 };
@@ -112,6 +118,10 @@ struct KeyHasher {
   // twemproxy, libmemcached: a pool of one server hashes every key to 0;
   // HAProxy: one usable server. Set by the builder from the ring's nodes.
   bool constant_zero = false;
+  // twemproxy's hash_tag: hash only the bytes between tag[0] and the next
+  // tag[1] when both are there with a byte between.
+  bool tagged = false;
+  std::array<char, 2> tag{};
 
   friend bool operator==(const KeyHasher&, const KeyHasher&) = default;
 };

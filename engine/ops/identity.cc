@@ -61,6 +61,7 @@ std::string ProgramOptionBytes(const Ring& ring) {
       // hash keys alike serialize alike.
       out.push_back(static_cast<char>(internal::ResolvedKetamaKeyHash(options.ketama)));
       AppendU32(out, options.ketama.default_port);
+      out.append(options.ketama.hash_tag.data(), options.ketama.hash_tag.size());
       break;
     }
     case Flavor::kVarnishShard:

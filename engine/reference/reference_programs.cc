@@ -4,6 +4,7 @@
 #include <sodium/crypto_hash_sha256.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -129,11 +130,14 @@ uint32_t RefCrc32(std::string_view key) { return BitwiseCrc32(0, key.data(), key
 
 uint32_t RefCrc32Bits15(std::string_view key) { return (RefCrc32(key) >> 16) & 0x7fff; }
 
+// twemproxy 0.5: crc = (crc << 8) ^ T[((crc >> 8) ^ byte) & 0xff] in 32
+// bits, T[x] the CRC-16/XMODEM remainder of x << 8, computed here bit by bit.
 uint32_t RefCrc16(std::string_view key) {
   uint32_t crc = 0;
   for (const char c : key) {
-    crc ^= Byte(c);
-    for (int bit = 0; bit < 8; ++bit) crc = (crc & 1) ? (crc >> 1) ^ 0xA001u : crc >> 1;
+    uint32_t t = (((crc >> 8) ^ Byte(c)) & 0xff) << 8;
+    for (int bit = 0; bit < 8; ++bit) t = (t & 0x8000) ? ((t << 1) ^ 0x1021u) & 0xffff : t << 1;
+    crc = (crc << 8) ^ t;
   }
   return crc;
 }
@@ -194,6 +198,24 @@ uint32_t RefMurmur(std::string_view key) {
   h *= m;
   h ^= h >> 15;
   return h;
+}
+
+uint32_t RefMurmur3(std::string_view key) {
+  const uint32_t c1 = 0xcc9e2d51u, c2 = 0x1b873593u;
+  const uint32_t length = static_cast<uint32_t>(key.size());
+  uint32_t h = 0xdeadbeefu * length;
+  size_t at = 0;
+  for (; key.size() - at >= 4; at += 4) {
+    uint32_t k = LittleEndian32(key, at, 4);
+    k = Rotl32(k * c1, 15) * c2;
+    h = Rotl32(h ^ k, 13) * 5 + 0xe6546b64u;
+  }
+  const size_t rest = key.size() - at;
+  if (rest > 0) h ^= Rotl32(LittleEndian32(key, at, rest) * c1, 15) * c2;
+  h ^= length;
+  h = (h ^ (h >> 16)) * 0x85ebca6bu;
+  h = (h ^ (h >> 13)) * 0xc2b2ae35u;
+  return h ^ (h >> 16);
 }
 
 uint32_t RefJenkins(std::string_view key, uint32_t initval) {
@@ -337,7 +359,11 @@ uint32_t RefMd5Le32(std::string_view data) {
 // unweighted ring its points) with.
 KetamaKeyHash KetamaHashOf(const KetamaOptions& ketama) {
   if (ketama.key_hash != KetamaKeyHash::kDefault) return ketama.key_hash;
-  if (ketama.variant == KetamaVariant::kLibmemcachedUnweighted) return KetamaKeyHash::kOneAtATime;
+  if (ketama.variant == KetamaVariant::kLibmemcachedUnweighted ||
+      ketama.variant == KetamaVariant::kLibmemcachedSpy ||
+      ketama.variant == KetamaVariant::kLibmemcachedSpyWeighted) {
+    return KetamaKeyHash::kOneAtATime;
+  }
   if (ketama.variant == KetamaVariant::kTwemproxy) return KetamaKeyHash::kFnv1a64;
   return KetamaKeyHash::kMd5;
 }
@@ -369,6 +395,8 @@ uint32_t KetamaHash(KetamaKeyHash hash, std::string_view key) {
       return RefMurmur(key);
     case KetamaKeyHash::kJenkins:
       return RefJenkins(key, 13);
+    case KetamaKeyHash::kMurmur3:
+      return RefMurmur3(key);
   }
   return 0;
 }
@@ -400,6 +428,20 @@ uint64_t RefKeyHash(const RingOptions& options, size_t weighted_servers, std::st
       const KetamaVariant variant = options.ketama.variant;
       if (variant != KetamaVariant::kLibketama && weighted_servers == 1) return 0;
       if (variant == KetamaVariant::kTwemproxy && key.empty()) return 0;
+      const std::array<char, 2> tag = options.ketama.hash_tag;
+      if (tag[0] != '\0') {
+        // twemproxy: the bytes strictly between the first tag[0] and the
+        // next tag[1], when there is at least one.
+        for (size_t open = 0; open < key.size(); ++open) {
+          if (key[open] != tag[0]) continue;
+          for (size_t close = open + 1; close < key.size(); ++close) {
+            if (key[close] != tag[1]) continue;
+            if (close > open + 1) key = key.substr(open + 1, close - open - 1);
+            break;
+          }
+          break;
+        }
+      }
       return KetamaHash(KetamaHashOf(options.ketama), key);
     }
     case Flavor::kVarnishShard:
@@ -504,7 +546,11 @@ Result<ParsedServer> ParseServer(const RingOptions& options, const ProgramServer
       return out;
     case Flavor::kKetamaMd5: {
       const KetamaVariant variant = options.ketama.variant;
-      if (variant == KetamaVariant::kLibmemcachedUnweighted && server.weight > 1) {
+      const bool spy = variant == KetamaVariant::kLibmemcachedSpy ||
+                       variant == KetamaVariant::kLibmemcachedSpyWeighted;
+      if ((variant == KetamaVariant::kLibmemcachedUnweighted ||
+           variant == KetamaVariant::kLibmemcachedSpy) &&
+          server.weight > 1) {
         return Error(StatusCode::kBadWeight, "unweighted");
       }
       if (variant == KetamaVariant::kLibketama) {
@@ -522,6 +568,10 @@ Result<ParsedServer> ParseServer(const RingOptions& options, const ProgramServer
       if (twemproxy && !server.name.empty()) {
         if (!TextOk(server.name, true, true)) return Error(StatusCode::kBadAddress, "name");
         out.label = server.name;
+        return out;
+      }
+      if (spy) {
+        out.label = "/" + host + ":" + std::to_string(port);
         return out;
       }
       // libmemcached: "%s:%u", twemproxy: the text cut from the line; the
@@ -566,13 +616,27 @@ Status CheckOptions(const RingOptions& options) {
         return Error(StatusCode::kBadArgument, "haproxy option");
       }
       break;
-    case Flavor::kKetamaMd5:
-      if (static_cast<int>(options.ketama.variant) > 3 ||
-          static_cast<int>(options.ketama.key_hash) > 12 || options.ketama.default_port == 0 ||
-          options.ketama.default_port > 65535) {
+    case Flavor::kKetamaMd5: {
+      const KetamaOptions& k = options.ketama;
+      if (static_cast<int>(k.variant) > 5 || static_cast<int>(k.key_hash) > 13 ||
+          k.default_port == 0 || k.default_port > 65535) {
         return Error(StatusCode::kBadArgument, "ketama option");
       }
+      const bool libmemcached =
+          k.variant != KetamaVariant::kTwemproxy && k.variant != KetamaVariant::kLibketama;
+      if ((k.variant == KetamaVariant::kTwemproxy && k.key_hash == KetamaKeyHash::kMurmur3) ||
+          (k.variant == KetamaVariant::kLibketama && k.key_hash != KetamaKeyHash::kDefault &&
+           k.key_hash != KetamaKeyHash::kMd5) ||
+          (libmemcached &&
+           (k.key_hash == KetamaKeyHash::kCrc16 || k.key_hash == KetamaKeyHash::kCrc32a))) {
+        return Error(StatusCode::kBadArgument, "the program has no such key hash");
+      }
+      const bool tag0 = k.hash_tag[0] != '\0', tag1 = k.hash_tag[1] != '\0';
+      if ((tag0 || tag1) && (k.variant != KetamaVariant::kTwemproxy || !tag0 || !tag1)) {
+        return Error(StatusCode::kBadArgument, "hash_tag");
+      }
       break;
+    }
     case Flavor::kVarnishShard:
       if (options.varnish.replicas == 0) return Error(StatusCode::kBadArgument, "replicas");
       break;
@@ -608,7 +672,10 @@ uint64_t PointsAlone(const RingOptions& options, uint32_t weight) {
     case Flavor::kVarnishShard:
       return uint64_t{weight} * options.varnish.replicas;
     case Flavor::kKetamaMd5:
-      return options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted ? weight * 100ull : 0;
+      return options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted ||
+                     options.ketama.variant == KetamaVariant::kLibmemcachedSpy
+                 ? weight * 100ull
+                 : 0;
     default:
       return 0;
   }
@@ -685,9 +752,11 @@ Result<ProgramRing> ProgramRing::Build(const RingOptions& options,
     for (uint32_t s = 0; s < servers.size(); ++s) {
       const uint32_t w = servers[s].weight;
       if (w == 0) continue;
-      if (variant == KetamaVariant::kLibmemcachedUnweighted) {
+      if (variant == KetamaVariant::kLibmemcachedUnweighted ||
+          variant == KetamaVariant::kLibmemcachedSpy) {
         counts[s] = 100;
-      } else if (variant == KetamaVariant::kLibmemcachedWeighted) {
+      } else if (variant == KetamaVariant::kLibmemcachedWeighted ||
+                 variant == KetamaVariant::kLibmemcachedSpyWeighted) {
         float pct = (float)w / (float)total_weight;
         counts[s] =
             (uint64_t)(std::floor((float)(pct * 160 / 4 * (float)live + 0.0000000001F))) * 4;
@@ -745,7 +814,8 @@ Result<ProgramRing> ProgramRing::Build(const RingOptions& options,
         points.push_back({RefHaproxyFullHash(node_key), s});
       }
     } else if (flavor == Flavor::kKetamaMd5) {
-      if (options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted) {
+      if (options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted ||
+          options.ketama.variant == KetamaVariant::kLibmemcachedSpy) {
         for (uint64_t k = 0; k < counts[s]; ++k) {
           const std::string text = label + "-" + std::to_string(k);
           points.push_back({KetamaHash(KetamaHashOf(options.ketama), text), s});

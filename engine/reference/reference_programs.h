@@ -34,9 +34,10 @@ uint32_t RefFnv1_32(std::string_view key);
 uint32_t RefFnv1a32(std::string_view key);
 uint32_t RefCrc32(std::string_view key);        // CRC-32/IEEE, bitwise
 uint32_t RefCrc32Bits15(std::string_view key);  // hashkit's "crc32"
-uint32_t RefCrc16(std::string_view key);        // CRC-16/ARC, bitwise
+uint32_t RefCrc16(std::string_view key);        // twemproxy's, bitwise (32-bit state)
 uint32_t RefHsieh(std::string_view key);
 uint32_t RefMurmur(std::string_view key);
+uint32_t RefMurmur3(std::string_view key);  // x86_32, seed 0xdeadbeef x length
 uint32_t RefJenkins(std::string_view key, uint32_t initval);
 void RefMd5(std::string_view data, uint8_t digest[16]);   // OpenSSL EVP
 uint32_t RefSha256Last4(std::string_view data);           // libsodium

@@ -111,7 +111,10 @@ enum class KetamaVariant : uint8_t {
   // points from MD5("label-k"); keys MD5 by default.
   kLibmemcachedWeighted,
   // libmemcached MEMCACHED_BEHAVIOR_KETAMA: 100 points a server, each the
-  // key hash of "label-k"; keys one-at-a-time by default. Weights 0 or 1.
+  // key hash of "label-k"; keys one-at-a-time by default. Weights 0 or 1:
+  // a server of weight > 1 turns libmemcached's weighted continuum on while
+  // the key hash stays, which is kLibmemcachedWeighted with key_hash
+  // kOneAtATime (or the hash configured); chash refuses the weight and says so.
   kLibmemcachedUnweighted,
   // twemproxy (nutcracker) `distribution: ketama`: as the weighted
   // libmemcached ring, labels from the server's name; keys by the pool's
@@ -120,6 +123,14 @@ enum class KetamaVariant : uint8_t {
   // libketama (RJ/ketama): floorf(memory/total x 40 x servers) x 4 points
   // from MD5("address-k"), the address as written; keys MD5.
   kLibketama,
+  // libmemcached MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY: as
+  // kLibmemcachedUnweighted, from the labels "/host:port-k" (the port always
+  // written). Weights 0 or 1.
+  kLibmemcachedSpy,
+  // KETAMA_SPY with a server of weight > 1, which turns libmemcached's
+  // weighted continuum on: the weighted ring's MD5 points of the spy labels;
+  // keys one-at-a-time by default (the hash the mode set stays).
+  kLibmemcachedSpyWeighted,
 };
 // The key hash of a ketama ring: twemproxy's `hash:` names (libmemcached's
 // hashkit functions of the same names agree with them: kMd5 and
@@ -133,12 +144,17 @@ enum class KetamaKeyHash : uint8_t {
   kFnv1_64,     // low 32 bits of the 64-bit FNV-1
   kFnv1_32,
   kFnv1a32,
-  kCrc32a,   // CRC-32/IEEE
-  kCrc32,    // libmemcached's "crc32": bits 16..30 of the CRC-32, 0..32767
-  kCrc16,    // CRC-16/ARC
+  kCrc32a,  // CRC-32/IEEE
+  kCrc32,   // libmemcached's "crc32": bits 16..30 of the CRC-32, 0..32767
+  // twemproxy 0.5's "crc16": the CRC-16/XMODEM table step in a 32-bit
+  // state never masked to 16 bits (crc = crc << 8 ^ T[(crc >> 8 ^ b) & 0xff])
+  kCrc16,
   kHsieh,    // Paul Hsieh's SuperFastHash (from 0)
   kMurmur,   // MurmurHash2, seed 0xdeadbeef x length
   kJenkins,  // Jenkins lookup3 hashlittle, initval 13
+  // libmemcached's "murmur3": MurmurHash3_x86_32, seed 0xdeadbeef x length
+  // (not in twemproxy)
+  kMurmur3,
 };
 struct KetamaOptions {
   KetamaVariant variant = KetamaVariant::kLibmemcachedWeighted;
@@ -146,6 +162,10 @@ struct KetamaOptions {
   // The port a server written without one gets, and the port libmemcached
   // and twemproxy leave out of a server's label (both programs: 11211).
   uint32_t default_port = 11211;
+  // twemproxy's `hash_tag: "XY"`: a key holding X and then, at least one
+  // byte further on, Y, hashes only the bytes between the first X and the
+  // first Y after it. Both '\0': no tag (the default). twemproxy only.
+  std::array<char, 2> hash_tag{};
 
   friend bool operator==(const KetamaOptions&, const KetamaOptions&) = default;
 };

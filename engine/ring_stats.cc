@@ -1,9 +1,12 @@
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <new>
 #include <string>
 
+#include "builder/flavor_points.h"
 #include "chash/stats.h"
+#include "ops/hash_runs.h"
 #include "ops/ops_internal.h"
 #include "out_of_memory.h"
 
@@ -11,6 +14,7 @@ namespace chash {
 namespace internal {
 
 std::vector<uint64_t> NodeHashSharesOrThrow(const Ring& ring) {
+  if (UsesHashRuns(ring)) return ScaleShares(ExactNodeShares(ring), SpaceBits(ring));
   std::vector<uint64_t> shares(ring.num_nodes(), 0);
   if (ring.empty()) return shares;
   // A point owns the hashes above its predecessor up to and including its
@@ -46,6 +50,40 @@ double PredictedCv(uint64_t nodes, double points_per_node) {
 
 namespace internal {
 
+// What the ring's own program allocates for the same ring, from its
+// sources (engine/reference/COMPATIBILITY.md): 0 for nginx, pingora, resty
+// and raw rings (not computed).
+uint64_t ProgramStructureBytes(const Ring& ring, uint64_t live_nodes) {
+  if (!UsesHashRuns(ring)) return 0;
+  const uint64_t points = ring.num_points();
+  switch (ring.flavor()) {
+    case Flavor::kHaproxy:
+      return 48 * points;  // struct tree_occ: a server pointer and an eb32_node
+    case Flavor::kKetamaMd5: {
+      const KetamaVariant variant = ring.options().ketama.variant;
+      if (variant == KetamaVariant::kLibketama) return 28 * points;  // mcs {u32, char[22]}
+      // libmemcached and twemproxy allocate their 8-byte {index, value}
+      // items for (live + 10) servers x 160 points (x 100 unweighted).
+      const uint64_t per_server = IsUnweightedKetama(variant) ? 100 : 160;
+      return 8 * (live_nodes + 10) * per_server;
+    }
+    case Flavor::kVarnishShard:
+      return 8 * points;  // struct shard_circlepoint {u32 point; unsigned host}
+    case Flavor::kEnvoyRing:
+      return 24 * points;  // RingEntry {u64 hash; HostConstSharedPtr}
+    case Flavor::kEnvoyMaglev: {
+      // Envoy 1.29 on: the compact table (bit_width(N) bits an entry and a
+      // 16-byte host pointer a host) when it is smaller than the original
+      // table of 16-byte host pointers (maglev_lb.cc shouldUseCompactTable).
+      const uint64_t original = 16 * points;
+      const uint64_t compact = 16 * live_nodes + std::bit_width(live_nodes) * points / 8;
+      return std::min(original, compact);
+    }
+    default:
+      return 0;
+  }
+}
+
 RingStats ComputeRingStatsOrThrow(const Ring& ring) {
   RingStats stats;
   stats.nodes = ring.num_nodes();
@@ -69,6 +107,9 @@ RingStats ComputeRingStatsOrThrow(const Ring& ring) {
       total_weight += ring.node(id).weight;
     }
   }
+  stats.program_bytes = ProgramStructureBytes(ring, weighted_nodes);
+  stats.program_bytes_per_point =
+      stats.points == 0 ? 0 : static_cast<double>(stats.program_bytes) / stats.points;
   stats.cv_predicted =
       weighted_nodes == 0
           ? 0
@@ -82,7 +123,7 @@ RingStats ComputeRingStatsOrThrow(const Ring& ring) {
   for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
     const uint32_t weight = ring.node(id).weight;
     if (weight == 0) continue;
-    const double share = static_cast<double>(shares[id]) / 4294967296.0;
+    const double share = static_cast<double>(shares[id]) / 4294967296.0;  // shares: of 2^32
     const double ratio = share / (weight / total_weight);
     sum += ratio;
     sum_sq += ratio * ratio;
@@ -147,8 +188,20 @@ Result<std::string> RingStatsJson(const RingStats& s) {
                 JsonDouble(s.bytes_per_point).text, std::isfinite(s.build_ms) ? s.build_ms : 0.0,
                 JsonDouble(s.cv_predicted).text, JsonDouble(s.cv_measured).text,
                 JsonDouble(s.max_share_ratio).text, JsonDouble(s.min_share_ratio).text);
-  return internal::CatchOutOfMemory("the ring stats as JSON",
-                                    [&]() -> Result<std::string> { return std::string(buffer); });
+  return internal::CatchOutOfMemory("the ring stats as JSON", [&]() -> Result<std::string> {
+    std::string json(buffer);
+    if (s.program_bytes > 0) {
+      // Only the other programs' rings have these fields (the object of an
+      // nginx, pingora or resty ring is unchanged).
+      char more[128];
+      std::snprintf(more, sizeof more, ",\"program_bytes\":%llu,\"program_bytes_per_point\":%s}",
+                    static_cast<unsigned long long>(s.program_bytes),
+                    JsonDouble(s.program_bytes_per_point).text);
+      json.pop_back();
+      json += more;
+    }
+    return json;
+  });
 }
 
 }  // namespace chash

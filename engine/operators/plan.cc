@@ -76,6 +76,7 @@ Result<Plan> PlanOrThrow(const std::vector<ServerEntry>& servers, const RingOpti
     Result<RingDiff> diff = DiffRings(current_ring.value(), candidate.value());
     if (!diff.ok()) return diff.status();
     row.moved_fraction = diff.value().moved_fraction();
+    row.moved_exact = diff.value().exact;
     if (!plan.recommended && row.stats.cv_measured <= options.cv_target) {
       plan.recommended = multiple;
     }

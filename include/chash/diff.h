@@ -13,6 +13,20 @@
 // (identity.h), so the rings may differ in flavor, multiple, node order and
 // membership. An empty ring answers no node: against a non-empty ring every
 // hash moves.
+//
+// The other programs' rings (haproxy .. envoy-maglev) diff by their own
+// lookup rules (the nearest point, the clamp at the last point, 64-bit
+// points, a Maglev table's entries), exactly whenever both rings hash a key
+// to the same value: the same key hash (CRC-32 is nginx's, pingora's,
+// resty's and HAProxy's crc32 without avalanche; two ketama rings with one
+// key hash; Envoy's XXH64) and, for two Maglev tables, one table size. On
+// 64-bit rings the counts are in units of 2^32 of the 2^64 hashes (each
+// total exact to one unit). Otherwise, for rings that hash keys differently
+// (e.g. nginx's CRC-32 against libmemcached's MD5, or a ring against a
+// table), where no interval of hashes means the same keys on both, a key's
+// two answers are taken as independent draws from each ring's exact shares:
+// moved = 1 - Σ_backend old share x new share, moved_out = old x (1 - new),
+// moved_in = new x (1 - old); `exact` is then false.
 #ifndef CHASH_DIFF_H_
 #define CHASH_DIFF_H_
 
@@ -44,6 +58,9 @@ struct NodeDiff {
 
 struct RingDiff {
   uint64_t moved_hashes = 0;    // key hashes whose backend differs
+  // False when the rings hash keys differently: the figures are expected
+  // values for keys whose two hashes are independent (see above).
+  bool exact = true;
   std::vector<NodeDiff> nodes;  // the old ring's nodes in id order, then the new-only ones
 
   double moved_fraction() const noexcept {

@@ -8,7 +8,10 @@
 // Each candidate is a pingora-v2 ring (the flavor whose multiple is free)
 // of the same servers, built for real: CV measured is exact (the shares of
 // the 2^32 key hashes), collisions are the real ones, and the keys that move
-// from the current ring come from DiffRings.
+// from the current ring come from DiffRings. The current ring may be of any
+// flavor (another program's: its stats carry program_bytes, what that
+// program spends on it); against a ring whose key hash is not CRC-32 the
+// moved fraction is DiffRings' estimate (moved_exact false).
 #ifndef CHASH_PLAN_H_
 #define CHASH_PLAN_H_
 
@@ -54,6 +57,9 @@ struct PlanRow {
   // rings multiply).
   uint64_t bytes_per_ring = 0;
   double moved_fraction = 0;  // of the key space, from the current ring
+  // False when the current ring hashes keys otherwise than the candidates
+  // (CRC-32): moved_fraction is then DiffRings' independence estimate.
+  bool moved_exact = true;
 };
 
 struct Plan {

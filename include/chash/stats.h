@@ -33,12 +33,31 @@ struct RingStats {
   double cv_measured = 0;
   double max_share_ratio = 0;  // max r
   double min_share_ratio = 0;  // min r
+  // The other programs' rings (haproxy .. envoy-maglev): what the program
+  // itself allocates for this ring, from its sources
+  // (engine/reference/COMPATIBILITY.md), against chash's column_bytes:
+  // HAProxy 48 B a point, libmemcached and twemproxy 8 B an item for
+  // (live servers + 10) x 160 items (x 100 unweighted), libketama 28 B a
+  // point, Varnish 8, Envoy's ring 24, Maglev 16 B an entry or its compact
+  // table (bit_width(hosts) bits an entry + 16 B a host) when smaller. 0 on
+  // nginx, pingora, resty and raw rings (not computed).
+  uint64_t program_bytes = 0;
+  double program_bytes_per_point = 0;  // program_bytes / points (entries)
 };
 
 // Exact share of the 2^32 key hashes each node owns (counts sum to 2^32 on a
 // non-empty ring), one a node id. One ring-order scan: O(points), allocates
 // O(nodes); if that allocation fails, an empty vector (size() !=
 // num_nodes() tells, on a ring with nodes).
+//
+// Each ring's own lookup rule decides (ring.h LookupRule): a HAProxy ring's
+// nearest point splits every gap at its middle, a Varnish ring clamps at its
+// last point, ties go as the ring answers them. The 64-bit rings
+// (envoy-ring, envoy-maglev) own shares of 2^64 hashes, given here in units
+// of 2^32 hashes, rounded so that they still sum to 2^32 (each within one
+// unit); a Maglev entry owns the hashes h with h mod M = its index. Shares
+// are of the hash space: a key hash that does not spread over it
+// (twemproxy's 15-bit "crc32") leaves the keys' shares unlike these.
 std::vector<uint64_t> NodeHashShares(const Ring& ring) noexcept;
 
 // O(points) (one scan). Builds nothing; allocates O(nodes) for the shares.
@@ -48,7 +67,8 @@ RingStats ComputeRingStats(const Ring& ring) noexcept;
 
 double PredictedCv(uint64_t nodes, double points_per_node);
 
-// One JSON object with the field names above, on one line; a field that is
+// One JSON object with the field names above, on one line (program_bytes
+// and program_bytes_per_point only when program_bytes > 0); a field that is
 // not a finite number (the shares ComputeRingStats could not allocate) is
 // null. kOutOfMemory if the text cannot be allocated: it is output a
 // program writes to a file or a pipe, where an empty text would be a

@@ -17,6 +17,7 @@
 #include "hwy/contrib/sort/vqsort.h"
 #include "layout/aligned_array.h"
 #include "ring_state.h"
+#include "simd/search.h"
 
 namespace chash::internal {
 namespace {
@@ -598,22 +599,36 @@ PointCounts CountProgramPoints(const RingOptions& options, const std::vector<Nod
 
 namespace {
 
-// The string a point is hashed from: `prefix` then the decimal of k, in one
-// reused buffer.
+// Each node's point-string buffer: its host, the separator, room for a
+// number. Made before the points are generated, because the generation runs
+// as ParallelFor's work, which must not allocate (nor throw). Throws
+// std::bad_alloc.
+std::vector<std::string> PointPrefixes(const std::vector<NodeInfo>& nodes,
+                                       std::string_view separator) {
+  std::vector<std::string> prefixes(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].weight == 0) continue;
+    prefixes[i].reserve(nodes[i].address.host.size() + separator.size() + 24);
+    prefixes[i] = nodes[i].address.host;
+    prefixes[i] += separator;
+  }
+  return prefixes;
+}
+
+// The string a point is hashed from: the node's prefix then the decimal of
+// k, written in place in the prefix's buffer (PointPrefixes' room).
 class PointString {
  public:
-  explicit PointString(std::string prefix) : text_(std::move(prefix)) {
-    prefix_size_ = text_.size();
-    text_.resize(prefix_size_ + 24);
-  }
+  explicit PointString(std::string& prefix) noexcept
+      : text_(prefix.data()), prefix_size_(prefix.size()) {}
   std::string_view With(uint64_t k) noexcept {
-    const size_t digits = WriteDecimal(text_.data() + prefix_size_, k);
-    return std::string_view(text_.data(), prefix_size_ + digits);
+    const size_t digits = WriteDecimal(text_ + prefix_size_, k);
+    return std::string_view(text_, prefix_size_ + digits);
   }
 
  private:
-  std::string text_;
-  size_t prefix_size_ = 0;
+  char* text_;
+  size_t prefix_size_;
 };
 
 Status TooManyPoints(const RingOptions& options, uint64_t total) {
@@ -667,9 +682,10 @@ Status BuildPoints32(const RingOptions& options, RingState& state, const PointCo
       point_hasher.constant_zero = false;
       point_hasher.zero_for_empty = false;
       point_hasher.tagged = false;
+      std::vector<std::string> prefixes = PointPrefixes(nodes, "-");
       GenerateEveryNode(counts, threads, [&](uint32_t node, uint64_t first) {
         uint64_t* out = keys + first;
-        PointString text(nodes[node].address.host + "-");
+        PointString text(prefixes[node]);
         if (unweighted) {
           for (uint64_t k = 0; k < counts.per_node[node]; ++k) {
             const std::string_view s = text.With(k);
@@ -677,25 +693,51 @@ Status BuildPoints32(const RingOptions& options, RingState& state, const PointCo
           }
           return;
         }
-        for (uint64_t k = 0; k < counts.per_node[node] / 4; ++k) {
-          const std::string_view s = text.With(k);
-          uint8_t digest[16];
-          Md5(s.data(), s.size(), digest);
-          for (int a = 0; a < 4; ++a) out[4 * k + a] = key(DigestWordLe(digest, a), node);
+        const uint64_t digests = counts.per_node[node] / 4;
+        const std::string& host = nodes[node].address.host;
+        // MD5("label-k") of 64 labels at a time, one a SIMD lane, in a
+        // buffer on the stack (no allocation: work of ParallelFor); labels
+        // too long for it go one at a time.
+        constexpr size_t kChunk = 64, kLabelBytes = 96;
+        if (host.size() + 1 + 20 > kLabelBytes) {
+          for (uint64_t k = 0; k < digests; ++k) {
+            const std::string_view s = text.With(k);
+            uint8_t digest[16];
+            Md5(s.data(), s.size(), digest);
+            for (int a = 0; a < 4; ++a) out[4 * k + a] = key(DigestWordLe(digest, a), node);
+          }
+          return;
+        }
+        char labels[kChunk][kLabelBytes];
+        std::string_view views[kChunk];
+        uint32_t words[4 * kChunk];
+        for (uint64_t chunk = 0; chunk < digests; chunk += kChunk) {
+          const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, digests - chunk));
+          for (size_t i = 0; i < n; ++i) {
+            const std::string_view s = text.With(chunk + i);
+            std::memcpy(labels[i], s.data(), s.size());
+            views[i] = std::string_view(labels[i], s.size());
+          }
+          DispatchMd5Messages(views, n, words);
+          for (size_t i = 0; i < n; ++i) {
+            for (size_t a = 0; a < 4; ++a) out[4 * (chunk + i) + a] = key(words[4 * i + a], node);
+          }
         }
       });
       break;
     }
-    case Flavor::kVarnishShard:
+    case Flavor::kVarnishShard: {
+      std::vector<std::string> prefixes = PointPrefixes(nodes, "");
       GenerateEveryNode(counts, threads, [&](uint32_t node, uint64_t first) {
         uint64_t* out = keys + first;
-        PointString text(nodes[node].address.host);
+        PointString text(prefixes[node]);
         for (uint64_t j = 0; j < counts.per_node[node]; ++j) {
           const std::string_view s = text.With(j);
           out[j] = key(Sha256Last4Le(s.data(), s.size()), node);
         }
       });
       break;
+    }
     default:
       return Bad(StatusCode::kBadArgument, "not a 32-bit program flavor");
   }
@@ -726,8 +768,9 @@ Status BuildEnvoyRing(const RingOptions& options, RingState& state, const PointC
   const bool murmur = options.envoy_ring.hash_function == EnvoyHash::kMurmurHash2;
   // Sort keys of 128 bits: the point's hash above, its node (as rank and
   // id, configuration order) below.
+  std::vector<std::string> prefixes = PointPrefixes(nodes, "_");
   GenerateEveryNode(counts, threads, [&](uint32_t node, uint64_t first) {
-    PointString text(nodes[node].address.host + "_");
+    PointString text(prefixes[node]);
     hwy::uint128_t* out = keys.data() + first;
     for (uint64_t i = 0; i < counts.per_node[node]; ++i) {
       const std::string_view s = text.With(i);

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "chash/crc32.h"
+#include "simd/search.h"
 
 #if !defined(__GLIBCXX__)
 #error "Envoy's MURMUR_HASH_2 is libstdc++'s std::hash<std::string>: build with libstdc++"
@@ -418,19 +419,25 @@ uint64_t LibstdcxxStringHash(const void* data, size_t len) noexcept {
 
 // ---- Key hashes -----------------------------------------------------------------------
 
+namespace {
+// What a key hashes: twemproxy's hash_tag picks the bytes between the first
+// tag[0] and the first tag[1] after it (msg_parse), when there are some.
+std::string_view HashedPart(const KeyHasher& hasher, std::string_view key) noexcept {
+  if (!hasher.tagged) return key;
+  const size_t open = key.find(hasher.tag[0]);
+  if (open == std::string_view::npos) return key;
+  const size_t close = key.find(hasher.tag[1], open + 1);
+  if (close == std::string_view::npos || close - open <= 1) return key;
+  return key.substr(open + 1, close - open - 1);
+}
+}  // namespace
+
 uint64_t HashKey(const KeyHasher& hasher, const char* data, size_t len) noexcept {
   if (hasher.constant_zero || (hasher.zero_for_empty && len == 0)) return 0;
   if (hasher.tagged) {
-    // twemproxy's msg_parse: the first tag[0], then the first tag[1] after it.
-    const std::string_view key(data, len);
-    const size_t open = key.find(hasher.tag[0]);
-    if (open != std::string_view::npos) {
-      const size_t close = key.find(hasher.tag[1], open + 1);
-      if (close != std::string_view::npos && close - open > 1) {
-        data += open + 1;
-        len = close - open - 1;
-      }
-    }
+    const std::string_view part = HashedPart(hasher, std::string_view(data, len));
+    data = part.data();
+    len = part.size();
   }
   uint32_t h = 0;
   switch (hasher.kind) {
@@ -493,7 +500,22 @@ uint64_t HashKey(const KeyHasher& hasher, const char* data, size_t len) noexcept
 
 void HashKeys(const KeyHasher& hasher, const std::string_view* keys, size_t count,
               uint64_t* out) noexcept {
-  for (size_t i = 0; i < count; ++i) out[i] = HashKey(hasher, keys[i].data(), keys[i].size());
+  if (hasher.kind != KeyHashKind::kMd5Le32 || hasher.constant_zero || count < 2) {
+    for (size_t i = 0; i < count; ++i) out[i] = HashKey(hasher, keys[i].data(), keys[i].size());
+    return;
+  }
+  // MD5 a SIMD lane a key (hash/md5_lanes-inl.h), 64 keys at a time.
+  constexpr size_t kChunk = 64;
+  std::string_view parts[kChunk];
+  uint32_t words[4 * kChunk];
+  for (size_t first = 0; first < count; first += kChunk) {
+    const size_t n = count - first < kChunk ? count - first : kChunk;
+    for (size_t i = 0; i < n; ++i) parts[i] = HashedPart(hasher, keys[first + i]);
+    DispatchMd5Messages(parts, n, words);
+    for (size_t i = 0; i < n; ++i) {
+      out[first + i] = hasher.zero_for_empty && keys[first + i].empty() ? 0 : words[4 * i];
+    }
+  }
 }
 
 }  // namespace chash::internal

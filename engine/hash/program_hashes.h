@@ -129,7 +129,7 @@ struct KeyHasher {
 // The key's hash; below 2^32 except for kXxh64.
 uint64_t HashKey(const KeyHasher& hasher, const char* data, size_t len) noexcept;
 // out[i] = HashKey(hasher, keys[i]) for a batch (several MD5s at once where
-// the CPU has the lanes: hash/md5_lanes).
+// the CPU has the lanes: hash/md5_lanes-inl.h).
 void HashKeys(const KeyHasher& hasher, const std::string_view* keys, size_t count,
               uint64_t* out) noexcept;
 

@@ -18,9 +18,12 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "simd/search.cc"
+// clang-format off: foreach_target.h first, then the -inl headers it re-includes
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "simd/search-inl.h"
+#include "hash/md5_lanes-inl.h"
+// clang-format on
 #include "chash/crc32.h"
 #include "hash/crc32_internal.h"
 #include "hash/crc32_pclmul.h"
@@ -73,6 +76,11 @@ void FindNodesImpl(const internal::SearchView& view, const std::string_view* HWY
   }
 }
 
+void Md5MessagesImpl(const std::string_view* HWY_RESTRICT messages, size_t count,
+                     uint32_t* HWY_RESTRICT words) {
+  md5::Md5Messages(messages, count, words);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace chash
 HWY_AFTER_NAMESPACE();
@@ -89,6 +97,7 @@ namespace {
 using FindNodesByHashFunction = void (*)(const SearchView&, const uint32_t*, size_t, uint32_t*);
 using FindNodesFunction = void (*)(const SearchView&, const std::string_view*, size_t,
                                    uint32_t*);
+using Md5MessagesFunction = void (*)(const std::string_view*, size_t, uint32_t*);
 
 struct TargetKernels {
   int64_t target;  // a Highway target bit (HWY_AVX2, ...)
@@ -97,6 +106,7 @@ struct TargetKernels {
   FindNodesByHashFunction find_nodes_by_hash;
   FindNodesFunction find_nodes;
   FindNodesByHashFunction find_slots_by_hash;
+  Md5MessagesFunction md5_messages;
 };
 
 #define CHASH_TARGET_KERNELS(TARGET, NS) \
@@ -105,7 +115,8 @@ struct TargetKernels {
    &NS::FindNodeByKeyImpl,               \
    &NS::FindNodesByHashImpl,             \
    &NS::FindNodesImpl,                   \
-   &NS::FindSlotsByHashImpl},
+   &NS::FindSlotsByHashImpl,             \
+   &NS::Md5MessagesImpl},
 
 // Every compiled target, best first (Highway numbers better targets with
 // lower bits). Constant: listing a target runs none of its code.
@@ -235,6 +246,10 @@ void DispatchFindNodes(const SearchView& view, const std::string_view* keys, siz
 void DispatchFindSlotsByHash(const SearchView& view, const uint32_t* hashes, size_t count,
                              uint32_t* out) {
   ActiveKernels().find_slots_by_hash(view, hashes, count, out);
+}
+
+void DispatchMd5Messages(const std::string_view* messages, size_t count, uint32_t* words) {
+  ActiveKernels().md5_messages(messages, count, words);
 }
 
 }  // namespace internal

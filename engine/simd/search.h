@@ -47,6 +47,11 @@ void DispatchFindNodes(const SearchView& view, const std::string_view* keys, siz
 // read more than the slot's node (nearest, 64-bit points).
 void DispatchFindSlotsByHash(const SearchView& view, const uint32_t* hashes, size_t count,
                              uint32_t* out);
+// words[4 i + j] = word j of MD5(messages[i]) (the digest's bytes 4j..4j+3,
+// little-endian), for i < count: the messages a SIMD lane each
+// (hash/md5_lanes-inl.h). For batches; one message is faster through
+// Md5 (hash/program_hashes.h).
+void DispatchMd5Messages(const std::string_view* messages, size_t count, uint32_t* words);
 
 // ---- The lookup rules beyond the first point >= x --------------------------------
 

@@ -123,7 +123,7 @@ void Ring::CacheColumns() noexcept {
           : 0;
 }
 
-uint32_t Ring::FindNodeByHash(uint32_t hash) const noexcept {
+CHASH_LINE_ALIGNED uint32_t Ring::FindNodeByHash(uint32_t hash) const noexcept {
   if (column_size_ == 0) [[unlikely]] {
     return FindNodeByHashOther(hash);
   }
@@ -148,7 +148,7 @@ uint32_t Ring::FindNodeByHashOther(uint32_t hash) const noexcept {
   return nodes_[ResolveSlot(*state_, *view_, hash, internal::DispatchLowerBoundSlot(*view_, hash))];
 }
 
-uint32_t Ring::FindNode(std::string_view key) const noexcept {
+CHASH_LINE_ALIGNED uint32_t Ring::FindNode(std::string_view key) const noexcept {
   if (crc32_size_ == 0) [[unlikely]] {
     return FindNodeOther(key);
   }

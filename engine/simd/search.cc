@@ -32,7 +32,7 @@ HWY_BEFORE_NAMESPACE();
 namespace chash {
 namespace HWY_NAMESPACE {
 
-uint32_t LowerBoundSlotImpl(const internal::SearchView& view, uint32_t x) {
+CHASH_LINE_ALIGNED uint32_t LowerBoundSlotImpl(const internal::SearchView& view, uint32_t x) {
   return LowerBoundSlot(view, x);
 }
 
@@ -49,7 +49,8 @@ HWY_INLINE uint32_t KeyCrc32(const char* data, size_t len) {
   return Crc32Extend(0, data, len);
 }
 
-uint32_t FindNodeByKeyImpl(const internal::SearchView& view, const char* data, size_t len) {
+CHASH_LINE_ALIGNED uint32_t FindNodeByKeyImpl(const internal::SearchView& view, const char* data,
+                                              size_t len) {
   return view.node[LowerBoundSlot(view, KeyCrc32(data, len))];
 }
 

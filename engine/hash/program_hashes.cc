@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 #include "chash/crc32.h"
 #include "simd/search.h"
@@ -341,33 +342,43 @@ constexpr int kMd5Shift[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 1
                                4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
                                6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21};
 
-// One 64-byte block into the state (the 64 steps, unrolled by the compiler).
+// Step i of a block: a = b + rotl(a + f(b, c, d) + K[i] + m[g], s[i]),
+// with F and G in their one-operation-shorter forms (d ^ (b & (c ^ d)) is
+// (b & c) | (~b & d); c ^ (d & (b ^ c)) is (d & b) | (~d & c)).
+template <int i>
+inline void Md5Step(uint32_t& a, uint32_t b, uint32_t c, uint32_t d, const uint32_t* m) noexcept {
+  uint32_t f;
+  int g;
+  if constexpr (i < 16) {
+    f = d ^ (b & (c ^ d));
+    g = i;
+  } else if constexpr (i < 32) {
+    f = c ^ (d & (b ^ c));
+    g = (5 * i + 1) % 16;
+  } else if constexpr (i < 48) {
+    f = b ^ c ^ d;
+    g = (3 * i + 5) % 16;
+  } else {
+    f = c ^ (b | ~d);
+    g = (7 * i) % 16;
+  }
+  a = b + std::rotl(a + f + kMd5K[i] + m[g], kMd5Shift[i]);
+}
+
+template <size_t... r>
+inline void Md5Steps(uint32_t& a, uint32_t& b, uint32_t& c, uint32_t& d, const uint32_t* m,
+                     std::index_sequence<r...>) noexcept {
+  ((Md5Step<4 * r>(a, b, c, d, m), Md5Step<4 * r + 1>(d, a, b, c, m),
+    Md5Step<4 * r + 2>(c, d, a, b, m), Md5Step<4 * r + 3>(b, c, d, a, m)),
+   ...);
+}
+
+// One 64-byte block into the state: the 64 steps unrolled at compile time.
 inline void Md5Block(uint32_t state[4], const uint8_t* block) noexcept {
   uint32_t m[16];
   for (int i = 0; i < 16; ++i) m[i] = DigestWordLe(block, i);
   uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
-  for (int i = 0; i < 64; ++i) {
-    uint32_t f;
-    int g;
-    if (i < 16) {
-      f = (b & c) | (~b & d);
-      g = i;
-    } else if (i < 32) {
-      f = (d & b) | (~d & c);
-      g = (5 * i + 1) % 16;
-    } else if (i < 48) {
-      f = b ^ c ^ d;
-      g = (3 * i + 5) % 16;
-    } else {
-      f = c ^ (b | ~d);
-      g = (7 * i) % 16;
-    }
-    f += a + kMd5K[i] + m[g];
-    a = d;
-    d = c;
-    c = b;
-    b += std::rotl(f, kMd5Shift[i]);
-  }
+  Md5Steps(a, b, c, d, m, std::make_index_sequence<16>());
   state[0] += a;
   state[1] += b;
   state[2] += c;

@@ -782,8 +782,9 @@ TEST(SnapshotFile, FullFileSystemIsAnIoErrorNotACrash) {
       << "WriteSnapshotFile did not return kIoError on a full file system";
 }
 
-// kCopy is for files others may truncate in place: a load racing a
-// truncation is refused (or, between truncations, succeeds), never a SIGBUS.
+// The copying loads (kCopy, and kSealed, the default) read the file with
+// pread: a load racing a truncation is refused (or, between truncations,
+// succeeds), never a SIGBUS.
 // In a child process, a thread cuts the file to half its size and back
 // while the child loads it with kCopy; a copy made out of a mapping dies at
 // once here.
@@ -803,14 +804,18 @@ TEST(SnapshotFile, CopyLoadSurvivesTruncationWhileReading) {
         if (ftruncate(fd, st.st_size / 2) != 0 || ftruncate(fd, st.st_size) != 0) _exit(3);
       }
     });
-    SnapshotLoadOptions copy;
-    copy.mode = SnapshotLoadMode::kCopy;
     int refused = 0;
     for (int i = 0; i < 200; ++i) {
+      SnapshotLoadOptions copy;
+      copy.mode = i % 2 == 0 ? SnapshotLoadMode::kCopy : SnapshotLoadMode::kSealed;
       Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path, copy);
       if (!loaded.ok()) {
+        // Shorter than its header says, a hole where the cut was, damaged
+        // bytes, or a file that changed while it was read.
         const std::string_view check = CheckOf(loaded.status());
-        if (check != "size" && check != "checksum") _exit(4);
+        if (check != "size" && check != "checksum" && check != "sparse" && check != "io") {
+          _exit(4);
+        }
         ++refused;
       }
     }

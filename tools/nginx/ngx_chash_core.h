@@ -435,6 +435,11 @@ ngx_int_t ngx_chash_policy_subset(ngx_chash_source_t *snap,
 
 /* ---- ngx_chash_status.c: the status zone, its renderers ------------------ */
 
+/* Each module's zone; the HTTP module's chash_status finds the stream
+ * module's by its name (ngx_chash_status_find). */
+#define NGX_CHASH_HTTP_STATUS_ZONE    "chash_status"
+#define NGX_CHASH_STREAM_STATUS_ZONE  "chash_stream_status"
+
 #define NGX_CHASH_STATUS_SLOTS    64     /* workers by ngx_worker, modulo */
 #define NGX_CHASH_STATUS_SUBSETS  64     /* subsets counted by index */
 

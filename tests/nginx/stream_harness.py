@@ -131,7 +131,8 @@ stream {{
         import subprocess
         self.stderr = open(os.path.join(self.prefix, "logs", "stderr.log"), "w")
         self.proc = subprocess.Popen(self.command(), stdout=self.stderr,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT,
+                                     env=harness.NGINX_ENV)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -5,6 +5,14 @@
  * an abstract peer list. Nothing here knows ngx_http_* or ngx_stream_*: a
  * module adapts its own round robin peers through ngx_chash_peer_ops_t.
  *
+ * One header for the core's files, a section each, in the order of their
+ * types: ngx_chash_core.c (the flavors' names, errors naming an upstream),
+ * ngx_chash_ring.c (rings from server lines), ngx_chash_pick.c (walks,
+ * picks, bounded loads), ngx_chash_snapshot.c (snapshot generations, their
+ * sources and hot swap), ngx_chash_policy.c (the directives' parameters, the
+ * policy of a snapshot upstream), ngx_chash_status.c (the status zone and its
+ * renderers).
+ *
  * Threads: everything here runs on the event loop of one process unless a
  * function says otherwise.
  */
@@ -22,13 +30,7 @@
 #include <chash/chash_c.h>
 
 
-/* nginx's hash balancer gives up on the ring after this many tries. */
-#define NGX_CHASH_MAX_TRIES  20
-
-/* ngx_chash_pick answers a peer index >= 0, or one of these. */
-#define NGX_CHASH_FALLBACK   (-2)    /* past the ring tries: round robin */
-#define NGX_CHASH_EXHAUSTED  (-3)    /* no usable peer left: NGX_BUSY */
-
+/* ---- ngx_chash_core.c: flavors, errors, peer bitmaps --------------------- */
 
 /* "nginx", "pingora-v1", "pingora-v2", "resty" by chash_flavor; "unknown"
  * for any other value (a snapshot's flavor is read from a file). */
@@ -58,6 +60,18 @@ typedef struct {
 void ngx_cdecl ngx_chash_upstream_error(ngx_conf_t *cf, ngx_uint_t level,
     const ngx_chash_upstream_t *up, const char *fmt, ...);
 
+/* Whether bit i of a tried bitmap is set / sets it. */
+#define ngx_chash_tried(bits, i)                                             \
+    ((bits)[(i) / (8 * sizeof(uintptr_t))]                                   \
+     & ((uintptr_t) 1 << (i) % (8 * sizeof(uintptr_t))))
+#define ngx_chash_set_tried(bits, i)                                         \
+    ((bits)[(i) / (8 * sizeof(uintptr_t))]                                   \
+     |= ((uintptr_t) 1 << (i) % (8 * sizeof(uintptr_t))))
+#define ngx_chash_tried_words(npeers)                                        \
+    (((npeers) + 8 * sizeof(uintptr_t) - 1) / (8 * sizeof(uintptr_t)))
+
+
+/* ---- ngx_chash_ring.c: rings from server lines --------------------------- */
 
 /*
  * Ring node k owns the peers peer[node_first[k] .. node_first[k + 1] - 1]
@@ -72,6 +86,29 @@ typedef struct {
     ngx_uint_t  *node_peers;
 } ngx_chash_nodes_t;
 
+/*
+ * Builds the ring of server lines: texts[i] with weights[i], i < n, in the
+ * peer list's order. Fills nodes (from cf->pool) and *ring (freed with
+ * cf->pool). Errors are logged with ngx_chash_upstream_error. resty: a
+ * node's id is texts[i] (id_form NGX_CHASH_ID_ADDRESS) or APISIX's form of
+ * it; peers that share one text pointer (a name with several addresses)
+ * are refused. NGX_OK, NGX_ERROR.
+ */
+ngx_int_t ngx_chash_build_from_servers(ngx_conf_t *cf,
+    const ngx_chash_upstream_t *up, ngx_uint_t flavor, ngx_uint_t multiple,
+    ngx_uint_t id_form, ngx_str_t **texts,
+    ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
+    chash_ring **ring, ngx_str_t *ring_id);
+
+
+/* ---- ngx_chash_pick.c: walks, picks, bounded loads ----------------------- */
+
+/* nginx's hash balancer gives up on the ring after this many tries. */
+#define NGX_CHASH_MAX_TRIES  20
+
+/* ngx_chash_pick answers a peer index >= 0, or one of these. */
+#define NGX_CHASH_FALLBACK   (-2)    /* past the ring tries: round robin */
+#define NGX_CHASH_EXHAUSTED  (-3)    /* no usable peer left: NGX_BUSY */
 
 /*
  * The module's view of its peers, by index in its peer list. usable() is
@@ -109,52 +146,15 @@ typedef struct {
     double                bounded_load;  /* > 1: F of bounded_load=F; 0: off */
 } ngx_chash_walk_t;
 
-
-/*
- * Builds the ring of server lines: texts[i] with weights[i], i < n, in the
- * peer list's order. Fills nodes (from cf->pool) and *ring (freed with
- * cf->pool). Errors are logged with ngx_chash_upstream_error. resty: a
- * node's id is texts[i] (id_form NGX_CHASH_ID_ADDRESS) or APISIX's form of
- * it; peers that share one text pointer (a name with several addresses)
- * are refused. NGX_OK, NGX_ERROR.
- */
-ngx_int_t ngx_chash_build_from_servers(ngx_conf_t *cf,
-    const ngx_chash_upstream_t *up, ngx_uint_t flavor, ngx_uint_t multiple,
-    ngx_uint_t id_form, ngx_str_t **texts,
-    ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
-    chash_ring **ring, ngx_str_t *ring_id);
-
 /* Starts the walk of key on ring; a distinct walk's seen-set comes from
  * pool when a second node is needed. */
 ngx_int_t ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool);
 
-/*
- * The parameters of a `chash KEY [flavor=F] [multiple=K] [bounded_load=F]
- * [subset=VALUE]` directive, parsed by the core for both modules; the
- * module compiles KEY and subset's text as its own complex values.
- */
-typedef struct {
-    ngx_uint_t    flavor;         /* chash_flavor, nginx by default */
-    ngx_flag_t    flavor_set;
-    ngx_uint_t    multiple;       /* 0: the flavor's own */
-    ngx_uint_t    id_form;        /* resty: NGX_CHASH_ID_* */
-    ngx_flag_t    id_set;
-    double        bounded_load;   /* 0: off */
-    ngx_str_t     subset;         /* subset='s text when has_subset */
-    ngx_uint_t    has_subset;
-} ngx_chash_directive_t;
-
-/* value[2] .. value[n - 1]: the parameters after KEY; errors logged. */
-char *ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value,
-    ngx_uint_t n, ngx_chash_directive_t *d);
-
-/*
- * bounded_load=F of a `chash` directive: value is the parameter's text after
- * "bounded_load=", F a decimal > 1 with at most 6 decimals (1.25). NGX_OK,
- * or NGX_ERROR for anything else (the caller names the parameter).
- */
-ngx_int_t ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor);
+/* nginx walk over a masked ring: skips the points outside mask. */
+ngx_int_t ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
+    const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
+    ngx_pool_t *pool);
 
 /*
  * The next peer of the walk, by the flavor's rules: nginx, point after
@@ -162,7 +162,8 @@ ngx_int_t ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor);
  * the point's node's peers (smooth weighted round robin), and
  * NGX_CHASH_FALLBACK past NGX_CHASH_MAX_TRIES points; pingora and resty,
  * each node once in ring order, its peer if usable, NGX_CHASH_EXHAUSTED
- * when every node came (or the seen-set could not be allocated: logged). With w->bounded_load = F > 1, both walks also pass over a node
+ * when every node came (or the seen-set could not be allocated: logged).
+ * With w->bounded_load = F > 1, both walks also pass over a node
  * whose load (the active connections of its peers) is not below the
  * capacity ceil(F x (total load + 1) / nodes) of libchash's bounded-load
  * lookup (chash_bounded_load_capacity), loads read at this pick: a node so
@@ -173,7 +174,8 @@ ngx_int_t ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor);
 ngx_int_t ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log);
 
-/* ---- Snapshot rings: generations, sources, hot swap ------------------------ */
+
+/* ---- ngx_chash_snapshot.c: generations, sources, hot swap ---------------- */
 
 /* What identifies the file behind a path (the symlink followed). */
 typedef struct {
@@ -322,6 +324,36 @@ ngx_int_t ngx_chash_source_init_conf(ngx_conf_t *cf,
 ngx_int_t ngx_chash_source_init_worker(ngx_cycle_t *cycle,
     ngx_chash_source_t *src);
 
+
+/* ---- ngx_chash_policy.c: the directives, an upstream's policy ------------ */
+
+/*
+ * The parameters of a `chash KEY [flavor=F] [multiple=K] [bounded_load=F]
+ * [subset=VALUE]` directive, parsed by the core for both modules; the
+ * module compiles KEY and subset's text as its own complex values.
+ */
+typedef struct {
+    ngx_uint_t    flavor;         /* chash_flavor, nginx by default */
+    ngx_flag_t    flavor_set;
+    ngx_uint_t    multiple;       /* 0: the flavor's own */
+    ngx_uint_t    id_form;        /* resty: NGX_CHASH_ID_* */
+    ngx_flag_t    id_set;
+    double        bounded_load;   /* 0: off */
+    ngx_str_t     subset;         /* subset='s text when has_subset */
+    ngx_uint_t    has_subset;
+} ngx_chash_directive_t;
+
+/* value[2] .. value[n - 1]: the parameters after KEY; errors logged. */
+char *ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t n, ngx_chash_directive_t *d);
+
+/*
+ * bounded_load=F of a `chash` directive: value is the parameter's text after
+ * "bounded_load=", F a decimal > 1 with at most 6 decimals (1.25). NGX_OK,
+ * or NGX_ERROR for anything else (the caller names the parameter).
+ */
+ngx_int_t ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor);
+
 /* Parses the common parameters of chash_snapshot and chash_migrate. */
 char *ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
     ngx_str_t *value, ngx_uint_t n, ngx_str_t *rest, ngx_uint_t *nrest);
@@ -337,12 +369,11 @@ ngx_int_t ngx_chash_parse_rollout(u_char *p, size_t len);
 ngx_uint_t ngx_chash_scope_in(ngx_str_t *v);
 
 /*
- * ---- The policy of an upstream, shared by both modules -------------------
- *
- * chash_snapshot's peer parameters, chash_migrate's own, the configuration
- * checks of a snapshot upstream and, per request or session, the ring a key
- * takes (migration) and its subset: the modules only evaluate their complex
- * values and adapt nginx's peer lists.
+ * The policy of an upstream, shared by both modules: chash_snapshot's peer
+ * parameters, chash_migrate's own, the configuration checks of a snapshot
+ * upstream and, per request or session, the ring a key takes (migration)
+ * and its subset: the modules only evaluate their complex values and adapt
+ * nginx's peer lists.
  */
 typedef struct {
     ngx_uint_t    max_fails;
@@ -369,8 +400,9 @@ char *ngx_chash_parse_migrate_params(ngx_conf_t *cf, ngx_chash_source_t *next,
 
 /*
  * init_upstream of a snapshot upstream: refuses `server` lines (has_servers),
- * `zone`, multiple= and id= (id_set: a snapshot's ids are its nodes'), wires a migration's two sources, loads both files
- * with every check (ngx_chash_source_init_conf).
+ * `zone`, multiple= and id= (id_set: a snapshot's ids are its nodes'), wires
+ * a migration's two sources, loads both files with every check
+ * (ngx_chash_source_init_conf).
  */
 ngx_int_t ngx_chash_policy_init_conf(ngx_conf_t *cf,
     const ngx_chash_upstream_t *up, ngx_chash_source_t *snap,
@@ -400,16 +432,13 @@ ngx_int_t ngx_chash_policy_subset(ngx_chash_source_t *snap,
     ngx_chash_gen_t *gen, ngx_uint_t side, ngx_str_t *name,
     ngx_chash_subset_t **sub, ngx_log_t *log);
 
-#define ngx_chash_tried_words(npeers)                                        \
-    (((npeers) + 8 * sizeof(uintptr_t) - 1) / (8 * sizeof(uintptr_t)))
 
-/* nginx walk over a masked ring: skips the points outside mask. */
-ngx_int_t ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
-    const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
-    ngx_pool_t *pool);
+/* ---- ngx_chash_status.c: the status zone, its renderers ------------------ */
 
-
-/* ---- Status: counters in shared memory, summed over workers --------------- */
+/* Each module's zone; the HTTP module's chash_status finds the stream
+ * module's by its name (ngx_chash_status_find). */
+#define NGX_CHASH_HTTP_STATUS_ZONE    "chash_status"
+#define NGX_CHASH_STREAM_STATUS_ZONE  "chash_stream_status"
 
 #define NGX_CHASH_STATUS_SLOTS    64     /* workers by ngx_worker, modulo */
 #define NGX_CHASH_STATUS_SUBSETS  64     /* subsets counted by index */
@@ -485,18 +514,18 @@ void ngx_chash_status_count(ngx_chash_source_t *src, ngx_uint_t side,
 ngx_buf_t *ngx_chash_status_render(ngx_chash_status_t *st,
     ngx_chash_status_t *stream, ngx_pool_t *pool, ngx_uint_t prometheus);
 
+/* The worker serves src->current now: its version, and a load counted if
+ * loaded (not for the generation a worker inherits). */
+void ngx_chash_status_served(ngx_chash_source_t *src, ngx_uint_t loaded);
+
+/* A load refused: counted, and check and err kept as the last refusal. */
+void ngx_chash_status_refused(ngx_chash_source_t *src, const char *check,
+    u_char *err);
+
 /* The status whose zone is named name in cycle (the stream module's, seen
  * from the HTTP module), or NULL: no such zone, or another layout. */
 ngx_chash_status_t *ngx_chash_status_find(ngx_cycle_t *cycle,
     ngx_str_t *name);
 
-
-/* Whether bit i of a tried bitmap is set / sets it. */
-#define ngx_chash_tried(bits, i)                                             \
-    ((bits)[(i) / (8 * sizeof(uintptr_t))]                                   \
-     & ((uintptr_t) 1 << (i) % (8 * sizeof(uintptr_t))))
-#define ngx_chash_set_tried(bits, i)                                         \
-    ((bits)[(i) / (8 * sizeof(uintptr_t))]                                   \
-     |= ((uintptr_t) 1 << (i) % (8 * sizeof(uintptr_t))))
 
 #endif /* NGX_CHASH_CORE_H_INCLUDED_ */

@@ -1,0 +1,354 @@
+/*
+ * Walks and picks: a request's walk over a ring (the nginx flavor point
+ * by point, the distinct flavors node by node, a subset's mask), the
+ * flavors' rules for the next peer, and bounded loads.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "ngx_chash_core.h"
+
+
+/* The next point's node of the nginx walk, skipping the points outside the
+ * mask (at most one lap of the ring in all); CHASH_NO_NODE past that. */
+static uint32_t
+ngx_chash_walk_next_point(ngx_chash_walk_t *w)
+{
+    uint32_t  node;
+
+    for ( ;; ) {
+        node = chash_cursor_next(&w->cursor);
+
+        if (w->mask == NULL || node == CHASH_NO_NODE
+            || chash_node_mask_get(w->mask, node))
+        {
+            return node;
+        }
+
+        if (--w->left == 0) {
+            return CHASH_NO_NODE;
+        }
+    }
+}
+
+
+ngx_int_t
+ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
+    const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool)
+{
+    return ngx_chash_walk_init_masked(w, flavor, ring, NULL, key, pool);
+}
+
+
+ngx_int_t
+ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
+    const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
+    ngx_pool_t *pool)
+{
+    uint32_t  hash;
+
+    w->flavor = flavor;
+    w->tries = 0;
+    w->ring = ring;
+    w->mask = mask;
+    w->seen = NULL;
+    w->pool = pool;
+    w->bounded_load = 0;
+
+    hash = ngx_crc32_long(key->data, key->len);
+
+    /* the ring is immutable: no lock, unlike nginx's rlock */
+    if (chash_ring_walk(ring, hash, &w->cursor) != CHASH_OK) {
+        return NGX_ERROR;
+    }
+
+    if (flavor == CHASH_FLAVOR_NGINX) {
+        w->left = chash_ring_num_points(ring) + 1;
+        w->node = ngx_chash_walk_next_point(w);
+
+        return NGX_OK;
+    }
+
+    /* distinct: each point once at most, the first node not yet taken */
+    w->left = chash_ring_num_points(ring);
+    w->node = CHASH_NO_NODE;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The distinct walk's next node not yet returned; CHASH_NO_NODE when every
+ * point has been passed, or with *failed set when the seen-set could not
+ * be allocated. O(1) amortized a point; the seen-set (one bit a ring node)
+ * only from the second node on: a request whose first pick serves never
+ * allocates.
+ */
+static uint32_t
+ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
+{
+    uint32_t  node;
+
+    if (w->seen == NULL) {
+        if (w->node == CHASH_NO_NODE) {
+            if (w->left == 0) {
+                return CHASH_NO_NODE;
+            }
+
+            w->left--;
+            w->node = chash_cursor_next(&w->cursor);
+
+            return w->node;
+        }
+
+        w->seen = ngx_pcalloc(w->pool,
+                      ngx_chash_tried_words(chash_ring_num_nodes(w->ring))
+                      * sizeof(uintptr_t));
+        if (w->seen == NULL) {
+            *failed = 1;
+            return CHASH_NO_NODE;
+        }
+
+        ngx_chash_set_tried(w->seen, w->node);
+    }
+
+    while (w->left) {
+        w->left--;
+        node = chash_cursor_next(&w->cursor);
+
+        if (node == CHASH_NO_NODE) {
+            return node;
+        }
+
+        if (!ngx_chash_tried(w->seen, node)) {
+            ngx_chash_set_tried(w->seen, node);
+            return node;
+        }
+    }
+
+    return CHASH_NO_NODE;
+}
+
+
+/* The load of node: the active connections of its peers. */
+static uint64_t
+ngx_chash_node_load(const ngx_chash_nodes_t *nodes, uint32_t node,
+    const ngx_chash_peer_ops_t *ops, void *data)
+{
+    uint64_t    load;
+    ngx_uint_t  j;
+
+    load = 0;
+
+    for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++) {
+        load += ops->conns(data, nodes->node_peers[j]);
+    }
+
+    return load;
+}
+
+
+/*
+ * The bounded-load capacity now; UINT64_MAX when bounded_load is off. With
+ * a subset, the average is over the subset's nodes and their loads (the
+ * request routes as a ring of only the subset's servers would).
+ */
+static uint64_t
+ngx_chash_capacity(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data)
+{
+    uint64_t    total;
+    uint32_t    node, count;
+    ngx_uint_t  i;
+
+    if (w->bounded_load <= 1) {
+        return UINT64_MAX;
+    }
+
+    total = 0;
+
+    if (w->mask) {
+        count = 0;
+
+        for (node = 0; node < nodes->nnodes; node++) {
+            if (chash_node_mask_get(w->mask, node)) {
+                total += ngx_chash_node_load(nodes, node, ops, data);
+                count++;
+            }
+        }
+
+        if (count == 0) {
+            return UINT64_MAX;
+        }
+
+        return chash_bounded_load_capacity(total, count, w->bounded_load);
+    }
+
+    for (i = 0; i < nodes->npeers; i++) {
+        total += ops->conns(data, i);
+    }
+
+    /* every node owns points: nginx refuses weight=0 */
+    return chash_bounded_load_capacity(total, (uint32_t) nodes->nnodes,
+                                       w->bounded_load);
+}
+
+
+/*
+ * The nginx flavor's step: mirrors ngx_http_upstream_get_chash_peer() of
+ * nginx 1.22.1, step for step: the usable peer of largest current weight
+ * among the point's node's peers, one try a point.
+ */
+static ngx_int_t
+ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now,
+    uint64_t capacity, ngx_log_t *log)
+{
+    ngx_int_t    total, *current, *effective, weight;
+    ngx_int_t    best_i, *best_current;
+    ngx_uint_t   i, j;
+
+    for ( ;; ) {
+
+        /* shown by debug_http or debug_stream: the core serves both */
+        ngx_log_debug1((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                       "chash node:%uD", w->node);
+
+        if (w->node == CHASH_NO_NODE) {
+            /* an empty ring, or no point of the subset */
+            return NGX_CHASH_FALLBACK;
+        }
+
+        if (capacity != UINT64_MAX
+            && ngx_chash_node_load(nodes, w->node, ops, data) >= capacity)
+        {
+            goto next;
+        }
+
+        best_i = -1;
+        best_current = NULL;
+        total = 0;
+
+        /* the peers with this point's server text, in list order */
+
+        for (j = nodes->node_first[w->node];
+             j < nodes->node_first[w->node + 1];
+             j++)
+        {
+            i = nodes->node_peers[j];
+
+            if (!ops->usable(data, i, now)) {
+                continue;
+            }
+
+            ops->weights(data, i, &current, &effective, &weight);
+
+            *current += *effective;
+            total += *effective;
+
+            if (*effective < weight) {
+                (*effective)++;
+            }
+
+            if (best_current == NULL || *current > *best_current) {
+                best_current = current;
+                best_i = (ngx_int_t) i;
+            }
+        }
+
+        if (best_current) {
+            *best_current -= total;
+            return best_i;
+        }
+
+    next:
+
+        w->node = ngx_chash_walk_next_point(w);    /* nginx: hp->hash++ */
+        w->tries++;
+
+        if (w->tries > NGX_CHASH_MAX_TRIES) {
+            return NGX_CHASH_FALLBACK;
+        }
+    }
+}
+
+
+/*
+ * The distinct flavors' step (pingora, resty): each node once, in ring
+ * order from the key's point; a node is skipped when its peer is not
+ * usable (or is at the bounded-load capacity). When the walk has visited
+ * every node, no live peer is left (as round robin answers when every peer
+ * failed: "no live upstreams").
+ */
+static ngx_int_t
+ngx_chash_pick_distinct(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now,
+    uint64_t capacity, ngx_log_t *log)
+{
+    uint32_t    node;
+    ngx_uint_t  i, failed;
+
+    failed = 0;
+
+    for ( ;; ) {
+        node = ngx_chash_walk_next_distinct(w, &failed);
+
+        ngx_log_debug1((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                       "chash node:%uD", node);
+
+        if (node == CHASH_NO_NODE) {
+            if (failed) {
+                ngx_log_error(NGX_LOG_ALERT, log, 0,
+                              "chash: no memory for the retry walk");
+            }
+
+            return NGX_CHASH_EXHAUSTED;
+        }
+
+        if (w->mask && !chash_node_mask_get(w->mask, node)) {
+            continue;
+        }
+
+        i = nodes->node_peers[nodes->node_first[node]];
+
+        if (ops->usable(data, i, now)
+            && (capacity == UINT64_MAX || ops->conns(data, i) < capacity))
+        {
+            return (ngx_int_t) i;
+        }
+    }
+}
+
+
+/*
+ * One opening for every flavor (the tries limit, the bounded-load capacity
+ * read once a pick), the flavor's step, one closing (the pick's debug
+ * line).
+ */
+ngx_int_t
+ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log)
+{
+    uint64_t   capacity;
+    ngx_int_t  rc;
+
+    if (w->flavor == CHASH_FLAVOR_NGINX && w->tries > NGX_CHASH_MAX_TRIES) {
+        return NGX_CHASH_FALLBACK;
+    }
+
+    capacity = ngx_chash_capacity(w, nodes, ops, data);
+
+    if (w->flavor == CHASH_FLAVOR_NGINX) {
+        rc = ngx_chash_pick_nginx(w, nodes, ops, data, now, capacity, log);
+
+    } else {
+        rc = ngx_chash_pick_distinct(w, nodes, ops, data, now, capacity, log);
+    }
+
+    ngx_log_debug2((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                   "chash flavor=%s pick:%i", ngx_chash_flavor_name(w->flavor),
+                   rc);
+
+    return rc;
+}

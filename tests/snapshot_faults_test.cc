@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -358,6 +359,41 @@ TEST(SnapshotFaults, LastGoodServesWhenTheFileIsDamagedAtStart) {
   EXPECT_EQ(restarted.value()->current()->info().config_version, 4u);
   EXPECT_TRUE(restarted.value()->report().serving_last_good);
   EXPECT_EQ(restarted.value()->report().last_check, SnapshotCheck::kChecksum);
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+}
+
+// A configuration test (write_state = false) sees the persisted versions
+// but leaves the state directory as it was.
+TEST(SnapshotFaults, AReadOnlyReloaderWritesNothing) {
+  const std::string dir = StateDir("read_only_state");
+  const std::string path = TempPath("read_only.chash");
+  ReloadOptions options;
+  options.state_dir = dir;
+  options.name = "ro";
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 0), Version(5), path).ok());
+  ASSERT_TRUE(SnapshotReloader::Create(path, options).ok());
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      names.push_back(entry.path().filename().string() + ":" +
+                      std::to_string(std::filesystem::last_write_time(entry).time_since_epoch().count()));
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = listing();
+  ReloadOptions test = options;
+  test.write_state = false;
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 1), Version(4), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> refused = SnapshotReloader::Create(path, test);
+  ASSERT_TRUE(refused.ok()) << "the last good file is served";
+  EXPECT_TRUE(refused.value()->report().serving_last_good);
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 2), Version(6), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> newer = SnapshotReloader::Create(path, test);
+  ASSERT_TRUE(newer.ok());
+  EXPECT_EQ(newer.value()->current()->info().config_version, 6u);
+  EXPECT_EQ(listing(), before) << "a read-only reloader wrote to the state directory";
   std::filesystem::remove_all(dir);
   std::remove(path.c_str());
 }

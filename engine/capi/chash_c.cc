@@ -1208,7 +1208,8 @@ int chash_public_key_read(const char* path, uint8_t* out) noexcept {
 
 namespace {
 
-constexpr uint32_t kKnownReloadFlags = CHASH_RELOAD_NO_SHARE | CHASH_RELOAD_NO_LAST_GOOD;
+constexpr uint32_t kKnownReloadFlags =
+    CHASH_RELOAD_NO_SHARE | CHASH_RELOAD_NO_LAST_GOOD | CHASH_RELOAD_NO_WRITE;
 
 // A candidate as the C struct says it; the snapshot as a new handle.
 int WriteResult(const char* function, const chash::ReloadCandidate& candidate,
@@ -1262,6 +1263,7 @@ int chash_reloader_new(const char* path, const chash_reloader_options* options,
     if (given.name != nullptr) reload.name = given.name;
     reload.share = (given.flags & CHASH_RELOAD_NO_SHARE) == 0;
     reload.keep_last_good = (given.flags & CHASH_RELOAD_NO_LAST_GOOD) == 0;
+    reload.write_state = (given.flags & CHASH_RELOAD_NO_WRITE) == 0;
     chash::Result<std::unique_ptr<chash::SnapshotReloader>> created =
         chash::SnapshotReloader::Create(path, std::move(reload));
     if (!created.ok()) return Fail(created.status());

@@ -231,7 +231,9 @@ std::string HostState::PathOf(std::string_view suffix) const {
 HostLock HostState::Lock(std::chrono::milliseconds wait) const {
   HostLock lock;
   const std::string path = PathOf("lock");
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Read-only: flock needs no write access, so a lock file another user
+  // made (nginx's master as root, its workers as www-data) still locks.
+  const int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return lock;
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {

@@ -105,6 +105,7 @@ struct SnapshotReloader::Impl {
   bool sharing() const {
     return host.has_value() && options.share && options.load.mode == SnapshotLoadMode::kSealed;
   }
+  bool writing() const { return host.has_value() && options.write_state; }
 
   std::shared_ptr<const RingSnapshot> Current() const {
     std::lock_guard<std::mutex> lock(current_mutex);
@@ -215,7 +216,7 @@ struct SnapshotReloader::Impl {
   }
 
   void Publish(const LoadedFile& loaded) {
-    if (!sharing() || loaded.sealed.fd < 0 || !loaded.snapshot) return;
+    if (!sharing() || !writing() || loaded.sealed.fd < 0 || !loaded.snapshot) return;
     ShareRecord record = host->ReadShare();
     if (record.policy != policy) record = ShareRecord();
     record.policy = policy;
@@ -229,7 +230,7 @@ struct SnapshotReloader::Impl {
   }
 
   void PublishRefusal(const FileIdentity& id, const Status& status) {
-    if (!sharing()) return;
+    if (!sharing() || !writing()) return;
     ShareRecord record = host->ReadShare();
     if (record.policy != policy) record = ShareRecord();
     record.policy = policy;
@@ -243,7 +244,7 @@ struct SnapshotReloader::Impl {
   // NAME.good and NAME.state for a ring being served, unless the state
   // already holds it or a newer one. Under the host's lock.
   Status Persist(const RingSnapshot& snapshot, const SealedCopy& sealed) {
-    if (!host) return Status();
+    if (!writing()) return Status();
     HostLock lock = host->Lock(kLockWait);
     Result<internal::PersistedState> state = host->ReadState();
     if (!state.ok()) return state.status();

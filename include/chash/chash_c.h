@@ -711,6 +711,7 @@ typedef struct chash_reloader chash_reloader;
 
 #define CHASH_RELOAD_NO_SHARE 1u     /* verify every file in this process */
 #define CHASH_RELOAD_NO_LAST_GOOD 2u /* keep no NAME.good */
+#define CHASH_RELOAD_NO_WRITE 4u     /* read the state directory, write nothing (nginx -t) */
 
 typedef struct chash_reloader_options {
   uint32_t size;  /* sizeof(chash_reloader_options): see "Structs that grow" */

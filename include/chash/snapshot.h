@@ -398,6 +398,10 @@ struct ReloadOptions {
   bool share = true;
   // With state_dir: keep NAME.good.
   bool keep_last_good = true;
+  // false: read the state directory (the versions served, the copies to
+  // adopt) but write nothing to it: for a configuration test (nginx -t)
+  // that must leave no trace.
+  bool write_state = true;
 };
 
 enum class ReloadOutcome : uint8_t {

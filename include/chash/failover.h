@@ -182,8 +182,11 @@ class AvailabilityMask {
 // "Consistent Hashing with Bounded Loads": with m balls (the new one
 // included) over n bins and a balance factor c > 1, every bin's capacity is
 // ceil(c * m / n); a key goes to the first node of its walk whose load is
-// below capacity, so no node ever holds more than capacity. Envoy's
-// hash_balance_factor and HAProxy's hash-balance-factor are this rule.
+// below capacity, so no node ever holds more than capacity. HAProxy's
+// hash-balance-factor and Envoy's hash_balance_factor start from the same
+// paper but are not this function: HAProxy spreads the capacity by weight,
+// Envoy falls back to a host order shuffled by the key's hash; chash does
+// not reproduce either.
 
 // ceil(c * (total_load + 1) / nodes), saturated to UINT64_MAX; 0 if nodes is
 // 0 or c is not a finite number > 1. c is rounded to parts per million (the

@@ -752,20 +752,7 @@ TEST(SnapshotFile, FullFileSystemIsAnIoErrorNotACrash) {
   constexpr int kNoNamespace = 77;
   const pid_t pid = fork();
   if (pid == 0) {
-    const std::string uid = std::to_string(getuid()), gid = std::to_string(getgid());
-    const auto put = [](const char* path, const std::string& text) {
-      const int fd = open(path, O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return false;
-      const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-      close(fd);
-      return ok;
-    };
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0 || !put("/proc/self/setgroups", "deny") ||
-        !put("/proc/self/uid_map", "0 " + uid + " 1") ||
-        !put("/proc/self/gid_map", "0 " + gid + " 1") ||
-        mount("none", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
-      _exit(kNoNamespace);
-    }
+    if (!testing::MountSmallTmpfsInChild(dir, "256k")) _exit(kNoNamespace);
     const Status status = WriteSnapshotFile(ring, {}, dir + "/ring.chash");
     _exit(status.code() == StatusCode::kIoError ? 0 : 1);
   }

@@ -4,6 +4,7 @@
 // NULLs give the documented codes, never a crash.
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -308,6 +309,30 @@ TEST_F(CApiSnapshot, ReloaderAcceptsRefusesAndReports) {
   EXPECT_EQ(report.serving_last_good, 1u);
   EXPECT_EQ(report.last_check, CHASH_CHECK_ROLLBACK);
   EXPECT_EQ(chash_reloader_poll(reloader), CHASH_OK) << "the refused file is not looked at again";
+  chash_reloader_free(reloader);
+
+  // A refusal carries its error code beside its check.
+  chash_reloader_options deferred = options;
+  deferred.flags = CHASH_RELOAD_DEFER;
+  deferred.name = "capi-deferred";
+  ASSERT_EQ(chash_reloader_new(path.c_str(), &deferred, &reloader), CHASH_OK);
+  chash_snapshot* none = nullptr;
+  ASSERT_EQ(chash_reloader_current(reloader, &none), CHASH_OK);
+  EXPECT_EQ(none, nullptr) << "a deferred reloader serves nothing before its first check";
+  result = testing::Sized<chash_reload_result>();
+  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  ASSERT_EQ(result.outcome, CHASH_RELOAD_NEW);
+  ASSERT_EQ(chash_reloader_accept(reloader, &result), CHASH_OK);
+  chash_snapshot_free(result.snapshot);
+  std::string damaged = SerializeSnapshot(ring_, v3).value();
+  damaged[damaged.size() / 2] ^= 1;
+  std::ofstream(path + ".bad", std::ios::binary) << damaged;
+  ASSERT_EQ(std::rename((path + ".bad").c_str(), path.c_str()), 0);
+  result = testing::Sized<chash_reload_result>();
+  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  EXPECT_EQ(result.outcome, CHASH_RELOAD_REFUSED);
+  EXPECT_EQ(result.check, CHASH_CHECK_CHECKSUM);
+  EXPECT_EQ(result.error, CHASH_E_BAD_SNAPSHOT);
   chash_reloader_free(reloader);
 
   // Errors: bad names, sizes, flags.

@@ -444,7 +444,7 @@ TEST(RestyCapi, FlavorPositionsAndLosers) {
   EXPECT_EQ(hash, 0u);
   for (const Answer& answer : ReadAnswers("ra.csv")) {
     const uint32_t key_hash = Crc32(answer.key);
-    const uint64_t position = chash_ring_find_position(ring, key_hash);
+    const uint32_t position = chash_ring_find_position(ring, key_hash);
     ASSERT_LT(position, points);
     const uint32_t node = chash_ring_point_at(ring, position, &hash);
     ASSERT_EQ(node, chash_ring_find_hash(ring, key_hash)) << answer.key;

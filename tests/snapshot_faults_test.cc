@@ -398,6 +398,67 @@ TEST(SnapshotFaults, AReadOnlyReloaderWritesNothing) {
   std::remove(path.c_str());
 }
 
+// A deferred reloader touches no file until its first Check, which finds
+// the first ring as Create would; nothing is served before it is accepted.
+TEST(SnapshotFaults, ADeferredReloaderLoadsAtItsFirstCheck) {
+  const std::string path = TempPath("deferred.chash");
+  ReloadOptions broken;
+  broken.state_dir = TempPath("no_such_state_dir");
+  broken.defer_first_load = true;
+  std::filesystem::remove_all(broken.state_dir);
+  Result<std::unique_ptr<SnapshotReloader>> early = SnapshotReloader::Create(path, broken);
+  ASSERT_TRUE(early.ok()) << "Create looked at the file system: " << early.status().ToString();
+  EXPECT_EQ(early.value()->current(), nullptr);
+  const ReloadCandidate unusable = early.value()->Check();
+  EXPECT_EQ(unusable.outcome, ReloadOutcome::kRefused);
+  EXPECT_NE(unusable.status.message().find("no_such_state_dir"), std::string::npos)
+      << unusable.status.ToString();
+
+  ReloadOptions options;
+  options.defer_first_load = true;
+  Result<std::unique_ptr<SnapshotReloader>> created = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(created.ok());
+  SnapshotReloader& reloader = *created.value();
+  std::remove(path.c_str());
+  EXPECT_EQ(reloader.Check().outcome, ReloadOutcome::kRefused) << "no file yet";
+  const Ring v1 = Fleet(30, 0);
+  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
+  ReloadCandidate first = reloader.Check();
+  ASSERT_EQ(first.outcome, ReloadOutcome::kNew) << first.status.ToString();
+  EXPECT_EQ(reloader.current(), nullptr) << "served before it was accepted";
+  ASSERT_TRUE(reloader.Accept(first).ok());
+  ExpectAnswersOf(v1, *reloader.ring(), "the first ring");
+  EXPECT_EQ(reloader.report().accepted, 0u) << "the first ring is not a reload";
+  EXPECT_EQ(reloader.Check().outcome, ReloadOutcome::kUnchanged);
+  std::remove(path.c_str());
+}
+
+// A copy of the ring served under a new identity is verified like any
+// file: a good copy is the same ring (no swap), a damaged one is refused,
+// never taken for the ring served because its header says so.
+TEST(SnapshotFaults, ACopyOfTheServedRingIsVerifiedToo) {
+  const Ring ring = Fleet(30, 0);
+  const std::string path = TempPath("same_ring.chash");
+  ASSERT_TRUE(WriteSnapshotFile(ring, Version(4), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> created = SnapshotReloader::Create(path, {});
+  ASSERT_TRUE(created.ok());
+  SnapshotReloader& reloader = *created.value();
+  const std::shared_ptr<const RingSnapshot> served = reloader.current();
+  ASSERT_TRUE(WriteSnapshotFile(ring, Version(4), path).ok());  // a new inode, the same ring
+  EXPECT_EQ(reloader.Check().outcome, ReloadOutcome::kSameRing);
+  EXPECT_EQ(reloader.current(), served) << "the same ring is not swapped";
+  std::string damaged = SerializeSnapshot(ring, Version(4)).value();
+  damaged[damaged.size() / 2] ^= 4;
+  const std::string temp = path + ".damaged";
+  std::ofstream(temp, std::ios::binary) << damaged;
+  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+  const ReloadCandidate refused = reloader.Check();
+  EXPECT_EQ(refused.outcome, ReloadOutcome::kRefused);
+  EXPECT_EQ(refused.check, SnapshotCheck::kChecksum) << refused.status.ToString();
+  EXPECT_EQ(reloader.current(), served);
+  std::remove(path.c_str());
+}
+
 // ---- One verification a host -----------------------------------------------
 
 // Two reloaders with one state directory: the second adopts the sealed copy

@@ -513,12 +513,12 @@ int chash_ring_find_keys(const chash_ring* ring, const char* const* keys, const 
 
 // ---- Walks ----------------------------------------------------------------------------
 
-uint64_t chash_ring_find_position(const chash_ring* ring, uint32_t hash) noexcept {
+uint32_t chash_ring_find_position(const chash_ring* ring, uint32_t hash) noexcept {
   if (ring == nullptr || ring->ring.empty()) return CHASH_NO_POSITION;
   return ring->ring.WalkFromHash(hash).position();
 }
 
-uint32_t chash_ring_point_at(const chash_ring* ring, uint64_t position, uint32_t* hash) noexcept {
+uint32_t chash_ring_point_at(const chash_ring* ring, uint32_t position, uint32_t* hash) noexcept {
   if (hash != nullptr) *hash = 0;
   if (ring == nullptr) return CHASH_NO_NODE;
   const chash::PointCursor point = ring->ring.At(position);
@@ -1209,7 +1209,7 @@ int chash_public_key_read(const char* path, uint8_t* out) noexcept {
 namespace {
 
 constexpr uint32_t kKnownReloadFlags =
-    CHASH_RELOAD_NO_SHARE | CHASH_RELOAD_NO_LAST_GOOD | CHASH_RELOAD_NO_WRITE;
+    CHASH_RELOAD_NO_SHARE | CHASH_RELOAD_NO_LAST_GOOD | CHASH_RELOAD_NO_WRITE | CHASH_RELOAD_DEFER;
 
 // A candidate as the C struct says it; the snapshot as a new handle.
 int WriteResult(const char* function, const chash::ReloadCandidate& candidate,
@@ -1219,6 +1219,7 @@ int WriteResult(const char* function, const chash::ReloadCandidate& candidate,
   value.outcome = static_cast<uint32_t>(candidate.outcome);
   value.check = static_cast<uint32_t>(candidate.check);
   value.adopted = candidate.adopted ? 1 : 0;
+  value.error = candidate.status.ok() ? CHASH_OK : CodeOf(candidate.status.code());
   value.token = candidate.token;
   if (candidate.snapshot) {
     value.config_version = candidate.snapshot->info().config_version;
@@ -1264,6 +1265,7 @@ int chash_reloader_new(const char* path, const chash_reloader_options* options,
     reload.share = (given.flags & CHASH_RELOAD_NO_SHARE) == 0;
     reload.keep_last_good = (given.flags & CHASH_RELOAD_NO_LAST_GOOD) == 0;
     reload.write_state = (given.flags & CHASH_RELOAD_NO_WRITE) == 0;
+    reload.defer_first_load = (given.flags & CHASH_RELOAD_DEFER) != 0;
     chash::Result<std::unique_ptr<chash::SnapshotReloader>> created =
         chash::SnapshotReloader::Create(path, std::move(reload));
     if (!created.ok()) return Fail(created.status());
@@ -1281,7 +1283,8 @@ int chash_reloader_current(const chash_reloader* reloader, chash_snapshot** out)
   *out = nullptr;
   if (reloader == nullptr) return NullArgument("chash_reloader_current", "reloader");
   return Guard([&] {
-    *out = new chash_snapshot{reloader->reloader->current()};
+    std::shared_ptr<const chash::RingSnapshot> current = reloader->reloader->current();
+    if (current) *out = new chash_snapshot{std::move(current)};
     return CHASH_OK;
   });
 }

@@ -30,7 +30,7 @@ Status IoFailure(const std::string& path, const std::string& what, int error) {
                                                       : std::string()));
 }
 
-bool ValidName(std::string_view name) {
+bool ValidNameBytes(std::string_view name) {
   if (name.empty() || name.size() > 128 || name == "." || name == "..") return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -176,6 +176,8 @@ Status ReplaceFileWithText(const std::string& dir, const std::string& path,
 
 }  // namespace
 
+bool ValidReloaderName(std::string_view name) noexcept { return ValidNameBytes(name); }
+
 std::array<uint8_t, 32> PolicyDigest(const SnapshotLoadOptions& options) noexcept {
   std::vector<std::array<uint8_t, 32>> keys;
   try {
@@ -210,7 +212,7 @@ HostLock::~HostLock() {
 }
 
 Result<HostState> HostState::Open(const std::string& dir, const std::string& name) {
-  if (!ValidName(name)) {
+  if (!ValidReloaderName(name)) {
     return Status(StatusCode::kBadArgument,
                   "reloader name '" + name + "': 1..128 characters of A-Z a-z 0-9 . _ -");
   }

@@ -107,6 +107,9 @@ class HostState {
   std::string name_;
 };
 
+// 1..128 bytes of [A-Za-z0-9._-], not "." or "..".
+bool ValidReloaderName(std::string_view name) noexcept;
+
 // A name derived from the path for a reloader given none.
 std::string DefaultReloaderName(const std::string& path);
 

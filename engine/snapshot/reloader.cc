@@ -87,7 +87,11 @@ struct SnapshotReloader::Impl {
     FileIdentity file;
     SealedCopy sealed;
     bool adopted = false;
+    bool from_last_good = false;
   } pending;
+  // Create deferred the first load (ReloadOptions::defer_first_load): the
+  // state directory is opened and the first ring found by the first Check.
+  bool initialized = false;
 
   // What report() copies, under its own mutex: a report never waits for a
   // Check in flight.
@@ -152,9 +156,6 @@ struct SnapshotReloader::Impl {
     internal::VersionFloor floor;
     floor.version = highest;
     floor.fingerprint = highest_fingerprint;
-    const std::shared_ptr<const RingSnapshot> served = Current();
-    floor.same_ring_ok = served != nullptr && served->info().config_version == highest &&
-                         served->info().fingerprint == highest_fingerprint;
     return floor;
   }
 
@@ -287,6 +288,32 @@ struct SnapshotReloader::Impl {
     std::atomic<int64_t>& since_;
   };
 
+  // Serves the pending candidate: persists its version and file (an error
+  // is kept in the report and returned; the ring is served all the same),
+  // then publishes it. A reload (not the first ring) is counted.
+  Status Commit() {
+    const bool reload = Current() != nullptr;
+    Pending taken = std::move(pending);
+    pending = Pending();
+    Status persisted;
+    try {
+      persisted = Persist(*taken.snapshot, taken.sealed);
+    } catch (const std::bad_alloc&) {
+      persisted = internal::OutOfMemory("writing the reload state", path);
+    }
+    NoteStateError(persisted);
+    Serve(std::move(taken.snapshot), taken.file, taken.sealed);
+    std::lock_guard<std::mutex> lock(report_mutex);
+    if (reload) {
+      ++report.accepted;
+      if (taken.adopted) ++report.adopted;
+    }
+    report.serving_last_good = taken.from_last_good;
+    return persisted;
+  }
+
+  Status Initialize();
+  ReloadCandidate FirstCandidate();
   ReloadCandidate CheckLocked();
   ReloadCandidate AdoptSharedLocked();
 };
@@ -304,6 +331,73 @@ SnapshotReloader::~SnapshotReloader() {
   }
 }
 
+// Opens the state directory and reads the versions served. Touches the
+// file system: Create does it, or the first Check when deferred.
+Status SnapshotReloader::Impl::Initialize() {
+  if (initialized) return Status();
+  if (!options.state_dir.empty()) {
+    const std::string name =
+        options.name.empty() ? internal::DefaultReloaderName(path) : options.name;
+    Result<internal::HostState> opened = internal::HostState::Open(options.state_dir, name);
+    if (!opened.ok()) return opened.status();
+    host = std::move(opened).value();
+    Result<internal::PersistedState> state = host->ReadState();
+    if (!state.ok()) return state.status();
+    if (state.value().present) Raise(state.value().highest_version, state.value().fingerprint);
+  }
+  initialized = true;
+  return Status();
+}
+
+// The newest ring that passes every check, while nothing is served yet: the
+// path's file as another process of the host verified it, else the path's
+// file with every check, else the last good file (NAME.good). A candidate
+// (pending; from_last_good says which), or the refusal naming why the path's
+// file (and the last good one) failed.
+ReloadCandidate SnapshotReloader::Impl::FirstCandidate() {
+  pending = Pending();
+  const FileIdentity now = internal::IdentityOfPath(path);
+  if (sharing() && now.size >= 0) {
+    HostLock lock = host->Lock(kLockWait);
+    const ShareRecord record = host->ReadShare();
+    if (record.policy == policy && record.has_copy && record.source == now) {
+      SealedCopy adopted;
+      if (auto snapshot = Adopt(record, adopted);
+          snapshot && CheckVersion((*snapshot)->info()).ok()) {
+        return Candidate(std::move(*snapshot), now, adopted, true);
+      }
+    }
+  }
+  const std::optional<internal::VersionFloor> floor = Floor();
+  LoadedFile loaded;
+  Result<std::shared_ptr<const RingSnapshot>> first = internal::LoadSnapshotFile(
+      path, options.load, &loaded, floor ? &*floor : nullptr);
+  if (first.ok()) {
+    Publish(loaded);
+    return Candidate(std::move(first).value(), loaded.identity, loaded.sealed, false);
+  }
+  const Status refusal = first.status();
+  if (refusal.code() == StatusCode::kOutOfMemory) return Refused(refusal);
+  const bool remember = !loaded.changed_while_read;
+  NoteRefusal(loaded.identity, refusal, remember);
+  if (remember) PublishRefusal(loaded.identity, refusal);
+  if (!host || !options.keep_last_good) return Refused(refusal);
+  const std::string good = host->GoodPath();
+  struct stat st {};
+  if (stat(good.c_str(), &st) != 0) return Refused(refusal);
+  LoadedFile last;
+  Result<std::shared_ptr<const RingSnapshot>> kept =
+      internal::LoadSnapshotFile(good, options.load, &last, floor ? &*floor : nullptr);
+  if (!kept.ok()) {
+    return Refused(Status(refusal.code(), refusal.message() + "; and the last good file " + good +
+                                              " was refused too: " + kept.status().message()));
+  }
+  Publish(last);
+  ReloadCandidate candidate = Candidate(std::move(kept).value(), FileIdentity{}, last.sealed, false);
+  pending.from_last_good = true;
+  return candidate;
+}
+
 Result<std::unique_ptr<SnapshotReloader>> SnapshotReloader::Create(std::string path,
                                                                    ReloadOptions options) {
   return internal::CatchOutOfMemory(
@@ -313,74 +407,21 @@ Result<std::unique_ptr<SnapshotReloader>> SnapshotReloader::Create(std::string p
         impl->options = std::move(options);
         Impl& self = *impl;
         self.policy = internal::PolicyDigest(self.options.load);
-        if (!self.options.state_dir.empty()) {
-          const std::string name = self.options.name.empty()
-                                       ? internal::DefaultReloaderName(self.path)
-                                       : self.options.name;
-          Result<internal::HostState> host = internal::HostState::Open(self.options.state_dir, name);
-          if (!host.ok()) return host.status();
-          self.host = std::move(host).value();
-          Result<internal::PersistedState> state = self.host->ReadState();
-          if (!state.ok()) return state.status();
-          if (state.value().present) {
-            self.Raise(state.value().highest_version, state.value().fingerprint);
-          }
-        } else if (!self.options.name.empty()) {
+        if (self.options.state_dir.empty() && !self.options.name.empty()) {
           return Status(StatusCode::kBadArgument,
                         "a reloader name needs a state directory (" + self.path + ")");
         }
-        // 1. The path's file as another process of the host verified it.
-        const FileIdentity now = internal::IdentityOfPath(self.path);
-        if (self.sharing() && now.size >= 0) {
-          HostLock lock = self.host->Lock(kLockWait);
-          const ShareRecord record = self.host->ReadShare();
-          if (record.policy == self.policy && record.has_copy && record.source == now) {
-            SealedCopy adopted;
-            if (auto snapshot = self.Adopt(record, adopted);
-                snapshot && self.CheckVersion((*snapshot)->info()).ok()) {
-              self.Serve(std::move(*snapshot), now, adopted);
-              return std::unique_ptr<SnapshotReloader>(new SnapshotReloader(std::move(impl)));
-            }
-          }
+        if (!self.options.name.empty() && !internal::ValidReloaderName(self.options.name)) {
+          return Status(StatusCode::kBadArgument, "reloader name '" + self.options.name +
+                                                      "': 1..128 characters of A-Z a-z 0-9 . _ -");
         }
-        // 2. The path's file, with every check.
-        const std::optional<internal::VersionFloor> floor = self.Floor();
-        LoadedFile loaded;
-        Result<std::shared_ptr<const RingSnapshot>> first = internal::LoadSnapshotFile(
-            self.path, self.options.load, &loaded, floor ? &*floor : nullptr);
-        if (first.ok()) {
-          self.Publish(loaded);
-          if (Status status = self.Persist(*first.value(), loaded.sealed); !status.ok()) {
-            self.NoteStateError(status);
-          }
-          self.Serve(std::move(first).value(), loaded.identity, loaded.sealed);
+        if (self.options.defer_first_load) {
           return std::unique_ptr<SnapshotReloader>(new SnapshotReloader(std::move(impl)));
         }
-        const Status refusal = first.status();
-        if (refusal.code() == StatusCode::kOutOfMemory) return refusal;
-        const bool remember = !loaded.changed_while_read;
-        self.NoteRefusal(loaded.identity, refusal, remember);
-        if (remember) self.PublishRefusal(loaded.identity, refusal);
-        // 3. The last file that passed every check.
-        if (!self.host || !self.options.keep_last_good) return refusal;
-        const std::string good = self.host->GoodPath();
-        struct stat st {};
-        if (stat(good.c_str(), &st) != 0) return refusal;
-        std::optional<internal::VersionFloor> good_floor = floor;
-        if (good_floor) good_floor->same_ring_ok = false;
-        LoadedFile last;
-        Result<std::shared_ptr<const RingSnapshot>> kept = internal::LoadSnapshotFile(
-            good, self.options.load, &last, good_floor ? &*good_floor : nullptr);
-        if (!kept.ok()) {
-          return Status(refusal.code(), refusal.message() + "; and the last good file " + good +
-                                            " was refused too: " + kept.status().message());
-        }
-        self.Publish(last);
-        self.Serve(std::move(kept).value(), FileIdentity{}, last.sealed);
-        {
-          std::lock_guard<std::mutex> lock(self.report_mutex);
-          self.report.serving_last_good = true;
-        }
+        if (Status status = self.Initialize(); !status.ok()) return status;
+        const ReloadCandidate first = self.FirstCandidate();
+        if (first.outcome != ReloadOutcome::kNew) return first.status;
+        (void)self.Commit();  // a state write that failed is in the report
         return std::unique_ptr<SnapshotReloader>(new SnapshotReloader(std::move(impl)));
       });
 }
@@ -389,6 +430,13 @@ std::shared_ptr<const RingSnapshot> SnapshotReloader::current() const { return i
 
 ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
   pending = Pending();
+  if (!initialized) {
+    if (Status status = Initialize(); !status.ok()) {
+      NoteRefusal(FileIdentity{}, status, false);
+      return Refused(status);
+    }
+  }
+  if (Current() == nullptr) return FirstCandidate();  // deferred, or nothing served yet
   if (host) {
     Status state_error;
     {
@@ -462,11 +510,19 @@ ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
     if (remember) PublishRefusal(id, status);
     return Refused(status);
   }
-  if (loaded.same_ring) {
+  const std::shared_ptr<const RingSnapshot> served = Current();
+  if (served && result.value()->info().config_version == served->info().config_version &&
+      result.value()->info().fingerprint == served->info().fingerprint) {
+    // A copy of the ring served (a touch, a cp): verified, remembered, not
+    // swapped; the others of the host are pointed at the copy served.
     current_file = loaded.identity;
-    ReloadCandidate same;
-    same.outcome = ReloadOutcome::kSameRing;
-    return same;
+    LoadedFile same = loaded;
+    same.snapshot = served;
+    same.sealed = current_sealed;
+    Publish(same);
+    ReloadCandidate candidate;
+    candidate.outcome = ReloadOutcome::kSameRing;
+    return candidate;
   }
   Publish(loaded);
   return Candidate(std::move(result).value(), loaded.identity, loaded.sealed, false);
@@ -488,6 +544,7 @@ ReloadCandidate SnapshotReloader::Check() {
 
 ReloadCandidate SnapshotReloader::Impl::AdoptSharedLocked() {
   pending = Pending();
+  if (!initialized && !Initialize().ok()) return ReloadCandidate();
   if (!sharing()) return ReloadCandidate();
   HostLock lock = host->Lock(kLockWait);
   const ShareRecord record = host->ReadShare();
@@ -524,23 +581,7 @@ Status SnapshotReloader::Accept(const ReloadCandidate& candidate) {
     return Status(StatusCode::kBadArgument,
                   "not the last new candidate of Check or AdoptShared (" + impl.path + ")");
   }
-  Impl::Pending pending = std::move(impl.pending);
-  impl.pending = Impl::Pending();
-  Status persisted;
-  try {
-    persisted = impl.Persist(*pending.snapshot, pending.sealed);
-  } catch (const std::bad_alloc&) {
-    persisted = internal::OutOfMemory("writing the reload state", impl.path);
-  }
-  impl.NoteStateError(persisted);
-  impl.Serve(std::move(pending.snapshot), pending.file, pending.sealed);
-  {
-    std::lock_guard<std::mutex> lock(impl.report_mutex);
-    ++impl.report.accepted;
-    if (pending.adopted) ++impl.report.adopted;
-    impl.report.serving_last_good = false;
-  }
-  return persisted;
+  return impl.Commit();
 }
 
 void SnapshotReloader::Refuse(const ReloadCandidate& candidate, SnapshotCheck check,

@@ -297,12 +297,7 @@ Result<std::shared_ptr<RingSnapshot>> LoadFileMutable(const std::string& path,
   }
   internal::Prechecked pre;
   Status prechecked = PrecheckFile(path, file.fd, size, options, floor, pre);
-  out.config_version = pre.header.info.config_version;
   if (!prechecked.ok()) return NamingThePath(prechecked, path);
-  if (pre.same_ring) {
-    out.same_ring = true;
-    return std::shared_ptr<RingSnapshot>();
-  }
   // The bytes to check, in the options' place.
   std::shared_ptr<const void> backing;
   const uint8_t* data = nullptr;

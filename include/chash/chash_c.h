@@ -104,7 +104,7 @@ typedef struct chash_snapshot chash_snapshot;
 
 #define CHASH_OK 0
 #define CHASH_NO_NODE 0xFFFFFFFFu
-#define CHASH_NO_POSITION UINT64_MAX     /* a position (point index) that is none */
+#define CHASH_NO_POSITION 0xFFFFFFFFu    /* a position (point index) that is none */
 #define CHASH_MESSAGE_SIZE 512           /* message buffers in the structs below */
 #define CHASH_MAX_NODES 65536u            /* node ids are 0..65535 */
 #define CHASH_DEFAULT_POINT_MULTIPLE 160u /* nginx, pingora v1 (fixed), v2 (default) */
@@ -271,14 +271,16 @@ CHASH_C_API uint32_t chash_cursor_hash(const chash_cursor *cursor) CHASH_C_NOEXC
 
 /* Positions: each kept point's index in ring (ascending-hash) order,
  * 0..num_points-1; resty.chash's `find` answers with one and `next` walks
- * them. chash_ring_find_position: the position of the point
+ * them. A position is a uint32_t below 2^31 (a ring holds at most 2^31 - 1
+ * points). chash_ring_find_position: the position of the point
  * chash_ring_find_hash(ring, hash) answers with; CHASH_NO_POSITION for an
  * empty or NULL ring. O(log16 n). chash_ring_point_at: the node at
  * `position` and, if `hash` is not NULL, its hash; CHASH_NO_NODE (hash 0)
- * past the last point or for NULL. O(1). No allocation. */
-CHASH_C_API uint64_t chash_ring_find_position(const chash_ring *ring,
+ * past the last point, for CHASH_NO_POSITION or for NULL. O(1). No
+ * allocation. */
+CHASH_C_API uint32_t chash_ring_find_position(const chash_ring *ring,
                                               uint32_t hash) CHASH_C_NOEXCEPT;
-CHASH_C_API uint32_t chash_ring_point_at(const chash_ring *ring, uint64_t position,
+CHASH_C_API uint32_t chash_ring_point_at(const chash_ring *ring, uint32_t position,
                                          uint32_t *hash) CHASH_C_NOEXCEPT;
 /* The points collisions dropped (the losers at a hash another node won):
  * `count` hashes ascending and their nodes, the best-ranked loser of a hash
@@ -712,6 +714,8 @@ typedef struct chash_reloader chash_reloader;
 #define CHASH_RELOAD_NO_SHARE 1u     /* verify every file in this process */
 #define CHASH_RELOAD_NO_LAST_GOOD 2u /* keep no NAME.good */
 #define CHASH_RELOAD_NO_WRITE 4u     /* read the state directory, write nothing (nginx -t) */
+#define CHASH_RELOAD_DEFER 8u        /* chash_reloader_new touches no file; the first check
+                                        finds the first ring (NEW) */
 
 typedef struct chash_reloader_options {
   uint32_t size;  /* sizeof(chash_reloader_options): see "Structs that grow" */
@@ -726,13 +730,18 @@ typedef struct chash_reloader_options {
 
 /* Serves the newest ring that passes every check: the path's file, else
  * NAME.good. Errors as chash_snapshot_load's (the message names the
- * path's refusal and NAME.good's); CHASH_E_BAD_ARGUMENT for a bad name,
- * options->size or state directory (CHASH_E_IO if it is missing). */
+ * path's refusal and NAME.good's); CHASH_E_BAD_ARGUMENT for a bad name or
+ * options->size, CHASH_E_IO for a state directory that cannot be used.
+ * With CHASH_RELOAD_DEFER it touches no file and serves nothing until the
+ * first check's NEW candidate is accepted (so it may run on an event loop,
+ * and the checks on a thread). */
 CHASH_C_API int chash_reloader_new(const char *path, const chash_reloader_options *options,
                                    chash_reloader **out) CHASH_C_NOEXCEPT;
 CHASH_C_API void chash_reloader_free(chash_reloader *reloader) CHASH_C_NOEXCEPT;
 /* The snapshot served now, as a new handle (free it with
- * chash_snapshot_free; it stays valid after later reloads). */
+ * chash_snapshot_free; it stays valid after later reloads); *out NULL
+ * (CHASH_OK) while a deferred reloader serves nothing yet. A pointer copy:
+ * no file is touched. */
 CHASH_C_API int chash_reloader_current(const chash_reloader *reloader,
                                        chash_snapshot **out) CHASH_C_NOEXCEPT;
 
@@ -746,6 +755,8 @@ typedef struct chash_reload_result {
   uint32_t outcome; /* CHASH_RELOAD_* */
   uint32_t check;   /* REFUSED: CHASH_CHECK_* */
   uint32_t adopted; /* NEW: 1 if another process of the host verified it */
+  int32_t error;    /* REFUSED: the CHASH_E_* a load of the file would return */
+  uint32_t reserved;
   uint64_t token;   /* NEW: what accept and refuse match */
   uint64_t config_version; /* NEW: the candidate's */
   /* NEW: the candidate, a new handle the caller owns (free it with
@@ -765,7 +776,8 @@ CHASH_C_API int chash_reloader_check(chash_reloader *reloader,
 CHASH_C_API int chash_reloader_adopt_shared(chash_reloader *reloader,
                                             chash_reload_result *out) CHASH_C_NOEXCEPT;
 /* Serves the last NEW candidate of check or adopt_shared: persists its
- * version and file, then publishes it. CHASH_E_IO if the state could not be
+ * version and file (file system work: off any event loop), then publishes
+ * it. CHASH_E_IO if the state could not be
  * written (the ring is served all the same; retried at the next check);
  * CHASH_E_BAD_ARGUMENT if the candidate is not the last one. */
 CHASH_C_API int chash_reloader_accept(chash_reloader *reloader,

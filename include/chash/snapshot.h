@@ -402,6 +402,12 @@ struct ReloadOptions {
   // adopt) but write nothing to it: for a configuration test (nginx -t)
   // that must leave no trace.
   bool write_state = true;
+  // true: Create touches no file (it checks the options only); the first
+  // Check finds the first ring as Create would (the path's file, else
+  // NAME.good) and returns it as kNew. Until it is accepted current() is
+  // null. For embedders that create the reloader where the file system
+  // must not be touched (an event loop) and check from a thread.
+  bool defer_first_load = false;
 };
 
 enum class ReloadOutcome : uint8_t {
@@ -448,14 +454,16 @@ class SnapshotReloader {
  public:
   // Serves the newest ring that passes every check: the path's file, else
   // NAME.good. An error (naming the path's refusal, and NAME.good's) if
-  // neither passes; kBadArgument for a bad name or state directory.
+  // neither passes; kBadArgument for a bad name, kIoError for a state
+  // directory that cannot be used. With defer_first_load, touches no file.
   static Result<std::unique_ptr<SnapshotReloader>> Create(std::string path,
                                                           ReloadOptions options);
   ~SnapshotReloader();
   SnapshotReloader(const SnapshotReloader&) = delete;
   SnapshotReloader& operator=(const SnapshotReloader&) = delete;
 
-  // A pointer copy under a mutex; allocates nothing.
+  // A pointer copy under a mutex; allocates nothing. Null only before the
+  // first ring of a deferred reloader is accepted.
   std::shared_ptr<const RingSnapshot> current() const;
   std::shared_ptr<const Ring> ring() const { return RingOf(current()); }
 

@@ -61,7 +61,8 @@ StatusCode CodeOfCheck(SnapshotCheck check) {
 
 }  // namespace
 
-struct SnapshotReloader::Impl {
+// Hidden: the class it belongs to is exported, its implementation is not.
+struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
   std::string path;
   ReloadOptions options;
   std::optional<internal::HostState> host;

@@ -856,6 +856,15 @@ end
 
 function holder_mt.check(h)
     if h.checking then return false end  -- another check of this holder is in flight
+    if h.behind then
+        -- The reloader accepted a ring the last check could not take (out
+        -- of memory): take it now.
+        local ring, err, check = served_ring(h)
+        if not ring then return nil, err, check end
+        h.ring, h.behind = ring, nil
+        h.swaps = h.swaps + 1
+        return true
+    end
     h.checking = true
     local list = released
     released = {}
@@ -874,7 +883,10 @@ function holder_mt.check(h)
     h.error = nil
     if outcome == "new" then
         local ring, err, check = served_ring(h)
-        if not ring then return nil, err, check end
+        if not ring then
+            h.behind = true
+            return nil, err, check
+        end
         h.ring = ring
         h.swaps = h.swaps + 1
         h.state_error = c

@@ -97,7 +97,7 @@ pub enum ReloadCheck<'a> {
 pub struct Candidate<'a> {
     reloader: &'a Reloader,
     result: Box<ffi::chash_reload_result>,
-    snapshot: Snapshot,
+    snapshot: Box<Snapshot>,
 }
 
 impl fmt::Debug for Candidate<'_> {
@@ -144,7 +144,7 @@ impl Candidate<'_> {
             config_version: self.result.config_version,
             adopted: self.result.adopted != 0,
         };
-        *reloader.current.write().unwrap_or_else(|e| e.into_inner()) = Current::new(self.snapshot);
+        *reloader.current.write().unwrap_or_else(|e| e.into_inner()) = Current::new(*self.snapshot);
         Ok(reload)
     }
 
@@ -425,7 +425,7 @@ impl Reloader {
             ffi::CHASH_RELOAD_NEW => {
                 let mut result = result;
                 let snapshot = std::mem::replace(&mut result.snapshot, std::ptr::null_mut());
-                let snapshot = Snapshot::adopt(ffi::CHASH_OK, snapshot)?;
+                let snapshot = Box::new(Snapshot::adopt(ffi::CHASH_OK, snapshot)?);
                 Ok(ReloadCheck::New(Candidate { reloader: self, result, snapshot }))
             }
             ffi::CHASH_RELOAD_SAME_RING => Ok(ReloadCheck::SameRing),

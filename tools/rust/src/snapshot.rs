@@ -195,10 +195,11 @@ impl LoadOptions {
 /// reload policy's and an embedder's. [`SnapshotCheck::name`] is the
 /// library's own spelling (`chash_check_name`), the word its messages start
 /// with.
-#[derive(Copy, Clone, Debug, Eq, PartialEq, Hash)]
+#[derive(Copy, Clone, Debug, Default, Eq, PartialEq, Hash)]
 #[non_exhaustive]
 pub enum SnapshotCheck {
     /// No check: an error of another kind (a bad argument, say).
+    #[default]
     None,
     /// The file could not be stat'ed, opened or read (or the path holds a
     /// NUL byte).
@@ -352,12 +353,6 @@ impl SnapshotCheck {
     fn last() -> SnapshotCheck {
         // SAFETY: a thread-local read.
         SnapshotCheck::from_code(unsafe { ffi::chash_last_check() })
-    }
-}
-
-impl Default for SnapshotCheck {
-    fn default() -> Self {
-        SnapshotCheck::None
     }
 }
 

@@ -224,7 +224,7 @@ fn c_functions(header: &str) -> std::collections::HashMap<String, (Vec<String>, 
         let open = decl.find('(').unwrap();
         let (head, rest) = (&decl[..open], &decl[open + 1..]);
         let params = &rest[..rest.rfind(')').unwrap()];
-        let at = head.rfind(|c: char| c == ' ' || c == '*').unwrap() + 1;
+        let at = head.rfind([' ', '*']).unwrap() + 1;
         let (ret, name) = (&head[..at], head[at..].to_string());
         let params: Vec<String> = if params.trim() == "void" {
             Vec::new()
@@ -234,7 +234,7 @@ fn c_functions(header: &str) -> std::collections::HashMap<String, (Vec<String>, 
                 .map(|p| {
                     let p = p.trim();
                     // The parameter's name is its last word.
-                    let at = p.rfind(|c: char| c == ' ' || c == '*').unwrap() + 1;
+                    let at = p.rfind([' ', '*']).unwrap() + 1;
                     rust_type(&p[..at])
                 })
                 .collect()

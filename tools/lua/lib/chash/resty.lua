@@ -217,7 +217,7 @@ local function load_libchash()
             end
         end
     end
-    for _, name in ipairs({ "chash", "libchash.so.0" }) do
+    for _, name in ipairs({ "chash", "libchash.so.1", "libchash.so.0" }) do
         local ok, lib = pcall(ffi.load, name)
         if ok and is_libchash(lib) then return lib end
     end
@@ -646,7 +646,8 @@ local function from_snapshot(raw, path, free_snapshot, free_ring)
     local ring = ffi_gc(out_ring[0], free_ring)
     if lib.chash_ring_flavor(ring) ~= FLAVOR_RESTY then
         return nil, "flavor: snapshot '" .. path
-                    .. "' is not a resty ring (build it with --flavor resty)", "flavor"
+                    .. "' is not a resty ring (build it with --flavor resty)",
+               check_name(CHECK_FLAVOR)
     end
     local info = ffi_new("chash_snapshot_info")
     info.size = ffi.sizeof(info)
@@ -773,7 +774,7 @@ function _M.thread_check(address, list)
     if flavor ~= FLAVOR_RESTY then
         local message = "not a resty ring (build it with --flavor resty)"
         lib.chash_reloader_refuse(reloader, result, CHECK_FLAVOR, message)
-        return "refused", "flavor", "flavor: " .. message
+        return "refused", check_name(CHECK_FLAVOR), check_name(CHECK_FLAVOR) .. ": " .. message
     end
     local rc = lib.chash_reloader_accept(reloader, result)
     if rc ~= 0 and rc ~= E_IO then return "error", last_error(), last_check() end

@@ -1367,6 +1367,9 @@ int chash_reloader_report(const chash_reloader* reloader, chash_reload_report* o
     value.last_check = static_cast<uint32_t>(report.last_check);
     value.serving_last_good = report.serving_last_good ? 1 : 0;
     value.state_error = report.state_error.ok() ? 0 : 1;
+    value.last_error = report.last_check == chash::SnapshotCheck::kNone
+                           ? CHASH_OK
+                           : CodeOf(chash::CodeOfSnapshotCheck(report.last_check));
     value.served_version = report.served_version;
     value.highest_version = report.highest_version;
     value.accepted = report.accepted;

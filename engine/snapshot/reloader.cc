@@ -41,24 +41,6 @@ constexpr std::chrono::milliseconds kLockWait{60000};
 
 int64_t NowSeconds() { return static_cast<int64_t>(std::time(nullptr)); }
 
-StatusCode CodeOfCheck(SnapshotCheck check) {
-  switch (check) {
-    case SnapshotCheck::kIo:
-    case SnapshotCheck::kNotRegular:
-      return StatusCode::kIoError;
-    case SnapshotCheck::kMinVersion:
-    case SnapshotCheck::kExpired:
-    case SnapshotCheck::kSignature:
-    case SnapshotCheck::kRollback:
-    case SnapshotCheck::kSameVersion:
-      return StatusCode::kUntrusted;
-    case SnapshotCheck::kOutOfMemory:
-      return StatusCode::kOutOfMemory;
-    default:
-      return StatusCode::kBadSnapshot;
-  }
-}
-
 }  // namespace
 
 // Hidden: the class it belongs to is exported, its implementation is not.
@@ -473,7 +455,7 @@ ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
     record = host->ReadShare();
     if (record.policy == policy) {
       if (record.has_refusal && record.refused == now) {
-        const Status status(CodeOfCheck(record.check), record.message);
+        const Status status(CodeOfSnapshotCheck(record.check), record.message);
         NoteRefusal(now, status, true);
         return Refused(status);
       }
@@ -593,7 +575,7 @@ void SnapshotReloader::Refuse(const ReloadCandidate& candidate, SnapshotCheck ch
   const FileIdentity file = impl.pending.file;
   impl.pending = Impl::Pending();
   try {
-    const Status status(CodeOfCheck(check),
+    const Status status(CodeOfSnapshotCheck(check),
                         std::string(SnapshotCheckName(check)) + ": " + message);
     impl.NoteRefusal(file, status, true);
   } catch (const std::bad_alloc&) {

@@ -797,6 +797,8 @@ typedef struct chash_reload_report {
   uint32_t last_check; /* of the last refusal, CHASH_CHECK_NONE if none */
   uint32_t serving_last_good; /* 1: NAME.good is served, the path's file was refused */
   uint32_t state_error;       /* 1: the last write of NAME.state or .good failed */
+  int32_t last_error;         /* the last refusal's CHASH_E_*, CHASH_OK if none */
+  uint32_t reserved;
   uint64_t served_version;
   uint64_t highest_version; /* ever served under this name (persisted) */
   uint64_t accepted;        /* files served after the first */

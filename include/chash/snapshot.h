@@ -248,6 +248,10 @@ std::string_view SnapshotCheckName(SnapshotCheck check) noexcept;
 // The check a failed load or reload names (the message's text before its
 // first ':' is the check's name); kNone for an OK status or another error.
 SnapshotCheck FailedSnapshotCheck(const Status& status) noexcept;
+// The StatusCode a refusal by this check carries: kIoError (io,
+// not_regular), kUntrusted (min_version, expired, signature, rollback,
+// same_version), kOutOfMemory, else kBadSnapshot; kOk for kNone.
+StatusCode CodeOfSnapshotCheck(SnapshotCheck check) noexcept;
 
 // The default of SnapshotLoadOptions::max_file_bytes: 2 GiB, which a
 // 204.8M-point ring (1.23 GB) fits and a file that doubled in size does not.

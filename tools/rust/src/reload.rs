@@ -188,6 +188,8 @@ pub struct ReloadReport {
     pub refused: u64,
     /// The check of the last refusal; [`SnapshotCheck::None`] if none.
     pub last_check: SnapshotCheck,
+    /// The library's error code of the last refusal (`CHASH_E_*`), 0 if none.
+    pub last_error: i32,
     pub last_message: String,
     pub last_refused_unix_seconds: Option<i64>,
     /// A check in flight since (Unix seconds).
@@ -205,23 +207,14 @@ fn message_text(buffer: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-// The class of a refusal the reload result names only by its check, as the
-// library classes it (its CHASH_E_* of a load that failed that check).
-fn kind_of(check: SnapshotCheck) -> ErrorKind {
-    match check {
-        SnapshotCheck::Io | SnapshotCheck::NotRegular => ErrorKind::Io,
-        SnapshotCheck::OutOfMemory => ErrorKind::OutOfMemory,
-        check if check.is_policy() => ErrorKind::Untrusted,
-        _ => ErrorKind::BadSnapshot,
-    }
-}
-
 fn new_result() -> Box<ffi::chash_reload_result> {
     Box::new(ffi::chash_reload_result {
         size: std::mem::size_of::<ffi::chash_reload_result>() as u32,
         outcome: 0,
         check: 0,
         adopted: 0,
+        error: 0,
+        reserved: 0,
         token: 0,
         config_version: 0,
         snapshot: std::ptr::null_mut(),
@@ -431,7 +424,7 @@ impl Reloader {
             ffi::CHASH_RELOAD_SAME_RING => Ok(ReloadCheck::SameRing),
             ffi::CHASH_RELOAD_REFUSED => {
                 let check = SnapshotCheck::from_code(result.check);
-                Err(SnapshotError::new(check, kind_of(check), message_text(&result.message)))
+                Err(SnapshotError::with_code(check, result.error, message_text(&result.message)))
             }
             ffi::CHASH_RELOAD_UNCHANGED => Ok(ReloadCheck::Unchanged),
             // An outcome of a newer library: nothing this crate can serve.
@@ -488,6 +481,7 @@ impl Reloader {
             adopted: raw.adopted,
             refused: raw.refused,
             last_check: SnapshotCheck::from_code(raw.last_check),
+            last_error: raw.last_error,
             last_message: message_text(&raw.last_message),
             last_refused_unix_seconds: (raw.last_refused_unix_seconds != 0)
                 .then_some(raw.last_refused_unix_seconds),
@@ -512,7 +506,7 @@ impl Reloader {
     pub fn last_error(&self) -> Option<SnapshotError> {
         let report = self.report();
         (report.last_check != SnapshotCheck::None).then(|| {
-            SnapshotError::new(report.last_check, kind_of(report.last_check), report.last_message)
+            SnapshotError::with_code(report.last_check, report.last_error, report.last_message)
         })
     }
 

@@ -395,6 +395,12 @@ impl SnapshotError {
         SnapshotError { check, error: Error::new(kind, message) }
     }
 
+    // A refusal the library described by its check, CHASH_E_* code and
+    // message (a reload result or report).
+    pub(crate) fn with_code(check: SnapshotCheck, code: i32, message: String) -> Self {
+        SnapshotError { check, error: Error::from_code(code, Some(message)) }
+    }
+
     // The error of a failed call on this thread: its code, the library's
     // message and the check the library names (chash_last_check).
     pub(crate) fn from_code(code: i32) -> Self {

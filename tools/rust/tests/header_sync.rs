@@ -64,6 +64,7 @@ fn c_fields(header: &str, name: &str) -> Vec<(String, String)> {
             "uint16_t" => "u16".to_string(),
             "uint8_t" => "u8".to_string(),
             "int64_t" => "i64".to_string(),
+            "int32_t" => "i32".to_string(),
             "int" => "c_int".to_string(),
             "size_t" => "usize".to_string(),
             "double" => "f64".to_string(),

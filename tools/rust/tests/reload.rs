@@ -249,7 +249,9 @@ fn a_file_rewritten_in_place_does_not_change_the_served_ring() {
     for (key, want) in keys.iter().zip(&v4) {
         assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
     }
-    assert_eq!(reloader.poll().unwrap(), Reload::SameRing);
+    // The damaged file is verified like any new one and refused; the sealed
+    // copy keeps serving.
+    assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::Checksum);
     let staged = dir.path("v5.ring");
     publish(&dir, &staged, 5);
     let mut v5 = std::fs::read(&staged).unwrap();

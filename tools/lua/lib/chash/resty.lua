@@ -33,10 +33,9 @@ local str_gsub = string.gsub
 -- compiled code reads a uint32_t return as 64 bits (a migration lookup came
 -- back as 2^32 + its node). An int32_t return is read as 32 bits; u32()
 -- below restores the unsigned value where it can pass 2^31.
--- chash_ring_find_position returns a uint64_t and is declared int32_t too:
--- its low 32 bits are the position (a ring holds fewer than 2^31 points;
--- CHASH_NO_POSITION reads as -1), and an int32_t comes back as a Lua number
--- where a uint64_t would be a boxed cdata on every find.
+-- chash_ring_find_position returns a uint32_t position below 2^31 (a ring
+-- holds fewer than 2^31 points): declared int32_t, CHASH_NO_POSITION reads
+-- as -1.
 -- tests/lua/test_resty.py checks these declarations against chash_c.h.
 ffi.cdef [[
 typedef struct chash_builder chash_builder;
@@ -86,6 +85,8 @@ typedef struct chash_reload_result {
   uint32_t outcome;
   uint32_t check;
   uint32_t adopted;
+  int32_t error;
+  uint32_t reserved;
   uint64_t token;
   uint64_t config_version;
   chash_snapshot *snapshot;
@@ -96,6 +97,8 @@ typedef struct chash_reload_report {
   uint32_t last_check;
   uint32_t serving_last_good;
   uint32_t state_error;
+  int32_t last_error;
+  uint32_t reserved;
   uint64_t served_version;
   uint64_t highest_version;
   uint64_t accepted;
@@ -124,7 +127,7 @@ void chash_builder_free(chash_builder *builder);
 
 void chash_ring_free(chash_ring *ring);
 int32_t chash_ring_find_position(const chash_ring *ring, uint32_t hash);
-int32_t chash_ring_point_at(const chash_ring *ring, uint64_t position, uint32_t *hash);
+int32_t chash_ring_point_at(const chash_ring *ring, uint32_t position, uint32_t *hash);
 int chash_ring_collision_losers(const chash_ring *ring, const uint32_t **hashes,
                                 const uint16_t **nodes, uint64_t *count);
 int32_t chash_ring_num_nodes(const chash_ring *ring);

@@ -127,26 +127,31 @@ typedef struct {
 
 
 /*
- * One request's walk over one ring: its retries continue it. The distinct
- * walk (pingora, resty) answers its first node from the cursor alone; only
- * a second node (a retry, or a first node passed over) allocates its
- * seen-set, one bit a ring node, from the request's pool.
+ * One request's walk over one ring: its retries continue it. The nginx
+ * flavor walks the points with a cursor; the distinct flavors (pingora,
+ * resty) take libchash's walk over distinct nodes (chash_walk), whose first
+ * node is a lookup: only a second node (a retry, or a first node passed
+ * over) starts the walk, in chash_walk_size bytes of the request's pool.
+ * Node ids from the ring are checked against the node map before they
+ * index it.
  */
 typedef struct {
     ngx_uint_t            flavor;
     ngx_uint_t            tries;    /* nginx: points tried */
     uint32_t              node;     /* nginx: the current point's;
                                        distinct: the first node */
-    chash_cursor          cursor;   /* the next point */
-    uintptr_t            *seen;     /* distinct: NULL until a second node */
-    ngx_pool_t           *pool;     /* where seen comes from */
+    uint32_t              hash;     /* the key's */
+    ngx_uint_t            started;  /* distinct: the first node answered */
+    chash_cursor          cursor;   /* nginx: the next point */
+    chash_walk           *walk;     /* distinct: NULL until a second node */
+    ngx_pool_t           *pool;     /* where the walk comes from */
     const chash_ring     *ring;
     const chash_node_mask *mask;    /* a subset, or NULL: the whole ring */
     uint64_t              left;     /* nginx with a mask: points to skip */
     double                bounded_load;  /* > 1: F of bounded_load=F; 0: off */
 } ngx_chash_walk_t;
 
-/* Starts the walk of key on ring; a distinct walk's seen-set comes from
+/* Starts the walk of key on ring; a distinct walk's memory comes from
  * pool when a second node is needed. */
 ngx_int_t ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool);

@@ -46,88 +46,82 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
     ngx_pool_t *pool)
 {
-    uint32_t  hash;
-
     w->flavor = flavor;
     w->tries = 0;
     w->ring = ring;
     w->mask = mask;
-    w->seen = NULL;
+    w->walk = NULL;
+    w->started = 0;
     w->pool = pool;
     w->bounded_load = 0;
+    w->hash = ngx_crc32_long(key->data, key->len);
 
-    hash = ngx_crc32_long(key->data, key->len);
-
-    /* the ring is immutable: no lock, unlike nginx's rlock */
-    if (chash_ring_walk(ring, hash, &w->cursor) != CHASH_OK) {
-        return NGX_ERROR;
-    }
-
-    if (flavor == CHASH_FLAVOR_NGINX) {
-        w->left = chash_ring_num_points(ring) + 1;
-        w->node = ngx_chash_walk_next_point(w);
-
+    if (flavor != CHASH_FLAVOR_NGINX) {
+        /* distinct: libchash's walk, started when a second node is needed */
+        w->node = CHASH_NO_NODE;
         return NGX_OK;
     }
 
-    /* distinct: each point once at most, the first node not yet taken */
-    w->left = chash_ring_num_points(ring);
-    w->node = CHASH_NO_NODE;
+    /* the ring is immutable: no lock, unlike nginx's rlock */
+    if (chash_ring_walk(ring, w->hash, &w->cursor) != CHASH_OK) {
+        return NGX_ERROR;
+    }
+
+    w->left = chash_ring_num_points(ring) + 1;
+    w->node = ngx_chash_walk_next_point(w);
 
     return NGX_OK;
 }
 
 
 /*
- * The distinct walk's next node not yet returned; CHASH_NO_NODE when every
- * point has been passed, or with *failed set when the seen-set could not
- * be allocated. O(1) amortized a point; the seen-set (one bit a ring node)
- * only from the second node on: a request whose first pick serves never
- * allocates.
+ * The distinct walk's next node (each node once, in the order of the ring
+ * of the mask's nodes: libchash's chash_walk); CHASH_NO_NODE when every
+ * node came, or with *failed set when the walk's memory could not be
+ * allocated. The first node is a lookup: only a second one starts the
+ * walk, in the request's pool (chash_walk_size bytes: a bit a node), so a
+ * request whose first pick serves allocates nothing.
  */
 static uint32_t
 ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
 {
-    uint32_t  node;
+    void      *mem;
+    size_t     size;
+    uint32_t   node;
 
-    if (w->seen == NULL) {
+    if (!w->started) {
+        w->started = 1;
+        w->node = w->mask ? chash_ring_find_available_hash(w->ring, w->mask,
+                                                           w->hash)
+                          : chash_ring_find_hash(w->ring, w->hash);
+        return w->node;
+    }
+
+    if (w->walk == NULL) {
         if (w->node == CHASH_NO_NODE) {
-            if (w->left == 0) {
-                return CHASH_NO_NODE;
-            }
-
-            w->left--;
-            w->node = chash_cursor_next(&w->cursor);
-
-            return w->node;
+            return CHASH_NO_NODE;
         }
 
-        w->seen = ngx_pcalloc(w->pool,
-                      ngx_chash_tried_words(chash_ring_num_nodes(w->ring))
-                      * sizeof(uintptr_t));
-        if (w->seen == NULL) {
+        size = chash_walk_size(w->ring);
+        mem = ngx_palloc(w->pool, size);
+
+        if (mem == NULL
+            || chash_walk_start(mem, size, w->ring, w->mask, w->hash, &w->walk)
+               != CHASH_OK)
+        {
             *failed = 1;
             return CHASH_NO_NODE;
         }
 
-        ngx_chash_set_tried(w->seen, w->node);
-    }
+        /* the walk's first node is the one the lookup answered */
+        node = chash_walk_next(w->walk);
 
-    while (w->left) {
-        w->left--;
-        node = chash_cursor_next(&w->cursor);
-
-        if (node == CHASH_NO_NODE) {
-            return node;
-        }
-
-        if (!ngx_chash_tried(w->seen, node)) {
-            ngx_chash_set_tried(w->seen, node);
+        if (node != w->node) {
             return node;
         }
     }
 
-    return CHASH_NO_NODE;
+    return chash_walk_next(w->walk);
 }
 
 
@@ -140,6 +134,10 @@ ngx_chash_node_load(const ngx_chash_nodes_t *nodes, uint32_t node,
     ngx_uint_t  j;
 
     load = 0;
+
+    if (node >= nodes->nnodes) {
+        return 0;
+    }
 
     for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++) {
         load += ops->conns(data, nodes->node_peers[j]);
@@ -218,6 +216,11 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
         if (w->node == CHASH_NO_NODE) {
             /* an empty ring, or no point of the subset */
             return NGX_CHASH_FALLBACK;
+        }
+
+        /* a node id the ring answers indexes nothing unchecked */
+        if (w->node >= nodes->nnodes) {
+            goto next;
         }
 
         if (capacity != UINT64_MAX
@@ -306,7 +309,7 @@ ngx_chash_pick_distinct(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
             return NGX_CHASH_EXHAUSTED;
         }
 
-        if (w->mask && !chash_node_mask_get(w->mask, node)) {
+        if (node >= nodes->nnodes) {
             continue;
         }
 

@@ -186,30 +186,16 @@ ngx_chash_numeric(u_char *p, size_t len)
 }
 
 
-/* The name of the check a chash_last_error() message starts with. */
+/* The name of the check a failed libchash load named. */
 static const char *
-ngx_chash_check_name(int rc, const char *message, u_char *buf, size_t len)
+ngx_chash_failed_check(int rc)
 {
-    const char  *colon;
+    uint32_t  check;
 
-    colon = strchr(message, ':');
+    check = chash_last_check();
 
-    if (rc == CHASH_E_BAD_SNAPSHOT && colon && (size_t) (colon - message) < len
-        && strchr(message, ' ') > colon)
-    {
-        ngx_cpystrn(buf, (u_char *) message, colon - message + 1);
-        return (const char *) buf;
-    }
-
-    if (rc == CHASH_E_UNTRUSTED) {
-        if (ngx_strstr(message, "version")) {
-            return "min_version";
-        }
-
-        return "signature";
-    }
-
-    return chash_strerror(rc);
+    return check != CHASH_CHECK_NONE ? chash_check_name(check)
+                                     : chash_strerror(rc);
 }
 
 
@@ -269,7 +255,8 @@ ngx_chash_gen_load(ngx_chash_source_t *src, ngx_chash_gen_t *served,
     gen->loaded_at = time(NULL);
 
     ngx_memzero(&opt, sizeof(chash_snapshot_options));
-    opt.copy = src->copy ? 1 : 0;
+    opt.size = sizeof(chash_snapshot_options);
+    opt.mode = src->copy ? CHASH_LOAD_COPY : CHASH_LOAD_MAP;
     opt.min_config_version = src->min_version;
     opt.trusted_keys = src->trusted_keys;
     opt.n_trusted_keys = src->n_trusted_keys;
@@ -280,11 +267,12 @@ ngx_chash_gen_load(ngx_chash_source_t *src, ngx_chash_gen_t *served,
 
     rc = chash_snapshot_load((char *) src->path.data, &opt, &gen->snapshot);
     if (rc != CHASH_OK) {
-        *check = ngx_chash_check_name(rc, chash_last_error(), checkbuf,
-                                      NGX_CHASH_CHECK_LEN);
+        *check = ngx_chash_failed_check(rc);
         ngx_snprintf(err, len, "%s%Z", chash_last_error());
         goto failed;
     }
+
+    gen->info.size = sizeof(chash_snapshot_info);
 
     if (chash_snapshot_get_info(gen->snapshot, &gen->info) != CHASH_OK
         || chash_snapshot_ring(gen->snapshot, &gen->ring) != CHASH_OK
@@ -508,7 +496,7 @@ ngx_chash_source_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
                        src->current->info.subsets, &src->current->ring_id,
                        src->current->info.is_signed ? "signed by key " :
                        "unsigned", src->current->key_id,
-                       src->current->info.mapped ? "mapped" : "copied");
+                       src->current->info.mode == CHASH_LOAD_COPY ? "copied" : "mapped");
 
     if (src->loaded) {
         src->loaded(src, src->current, NULL, NULL);

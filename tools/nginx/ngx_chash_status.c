@@ -486,7 +486,7 @@ ngx_chash_status_json(ngx_chash_status_t *st, u_char *p, ngx_pool_t *pool)
                         "\"mapped\":%s,\"workers\":[",
                         g->key_id, ngx_chash_flavor_name(g->info.flavor),
                         g->info.points, g->info.nodes, g->loaded_at,
-                        g->info.mapped ? "true" : "false");
+                        g->info.mode == CHASH_LOAD_MAP ? "true" : "false");
 
         first = 1;
 

@@ -123,6 +123,9 @@ typedef struct {
                            ngx_int_t **effective, ngx_int_t *weight);
     /* peer i's active connections (nginx's peer->conns), for bounded_load */
     ngx_uint_t  (*conns)(void *data, ngx_uint_t i);
+    /* peer i is neither down nor failed (max_fails within fail_timeout):
+     * its node counts in the bounded-load capacity */
+    ngx_uint_t  (*live)(void *data, ngx_uint_t i, time_t now);
 } ngx_chash_peer_ops_t;
 
 
@@ -149,6 +152,7 @@ typedef struct {
     const chash_node_mask *mask;    /* a subset, or NULL: the whole ring */
     uint64_t              left;     /* nginx with a mask: points to skip */
     double                bounded_load;  /* > 1: F of bounded_load=F; 0: off */
+    ngx_uint_t            passed;   /* nodes passed over at the capacity */
 } ngx_chash_walk_t;
 
 /* Starts the walk of key on ring; a distinct walk's memory comes from
@@ -171,10 +175,13 @@ ngx_int_t ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
  * With w->bounded_load = F > 1, both walks also pass over a node
  * whose load (the active connections of its peers) is not below the
  * capacity ceil(F x (total load + 1) / nodes) of libchash's bounded-load
- * lookup (chash_bounded_load_capacity), loads read at this pick: a node so
- * passed costs the nginx walk one of its 20 tries, as a point with no
- * usable peer does, and round robin past them ignores loads. O(peers) more
- * a pick to sum the loads. Call with the peers locked.
+ * lookup (chash_bounded_load_capacity), where nodes and the total load are
+ * those of the available nodes that own points (a node with a live peer:
+ * not down, not failed), loads read at this pick: a node so passed costs
+ * the nginx walk one of its 20 tries, as a point with no usable peer does,
+ * and round robin past them ignores loads; w->passed counts the nodes so
+ * passed that could have served. O(peers) more a pick to sum the loads.
+ * Call with the peers locked.
  */
 ngx_int_t ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log);

@@ -54,6 +54,7 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     w->started = 0;
     w->pool = pool;
     w->bounded_load = 0;
+    w->passed = 0;
     w->hash = ngx_crc32_long(key->data, key->len);
 
     if (flavor != CHASH_FLAVOR_NGINX) {
@@ -148,48 +149,76 @@ ngx_chash_node_load(const ngx_chash_nodes_t *nodes, uint32_t node,
 
 
 /*
- * The bounded-load capacity now; UINT64_MAX when bounded_load is off. With
- * a subset, the average is over the subset's nodes and their loads (the
- * request routes as a ring of only the subset's servers would).
+ * The bounded-load capacity now; UINT64_MAX when bounded_load is off. As
+ * libchash's bounded-load lookup (chash_ring_find_bounded_load) defines it:
+ * the average is over the available nodes that own points (with a subset,
+ * those of the subset), not over every node of the ring: a down, failed
+ * (max_fails) or drained node takes no load, so it must not shrink the
+ * capacity of the others. A node is available when one of its peers is
+ * live (not down, not failed within fail_timeout); its load is its peers'
+ * connections.
  */
 static uint64_t
 ngx_chash_capacity(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
-    const ngx_chash_peer_ops_t *ops, void *data)
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now)
 {
     uint64_t    total;
     uint32_t    node, count;
-    ngx_uint_t  i;
+    ngx_uint_t  j, live;
 
     if (w->bounded_load <= 1) {
         return UINT64_MAX;
     }
 
     total = 0;
+    count = 0;
 
-    if (w->mask) {
-        count = 0;
+    for (node = 0; node < nodes->nnodes; node++) {
+        if ((w->mask && !chash_node_mask_get(w->mask, node))
+            || !chash_ring_owns_points(w->ring, node))
+        {
+            continue;
+        }
 
-        for (node = 0; node < nodes->nnodes; node++) {
-            if (chash_node_mask_get(w->mask, node)) {
-                total += ngx_chash_node_load(nodes, node, ops, data);
-                count++;
+        live = 0;
+
+        for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++)
+        {
+            if (ops->live(data, nodes->node_peers[j], now)) {
+                live = 1;
+                break;
             }
         }
 
-        if (count == 0) {
-            return UINT64_MAX;
+        if (live) {
+            total += ngx_chash_node_load(nodes, node, ops, data);
+            count++;
         }
-
-        return chash_bounded_load_capacity(total, count, w->bounded_load);
     }
 
-    for (i = 0; i < nodes->npeers; i++) {
-        total += ops->conns(data, i);
+    if (count == 0) {
+        return UINT64_MAX;
     }
 
-    /* every node owns points: nginx refuses weight=0 */
-    return chash_bounded_load_capacity(total, (uint32_t) nodes->nnodes,
-                                       w->bounded_load);
+    return chash_bounded_load_capacity(total, count, w->bounded_load);
+}
+
+
+/* Whether one of node's peers is usable: a node passed over at the
+ * capacity is counted only if it could have served. */
+static ngx_uint_t
+ngx_chash_node_usable(const ngx_chash_nodes_t *nodes, uint32_t node,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now)
+{
+    ngx_uint_t  j;
+
+    for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++) {
+        if (ops->usable(data, nodes->node_peers[j], now)) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -226,6 +255,7 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
         if (capacity != UINT64_MAX
             && ngx_chash_node_load(nodes, w->node, ops, data) >= capacity)
         {
+            w->passed += ngx_chash_node_usable(nodes, w->node, ops, data, now);
             goto next;
         }
 
@@ -315,11 +345,15 @@ ngx_chash_pick_distinct(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
         i = nodes->node_peers[nodes->node_first[node]];
 
-        if (ops->usable(data, i, now)
-            && (capacity == UINT64_MAX || ops->conns(data, i) < capacity))
-        {
+        if (!ops->usable(data, i, now)) {
+            continue;
+        }
+
+        if (capacity == UINT64_MAX || ops->conns(data, i) < capacity) {
             return (ngx_int_t) i;
         }
+
+        w->passed++;
     }
 }
 
@@ -340,7 +374,7 @@ ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
         return NGX_CHASH_FALLBACK;
     }
 
-    capacity = ngx_chash_capacity(w, nodes, ops, data);
+    capacity = ngx_chash_capacity(w, nodes, ops, data, now);
 
     if (w->flavor == CHASH_FLAVOR_NGINX) {
         rc = ngx_chash_pick_nginx(w, nodes, ops, data, now, capacity, log);

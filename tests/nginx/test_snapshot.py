@@ -629,7 +629,7 @@ def hot_swap(args, cli, rng, ports, workdir):
         with open(bad, "rb") as f:
             data = f.read()
         cases = [("unsigned", "signature"), ("untrusted key", "signature"),
-                 ("lower version", "min_version"), ("same version, other ring", "same_version"),
+                 ("lower version", "rollback"), ("same version, other ring", "same_version"),
                  ("truncated", "size"), ("damaged", None), ("a name", "address")]
         for label, check_name in cases:
             if label == "truncated":

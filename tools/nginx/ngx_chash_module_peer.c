@@ -310,6 +310,7 @@ ngx_chash_module_get(ngx_peer_connection_t *pc, void *data)
 
     time_t                  now;
     ngx_int_t               i;
+    ngx_uint_t              passed;
     ngx_chash_rr_peer_t    *peer;
     ngx_chash_rr_peers_t   *peers;
     ngx_chash_srv_conf_t   *ccf;
@@ -341,9 +342,15 @@ ngx_chash_module_get(ngx_peer_connection_t *pc, void *data)
     pc->connection = NULL;
 
     now = ngx_time();
+    passed = hp->walk.passed;
 
     i = ngx_chash_pick(&hp->walk, hp->nodes, &ngx_chash_module_peer_ops, hp,
                        now, pc->log);
+
+    if (hp->gen) {
+        /* nodes full at the bounded-load capacity: not failures */
+        ngx_chash_status_passed(ccf->snap, hp->walk.passed - passed);
+    }
 
     if (i == NGX_CHASH_FALLBACK) {
         ngx_chash_rr_peers_unlock(peers);

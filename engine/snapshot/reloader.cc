@@ -488,21 +488,36 @@ ReloadCandidate SnapshotReloader::Check() {
 
 ReloadCandidate SnapshotReloader::Impl::AdoptSharedLocked() {
   pending = Pending();
-  if (!sharing()) return ReloadCandidate();
+  if (!host) return ReloadCandidate();
   HostLock lock = host->Lock(kLockWait);
-  const ShareRecord record = host->ReadShare();
-  if (record.policy != policy || !record.has_copy) return ReloadCandidate();
+  const ShareRecord record = sharing() ? host->ReadShare() : ShareRecord();
   const std::shared_ptr<const RingSnapshot> served = Current();
-  if (served && (record.config_version < served->info().config_version ||
-                 (record.config_version == served->info().config_version &&
-                  record.fingerprint == served->info().fingerprint))) {
+  (void)Floor();
+  if (record.policy == policy && record.has_copy &&
+      !(served && (record.config_version < served->info().config_version ||
+                   (record.config_version == served->info().config_version &&
+                    record.fingerprint == served->info().fingerprint)))) {
+    SealedCopy adopted;
+    if (auto snapshot = Adopt(record, adopted);
+        snapshot && CheckVersion((*snapshot)->info()).ok()) {
+      return Candidate(std::move(*snapshot), record.source, adopted, true);
+    }
+  }
+  // The host served a newer version than this process, and the process
+  // that verified it is gone (its copy cannot be adopted): the last good
+  // file, which is that version.
+  if (!options.keep_last_good || !has_highest ||
+      (served && served->info().config_version >= highest)) {
     return ReloadCandidate();
   }
-  (void)Floor();
-  SealedCopy adopted;
-  auto snapshot = Adopt(record, adopted);
-  if (!snapshot || !CheckVersion((*snapshot)->info()).ok()) return ReloadCandidate();
-  return Candidate(std::move(*snapshot), record.source, adopted, true);
+  std::optional<internal::VersionFloor> floor = Floor();
+  if (floor) floor->same_ring_ok = false;
+  LoadedFile loaded;
+  Result<std::shared_ptr<const RingSnapshot>> good = internal::LoadSnapshotFile(
+      host->GoodPath(), options.load, &loaded, floor ? &*floor : nullptr);
+  if (!good.ok() || good.value()->info().config_version != highest) return ReloadCandidate();
+  Publish(loaded);
+  return Candidate(std::move(good).value(), FileIdentity{}, loaded.sealed, false);
 }
 
 ReloadCandidate SnapshotReloader::AdoptShared() {

@@ -467,7 +467,10 @@ class SnapshotReloader {
   // next Check.
   ReloadCandidate Check();
   // The newest ring another process of the host verified (NAME.share), if
-  // it is newer than the one served: kNew, else kUnchanged. Reads only the
+  // it is newer than the one served: kNew, else kUnchanged. If that copy
+  // cannot be adopted (the process that verified it has exited) and the
+  // state says a newer version was served than this process serves, the
+  // last good file (NAME.good, verified here) instead. Reads only the
   // state directory and /proc: never the watched path (a worker the master
   // respawned catches up with its siblings before its first request).
   ReloadCandidate AdoptShared();

@@ -88,7 +88,7 @@ int RunKeygen(const Args& args) {
 int RunBuild(const Args& args) {
   Result<Options> parsed = Options::Parse(
       args, {"servers", "flavor", "multiple", "subset", "config-version", "label", "sign", "out",
-             "from"},
+             "from", "expires"},
       {"no-index"}, {"subset"});
   if (!parsed.ok()) return Fail("build", parsed.status().message());
   const Options& options = parsed.value();
@@ -99,6 +99,11 @@ int RunBuild(const Args& args) {
   if (!version.ok()) return Fail("build", version.status().message());
   write.config_version = version.value();
   write.label = options.Get("label").value_or("");
+  // Readers refuse the file from this Unix time on (check `expired`).
+  Result<uint64_t> expires =
+      options.GetUint("expires", 0, 1, static_cast<uint64_t>(INT64_MAX));
+  if (!expires.ok()) return Fail("build", expires.status().message());
+  write.expires_unix_seconds = static_cast<int64_t>(expires.value());
   write.store_search_index = !options.Has("no-index");
   if (const auto base = options.Get("sign")) {
     Result<SecretKey> key = ReadSecretKeyFile(*base);
@@ -191,6 +196,7 @@ int RunInspect(const Args& args) {
                        ",\"config_version\":" + std::to_string(info.config_version) +
                        ",\"label\":" + JsonString(info.label) +
                        ",\"created\":" + JsonString(TimeText(info.created_unix_seconds)) +
+                       ",\"expires\":" + std::to_string(info.expires_unix_seconds) +
                        ",\"mode\":" + JsonString(FlavorName(info.flavor)) +
                        ",\"multiple\":" + std::to_string(info.point_multiple) +
                        ",\"tie_break\":" + JsonString(TieBreakName(info.tie_break)) +
@@ -230,6 +236,9 @@ int RunInspect(const Args& args) {
   std::printf("config version    %llu\n", static_cast<unsigned long long>(info.config_version));
   std::printf("label             %s\n", info.label.c_str());
   std::printf("created           %s\n", TimeText(info.created_unix_seconds).c_str());
+  std::printf("expires           %s\n", info.expires_unix_seconds
+                                             ? TimeText(info.expires_unix_seconds).c_str()
+                                             : "never");
   std::printf("mode              %s", std::string(FlavorName(info.flavor)).c_str());
   if (info.flavor == Flavor::kPingoraV2) std::printf(" (multiple %u)", info.point_multiple);
   std::printf(", tie-break %s\n", TieBreakName(info.tie_break).c_str());

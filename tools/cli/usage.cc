@@ -210,9 +210,10 @@ prints the key id.)",
     Command{
         .name = "build",
         .synopsis = "--servers FILE [--flavor F] [--multiple K] [--subset NAME=FILE]...\n"
-                    "       [--config-version N] [--label TEXT] [--sign BASE] [--no-index] --out RINGFILE\n"
+                    "       [--config-version N] [--label TEXT] [--expires T] [--sign BASE] [--no-index]\n"
+                    "       --out RINGFILE\n"
                     "   or: chash build --from OLD_RINGFILE --config-version N [--label TEXT]\n"
-                    "       [--sign BASE] --out RINGFILE",
+                    "       [--expires T] [--sign BASE] --out RINGFILE",
         .summary = "write a ring as a (signed) snapshot file",
         .description =
             R"(Builds the ring and writes it as a snapshot file, atomically (a temporary
@@ -225,6 +226,8 @@ config version: the way to roll back.)",
   --subset NAME=FILE    (repeatable) store the servers of FILE as subset NAME
   --config-version N    the operator's version of this ring (default 0)
   --label TEXT          a label stored in the file
+  --expires T           readers refuse the file from Unix time T on (check
+                        expired; signed with the rest of the header)
   --sign BASE           sign with the secret key BASE (from chash keygen)
   --no-index            leave the search index out of the file (each reader
                         then builds its own; by default it is stored, about

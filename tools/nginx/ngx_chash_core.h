@@ -237,7 +237,8 @@ struct ngx_chash_gen_s {
     chash_ring            *ring;
     chash_snapshot_info    info;
     ngx_chash_nodes_t      nodes;       /* one node a peer */
-    ngx_str_t             *addresses;   /* node i's address, NUL-terminated */
+    ngx_str_t             *addresses;   /* node i's address, NUL-terminated,
+                                           in the pool */
     ngx_uint_t            *weights;     /* 0: drained (a down peer) */
     ngx_uint_t             nsubsets;
     ngx_chash_subset_t    *subsets;

@@ -637,14 +637,6 @@ ngx_chash_source_init_worker(ngx_cycle_t *cycle, ngx_chash_source_t *src)
         return NGX_OK;
     }
 
-    /* the upstream's slot is this worker's from now on */
-    ngx_chash_status_takeover(src);
-    ngx_chash_status_served(src, 0);
-
-    if (src->partner) {
-        ngx_chash_status_served(src->partner, 0);
-    }
-
     /* a worker the master (re)spawns serves the host's newest verified
      * ring before its first request: an adoption, O(nodes) */
     ngx_chash_step(src, 1);
@@ -653,6 +645,10 @@ ngx_chash_source_init_worker(ngx_cycle_t *cycle, ngx_chash_source_t *src)
     if (src->partner) {
         ngx_chash_step_apply(src->partner, cycle->log);
     }
+
+    /* then the upstream's slot is this worker's, written whole: a reader
+     * never sees the new pid with a version it did not serve */
+    ngx_chash_status_takeover(src);
 
     for (i = 0; i < 2; i++) {
         s = i ? src->partner : src;

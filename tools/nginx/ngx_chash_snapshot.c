@@ -247,7 +247,17 @@ ngx_chash_gen_nodes(ngx_chash_gen_t *gen, uint32_t *check, u_char *err,
             return NGX_DECLINED;
         }
 
-        gen->addresses[i].data = (u_char *) addr;     /* NUL-terminated */
+        /* the generation's own copy: a mapped file's node table may be
+         * rewritten in place under it (map mode) */
+        gen->addresses[i].data = ngx_pnalloc(gen->pool, alen + 1);
+        if (gen->addresses[i].data == NULL) {
+            *check = CHASH_CHECK_OUT_OF_MEMORY;
+            ngx_snprintf(err, len, "no memory%Z");
+            return NGX_DECLINED;
+        }
+
+        ngx_memcpy(gen->addresses[i].data, addr, alen);
+        gen->addresses[i].data[alen] = '\0';
         gen->addresses[i].len = alen;
         gen->weights[i] = chash_ring_node_weight(gen->ring, i);
         gen->nodes.node_first[i] = i;

@@ -214,6 +214,8 @@ ngx_chash_status_done(ngx_chash_status_slot_t *slot)
 void
 ngx_chash_status_takeover(ngx_chash_source_t *src)
 {
+    ngx_uint_t                i;
+    ngx_chash_source_t       *s;
     ngx_chash_status_slot_t  *slot;
 
     slot = ngx_chash_status_slot(src);
@@ -222,27 +224,37 @@ ngx_chash_status_takeover(ngx_chash_source_t *src)
     }
 
     /* the previous owner may have died between two increments */
-    slot->seq = 0;
+    slot->seq = 1;
+    ngx_memory_barrier();
+
     slot->pid = ngx_pid;
-    ngx_memory_barrier();
-
-    slot->seq++;
-    ngx_memory_barrier();
-
-    slot->version[0] = 0;
     slot->version[1] = 0;
-    slot->highest[0] = 0;
     slot->highest[1] = 0;
     slot->state_error = 0;
     slot->loading_since = 0;
-    slot->generations = 0;
-    slot->oldest_retired = 0;
     slot->refused_at = 0;
     slot->refused_side = 0;
     slot->refused_check[0] = '\0';
     slot->refused_message[0] = '\0';
 
+    for (i = 0; i < 2; i++) {
+        s = i ? src->partner : src;
+
+        if (s == NULL || s->current == NULL) {
+            continue;
+        }
+
+        slot->version[s->side] = s->current->info.config_version;
+        slot->highest[s->side] = s->step.highest;
+
+        if (s->step.state_error) {
+            slot->state_error |= (ngx_atomic_uint_t) 1 << s->side;
+        }
+    }
+
     ngx_chash_status_done(slot);
+
+    ngx_chash_status_generations(src);
 }
 
 

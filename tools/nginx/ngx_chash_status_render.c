@@ -186,8 +186,9 @@ static const char  *ngx_chash_families[NGX_CHASH_F_COUNT][3] = {
       "Files served (ok) or refused by the workers after start." },
     { "chash_worker_last_refusal_timestamp_seconds", "gauge",
       "When each worker last refused a file (Unix time), by check." },
-    { "chash_worker_loading_since_timestamp_seconds", "gauge",
-      "When each worker's load in flight started (Unix time), 0 if none." },
+    { "chash_worker_loading_seconds", "gauge",
+      "Seconds each worker's look at its files (a load) has been in flight, "
+      "0 if none." },
     { "chash_worker_generations", "gauge",
       "Generations (rings and their peers) each worker holds: the served "
       "ones and retired ones requests or sessions still use." },
@@ -344,8 +345,10 @@ ngx_chash_status_prom_upstream(u_char *p, ngx_uint_t f, ngx_uint_t set,
 
         case NGX_CHASH_F_LOADING:
             ngx_chash_sample(p, f, set, u);
-            p = ngx_sprintf(p, "\",worker=\"%uA\"} %uA\n", s->pid,
-                            s->loading_since);
+            p = ngx_sprintf(p, "\",worker=\"%uA\"} %T\n", s->pid,
+                            s->loading_since
+                            ? ngx_max(now - (time_t) s->loading_since, 0)
+                            : 0);
             break;
 
         case NGX_CHASH_F_GENERATIONS:

@@ -8,10 +8,11 @@
  * One header for the core's files, a section each, in the order of their
  * types: ngx_chash_core.c (the flavors' names, errors naming an upstream),
  * ngx_chash_ring.c (rings from server lines), ngx_chash_pick.c (walks,
- * picks, bounded loads), ngx_chash_snapshot.c (snapshot generations, their
- * sources and hot swap), ngx_chash_policy.c (the directives' parameters, the
- * policy of a snapshot upstream), ngx_chash_status.c (the status zone and its
- * renderers).
+ * picks, bounded loads), ngx_chash_snapshot.c (snapshot generations),
+ * ngx_chash_reload.c (their sources, reloaders and hot swap),
+ * ngx_chash_policy.c (the directives' parameters, the policy of a snapshot
+ * upstream), ngx_chash_status.c and ngx_chash_status_render.c (the status
+ * zone, its renderers).
  *
  * Threads: everything here runs on the event loop of one process unless a
  * function says otherwise.

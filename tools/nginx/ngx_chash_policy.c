@@ -219,7 +219,7 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
             }
 
             keys = ngx_palloc(cf->pool,
-                              (src->n_trusted_keys + 1) * CHASH_PUBLIC_KEY_SIZE);
+                          (src->n_trusted_keys + 1) * CHASH_PUBLIC_KEY_SIZE);
             if (keys == NULL) {
                 return NGX_CONF_ERROR;
             }

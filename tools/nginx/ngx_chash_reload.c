@@ -155,8 +155,9 @@ ngx_chash_step_look(ngx_chash_source_t *src, ngx_uint_t adopt,
 }
 
 
-/* The reloader serves cand from now on; the event loop will. */
-static void
+/* The reloader serves cand from now on; the event loop will. NGX_ERROR:
+ * cand was not the reloader's candidate (freed, refused). */
+static ngx_int_t
 ngx_chash_step_accept(ngx_chash_source_t *src, ngx_chash_gen_t *cand)
 {
     int                   rc;
@@ -177,10 +178,12 @@ ngx_chash_step_accept(ngx_chash_source_t *src, ngx_chash_gen_t *cand)
     if (rc != CHASH_OK && rc != CHASH_E_IO) {
         ngx_chash_step_refused(src, CHASH_CHECK_EMBEDDER, chash_last_error());
         ngx_chash_gen_free(cand);
-        return;
+        return NGX_ERROR;
     }
 
     step->gen = cand;
+
+    return NGX_OK;
 }
 
 
@@ -240,14 +243,14 @@ static void
 ngx_chash_step(ngx_chash_source_t *src, ngx_uint_t adopt)
 {
     u_char               why[NGX_CHASH_ERR_LEN];
-    ngx_chash_gen_t     *ca, *cb, *co, *cn;
+    ngx_chash_gen_t     *ca, *cb, *co, *cn, *old;
     ngx_chash_source_t  *o, *n;
 
     ngx_chash_step_look(src, adopt, &ca);
 
     if (src->partner == NULL) {
         if (ca) {
-            ngx_chash_step_accept(src, ca);
+            (void) ngx_chash_step_accept(src, ca);
         }
 
         ngx_chash_step_report(src);
@@ -275,17 +278,28 @@ ngx_chash_step(ngx_chash_source_t *src, ngx_uint_t adopt)
 
     if (co && cn && ngx_chash_gen_match(o, co, cn, why, sizeof(why)) == NGX_OK)
     {
-        ngx_chash_step_accept(o, co);
-        ngx_chash_step_accept(n, cn);
+        if (ngx_chash_step_accept(o, co) == NGX_OK) {
+            (void) ngx_chash_step_accept(n, cn);
+
+        } else {
+            ngx_cpystrn(why, (u_char *) "the old file was not served",
+                        sizeof(why));
+            ngx_chash_step_park(n, cn, why);
+        }
+
         goto done;
     }
+
+    /* the old side's ring once this step is applied */
+    old = o->current;
 
     if (co) {
         if (ngx_chash_gen_match(o, co, n->current, why, sizeof(why))
             == NGX_OK)
         {
-            ngx_chash_step_accept(o, co);
-            co = NULL;
+            if (ngx_chash_step_accept(o, co) == NGX_OK) {
+                old = co;
+            }
 
         } else {
             ngx_chash_step_park(o, co, why);
@@ -293,10 +307,9 @@ ngx_chash_step(ngx_chash_source_t *src, ngx_uint_t adopt)
     }
 
     if (cn) {
-        if (ngx_chash_gen_match(o, o->current, cn, why, sizeof(why))
-            == NGX_OK)
+        if (ngx_chash_gen_match(o, old, cn, why, sizeof(why)) == NGX_OK)
         {
-            ngx_chash_step_accept(n, cn);
+            (void) ngx_chash_step_accept(n, cn);
 
         } else {
             ngx_chash_step_park(n, cn, why);

@@ -279,6 +279,34 @@ TEST_F(SnapshotCli, ARingThatRoutesNothingIsRefused) {
   EXPECT_EQ(RunChash("stats --servers " + empty).status, 2);
 }
 
+TEST_F(SnapshotCli, ExpiresIsWrittenAndEnforced) {
+  const long long now = static_cast<long long>(std::time(nullptr));
+  const std::string later = TempPath("later.chash");
+  ASSERT_EQ(RunChash("build --servers " + servers_ + " --mode pingora-v1 --config-version 3" +
+                     " --expires " + std::to_string(now + 3600) + " --out " + later)
+                .status,
+            0);
+  const CliRun fresh = RunChash("inspect " + later + " --json");
+  ASSERT_EQ(fresh.status, 0) << fresh.err;
+  EXPECT_NE(fresh.out.find("\"expires\":\"20"), std::string::npos) << fresh.out;
+  const std::string stale = TempPath("stale.chash");
+  EXPECT_EQ(RunChash("build --from " + later + " --config-version 4 --expires " +
+                     std::to_string(now - 60) + " --out " + stale)
+                .status,
+            2)
+      << "an expiry in the past is refused";
+  ASSERT_EQ(RunChash("build --from " + later + " --config-version 4 --expires " +
+                     std::to_string(now - 60) + " --allow-expired --out " + stale)
+                .status,
+            0);
+  const CliRun expired = RunChash("inspect " + stale + " --json");
+  EXPECT_EQ(expired.status, 2);
+  EXPECT_NE(expired.out.find("\"failed_check\":\"expired\""), std::string::npos) << expired.out;
+  EXPECT_EQ(RunChash("build --servers " + servers_ + " --expires 0 --out " + stale).status, 2);
+  std::remove(later.c_str());
+  std::remove(stale.c_str());
+}
+
 TEST_F(SnapshotCli, MigrationBetweenSnapshotsEqualsMigrationBetweenServers) {
   // what the nginx module's chash_migrate must pick first: the same lines as
   // the --servers form, and with --subset each key's subset in its own ring

@@ -577,6 +577,52 @@ TEST(SnapshotFaults, AStaleShareRecordIsNotTrusted) {
   std::remove(path.c_str());
 }
 
+// The process that verified the host's newest ring has exited (a worker
+// killed right after its swap), and the path now holds a refused file: a
+// process that still serves an older ring (a respawned worker, forked from
+// the master's configuration-time state) catches up with the last good file
+// instead of the copy it can no longer adopt.
+TEST(SnapshotFaults, AdoptSharedFallsBackToLastGoodWhenTheVerifierIsGone) {
+  const Ring v1 = Fleet(40, 0);
+  const Ring v2 = Fleet(42, 3);
+  const std::string dir = StateDir("gone_state");
+  const std::string path = TempPath("gone.chash");
+  ReloadOptions options;
+  options.state_dir = dir;
+  options.name = "gone";
+  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> master = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(master.ok());
+  ASSERT_TRUE(WriteSnapshotFile(v2, Version(2), path).ok());
+  const pid_t verifier = fork();
+  ASSERT_GE(verifier, 0);
+  if (verifier == 0) {
+    alarm(20);
+    Result<std::unique_ptr<SnapshotReloader>> mine = SnapshotReloader::Create(path, options);
+    _exit(mine.ok() && mine.value()->current()->info().config_version == 2 ? 0 : 3);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(verifier, &wstatus, 0), verifier);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  std::string damaged = SerializeSnapshot(Fleet(42, 9), Version(3)).value();
+  damaged[damaged.size() / 2] ^= 1;
+  const std::string temp = path + ".new";
+  std::ofstream(temp, std::ios::binary) << damaged;
+  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+
+  ReloadCandidate caught_up = master.value()->AdoptShared();
+  ASSERT_EQ(caught_up.outcome, ReloadOutcome::kNew) << "still serving version 1";
+  EXPECT_FALSE(caught_up.adopted);
+  ASSERT_TRUE(master.value()->Accept(caught_up).ok());
+  EXPECT_EQ(master.value()->current()->info().config_version, 2u);
+  ExpectAnswersOf(v2, *master.value()->ring(), "the last good file");
+  EXPECT_EQ(master.value()->AdoptShared().outcome, ReloadOutcome::kUnchanged);
+  EXPECT_EQ(master.value()->Check().outcome, ReloadOutcome::kRefused);
+  EXPECT_EQ(master.value()->current()->info().config_version, 2u);
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+}
+
 // ---- A full disk -------------------------------------------------------------
 
 // The state directory's file system fills up (a tmpfs in a private mount

@@ -75,6 +75,12 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
   // Create deferred the first load (ReloadOptions::defer_first_load): the
   // state directory is opened and the first ring found by the first Check.
   bool initialized = false;
+  // A ring served whose file NAME.good must still receive (its snapshot
+  // keeps the sealed copy's descriptor open until then).
+  struct GoodPending {
+    std::shared_ptr<const RingSnapshot> snapshot;
+    SealedCopy sealed;
+  } good_pending;
 
   // What report() copies, under its own mutex: a report never waits for a
   // Check in flight.
@@ -227,21 +233,49 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
 
   // NAME.good and NAME.state for a ring being served, unless the state
   // already holds it or a newer one. Under the host's lock.
-  Status Persist(const RingSnapshot& snapshot, const SealedCopy& sealed) {
+  // NAME.state for a ring being served, unless the state already holds it
+  // or a newer one; then NAME.good, written now (good_now: a start, which
+  // serves nothing yet) or at the next Check (a reload: the embedder swaps
+  // as soon as Accept returns, and a file of a gigabyte written and fsync-ed
+  // first would delay every swap by seconds). Under the host's lock.
+  Status Persist(std::shared_ptr<const RingSnapshot> snapshot, const SealedCopy& sealed,
+                 bool good_now) {
     if (!writing()) return Status();
     HostLock lock = host->Lock(kLockWait);
     Result<internal::PersistedState> state = host->ReadState();
     if (!state.ok()) return state.status();
-    const uint64_t version = snapshot.info().config_version;
+    const uint64_t version = snapshot->info().config_version;
     if (state.value().present && state.value().highest_version >= version) return Status();
-    if (options.keep_last_good && sealed.fd >= 0) {
-      if (Status status = host->WriteGood(sealed.fd, sealed.size); !status.ok()) return status;
-    }
     internal::PersistedState next;
     next.present = true;
     next.highest_version = version;
-    next.fingerprint = snapshot.info().fingerprint;
-    return host->WriteState(next);
+    next.fingerprint = snapshot->info().fingerprint;
+    if (Status status = host->WriteState(next); !status.ok()) return status;
+    if (!options.keep_last_good || sealed.fd < 0) return Status();
+    good_pending = GoodPending{std::move(snapshot), sealed};
+    return good_now ? WritePendingGood(lock) : Status();
+  }
+
+  // NAME.good from the copy Persist left pending, unless NAME.good already
+  // holds its version (another process wrote it). Kept pending on a failure
+  // (the report says so), tried again at the next Check.
+  Status WritePendingGood(const HostLock&) {
+    if (!good_pending.snapshot) return Status();
+    const uint64_t version = good_pending.snapshot->info().config_version;
+    Result<SnapshotInfo> there = ReadSnapshotInfo(host->GoodPath());
+    if (!there.ok() || there.value().config_version != version) {
+      if (Status status = host->WriteGood(good_pending.sealed.fd, good_pending.sealed.size);
+          !status.ok()) {
+        return status;
+      }
+    }
+    good_pending = GoodPending();
+    return Status();
+  }
+  Status WritePendingGood() {
+    if (!good_pending.snapshot || !writing()) return Status();
+    HostLock lock = host->Lock(kLockWait);
+    return WritePendingGood(lock);
   }
 
   void NoteStateError(const Status& status) {
@@ -280,7 +314,7 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
     pending = Pending();
     Status persisted;
     try {
-      persisted = Persist(*taken.snapshot, taken.sealed);
+      persisted = Persist(taken.snapshot, taken.sealed, !reload);
     } catch (const std::bad_alloc&) {
       persisted = internal::OutOfMemory("writing the reload state", path);
     }
@@ -312,6 +346,14 @@ SnapshotReloader::~SnapshotReloader() {
     impl_->watch_wake.notify_all();
     impl_->watcher.join();
   }
+  // A NAME.good still to write is written now: a restart must find the
+  // ring this reloader served last.
+  std::lock_guard<std::mutex> poll(impl_->poll_mutex);
+  try {
+    (void)impl_->WritePendingGood();
+  } catch (...) {
+    // Out of memory while naming a failure: the next start serves the path's file.
+  }
 }
 
 // Opens the state directory and reads the versions served. Touches the
@@ -340,7 +382,10 @@ Status SnapshotReloader::Impl::Initialize() {
 ReloadCandidate SnapshotReloader::Impl::FirstCandidate() {
   pending = Pending();
   const FileIdentity now = internal::IdentityOfPath(path);
-  if (sharing() && now.size >= 0) {
+  // A file refused already (the embedder's own checks refused it: the
+  // next candidate is the last good file).
+  const bool path_refused = now.size >= 0 && IsRefused(now);
+  if (sharing() && now.size >= 0 && !path_refused) {
     HostLock lock = host->Lock(kLockWait);
     const ShareRecord record = host->ReadShare();
     if (record.policy == policy && record.has_copy && record.source == now) {
@@ -352,28 +397,52 @@ ReloadCandidate SnapshotReloader::Impl::FirstCandidate() {
     }
   }
   const std::optional<internal::VersionFloor> floor = Floor();
-  LoadedFile loaded;
-  Result<std::shared_ptr<const RingSnapshot>> first = internal::LoadSnapshotFile(
-      path, options.load, &loaded, floor ? &*floor : nullptr);
-  if (first.ok()) {
-    Publish(loaded);
-    return Candidate(std::move(first).value(), loaded.identity, loaded.sealed, false);
+  Status refusal;
+  if (path_refused) {
+    std::lock_guard<std::mutex> lock(report_mutex);
+    refusal = last_status;
+  } else {
+    LoadedFile loaded;
+    Result<std::shared_ptr<const RingSnapshot>> first = internal::LoadSnapshotFile(
+        path, options.load, &loaded, floor ? &*floor : nullptr);
+    if (first.ok()) {
+      Publish(loaded);
+      return Candidate(std::move(first).value(), loaded.identity, loaded.sealed, false);
+    }
+    refusal = first.status();
+    if (refusal.code() == StatusCode::kOutOfMemory) return Refused(refusal);
+    const bool remember = !loaded.changed_while_read;
+    NoteRefusal(loaded.identity, refusal, remember);
+    if (remember) PublishRefusal(loaded.identity, refusal);
   }
-  const Status refusal = first.status();
-  if (refusal.code() == StatusCode::kOutOfMemory) return Refused(refusal);
-  const bool remember = !loaded.changed_while_read;
-  NoteRefusal(loaded.identity, refusal, remember);
-  if (remember) PublishRefusal(loaded.identity, refusal);
   if (!host || !options.keep_last_good) return Refused(refusal);
   const std::string good = host->GoodPath();
   struct stat st {};
   if (stat(good.c_str(), &st) != 0) return Refused(refusal);
+  // No floor: NAME.good is this name's own verified copy. It is older than
+  // the state only if the process stopped between the two writes; it is
+  // served then, and the report says so, rather than nothing.
   LoadedFile last;
   Result<std::shared_ptr<const RingSnapshot>> kept =
-      internal::LoadSnapshotFile(good, options.load, &last, floor ? &*floor : nullptr);
+      internal::LoadSnapshotFile(good, options.load, &last, nullptr);
   if (!kept.ok()) {
     return Refused(Status(refusal.code(), refusal.message() + "; and the last good file " + good +
                                               " was refused too: " + kept.status().message()));
+  }
+  const uint64_t version = kept.value()->info().config_version;
+  if (has_highest && version < highest) {
+    NoteRefusal(FileIdentity{},
+                Status(StatusCode::kUntrusted,
+                       "rollback: " + refusal.message() + "; serving the last good file " + good +
+                           ", config version " + std::to_string(version) +
+                           ", older than the highest served, " + std::to_string(highest) +
+                           " (the process stopped before it rewrote the file)"),
+                false);
+  } else if (has_highest && version == highest && !(kept.value()->info().fingerprint ==
+                                                    highest_fingerprint)) {
+    return Refused(Status(refusal.code(), refusal.message() + "; and the last good file " + good +
+                                              " holds another ring of version " +
+                                              std::to_string(version)));
   }
   Publish(last);
   ReloadCandidate candidate = Candidate(std::move(kept).value(), FileIdentity{}, last.sealed, false);
@@ -429,9 +498,10 @@ ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
     if (!state_error.ok()) {
       // The last Accept could not persist: try again.
       if (const std::shared_ptr<const RingSnapshot> served = Current()) {
-        Status status = Persist(*served, current_sealed);
-        NoteStateError(status);
+        NoteStateError(Persist(served, current_sealed, true));
       }
+    } else if (good_pending.snapshot) {
+      NoteStateError(WritePendingGood());
     }
   }
   struct stat st {};
@@ -528,21 +598,35 @@ ReloadCandidate SnapshotReloader::Check() {
 ReloadCandidate SnapshotReloader::Impl::AdoptSharedLocked() {
   pending = Pending();
   if (!initialized && !Initialize().ok()) return ReloadCandidate();
-  if (!sharing()) return ReloadCandidate();
+  if (!host) return ReloadCandidate();
   HostLock lock = host->Lock(kLockWait);
-  const ShareRecord record = host->ReadShare();
-  if (record.policy != policy || !record.has_copy) return ReloadCandidate();
+  const ShareRecord record = sharing() ? host->ReadShare() : ShareRecord();
   const std::shared_ptr<const RingSnapshot> served = Current();
-  if (served && (record.config_version < served->info().config_version ||
-                 (record.config_version == served->info().config_version &&
-                  record.fingerprint == served->info().fingerprint))) {
+  (void)Floor();
+  if (record.policy == policy && record.has_copy &&
+      !(served && (record.config_version < served->info().config_version ||
+                   (record.config_version == served->info().config_version &&
+                    record.fingerprint == served->info().fingerprint)))) {
+    SealedCopy adopted;
+    if (auto snapshot = Adopt(record, adopted);
+        snapshot && CheckVersion((*snapshot)->info()).ok()) {
+      return Candidate(std::move(*snapshot), record.source, adopted, true);
+    }
+  }
+  // The host served a newer version than this process, and the process
+  // that verified it is gone (its copy cannot be adopted): the last good
+  // file, which is that version.
+  if (!options.keep_last_good || !has_highest ||
+      (served && served->info().config_version >= highest)) {
     return ReloadCandidate();
   }
-  (void)Floor();
-  SealedCopy adopted;
-  auto snapshot = Adopt(record, adopted);
-  if (!snapshot || !CheckVersion((*snapshot)->info()).ok()) return ReloadCandidate();
-  return Candidate(std::move(*snapshot), record.source, adopted, true);
+  const std::optional<internal::VersionFloor> floor = Floor();
+  LoadedFile loaded;
+  Result<std::shared_ptr<const RingSnapshot>> good = internal::LoadSnapshotFile(
+      host->GoodPath(), options.load, &loaded, floor ? &*floor : nullptr);
+  if (!good.ok() || good.value()->info().config_version != highest) return ReloadCandidate();
+  Publish(loaded);
+  return Candidate(std::move(good).value(), FileIdentity{}, loaded.sealed, false);
 }
 
 ReloadCandidate SnapshotReloader::AdoptShared() {

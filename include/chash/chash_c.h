@@ -771,8 +771,10 @@ typedef struct chash_reload_result {
 CHASH_C_API int chash_reloader_check(chash_reloader *reloader,
                                      chash_reload_result *out) CHASH_C_NOEXCEPT;
 /* The newest ring another process of the host verified, if newer than the
- * one served (NEW, adopted), else UNCHANGED; never reads the watched path
- * (a worker respawned after a crash catches up with its siblings). */
+ * one served (NEW, adopted); if that process has exited and a newer version
+ * was served on the host, the last good file (NEW, verified); else
+ * UNCHANGED. Never reads the watched path (a worker respawned after a crash
+ * catches up with its siblings). */
 CHASH_C_API int chash_reloader_adopt_shared(chash_reloader *reloader,
                                             chash_reload_result *out) CHASH_C_NOEXCEPT;
 /* Serves the last NEW candidate of check or adopt_shared: persists its

@@ -462,6 +462,9 @@ class SnapshotReloader {
   // directory that cannot be used. With defer_first_load, touches no file.
   static Result<std::unique_ptr<SnapshotReloader>> Create(std::string path,
                                                           ReloadOptions options);
+  // Writes NAME.good if a reload left it to write (Accept writes NAME.state
+  // and serves at once; NAME.good, the whole file, follows at the next
+  // Check or here).
   ~SnapshotReloader();
   SnapshotReloader(const SnapshotReloader&) = delete;
   SnapshotReloader& operator=(const SnapshotReloader&) = delete;
@@ -479,7 +482,10 @@ class SnapshotReloader {
   // next Check.
   ReloadCandidate Check();
   // The newest ring another process of the host verified (NAME.share), if
-  // it is newer than the one served: kNew, else kUnchanged. Reads only the
+  // it is newer than the one served: kNew, else kUnchanged. If that copy
+  // cannot be adopted (the process that verified it has exited) and the
+  // state says a newer version was served than this process serves, the
+  // last good file (NAME.good, verified here) instead. Reads only the
   // state directory and /proc: never the watched path (a worker the master
   // respawned catches up with its siblings before its first request).
   ReloadCandidate AdoptShared();

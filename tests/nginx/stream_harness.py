@@ -92,6 +92,7 @@ error_log {p}/logs/error.log notice;
 {"user root;" if os.geteuid() == 0 else ""}
 events {{ worker_connections {self.worker_connections}; }}
 stream {{
+    {"chash_state_path " + p + "/state;" if self.stream_module else ""}
     log_format s "{STREAM_LOG_FORMAT}{ring}";
     access_log {p}/logs/access.log s;
     # every refused connect is an error line: keep them out of the notices

@@ -1,5 +1,6 @@
 // chash keygen, build, inspect, verify: rings as signed, versioned snapshot
 // files (include/chash/snapshot.h).
+#include <cerrno>
 #include <ctime>
 #include <cstdio>
 #include <unordered_map>
@@ -55,7 +56,7 @@ std::string TimeText(int64_t unix_seconds) {
 }
 
 // --expires: a duration from now ("30d", "12h", "90m", "3600s") or a time
-// ("2026-12-31T00:00:00Z", or "@UNIXSECONDS"): Unix seconds.
+// ("2026-12-31T00:00:00Z", "@UNIXSECONDS" or UNIXSECONDS): Unix seconds.
 Result<int64_t> ParseExpiry(const std::string& text, int64_t now) {
   const auto bad = [&] {
     return Status(StatusCode::kBadArgument,
@@ -63,10 +64,14 @@ Result<int64_t> ParseExpiry(const std::string& text, int64_t now) {
                   "(2026-12-31T00:00:00Z, @UNIXSECONDS), got '" + text + "'");
   };
   if (text.empty()) return bad();
-  if (text[0] == '@') {
+  const bool digits_only =
+      text.find_first_not_of("0123456789", text[0] == '@' ? 1 : 0) == std::string::npos;
+  if (digits_only) {
+    const char* begin = text.c_str() + (text[0] == '@' ? 1 : 0);
     char* end = nullptr;
-    const long long seconds = std::strtoll(text.c_str() + 1, &end, 10);
-    if (end != text.c_str() + text.size() || seconds <= 0) return bad();
+    errno = 0;
+    const long long seconds = std::strtoll(begin, &end, 10);
+    if (*begin == '\0' || errno != 0 || seconds <= 0) return bad();
     return static_cast<int64_t>(seconds);
   }
   std::tm tm{};
@@ -118,7 +123,7 @@ int RunBuild(const Args& args) {
   Result<Options> parsed = Options::Parse(
       args, {"servers", "flavor", "multiple", "subset", "config-version", "label", "sign", "out",
              "from", "above", "expires"},
-      {"no-index", "allow-empty"}, {"subset"});
+      {"no-index", "allow-empty", "allow-expired"}, {"subset"});
   if (!parsed.ok()) return Fail("build", parsed.status().message());
   const Options& options = parsed.value();
   const std::optional<std::string> out = options.Get("out");
@@ -144,8 +149,9 @@ int RunBuild(const Args& args) {
     const int64_t now = static_cast<int64_t>(std::time(nullptr));
     Result<int64_t> at = ParseExpiry(*expires, now);
     if (!at.ok()) return Fail("build", at.status().message());
-    if (at.value() <= now) {
-      return Fail("build", "--expires " + *expires + " is not in the future");
+    if (at.value() <= now && !options.Has("allow-expired")) {
+      return Fail("build", "--expires " + *expires + " is not in the future (readers would "
+                           "refuse the file; --allow-expired writes it all the same, to test them)");
     }
     write.expires_unix_seconds = at.value();
   }

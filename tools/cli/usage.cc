@@ -215,7 +215,8 @@ prints the key id.)",
         .name = "build",
         .synopsis = "--servers FILE [--flavor F] [--multiple K] [--subset NAME=FILE]...\n"
                     "       [--config-version N | --above SERVED] [--expires WHEN] [--label TEXT]\n"
-                    "       [--sign BASE] [--no-index] [--allow-empty] --out RINGFILE\n"
+                    "       [--sign BASE] [--no-index] [--allow-empty] [--allow-expired]\n"
+                    "       --out RINGFILE\n"
                     "   or: chash build --from OLD_RINGFILE (--above SERVED | --config-version N)\n"
                     "       [--expires WHEN] [--label TEXT] [--sign BASE] --out RINGFILE",
         .summary = "write a ring as a (signed) snapshot file",
@@ -236,7 +237,9 @@ it would route no key.)",
                         (instead of --config-version)
   --expires WHEN        readers refuse the file from then on (format 1.3): a
                         duration (30d, 12h, 90m, 3600s) or a UTC time
-                        (2026-12-31T00:00:00Z, @UNIXSECONDS); signed with it
+                        (2026-12-31T00:00:00Z, @UNIXSECONDS or UNIXSECONDS);
+                        signed with it
+  --allow-expired       write a file whose expiry has passed (to test readers)
   --allow-empty         write a ring with no points all the same
   --label TEXT          a label stored in the file
   --sign BASE           sign with the secret key BASE (from chash keygen)

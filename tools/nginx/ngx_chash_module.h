@@ -16,6 +16,8 @@
  *     #define NGX_CHASH_LOG_DEBUG        NGX_LOG_DEBUG_HTTP
  *     #define NGX_CHASH_STATUS_ZONE      NGX_CHASH_HTTP_STATUS_ZONE
  *     #define NGX_CHASH_DEFAULT_PORT     80
+ *     #define NGX_CHASH_PROTO_NAME       "http"
+ *     #define NGX_CHASH_SSL              NGX_HTTP_SSL
  *
  *     #include "ngx_chash_module.h"
  *     #include "ngx_chash_module_peer.c"
@@ -131,6 +133,9 @@ typedef struct {
 
 typedef struct {
     ngx_chash_status_t              status;
+    ngx_str_t                       state_path;  /* as configured */
+    ngx_str_t                       state_dir;   /* resolved; "" off */
+    ngx_uint_t                      state_ready;
 } ngx_chash_main_conf_t;
 
 
@@ -184,6 +189,13 @@ extern ngx_module_t  ngx_chash_module;
       NGX_CHASH_PROTO(UPS_CONF)|NGX_CONF_1MORE,                              \
       ngx_chash_module_migrate,                                              \
       NGX_CHASH_PROTO(SRV_CONF_OFFSET),                                      \
+      0,                                                                     \
+      NULL },                                                                \
+                                                                             \
+    { ngx_string("chash_state_path"),                                        \
+      NGX_CHASH_PROTO(MAIN_CONF)|NGX_CONF_TAKE1,                             \
+      ngx_chash_module_state_path,                                           \
+      NGX_CHASH_PROTO(MAIN_CONF_OFFSET),                                     \
       0,                                                                     \
       NULL },
 

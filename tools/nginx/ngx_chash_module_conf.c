@@ -174,24 +174,65 @@ ngx_chash_module_build_peers(ngx_chash_source_t *src, ngx_chash_gen_t *gen,
 }
 
 
+/*
+ * What the round robin of a generation's peers keeps outside its pool: the
+ * TLS session nginx saves in each peer without a zone (SSL_get1_session), a
+ * reference that only freeing it releases. May run on a thread of the pool.
+ */
+static void
+ngx_chash_module_free_peers(ngx_chash_gen_t *gen)
+{
+#if (NGX_CHASH_SSL)
+    ngx_chash_rr_peer_t    *peer;
+    ngx_chash_gen_peers_t  *gp = gen->peers;
+
+    for (peer = gp->peers->peer; peer; peer = peer->next) {
+        if (peer->ssl_session) {
+            ngx_ssl_free_session(peer->ssl_session);
+            peer->ssl_session = NULL;
+        }
+    }
+#endif
+}
+
+
 static ngx_int_t
 ngx_chash_module_init_snapshot(ngx_conf_t *cf, ngx_chash_up_srv_conf_t *us,
     ngx_chash_srv_conf_t *ccf, ngx_chash_upstream_t *up)
 {
-    ngx_chash_main_conf_t  *mcf;
+    ngx_chash_main_conf_t    *mcf;
+    ngx_chash_policy_conf_t   pc;
 
-    if (ngx_chash_policy_init_conf(cf, up, ccf->snap, ccf->next,
-            ccf->flavor_set ? (ngx_int_t) ccf->flavor : -1,
-            us->servers->nelts != 1
-            || us->servers->elts != (void *) ccf->placeholder,
-            us->shm_zone != NULL, ccf->multiple, ccf->id_set, ccf,
-            ngx_chash_module_build_peers)
+    mcf = ngx_chash_conf_main_conf(cf);
+
+    if (!mcf->state_ready) {
+        if (ngx_chash_state_path(cf, &mcf->state_path, &mcf->state_dir)
+            != NGX_CONF_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        mcf->state_ready = 1;
+    }
+
+    ngx_memzero(&pc, sizeof(ngx_chash_policy_conf_t));
+    pc.proto = NGX_CHASH_PROTO_NAME;
+    pc.state_dir = mcf->state_dir.len ? &mcf->state_dir : NULL;
+    pc.flavor = ccf->flavor_set ? (ngx_int_t) ccf->flavor : -1;
+    pc.has_servers = us->servers->nelts != 1
+                     || us->servers->elts != (void *) ccf->placeholder;
+    pc.has_zone = us->shm_zone != NULL;
+    pc.multiple = ccf->multiple;
+    pc.id_set = ccf->id_set;
+    pc.module_conf = ccf;
+    pc.build_peers = ngx_chash_module_build_peers;
+    pc.free_peers = ngx_chash_module_free_peers;
+
+    if (ngx_chash_policy_init_conf(cf, up, ccf->snap, ccf->next, &pc)
         != NGX_OK)
     {
         return NGX_ERROR;
     }
-
-    mcf = ngx_chash_conf_main_conf(cf);
 
     if (ngx_chash_status_register(cf, &mcf->status, &us->host, ccf->snap,
                                   ccf->next, &ccf->rollout_text)
@@ -230,14 +271,9 @@ ngx_chash_module_init_process(ngx_cycle_t *cycle)
 
         ccf = ngx_chash_srv_conf(uscfp[i]);
 
+        /* the chash_snapshot source steps its migration partner too */
         if (ccf->snap
             && ngx_chash_source_init_worker(cycle, ccf->snap) != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        if (ccf->next
-            && ngx_chash_source_init_worker(cycle, ccf->next) != NGX_OK)
         {
             return NGX_ERROR;
         }
@@ -296,6 +332,30 @@ static void *
 ngx_chash_module_create_main_conf(ngx_conf_t *cf)
 {
     return ngx_pcalloc(cf->pool, sizeof(ngx_chash_main_conf_t));
+}
+
+
+/* chash_state_path DIR | off (http{} or stream{}) */
+static char *
+ngx_chash_module_state_path(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_chash_main_conf_t  *mcf = conf;
+
+    ngx_str_t  *value;
+
+    if (mcf->state_path.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 0) {
+        return "takes a directory or off";
+    }
+
+    mcf->state_path = value[1];
+
+    return NGX_CONF_OK;
 }
 
 
@@ -435,7 +495,8 @@ ngx_chash_module_source(ngx_conf_t *cf, ngx_str_t **rest, ngx_uint_t *nrest)
 
 /*
  * chash_snapshot FILE [trusted_key=PUB]... [min_version=N] [poll=T|off]
- *     [thread_pool=NAME] [copy] [max_fails=N] [fail_timeout=T] [max_conns=N]
+ *     [thread_pool=NAME] [threads=N] [max_size=SIZE] [copy|map] [state=off]
+ *     [max_fails=N] [fail_timeout=T] [max_conns=N]
  */
 static char *
 ngx_chash_module_snapshot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -473,7 +534,7 @@ ngx_chash_module_snapshot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 /*
  * chash_migrate FILE rollout=VALUE [scope=VALUE] [seed=N] [allow_mismatch]
  *     [trusted_key=PUB]... [min_version=N] [poll=T|off] [thread_pool=NAME]
- *     [copy]
+ *     [threads=N] [max_size=SIZE] [copy|map] [state=off]
  */
 static char *
 ngx_chash_module_migrate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)

@@ -213,16 +213,13 @@ ngx_chash_module_init_peer(ngx_chash_session_t *s,
 }
 
 
+/* Neither down nor failed: max_fails within fail_timeout. */
 static ngx_uint_t
-ngx_chash_module_usable(void *data, ngx_uint_t i, time_t now)
+ngx_chash_module_live(void *data, ngx_uint_t i, time_t now)
 {
     ngx_chash_peer_data_t  *hp = data;
 
     ngx_chash_rr_peer_t  *peer;
-
-    if (ngx_chash_tried(hp->rrp.tried, i)) {
-        return 0;
-    }
 
     peer = hp->peer[i];
 
@@ -236,6 +233,28 @@ ngx_chash_module_usable(void *data, ngx_uint_t i, time_t now)
     {
         return 0;
     }
+
+    return 1;
+}
+
+
+/* nginx's candidate test: not tried, live, not at max_conns. */
+static ngx_uint_t
+ngx_chash_module_usable(void *data, ngx_uint_t i, time_t now)
+{
+    ngx_chash_peer_data_t  *hp = data;
+
+    ngx_chash_rr_peer_t  *peer;
+
+    if (ngx_chash_tried(hp->rrp.tried, i)) {
+        return 0;
+    }
+
+    if (!ngx_chash_module_live(data, i, now)) {
+        return 0;
+    }
+
+    peer = hp->peer[i];
 
     if (peer->max_conns && peer->conns >= peer->max_conns) {
         return 0;
@@ -273,7 +292,8 @@ ngx_chash_module_conns(void *data, ngx_uint_t i)
 static const ngx_chash_peer_ops_t  ngx_chash_module_peer_ops = {
     ngx_chash_module_usable,
     ngx_chash_module_weights,
-    ngx_chash_module_conns
+    ngx_chash_module_conns,
+    ngx_chash_module_live
 };
 
 
@@ -290,6 +310,7 @@ ngx_chash_module_get(ngx_peer_connection_t *pc, void *data)
 
     time_t                  now;
     ngx_int_t               i;
+    ngx_uint_t              passed;
     ngx_chash_rr_peer_t    *peer;
     ngx_chash_rr_peers_t   *peers;
     ngx_chash_srv_conf_t   *ccf;
@@ -321,9 +342,15 @@ ngx_chash_module_get(ngx_peer_connection_t *pc, void *data)
     pc->connection = NULL;
 
     now = ngx_time();
+    passed = hp->walk.passed;
 
     i = ngx_chash_pick(&hp->walk, hp->nodes, &ngx_chash_module_peer_ops, hp,
                        now, pc->log);
+
+    if (hp->gen) {
+        /* nodes full at the bounded-load capacity: not failures */
+        ngx_chash_status_passed(ccf->snap, hp->walk.passed - passed);
+    }
 
     if (i == NGX_CHASH_FALLBACK) {
         ngx_chash_rr_peers_unlock(peers);

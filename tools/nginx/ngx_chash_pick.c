@@ -46,88 +46,83 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
     ngx_pool_t *pool)
 {
-    uint32_t  hash;
-
     w->flavor = flavor;
     w->tries = 0;
     w->ring = ring;
     w->mask = mask;
-    w->seen = NULL;
+    w->walk = NULL;
+    w->started = 0;
     w->pool = pool;
     w->bounded_load = 0;
+    w->passed = 0;
+    w->hash = ngx_crc32_long(key->data, key->len);
 
-    hash = ngx_crc32_long(key->data, key->len);
-
-    /* the ring is immutable: no lock, unlike nginx's rlock */
-    if (chash_ring_walk(ring, hash, &w->cursor) != CHASH_OK) {
-        return NGX_ERROR;
-    }
-
-    if (flavor == CHASH_FLAVOR_NGINX) {
-        w->left = chash_ring_num_points(ring) + 1;
-        w->node = ngx_chash_walk_next_point(w);
-
+    if (flavor != CHASH_FLAVOR_NGINX) {
+        /* distinct: libchash's walk, started when a second node is needed */
+        w->node = CHASH_NO_NODE;
         return NGX_OK;
     }
 
-    /* distinct: each point once at most, the first node not yet taken */
-    w->left = chash_ring_num_points(ring);
-    w->node = CHASH_NO_NODE;
+    /* the ring is immutable: no lock, unlike nginx's rlock */
+    if (chash_ring_walk(ring, w->hash, &w->cursor) != CHASH_OK) {
+        return NGX_ERROR;
+    }
+
+    w->left = chash_ring_num_points(ring) + 1;
+    w->node = ngx_chash_walk_next_point(w);
 
     return NGX_OK;
 }
 
 
 /*
- * The distinct walk's next node not yet returned; CHASH_NO_NODE when every
- * point has been passed, or with *failed set when the seen-set could not
- * be allocated. O(1) amortized a point; the seen-set (one bit a ring node)
- * only from the second node on: a request whose first pick serves never
- * allocates.
+ * The distinct walk's next node (each node once, in the order of the ring
+ * of the mask's nodes: libchash's chash_walk); CHASH_NO_NODE when every
+ * node came, or with *failed set when the walk's memory could not be
+ * allocated. The first node is a lookup: only a second one starts the
+ * walk, in the request's pool (chash_walk_size bytes: a bit a node), so a
+ * request whose first pick serves allocates nothing.
  */
 static uint32_t
 ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
 {
-    uint32_t  node;
+    void      *mem;
+    size_t     size;
+    uint32_t   node;
 
-    if (w->seen == NULL) {
+    if (!w->started) {
+        w->started = 1;
+        w->node = w->mask ? chash_ring_find_available_hash(w->ring, w->mask,
+                                                           w->hash)
+                          : chash_ring_find_hash(w->ring, w->hash);
+        return w->node;
+    }
+
+    if (w->walk == NULL) {
         if (w->node == CHASH_NO_NODE) {
-            if (w->left == 0) {
-                return CHASH_NO_NODE;
-            }
-
-            w->left--;
-            w->node = chash_cursor_next(&w->cursor);
-
-            return w->node;
+            return CHASH_NO_NODE;
         }
 
-        w->seen = ngx_pcalloc(w->pool,
-                      ngx_chash_tried_words(chash_ring_num_nodes(w->ring))
-                      * sizeof(uintptr_t));
-        if (w->seen == NULL) {
+        size = chash_walk_size(w->ring);
+        mem = ngx_palloc(w->pool, size);
+
+        if (mem == NULL
+            || chash_walk_start(mem, size, w->ring, w->mask, w->hash, &w->walk)
+               != CHASH_OK)
+        {
             *failed = 1;
             return CHASH_NO_NODE;
         }
 
-        ngx_chash_set_tried(w->seen, w->node);
-    }
+        /* the walk's first node is the one the lookup answered */
+        node = chash_walk_next(w->walk);
 
-    while (w->left) {
-        w->left--;
-        node = chash_cursor_next(&w->cursor);
-
-        if (node == CHASH_NO_NODE) {
-            return node;
-        }
-
-        if (!ngx_chash_tried(w->seen, node)) {
-            ngx_chash_set_tried(w->seen, node);
+        if (node != w->node) {
             return node;
         }
     }
 
-    return CHASH_NO_NODE;
+    return chash_walk_next(w->walk);
 }
 
 
@@ -141,6 +136,10 @@ ngx_chash_node_load(const ngx_chash_nodes_t *nodes, uint32_t node,
 
     load = 0;
 
+    if (node >= nodes->nnodes) {
+        return 0;
+    }
+
     for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++) {
         load += ops->conns(data, nodes->node_peers[j]);
     }
@@ -150,48 +149,76 @@ ngx_chash_node_load(const ngx_chash_nodes_t *nodes, uint32_t node,
 
 
 /*
- * The bounded-load capacity now; UINT64_MAX when bounded_load is off. With
- * a subset, the average is over the subset's nodes and their loads (the
- * request routes as a ring of only the subset's servers would).
+ * The bounded-load capacity now; UINT64_MAX when bounded_load is off. As
+ * libchash's bounded-load lookup (chash_ring_find_bounded_load) defines it:
+ * the average is over the available nodes that own points (with a subset,
+ * those of the subset), not over every node of the ring: a down, failed
+ * (max_fails) or drained node takes no load, so it must not shrink the
+ * capacity of the others. A node is available when one of its peers is
+ * live (not down, not failed within fail_timeout); its load is its peers'
+ * connections.
  */
 static uint64_t
 ngx_chash_capacity(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
-    const ngx_chash_peer_ops_t *ops, void *data)
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now)
 {
     uint64_t    total;
     uint32_t    node, count;
-    ngx_uint_t  i;
+    ngx_uint_t  j, live;
 
     if (w->bounded_load <= 1) {
         return UINT64_MAX;
     }
 
     total = 0;
+    count = 0;
 
-    if (w->mask) {
-        count = 0;
+    for (node = 0; node < nodes->nnodes; node++) {
+        if ((w->mask && !chash_node_mask_get(w->mask, node))
+            || !chash_ring_owns_points(w->ring, node))
+        {
+            continue;
+        }
 
-        for (node = 0; node < nodes->nnodes; node++) {
-            if (chash_node_mask_get(w->mask, node)) {
-                total += ngx_chash_node_load(nodes, node, ops, data);
-                count++;
+        live = 0;
+
+        for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++)
+        {
+            if (ops->live(data, nodes->node_peers[j], now)) {
+                live = 1;
+                break;
             }
         }
 
-        if (count == 0) {
-            return UINT64_MAX;
+        if (live) {
+            total += ngx_chash_node_load(nodes, node, ops, data);
+            count++;
         }
-
-        return chash_bounded_load_capacity(total, count, w->bounded_load);
     }
 
-    for (i = 0; i < nodes->npeers; i++) {
-        total += ops->conns(data, i);
+    if (count == 0) {
+        return UINT64_MAX;
     }
 
-    /* every node owns points: nginx refuses weight=0 */
-    return chash_bounded_load_capacity(total, (uint32_t) nodes->nnodes,
-                                       w->bounded_load);
+    return chash_bounded_load_capacity(total, count, w->bounded_load);
+}
+
+
+/* Whether one of node's peers is usable: a node passed over at the
+ * capacity is counted only if it could have served. */
+static ngx_uint_t
+ngx_chash_node_usable(const ngx_chash_nodes_t *nodes, uint32_t node,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now)
+{
+    ngx_uint_t  j;
+
+    for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++) {
+        if (ops->usable(data, nodes->node_peers[j], now)) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -220,9 +247,15 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
             return NGX_CHASH_FALLBACK;
         }
 
+        /* a node id the ring answers indexes nothing unchecked */
+        if (w->node >= nodes->nnodes) {
+            goto next;
+        }
+
         if (capacity != UINT64_MAX
             && ngx_chash_node_load(nodes, w->node, ops, data) >= capacity)
         {
+            w->passed += ngx_chash_node_usable(nodes, w->node, ops, data, now);
             goto next;
         }
 
@@ -306,17 +339,21 @@ ngx_chash_pick_distinct(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
             return NGX_CHASH_EXHAUSTED;
         }
 
-        if (w->mask && !chash_node_mask_get(w->mask, node)) {
+        if (node >= nodes->nnodes) {
             continue;
         }
 
         i = nodes->node_peers[nodes->node_first[node]];
 
-        if (ops->usable(data, i, now)
-            && (capacity == UINT64_MAX || ops->conns(data, i) < capacity))
-        {
+        if (!ops->usable(data, i, now)) {
+            continue;
+        }
+
+        if (capacity == UINT64_MAX || ops->conns(data, i) < capacity) {
             return (ngx_int_t) i;
         }
+
+        w->passed++;
     }
 }
 
@@ -337,7 +374,7 @@ ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
         return NGX_CHASH_FALLBACK;
     }
 
-    capacity = ngx_chash_capacity(w, nodes, ops, data);
+    capacity = ngx_chash_capacity(w, nodes, ops, data, now);
 
     if (w->flavor == CHASH_FLAVOR_NGINX) {
         rc = ngx_chash_pick_nginx(w, nodes, ops, data, now, capacity, log);

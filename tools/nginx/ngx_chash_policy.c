@@ -203,6 +203,8 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
     }
 
     src->poll = 1000;
+    src->mode = CHASH_LOAD_SEALED;
+    src->state = 1;
     ngx_str_set(&src->thread_pool, "default");
     *nrest = 0;
 
@@ -217,7 +219,7 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
             }
 
             keys = ngx_palloc(cf->pool,
-                              (src->n_trusted_keys + 1) * CHASH_PUBLIC_KEY_SIZE);
+                          (src->n_trusted_keys + 1) * CHASH_PUBLIC_KEY_SIZE);
             if (keys == NULL) {
                 return NGX_CONF_ERROR;
             }
@@ -287,7 +289,41 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
         }
 
         if (value[i].len == 4 && ngx_strncmp(value[i].data, "copy", 4) == 0) {
-            src->copy = 1;
+            src->mode = CHASH_LOAD_COPY;
+            continue;
+        }
+
+        if (value[i].len == 3 && ngx_strncmp(value[i].data, "map", 3) == 0) {
+            src->mode = CHASH_LOAD_MAP;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "threads=", 8) == 0) {
+            v = ngx_atoi(value[i].data + 8, value[i].len - 8);
+            if (v == NGX_ERROR || v == 0 || v > 256) {
+                goto invalid;
+            }
+
+            src->threads = (uint32_t) v;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_size=", 9) == 0) {
+            file.data = value[i].data + 9;
+            file.len = value[i].len - 9;
+            v = ngx_parse_offset(&file);
+            if (v == NGX_ERROR || v == 0) {
+                goto invalid;
+            }
+
+            src->max_size = (uint64_t) v;
+            continue;
+        }
+
+        if (value[i].len == 9
+            && ngx_strncmp(value[i].data, "state=off", 9) == 0)
+        {
+            src->state = 0;
             continue;
         }
 
@@ -519,15 +555,14 @@ invalid:
 
 ngx_int_t
 ngx_chash_policy_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
-    ngx_chash_source_t *snap, ngx_chash_source_t *next, ngx_int_t flavor,
-    ngx_uint_t has_servers, ngx_uint_t has_zone, ngx_uint_t multiple,
-    ngx_flag_t id_set, void *module_conf,
-    ngx_chash_build_peers_pt build_peers)
+    ngx_chash_source_t *snap, ngx_chash_source_t *next,
+    ngx_chash_policy_conf_t *pc)
 {
+    u_char               err[NGX_CHASH_ERR_LEN];
     ngx_uint_t           i;
     ngx_chash_source_t  *srcs[2];
 
-    if (has_servers) {
+    if (pc->has_servers) {
         ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "the upstream has "
                                  "chash_snapshot: its servers are the "
                                  "snapshot's nodes; remove its `server` "
@@ -535,7 +570,7 @@ ngx_chash_policy_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
         return NGX_ERROR;
     }
 
-    if (has_zone) {
+    if (pc->has_zone) {
         ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "the upstream has "
                                  "chash_snapshot: `zone` is not supported "
                                  "(its peers change with the file, per "
@@ -543,14 +578,14 @@ ngx_chash_policy_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
         return NGX_ERROR;
     }
 
-    if (multiple) {
+    if (pc->multiple) {
         ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "\"multiple=\" "
                                  "comes from the snapshot with "
                                  "chash_snapshot");
         return NGX_ERROR;
     }
 
-    if (id_set) {
+    if (pc->id_set) {
         ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "\"id=\" is for "
                                  "server lines: with chash_snapshot, the "
                                  "ids are the snapshot's node addresses");
@@ -561,28 +596,115 @@ ngx_chash_policy_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     srcs[1] = next;
 
     if (next) {
-        /* the new file's backends are checked against the old one's */
-        next->partner = snap;
         snap->seed = next->seed;
         snap->allow_mismatch = next->allow_mismatch;
     }
 
     for (i = 0; i < 2 && srcs[i]; i++) {
         srcs[i]->upstream = up->name;
-        srcs[i]->flavor = flavor;
-        srcs[i]->module_conf = module_conf;
-        srcs[i]->build_peers = build_peers;
+        srcs[i]->side = i;
+        srcs[i]->flavor = pc->flavor;
+        srcs[i]->module_conf = pc->module_conf;
+        srcs[i]->build_peers = pc->build_peers;
+        srcs[i]->free_peers = pc->free_peers;
 
-        if (ngx_chash_source_init_conf(cf, up, srcs[i]) != NGX_OK) {
+        if (srcs[i]->state && pc->state_dir) {
+            srcs[i]->state_dir = *pc->state_dir;
+        }
+
+        if (ngx_chash_source_name(srcs[i], pc->proto) != NGX_OK
+            || ngx_chash_source_init_conf(cf, up, srcs[i]) != NGX_OK)
+        {
             return NGX_ERROR;
         }
     }
 
-    if (next) {
-        snap->partner = next;
+    if (next == NULL) {
+        return NGX_OK;
     }
 
+    /* the new file's backends must be the old one's: at every load of
+     * either (ngx_chash_reload.c serves a matching pair together) */
+    if (ngx_chash_gen_match(snap, snap->current, next->current, err,
+                            sizeof(err))
+        != NGX_OK)
+    {
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%V \"%V\": check "
+                                 "backend_mismatch failed: %s",
+                                 &next->directive, &next->path, err);
+        return NGX_ERROR;
+    }
+
+    next->partner = snap;
+    snap->partner = next;
+
     return NGX_OK;
+}
+
+
+char *
+ngx_chash_state_path(ngx_conf_t *cf, ngx_str_t *value, ngx_str_t *out)
+{
+    u_char      *p;
+    ngx_str_t    name;
+    ngx_path_t  *path;
+
+    if (value->len == 3 && ngx_strncmp(value->data, "off", 3) == 0) {
+        ngx_str_null(out);
+        return NGX_CONF_OK;
+    }
+
+    if (value->len) {
+        name = *value;
+
+    } else {
+        /* next to nginx's own temp paths: the client body's parent */
+        name.data = (u_char *) NGX_HTTP_CLIENT_TEMP_PATH;
+        name.len = sizeof(NGX_HTTP_CLIENT_TEMP_PATH) - 1;
+
+        while (name.len && name.data[name.len - 1] != '/') {
+            name.len--;
+        }
+
+        p = ngx_pnalloc(cf->pool, name.len + sizeof("chash"));
+        if (p == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        name.len = ngx_sprintf(p, "%Vchash%Z", &name) - p - 1;
+        name.data = p;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, &name, 0) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* NUL-terminated (ngx_add_path compares names with strcmp) */
+    p = ngx_pnalloc(cf->pool, name.len + 1);
+    path = ngx_pcalloc(cf->pool, sizeof(ngx_path_t));
+    if (p == NULL || path == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_cpystrn(p, name.data, name.len + 1);
+    name.data = p;
+
+    /* created by the master with nginx's other paths, owned by the worker
+     * user: the workers write the state (by rename) */
+    path->name = name;
+
+    if (cf->conf_file && cf->conf_file->file.name.data) {
+        path->conf_file = cf->conf_file->file.name.data;
+        path->line = cf->conf_file->line;
+    }
+
+    if (ngx_add_path(cf, &path) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    *out = name;
+
+    return NGX_CONF_OK;
 }
 
 

@@ -301,7 +301,7 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 
     start = ngx_chash_usec();
 
-    rc = chash_builder_new((chash_flavor) flavor, (uint32_t) multiple, &b);
+    rc = chash_builder_new((uint32_t) flavor, (uint32_t) multiple, &b);
     if (rc != CHASH_OK) {
         ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%s",
                                  chash_last_error());
@@ -348,6 +348,9 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     cln->data = ring;
 
     build_us = ngx_chash_usec() - start;
+
+    ngx_memzero(&mem, sizeof(chash_memory_usage));
+    mem.size = sizeof(chash_memory_usage);
 
     if (chash_ring_memory_usage(*ring, &mem) != CHASH_OK
         || chash_ring_fingerprint(*ring, fingerprint) != CHASH_OK)

@@ -1,7 +1,9 @@
 /*
- * The status of snapshot upstreams: counters in a shared zone, one slot a
- * worker, and their two renderings for chash_status (JSON and the
- * Prometheus text format).
+ * The status of snapshot upstreams: a shared zone, for each upstream a slot
+ * a worker process (worker_processes of them). Each worker writes only its
+ * own slot, so no lock is shared between processes (a killed worker leaves
+ * nothing held); readers take a consistent copy by the slot's sequence
+ * counter. The renderers are in ngx_chash_status_render.c.
  */
 
 #include <ngx_config.h>
@@ -38,12 +40,10 @@ ngx_chash_status_register(ngx_conf_t *cf, ngx_chash_status_t *st,
 
     snap->status = st;
     snap->status_index = st->upstreams.nelts - 1;
-    snap->side = 0;
 
     if (next) {
         next->status = st;
         next->status_index = snap->status_index;
-        next->side = 1;
     }
 
     return NGX_OK;
@@ -56,11 +56,29 @@ ngx_chash_status_init_zone(ngx_shm_zone_t *zone, void *data)
 {
     ngx_chash_status_t  *st = zone->data;
 
+    u_char                       *shm;
     size_t                        size;
     ngx_uint_t                    i;
     ngx_slab_pool_t              *shpool;
-    ngx_chash_status_shm_t       *shm;
+    ngx_core_conf_t              *ccf;
+    ngx_chash_status_shm_t       *one;
     ngx_chash_status_upstream_t  *u;
+
+    /* the zone was sized while the main context was parsed: a
+     * worker_processes after this block may ask for more workers */
+    ccf = (ngx_core_conf_t *) ngx_get_conf(st->cycle->conf_ctx,
+                                           ngx_core_module);
+
+    if (ccf->worker_processes > 0
+        && (ngx_uint_t) ccf->worker_processes > st->nslots)
+    {
+        ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0, "chash: the status "
+                      "zone \"%V\" has slots for %ui workers, not %i: set "
+                      "worker_processes before the block of the chash "
+                      "upstreams", &zone->shm.name, st->nslots,
+                      ccf->worker_processes);
+        return NGX_ERROR;
+    }
 
     shpool = (ngx_slab_pool_t *) zone->shm.addr;
 
@@ -71,7 +89,7 @@ ngx_chash_status_init_zone(ngx_shm_zone_t *zone, void *data)
         shm = shpool->data;     /* a zone nginx kept across a reload */
     }
 
-    size = (st->upstreams.nelts + 1) * sizeof(ngx_chash_status_shm_t);
+    size = st->upstreams.nelts * ngx_chash_status_shm_size(st->nslots);
 
     if (shm == NULL) {
         shm = ngx_slab_alloc(shpool, size);
@@ -83,19 +101,20 @@ ngx_chash_status_init_zone(ngx_shm_zone_t *zone, void *data)
         shpool->data = shm;
     }
 
+    st->shm = shm;
     u = st->upstreams.elts;
 
     for (i = 0; i < st->upstreams.nelts; i++) {
-        if (shm[i].name_len != u[i].name->len
-            || ngx_strncmp(shm[i].name, u[i].name->data, u[i].name->len) != 0)
+        one = ngx_chash_status_upstream(st, i);
+
+        if (one->name_len != ngx_min(u[i].name->len, sizeof(one->name))
+            || ngx_strncmp(one->name, u[i].name->data, one->name_len) != 0)
         {
-            ngx_memzero(&shm[i], sizeof(ngx_chash_status_shm_t));
-            shm[i].name_len = ngx_min(u[i].name->len, sizeof(shm[i].name));
-            ngx_memcpy(shm[i].name, u[i].name->data, shm[i].name_len);
+            ngx_memzero(one, ngx_chash_status_shm_size(st->nslots));
+            one->name_len = ngx_min(u[i].name->len, sizeof(one->name));
+            ngx_memcpy(one->name, u[i].name->data, one->name_len);
         }
     }
-
-    st->shm = shm;
 
     return NGX_OK;
 }
@@ -106,15 +125,28 @@ ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
     ngx_str_t *name, void *tag)
 {
     size_t            size;
+    ngx_core_conf_t  *ccf;
 
     if (st->upstreams.nelts == 0) {
         return NGX_OK;
     }
 
-    /* the size follows the upstreams: a reload that changes their number
-     * gets a new zone */
+    /* a slot a worker: worker_processes if the main context set it before
+     * this block, else the CPUs (the default of "auto"); a reload that
+     * changes either gets a new zone */
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cf->cycle->conf_ctx,
+                                           ngx_core_module);
+
+    if (ccf->worker_processes != NGX_CONF_UNSET && ccf->worker_processes > 0)
+    {
+        st->nslots = ccf->worker_processes;
+
+    } else {
+        st->nslots = ngx_max(ngx_ncpu, 1);
+    }
+
     size = 8 * ngx_pagesize
-           + (st->upstreams.nelts + 1) * sizeof(ngx_chash_status_shm_t);
+           + st->upstreams.nelts * ngx_chash_status_shm_size(st->nslots);
 
     st->zone = ngx_shared_memory_add(cf, name, size, tag);
     if (st->zone == NULL) {
@@ -122,6 +154,7 @@ ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
     }
 
     st->abi = NGX_CHASH_STATUS_ABI;
+    st->cycle = cf->cycle;
     st->zone->init = ngx_chash_status_init_zone;
     st->zone->data = st;
     st->zone->noreuse = 0;
@@ -130,18 +163,98 @@ ngx_chash_status_add_zone(ngx_conf_t *cf, ngx_chash_status_t *st,
 }
 
 
-ngx_chash_status_slot_t *
+/* This worker's slot of a source's upstream, or NULL (no zone, not a
+ * worker, or more workers than slots). */
+static ngx_chash_status_slot_t *
 ngx_chash_status_slot(ngx_chash_source_t *src)
 {
-    if (src->status == NULL || src->status->shm == NULL
+    ngx_chash_status_t  *st;
+
+    st = src->status;
+
+    if (st == NULL || st->shm == NULL
         || (ngx_process != NGX_PROCESS_WORKER
-            && ngx_process != NGX_PROCESS_SINGLE))
+            && ngx_process != NGX_PROCESS_SINGLE)
+        || (ngx_uint_t) ngx_worker >= st->nslots)
     {
         return NULL;
     }
 
-    return &src->status->shm[src->status_index]
-                .slot[ngx_worker % NGX_CHASH_STATUS_SLOTS];
+    return &ngx_chash_status_upstream(st, src->status_index)->slot[ngx_worker];
+}
+
+
+/* The slot if this worker owns it: its fields are written by it only. */
+static ngx_chash_status_slot_t *
+ngx_chash_status_own(ngx_chash_source_t *src)
+{
+    ngx_chash_status_slot_t  *slot;
+
+    slot = ngx_chash_status_slot(src);
+
+    if (slot == NULL || slot->pid != (ngx_atomic_uint_t) ngx_pid) {
+        return NULL;
+    }
+
+    slot->seq++;
+    ngx_memory_barrier();
+
+    return slot;
+}
+
+
+static void
+ngx_chash_status_done(ngx_chash_status_slot_t *slot)
+{
+    ngx_memory_barrier();
+    slot->seq++;
+}
+
+
+void
+ngx_chash_status_takeover(ngx_chash_source_t *src)
+{
+    ngx_uint_t                i;
+    ngx_chash_source_t       *s;
+    ngx_chash_status_slot_t  *slot;
+
+    slot = ngx_chash_status_slot(src);
+    if (slot == NULL) {
+        return;
+    }
+
+    /* the previous owner may have died between two increments */
+    slot->seq = 1;
+    ngx_memory_barrier();
+
+    slot->pid = ngx_pid;
+    slot->version[1] = 0;
+    slot->highest[1] = 0;
+    slot->state_error = 0;
+    slot->loading_since = 0;
+    slot->refused_at = 0;
+    slot->refused_side = 0;
+    slot->refused_check[0] = '\0';
+    slot->refused_message[0] = '\0';
+
+    for (i = 0; i < 2; i++) {
+        s = i ? src->partner : src;
+
+        if (s == NULL || s->current == NULL) {
+            continue;
+        }
+
+        slot->version[s->side] = s->current->info.config_version;
+        slot->highest[s->side] = s->step.highest;
+
+        if (s->step.state_error) {
+            slot->state_error |= (ngx_atomic_uint_t) 1 << s->side;
+        }
+    }
+
+    ngx_chash_status_done(slot);
+
+    ngx_chash_status_generations(src);
 }
 
 
@@ -168,29 +281,44 @@ ngx_chash_status_count(ngx_chash_source_t *src, ngx_uint_t side,
 
 
 void
-ngx_chash_status_served(ngx_chash_source_t *src, ngx_uint_t loaded)
+ngx_chash_status_passed(ngx_chash_source_t *src, ngx_uint_t n)
 {
     ngx_chash_status_slot_t  *slot;
 
     slot = ngx_chash_status_slot(src);
-    if (slot == NULL) {
-        return;
-    }
 
-    slot->pid = ngx_pid;
-    slot->version[src->side] = src->current->info.config_version;
-
-    if (loaded) {
-        (void) ngx_atomic_fetch_add(&slot->loads_ok, 1);
+    if (slot && n) {
+        (void) ngx_atomic_fetch_add(&slot->bounded_passes, n);
     }
 }
 
 
 void
-ngx_chash_status_refused(ngx_chash_source_t *src, const char *check,
-    u_char *err)
+ngx_chash_status_served(ngx_chash_source_t *src, ngx_uint_t loaded)
 {
-    ngx_chash_status_shm_t   *shm;
+    ngx_chash_status_slot_t  *slot;
+
+    slot = ngx_chash_status_slot(src);
+
+    if (slot && loaded) {
+        (void) ngx_atomic_fetch_add(&slot->loads_ok, 1);
+    }
+
+    slot = ngx_chash_status_own(src);
+    if (slot == NULL) {
+        return;
+    }
+
+    slot->version[src->side] = src->current->info.config_version;
+
+    ngx_chash_status_done(slot);
+}
+
+
+void
+ngx_chash_status_refused(ngx_chash_source_t *src, uint32_t check,
+    u_char *message)
+{
     ngx_chash_status_slot_t  *slot;
 
     slot = ngx_chash_status_slot(src);
@@ -200,442 +328,150 @@ ngx_chash_status_refused(ngx_chash_source_t *src, const char *check,
 
     (void) ngx_atomic_fetch_add(&slot->loads_refused, 1);
 
-    shm = &src->status->shm[src->status_index];
+    slot = ngx_chash_status_own(src);
+    if (slot == NULL) {
+        return;
+    }
 
-    ngx_spinlock(&shm->lock, ngx_pid, 1024);
-    ngx_cpystrn(shm->last_check, (u_char *) check, sizeof(shm->last_check));
-    ngx_cpystrn(shm->last_message, err, sizeof(shm->last_message));
-    shm->refused_at = ngx_time();
-    ngx_unlock(&shm->lock);
+    slot->refused_at = ngx_time();
+    slot->refused_side = src->side;
+    ngx_cpystrn(slot->refused_check, (u_char *) chash_check_name(check),
+                sizeof(slot->refused_check));
+    ngx_cpystrn(slot->refused_message, message,
+                sizeof(slot->refused_message));
+
+    ngx_chash_status_done(slot);
 }
 
 
-/* JSON string contents, or a Prometheus label value: \ " and controls. */
-static u_char *
-ngx_chash_escape(u_char *p, u_char *s, size_t len, ngx_uint_t prometheus)
+void
+ngx_chash_status_report(ngx_chash_source_t *src, uint64_t highest,
+    ngx_uint_t state_error)
 {
-    size_t  i;
+    ngx_chash_status_slot_t  *slot;
 
-    for (i = 0; i < len; i++) {
-        if (s[i] == '"' || s[i] == '\\') {
-            *p++ = '\\';
-            *p++ = s[i];
+    slot = ngx_chash_status_own(src);
+    if (slot == NULL) {
+        return;
+    }
 
-        } else if (s[i] == '\n') {
-            *p++ = '\\';
-            *p++ = 'n';
+    if (highest > slot->highest[src->side]) {
+        slot->highest[src->side] = highest;
+    }
 
-        } else if (s[i] < 0x20) {
-            if (!prometheus) {
-                p = ngx_sprintf(p, "\\u%04xD", (uint32_t) s[i]);
+    if (state_error) {
+        slot->state_error |= (ngx_atomic_uint_t) 1 << src->side;
+
+    } else {
+        slot->state_error &= ~((ngx_atomic_uint_t) 1 << src->side);
+    }
+
+    ngx_chash_status_done(slot);
+}
+
+
+void
+ngx_chash_status_loading(ngx_chash_source_t *src, time_t since)
+{
+    ngx_chash_status_slot_t  *slot;
+
+    slot = ngx_chash_status_own(src);
+    if (slot == NULL) {
+        return;
+    }
+
+    slot->loading_since = since;
+
+    ngx_chash_status_done(slot);
+}
+
+
+void
+ngx_chash_status_generations(ngx_chash_source_t *src)
+{
+    time_t                    oldest;
+    ngx_uint_t                i, held;
+    ngx_chash_gen_t          *gen;
+    ngx_chash_source_t       *s;
+    ngx_chash_status_slot_t  *slot;
+
+    held = 0;
+    oldest = 0;
+
+    for (i = 0; i < 2; i++) {
+        s = i ? src->partner : src;
+
+        if (s == NULL) {
+            continue;
+        }
+
+        held += (s->current != NULL) + s->nretired;
+
+        if (!ngx_queue_empty(&s->retired)) {
+            gen = ngx_queue_data(ngx_queue_head(&s->retired), ngx_chash_gen_t,
+                                 queue);
+
+            if (oldest == 0 || gen->retired_at < oldest) {
+                oldest = gen->retired_at;
             }
-
-        } else {
-            *p++ = s[i];
         }
     }
 
-    return p;
+    slot = ngx_chash_status_own(src);
+    if (slot == NULL) {
+        return;
+    }
+
+    slot->generations = held;
+    slot->oldest_retired = oldest;
+
+    ngx_chash_status_done(slot);
 }
 
 
-#define ngx_chash_esc(p, str, prom)                                         \
-    ngx_chash_escape(p, (u_char *) (str), ngx_strlen(str), prom)
-
-
-typedef struct {
-    uint64_t    loads_ok, loads_refused, requests[2], unknown;
-    uint64_t    subset[NGX_CHASH_STATUS_SUBSETS];
-} ngx_chash_status_sum_t;
-
-
-static void
-ngx_chash_status_sum(ngx_chash_status_shm_t *shm, ngx_chash_status_sum_t *sum)
+ngx_int_t
+ngx_chash_status_read(ngx_chash_status_slot_t *slot,
+    ngx_chash_status_slot_t *copy)
 {
-    ngx_uint_t  w, k;
+    ngx_uint_t          tries;
+    ngx_atomic_uint_t   seq;
 
-    ngx_memzero(sum, sizeof(ngx_chash_status_sum_t));
+    for (tries = 0; tries < 64; tries++) {
+        seq = slot->seq;
+        ngx_memory_barrier();
 
-    for (w = 0; w < NGX_CHASH_STATUS_SLOTS; w++) {
-        sum->loads_ok += shm->slot[w].loads_ok;
-        sum->loads_refused += shm->slot[w].loads_refused;
-        sum->requests[0] += shm->slot[w].requests[0];
-        sum->requests[1] += shm->slot[w].requests[1];
-        sum->unknown += shm->slot[w].unknown_subset;
+        if (seq & 1) {
+            ngx_cpu_pause();
+            continue;
+        }
 
-        for (k = 0; k < NGX_CHASH_STATUS_SUBSETS; k++) {
-            sum->subset[k] += shm->slot[w].subset[k];
+        ngx_memcpy(copy, slot, sizeof(ngx_chash_status_slot_t));
+        ngx_memory_barrier();
+
+        if (slot->seq == seq) {
+            copy->refused_check[sizeof(copy->refused_check) - 1] = '\0';
+            copy->refused_message[sizeof(copy->refused_message) - 1] = '\0';
+            return NGX_OK;
         }
     }
+
+    return NGX_DECLINED;
 }
 
 
-/* Whether a slot belongs to a live worker (old slots of exited ones stay). */
-static ngx_uint_t
+ngx_uint_t
 ngx_chash_status_live(ngx_chash_status_slot_t *slot)
 {
-    return slot->pid != 0 && (slot->pid == (ngx_atomic_uint_t) ngx_pid
-                              || kill((ngx_pid_t) slot->pid, 0) == 0);
-}
+    ngx_pid_t  pid;
 
+    pid = (ngx_pid_t) slot->pid;
 
-/*
- * The Prometheus text format (0.0.4): each family once, with HELP and TYPE,
- * its samples for every upstream together.
- */
-static u_char *
-ngx_chash_status_prometheus(ngx_chash_status_t **sets, u_char *p)
-{
-    ngx_uint_t                    i, w, k, f, set;
-    ngx_chash_status_t           *st;
-    ngx_chash_gen_t              *g, *ng;
-    ngx_chash_status_shm_t       *shm;
-    ngx_chash_status_sum_t        sum;
-    ngx_chash_status_upstream_t  *u;
-
-    static const char  *families[][3] = {
-        { "chash_snapshot_info", "gauge",
-          "The snapshot an upstream serves in this worker (labels), 1." },
-        { "chash_snapshot_points", "gauge", "Points of the ring served." },
-        { "chash_snapshot_nodes", "gauge", "Nodes of the ring served." },
-        { "chash_snapshot_loaded_at_seconds", "gauge",
-          "When this worker loaded the ring it serves (Unix time)." },
-        { "chash_snapshot_config_version", "gauge",
-          "The config version each worker serves (ring old or new)." },
-        { "chash_snapshot_loads_total", "counter",
-          "Snapshot loads by the workers after start, by result." },
-        { "chash_requests_total", "counter",
-          "Requests routed, by the ring that routed them (old without a "
-          "migration)." },
-        { "chash_subset_requests_total", "counter",
-          "Requests routed inside a named subset." },
-        { "chash_unknown_subset_total", "counter",
-          "Requests that named a subset the snapshot does not hold (502)." },
-        { "chash_migration_info", "gauge",
-          "The migration's new ring (labels), 1." }
-    };
-
-    for (f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
-        p = ngx_sprintf(p, "# HELP %s %s\n# TYPE %s %s\n", families[f][0],
-                        families[f][2], families[f][0], families[f][1]);
-
-        /* sets[0] the HTTP upstreams, sets[1] the stream ones (or NULL) */
-        for (set = 0; set < 2; set++) {
-        st = sets[set];
-
-        if (st == NULL) {
-            continue;
-        }
-
-        u = st->upstreams.elts;
-
-        for (i = 0; i < st->upstreams.nelts; i++) {
-            g = u[i].snap->current;
-            ng = u[i].next ? u[i].next->current : NULL;
-            shm = st->shm ? &st->shm[i] : NULL;
-
-            if (g == NULL || shm == NULL) {
-                continue;
-            }
-
-            ngx_chash_status_sum(shm, &sum);
-
-#define NGX_CHASH_U(p)                                                       \
-    p = ngx_sprintf(p, "%s{%supstream=\"", families[f][0],                  \
-                    set ? "protocol=\"stream\"," : "");                      \
-    p = ngx_chash_escape(p, u[i].name->data, u[i].name->len, 1)
-
-            switch (f) {
-            case 0:
-                NGX_CHASH_U(p);
-                p = ngx_sprintf(p, "\",file=\"");
-                p = ngx_chash_escape(p, u[i].snap->path.data,
-                                     u[i].snap->path.len, 1);
-                p = ngx_sprintf(p, "\",fingerprint=\"%*s\",key_id=\"%s\","
-                                "label=\"", (size_t) 16, g->fingerprint,
-                                g->key_id);
-                p = ngx_chash_esc(p, chash_snapshot_label(g->snapshot), 1);
-                p = ngx_sprintf(p, "\"} 1\n");
-                break;
-            case 1:
-                NGX_CHASH_U(p);
-                p = ngx_sprintf(p, "\"} %uL\n", g->info.points);
-                break;
-            case 2:
-                NGX_CHASH_U(p);
-                p = ngx_sprintf(p, "\"} %uD\n", g->info.nodes);
-                break;
-            case 3:
-                NGX_CHASH_U(p);
-                p = ngx_sprintf(p, "\"} %T\n", g->loaded_at);
-                break;
-            case 4:
-                for (w = 0; w < NGX_CHASH_STATUS_SLOTS; w++) {
-                    if (!ngx_chash_status_live(&shm->slot[w])) {
-                        continue;
-                    }
-
-                    for (k = 0; k < (ng ? 2 : 1); k++) {
-                        NGX_CHASH_U(p);
-                        p = ngx_sprintf(p, "\",worker=\"%uA\",ring=\"%s\"} "
-                                        "%uA\n", shm->slot[w].pid,
-                                        k ? "new" : "old",
-                                        shm->slot[w].version[k]);
-                    }
-                }
-                break;
-            case 5:
-                NGX_CHASH_U(p);
-                p = ngx_sprintf(p, "\",result=\"ok\"} %uL\n", sum.loads_ok);
-                NGX_CHASH_U(p);
-                p = ngx_sprintf(p, "\",result=\"refused\"} %uL\n",
-                                sum.loads_refused);
-                break;
-            case 6:
-                NGX_CHASH_U(p);
-                p = ngx_sprintf(p, "\",ring=\"old\"} %uL\n", sum.requests[0]);
-                NGX_CHASH_U(p);
-                p = ngx_sprintf(p, "\",ring=\"new\"} %uL\n", sum.requests[1]);
-                break;
-            case 7:
-                for (k = 0; k < g->nsubsets && k < NGX_CHASH_STATUS_SUBSETS;
-                     k++)
-                {
-                    NGX_CHASH_U(p);
-                    p = ngx_sprintf(p, "\",subset=\"");
-                    p = ngx_chash_escape(p, g->subsets[k].name.data,
-                                         g->subsets[k].name.len, 1);
-                    p = ngx_sprintf(p, "\"} %uL\n", sum.subset[k]);
-                }
-                break;
-            case 8:
-                NGX_CHASH_U(p);
-                p = ngx_sprintf(p, "\"} %uL\n", sum.unknown);
-                break;
-            default:
-                if (ng) {
-                    NGX_CHASH_U(p);
-                    p = ngx_sprintf(p, "\",file=\"");
-                    p = ngx_chash_escape(p, u[i].next->path.data,
-                                         u[i].next->path.len, 1);
-                    p = ngx_sprintf(p, "\",fingerprint=\"%*s\",rollout=\"",
-                                    (size_t) 16, ng->fingerprint);
-                    p = ngx_chash_escape(p, u[i].rollout.data,
-                                         u[i].rollout.len, 1);
-                    p = ngx_sprintf(p, "\",allow_mismatch=\"%s\"} 1\n",
-                                    u[i].next->allow_mismatch ? "true"
-                                                              : "false");
-                }
-                break;
-            }
-#undef NGX_CHASH_U
-        }
-        }
+    if (pid == 0) {
+        return 0;
     }
 
-    return p;
-}
-
-
-/* The JSON object of st's upstreams, by name, at p. */
-static u_char *
-ngx_chash_status_json(ngx_chash_status_t *st, u_char *p, ngx_pool_t *pool)
-{
-    u_char                       *name;
-    ngx_uint_t                    i, w, k, first;
-    ngx_chash_gen_t              *g, *ng;
-    ngx_chash_status_shm_t       *shm;
-    ngx_chash_status_sum_t        sum;
-    ngx_chash_status_upstream_t  *u;
-
-    u = st->upstreams.elts;
-    *p++ = '{';
-
-    for (i = 0; i < st->upstreams.nelts; i++) {
-        g = u[i].snap->current;
-        ng = u[i].next ? u[i].next->current : NULL;
-        shm = st->shm ? &st->shm[i] : NULL;
-
-        if (g == NULL || shm == NULL) {
-            continue;
-        }
-
-        ngx_chash_status_sum(shm, &sum);
-        name = ngx_pnalloc(pool, u[i].name->len + 1);
-        if (name == NULL) {
-            return NULL;
-        }
-
-        (void) ngx_cpystrn(name, u[i].name->data, u[i].name->len + 1);
-
-
-        if (p[-1] != '{') {
-            *p++ = ',';
-        }
-
-        *p++ = '"';
-        p = ngx_chash_esc(p, name, 0);
-        p = ngx_sprintf(p, "\":{\"file\":\"");
-        p = ngx_chash_escape(p, u[i].snap->path.data, u[i].snap->path.len, 0);
-        p = ngx_sprintf(p, "\",\"config_version\":%uL,\"fingerprint\":\"%*s\","
-                        "\"label\":\"", g->info.config_version, (size_t) 16,
-                        g->fingerprint);
-        p = ngx_chash_esc(p, chash_snapshot_label(g->snapshot), 0);
-        p = ngx_sprintf(p, "\",\"key_id\":\"%s\",\"flavor\":\"%s\","
-                        "\"points\":%uL,\"nodes\":%uD,\"loaded_at\":%T,"
-                        "\"mapped\":%s,\"workers\":[",
-                        g->key_id, ngx_chash_flavor_name(g->info.flavor),
-                        g->info.points, g->info.nodes, g->loaded_at,
-                        g->info.mapped ? "true" : "false");
-
-        first = 1;
-
-        for (w = 0; w < NGX_CHASH_STATUS_SLOTS; w++) {
-            if (!ngx_chash_status_live(&shm->slot[w])) {
-                continue;
-            }
-
-            p = ngx_sprintf(p, "%s{\"pid\":%uA,\"config_version\":%uA",
-                            first ? "" : ",", shm->slot[w].pid,
-                            shm->slot[w].version[0]);
-            if (ng) {
-                p = ngx_sprintf(p, ",\"migration_config_version\":%uA",
-                                shm->slot[w].version[1]);
-            }
-
-            *p++ = '}';
-            first = 0;
-        }
-
-        p = ngx_sprintf(p, "],\"loads\":{\"ok\":%uL,\"refused\":%uL},"
-                        "\"last_refusal\":", sum.loads_ok, sum.loads_refused);
-
-        if (shm->refused_at) {
-            ngx_spinlock(&shm->lock, ngx_pid, 1024);
-            p = ngx_sprintf(p, "{\"check\":\"");
-            p = ngx_chash_esc(p, shm->last_check, 0);
-            p = ngx_sprintf(p, "\",\"message\":\"");
-            p = ngx_chash_esc(p, shm->last_message, 0);
-            p = ngx_sprintf(p, "\",\"at\":%uA}", shm->refused_at);
-            ngx_unlock(&shm->lock);
-
-        } else {
-            p = ngx_sprintf(p, "null");
-        }
-
-        p = ngx_sprintf(p, ",\"requests\":{\"old\":%uL,\"new\":%uL},"
-                        "\"subsets\":{", sum.requests[0], sum.requests[1]);
-
-        for (k = 0; k < g->nsubsets && k < NGX_CHASH_STATUS_SUBSETS; k++) {
-            p = ngx_sprintf(p, "%s\"", k ? "," : "");
-            p = ngx_chash_escape(p, g->subsets[k].name.data,
-                                 g->subsets[k].name.len, 0);
-            p = ngx_sprintf(p, "\":%uL", sum.subset[k]);
-        }
-
-        p = ngx_sprintf(p, "},\"unknown_subset\":%uL", sum.unknown);
-
-        if (ng) {
-            p = ngx_sprintf(p, ",\"migration\":{\"file\":\"");
-            p = ngx_chash_escape(p, u[i].next->path.data, u[i].next->path.len,
-                                 0);
-            p = ngx_sprintf(p, "\",\"config_version\":%uL,\"fingerprint\":"
-                            "\"%*s\",\"rollout\":\"", ng->info.config_version,
-                            (size_t) 16, ng->fingerprint);
-            p = ngx_chash_escape(p, u[i].rollout.data, u[i].rollout.len, 0);
-            p = ngx_sprintf(p, "\",\"allow_mismatch\":%s}",
-                            u[i].next->allow_mismatch ? "true" : "false");
-        }
-
-        *p++ = '}';
-    }
-
-    *p++ = '}';
-
-    return p;
-}
-
-
-ngx_buf_t *
-ngx_chash_status_render(ngx_chash_status_t *st, ngx_chash_status_t *stream,
-    ngx_pool_t *pool, ngx_uint_t prom)
-{
-    size_t                        size;
-    u_char                       *p;
-    ngx_buf_t                    *b;
-    ngx_uint_t                    i, set;
-    ngx_chash_gen_t              *g;
-    ngx_chash_status_t           *sets[2];
-    ngx_chash_status_upstream_t  *u;
-
-    sets[0] = st;
-    sets[1] = stream;
-
-    /*
-     * An upper bound: every line (at most 24 + 2 a worker slot + one a
-     * subset, in either format) holds at most every string of its upstream,
-     * each escaped (at most 7 bytes a byte), and numbers.
-     */
-    size = 1024;
-
-    for (set = 0; set < 2; set++) {
-        if (sets[set] == NULL) {
-            continue;
-        }
-
-        u = sets[set]->upstreams.elts;
-
-        for (i = 0; i < sets[set]->upstreams.nelts; i++) {
-            g = u[i].snap->current;
-
-            if (g == NULL) {
-                continue;
-            }
-
-            size += (24 + 2 * NGX_CHASH_STATUS_SLOTS
-                     + ngx_min(g->nsubsets, NGX_CHASH_STATUS_SUBSETS))
-                    * (512 + 7 * (u[i].name->len + u[i].snap->path.len
-                                  + (u[i].next ? u[i].next->path.len : 0)
-                                  + ngx_strlen(chash_snapshot_label(
-                                                   g->snapshot))
-                                  + u[i].rollout.len + 64
-                                  + NGX_CHASH_CHECK_LEN
-                                  + sizeof(((ngx_chash_status_shm_t *) 0)
-                                           ->last_message)));
-        }
-    }
-
-    b = ngx_create_temp_buf(pool, size);
-    if (b == NULL) {
-        return NULL;
-    }
-
-    if (prom) {
-        b->last = ngx_chash_status_prometheus(sets, b->last);
-        return b;
-    }
-
-    p = ngx_sprintf(b->last, "{\"upstreams\":");
-    p = ngx_chash_status_json(st, p, pool);
-
-    if (p == NULL) {
-        return NULL;
-    }
-
-    if (stream) {
-        p = ngx_sprintf(p, ",\"stream_upstreams\":");
-        p = ngx_chash_status_json(stream, p, pool);
-
-        if (p == NULL) {
-            return NULL;
-        }
-    }
-
-    p = ngx_sprintf(p, "}\n");
-
-    b->last = p;
-
-    return b;
+    /* EPERM: alive, another user's */
+    return pid == ngx_pid || kill(pid, 0) == 0 || ngx_errno == NGX_EPERM;
 }
 
 

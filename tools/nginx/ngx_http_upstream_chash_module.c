@@ -43,6 +43,8 @@
 #define NGX_CHASH_LOG_DEBUG         NGX_LOG_DEBUG_HTTP
 #define NGX_CHASH_STATUS_ZONE       NGX_CHASH_HTTP_STATUS_ZONE
 #define NGX_CHASH_DEFAULT_PORT      80
+#define NGX_CHASH_PROTO_NAME        "http"
+#define NGX_CHASH_SSL               NGX_HTTP_SSL
 
 #include "ngx_chash_module.h"
 #include "ngx_chash_module_peer.c"

@@ -36,6 +36,8 @@
 #define NGX_CHASH_LOG_DEBUG         NGX_LOG_DEBUG_STREAM
 #define NGX_CHASH_STATUS_ZONE       NGX_CHASH_STREAM_STATUS_ZONE
 #define NGX_CHASH_DEFAULT_PORT      0
+#define NGX_CHASH_PROTO_NAME        "stream"
+#define NGX_CHASH_SSL               NGX_STREAM_SSL
 
 #include "ngx_chash_module.h"
 #include "ngx_chash_module_peer.c"

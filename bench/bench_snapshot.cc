@@ -11,7 +11,9 @@
 //   write    SerializeSnapshot (bytes in memory, unsigned and signed) and
 //            WriteSnapshotFile (temporary file, fsync, rename, fsync of the
 //            directory);
-//   load     LoadSnapshot: kMap verified (XXH3-128 on), kMap unverified
+//   load     LoadSnapshot: kSealed verified and signed (the default: a
+//            sealed memory file read from the file, then every check), kMap
+//            verified (XXH3-128 on), kMap unverified
 //            (checksum off, every structural check on), kCopy verified and
 //            unverified, kMap signed (a trusted key: the SHA-256 chunk tree
 //            of format 1.1, hashed on the other threads during the load),
@@ -31,9 +33,12 @@
 //            built ring (transparent huge pages), the same built on 4 KiB
 //            pages, the mapped ring (page-cache pages) and the copied one;
 //            and the first 1,024 lookups right after a load;
+//   refuse   a file refused from its header: unsigned with a trusted key,
+//            a 4 GiB hole over the size cap and under it (holes);
 //   memory   in a child process: the peak resident growth (VmHWM) of a
 //            build and of a load, and the memory the process then holds,
-//            anonymous (its own) and file-backed (the page cache's, shared).
+//            anonymous (its own), file-backed (the page cache's, shared) and
+//            shared memory (a sealed copy, shareable by the host).
 //
 // Every benchmark checks the ring it times against the built ring before any
 // timing (and the built ring against the reference continuum, up to 20.5M
@@ -291,6 +296,8 @@ enum class Shape {
   kCopyUnverified,
   kMapSigned,
   kMapPointsDigest,
+  kSealedVerified,  // the default load: a sealed copy, then every check
+  kSealedSigned,
 };
 
 const char* ShapeName(Shape shape) {
@@ -309,6 +316,10 @@ const char* ShapeName(Shape shape) {
       return "map_signed";
     case Shape::kMapPointsDigest:
       return "map_points_digest";
+    case Shape::kSealedVerified:
+      return "sealed_verified";
+    case Shape::kSealedSigned:
+      return "sealed_signed";
   }
   return "?";
 }
@@ -317,9 +328,13 @@ SnapshotLoadOptions OptionsFor(const Fixture& f, Shape shape) {
   SnapshotLoadOptions options;
   options.mode = shape == Shape::kCopyVerified || shape == Shape::kCopyUnverified
                      ? SnapshotLoadMode::kCopy
+                 : shape == Shape::kSealedVerified || shape == Shape::kSealedSigned
+                     ? SnapshotLoadMode::kSealed
                      : SnapshotLoadMode::kMap;
   options.verify_checksum = shape != Shape::kMapUnverified && shape != Shape::kCopyUnverified;
-  if (shape == Shape::kMapSigned) options.trusted_keys = {f.key.public_key()};
+  if (shape == Shape::kMapSigned || shape == Shape::kSealedSigned) {
+    options.trusted_keys = {f.key.public_key()};
+  }
   options.verify_points_digest = shape == Shape::kMapPointsDigest;
   return options;
 }
@@ -334,7 +349,8 @@ Result<const Ring*> MakeRing(const Fixture& f, Shape shape, Ring& built,
     built = std::move(ring).value();
     return &built;
   }
-  const std::string& path = shape == Shape::kMapSigned ? f.signed_path : f.path;
+  const std::string& path =
+      shape == Shape::kMapSigned || shape == Shape::kSealedSigned ? f.signed_path : f.path;
   Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path, OptionsFor(f, shape));
   if (!loaded.ok()) return loaded.status();
   holder = std::move(loaded).value();
@@ -554,7 +570,7 @@ void BM_Part(benchmark::State& state, size_t ring, Part part) {
 
 // ---- Lookups ------------------------------------------------------------------------
 
-enum class RingKind { kBuilt, kBuilt4k, kMap, kCopy };
+enum class RingKind { kBuilt, kBuilt4k, kMap, kCopy, kSealed };
 
 const char* KindName(RingKind kind) {
   switch (kind) {
@@ -566,6 +582,8 @@ const char* KindName(RingKind kind) {
       return "map";
     case RingKind::kCopy:
       return "copy";
+    case RingKind::kSealed:
+      return "sealed";
   }
   return "?";
 }
@@ -589,11 +607,14 @@ const Ring* RingOfKind(Fixture& f, RingKind kind, std::string& error) {
       }
       return f.ring_small_pages.get();
     case RingKind::kMap:
-    case RingKind::kCopy: {
+    case RingKind::kCopy:
+    case RingKind::kSealed: {
       auto& slot = loaded[{&f, kind}];
       if (!slot) {
         SnapshotLoadOptions options;
-        options.mode = kind == RingKind::kMap ? SnapshotLoadMode::kMap : SnapshotLoadMode::kCopy;
+        options.mode = kind == RingKind::kMap    ? SnapshotLoadMode::kMap
+                       : kind == RingKind::kCopy ? SnapshotLoadMode::kCopy
+                                                 : SnapshotLoadMode::kSealed;
         Result<std::shared_ptr<const RingSnapshot>> snapshot = LoadSnapshot(f.path, options);
         if (!snapshot.ok()) {
           error = snapshot.status().ToString();
@@ -675,6 +696,7 @@ struct MemoryReport {
   int64_t peak_growth = -1;  // VmHWM after - VmRSS before, bytes
   int64_t anon_held = 0;     // RssAnon while the ring is held - before
   int64_t file_held = 0;     // RssFile while the ring is held - before
+  int64_t shmem_held = 0;    // RssShmem (a sealed copy's pages, shareable) - before
   double seconds = 0;
   uint32_t ok = 0;
 };
@@ -692,6 +714,7 @@ MemoryReport MeasureInChild(const Fixture& f, Shape shape) {
     const int64_t rss = static_cast<int64_t>(ProcStatusKb("VmRSS:"));
     const int64_t anon = static_cast<int64_t>(ProcStatusKb("RssAnon:"));
     const int64_t file = static_cast<int64_t>(ProcStatusKb("RssFile:"));
+    const int64_t shmem = static_cast<int64_t>(ProcStatusKb("RssShmem:"));
     const auto start = Clock::now();
     Ring built;
     std::shared_ptr<const RingSnapshot> holder;
@@ -702,6 +725,7 @@ MemoryReport MeasureInChild(const Fixture& f, Shape shape) {
       child.peak_growth = (static_cast<int64_t>(ProcStatusKb("VmHWM:")) - rss) * 1024;
       child.anon_held = (static_cast<int64_t>(ProcStatusKb("RssAnon:")) - anon) * 1024;
       child.file_held = (static_cast<int64_t>(ProcStatusKb("RssFile:")) - file) * 1024;
+      child.shmem_held = (static_cast<int64_t>(ProcStatusKb("RssShmem:")) - shmem) * 1024;
     }
     if (write(fds[1], &child, sizeof child) != sizeof child) _exit(1);
     _exit(0);
@@ -727,7 +751,51 @@ void BM_Memory(benchmark::State& state, size_t ring, Shape shape) {
   state.counters["peak_rss_bytes_per_point"] = static_cast<double>(report.peak_growth) / points;
   state.counters["held_anon_bytes"] = static_cast<double>(report.anon_held);
   state.counters["held_file_bytes"] = static_cast<double>(report.file_held);
+  state.counters["held_shmem_bytes"] = static_cast<double>(report.shmem_held);
   SetPoints(state, *f);
+}
+
+// ---- Refusals before the body --------------------------------------------------------
+
+// What a file the loader refuses from its header costs: the fixture's
+// unsigned file loaded with a trusted key (refused "signature"), and a file
+// whose valid header and trailer lie around a 4 GiB hole (refused
+// "max_size" under the default cap, "sparse" under an 8 GiB one). The
+// refusal's check is verified before any timing; independent of the size.
+enum class Refusal { kUnsigned, kSparseCapped, kSparse };
+
+void BM_Refuse(benchmark::State& state, size_t ring, Refusal refusal) {
+  Fixture* f = Usable(state, ring);
+  if (f == nullptr) return;
+  std::string path = f->path;
+  SnapshotLoadOptions options;
+  const char* expected = "signature";
+  if (refusal == Refusal::kUnsigned) {
+    options.trusted_keys = {f->key.public_key()};
+  } else {
+    path = snapshot_dir + "/chash_bench_sparse_" + std::to_string(getpid()) + ".chash";
+    std::error_code error;
+    std::filesystem::copy_file(f->path, path, std::filesystem::copy_options::overwrite_existing,
+                               error);
+    if (error || truncate(path.c_str(), int64_t{4} << 30) != 0) {
+      return state.SkipWithError("cannot make the sparse file");
+    }
+    files_to_remove.push_back(path);
+    expected = refusal == Refusal::kSparse ? "sparse" : "max_size";
+    if (refusal == Refusal::kSparse) options.max_file_bytes = uint64_t{8} << 30;
+  }
+  Result<std::shared_ptr<const RingSnapshot>> first = LoadSnapshot(path, options);
+  if (first.ok() || SnapshotCheckName(FailedSnapshotCheck(first.status())) != expected) {
+    return state.SkipWithError(("not refused for " + std::string(expected) + ": " +
+                                (first.ok() ? "loaded" : first.status().ToString()))
+                                   .c_str());
+  }
+  for (auto _ : state) {
+    Result<std::shared_ptr<const RingSnapshot>> refused = LoadSnapshot(path, options);
+    benchmark::DoNotOptimize(refused.ok());
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) state.counters["file_bytes"] = static_cast<double>(st.st_size);
 }
 
 // ---- Registration -----------------------------------------------------------------
@@ -759,7 +827,8 @@ void RegisterAll() {
     const std::string r = kRingSpecs[ring].name;
     for (const Shape shape :
          {Shape::kBuild, Shape::kMapVerified, Shape::kMapUnverified, Shape::kCopyVerified,
-          Shape::kCopyUnverified, Shape::kMapSigned, Shape::kMapPointsDigest}) {
+          Shape::kCopyUnverified, Shape::kMapSigned, Shape::kMapPointsDigest,
+          Shape::kSealedVerified, Shape::kSealedSigned}) {
       const int large = shape == Shape::kBuild || shape == Shape::kMapPointsDigest ? 5 : 20;
       const int huge = shape == Shape::kBuild || shape == Shape::kMapPointsDigest ? 2 : 5;
       slow(reg(std::string(shape == Shape::kBuild ? "make/" : "load/") + ShapeName(shape) + "/" + r,
@@ -768,6 +837,16 @@ void RegisterAll() {
     }
     slow(reg("load/map_verified_cold/" + r, [ring](benchmark::State& s) { BM_LoadCold(s, ring); }),
          ring, 5, 3);
+    reg("refuse/unsigned_with_trusted_key/" + r,
+        [ring](benchmark::State& s) { BM_Refuse(s, ring, Refusal::kUnsigned); })
+        ->Unit(benchmark::kMicrosecond);
+    if (ring == 0) {
+      reg("refuse/sparse_4g_over_the_cap",
+          [](benchmark::State& s) { BM_Refuse(s, 0, Refusal::kSparseCapped); })
+          ->Unit(benchmark::kMicrosecond);
+      reg("refuse/sparse_4g_holes", [](benchmark::State& s) { BM_Refuse(s, 0, Refusal::kSparse); })
+          ->Unit(benchmark::kMicrosecond);
+    }
     slow(reg("write/serialize/" + r, [ring](benchmark::State& s) { BM_Serialize(s, ring, false); }),
          ring, 5, 2);
     slow(reg("write/serialize_signed/" + r,
@@ -787,7 +866,8 @@ void RegisterAll() {
     }
     // Before the lookups: their rings (4 KiB pages, copied) stay for the run
     // and would be inherited by the children.
-    for (const Shape shape : {Shape::kBuild, Shape::kMapVerified, Shape::kCopyVerified}) {
+    for (const Shape shape :
+         {Shape::kBuild, Shape::kMapVerified, Shape::kCopyVerified, Shape::kSealedVerified}) {
       reg(std::string("memory/") + ShapeName(shape) + "/" + r,
           [ring, shape](benchmark::State& s) { BM_Memory(s, ring, shape); })
           ->Unit(benchmark::kMillisecond)
@@ -795,7 +875,8 @@ void RegisterAll() {
           ->Iterations(1);
     }
     for (const RingKind kind :
-         {RingKind::kBuilt, RingKind::kBuilt4k, RingKind::kMap, RingKind::kCopy}) {
+         {RingKind::kBuilt, RingKind::kBuilt4k, RingKind::kMap, RingKind::kCopy,
+          RingKind::kSealed}) {
       for (const auto& [shape, name] : {std::pair{LookupShape::kSingle, "single"},
                                         std::pair{LookupShape::kBatch, "batch1024"},
                                         std::pair{LookupShape::kKey, "key"}}) {

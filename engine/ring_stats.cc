@@ -97,7 +97,6 @@ RingStats ComputeRingStatsOrThrow(const Ring& ring) {
   stats.index_bytes = memory.index_bytes;
   stats.bytes_per_point =
       stats.points == 0 ? 0 : static_cast<double>(stats.column_bytes) / stats.points;
-  stats.build_ms = ring.build_seconds() * 1e3;
 
   uint64_t weighted_nodes = 0;
   double total_weight = 0;
@@ -176,7 +175,7 @@ Result<std::string> RingStatsJson(const RingStats& s) {
                 "{\"nodes\":%u,\"points_generated\":%llu,\"points\":%llu,"
                 "\"collisions\":%llu,\"column_bytes\":%llu,\"other_bytes\":%llu,"
                 "\"index_bytes\":%llu,\"collision_table_bytes\":%llu,\"bytes_per_point\":%s,"
-                "\"build_ms\":%.3f,\"cv_predicted\":%s,\"cv_measured\":%s,"
+                "\"cv_predicted\":%s,\"cv_measured\":%s,"
                 "\"max_share_ratio\":%s,\"min_share_ratio\":%s}",
                 s.nodes, static_cast<unsigned long long>(s.points_generated),
                 static_cast<unsigned long long>(s.points),
@@ -185,7 +184,7 @@ Result<std::string> RingStatsJson(const RingStats& s) {
                 static_cast<unsigned long long>(s.other_bytes),
                 static_cast<unsigned long long>(s.index_bytes),
                 static_cast<unsigned long long>(s.collision_table_bytes),
-                JsonDouble(s.bytes_per_point).text, std::isfinite(s.build_ms) ? s.build_ms : 0.0,
+                JsonDouble(s.bytes_per_point).text,
                 JsonDouble(s.cv_predicted).text, JsonDouble(s.cv_measured).text,
                 JsonDouble(s.max_share_ratio).text, JsonDouble(s.min_share_ratio).text);
   return internal::CatchOutOfMemory("the ring stats as JSON", [&]() -> Result<std::string> {

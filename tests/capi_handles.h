@@ -24,6 +24,15 @@ struct SnapshotDeleter {
 };
 using SnapshotHandle = std::unique_ptr<chash_snapshot, SnapshotDeleter>;
 
+// A struct that grows (chash_c.h), zeroed with its size set: C++'s
+// spelling of C's {.size = sizeof s}, without -Wmissing-field-initializers.
+template <typename T>
+T Sized() {
+  T value{};
+  value.size = sizeof(T);
+  return value;
+}
+
 }  // namespace chash::testing
 
 #endif  // CHASH_TESTS_CAPI_HANDLES_H_

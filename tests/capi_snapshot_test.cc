@@ -3,6 +3,8 @@
 // and with its named subsets; bad files, untrusted keys, old versions and
 // NULLs give the documented codes, never a crash.
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -58,7 +60,7 @@ class CApiSnapshot : public ::testing::Test {
 
   chash_snapshot_options Trusting(const PublicKey& key) {
     trusted_.assign(key.bytes.begin(), key.bytes.end());
-    chash_snapshot_options options{};
+    chash_snapshot_options options = testing::Sized<chash_snapshot_options>();
     options.trusted_keys = trusted_.data();
     options.n_trusted_keys = 1;
     return options;
@@ -72,23 +74,26 @@ class CApiSnapshot : public ::testing::Test {
 };
 
 TEST_F(CApiSnapshot, LoadedRingAndSubsetAnswerAsBuilt) {
-  for (const int copy : {0, 1}) {
+  for (const uint32_t mode : {CHASH_LOAD_SEALED, CHASH_LOAD_MAP, CHASH_LOAD_COPY}) {
     chash_snapshot_options options = Trusting(key_.public_key());
-    options.copy = copy;
+    options.mode = mode;
     chash_snapshot* raw = nullptr;
     ASSERT_EQ(chash_snapshot_load(path_.c_str(), &options, &raw), CHASH_OK) << chash_last_error();
     SnapshotHandle snapshot(raw);
 
-    chash_snapshot_info info{};
+    chash_snapshot_info info = testing::Sized<chash_snapshot_info>();
     ASSERT_EQ(chash_snapshot_get_info(snapshot.get(), &info), CHASH_OK);
     EXPECT_EQ(info.config_version, 7u);
+    EXPECT_EQ(info.minor_version, 3);
+    EXPECT_EQ(info.expires_unix_seconds, 0);
+    EXPECT_EQ(std::memcmp(info.fingerprint, RingFingerprint(ring_).bytes.data(), 32), 0);
     EXPECT_EQ(info.flavor, CHASH_FLAVOR_PINGORA_V2);
     EXPECT_EQ(info.point_multiple, 40u);
     EXPECT_EQ(info.nodes, 60u);
     EXPECT_EQ(info.points, ring_.num_points());
     EXPECT_EQ(info.subsets, 1u);
-    EXPECT_EQ(info.is_signed, 1);
-    EXPECT_EQ(info.mapped, copy ? 0 : 1);
+    EXPECT_EQ(info.is_signed, 1u);
+    EXPECT_EQ(info.mode, mode);
     EXPECT_EQ(std::memcmp(info.key_id, key_.public_key().KeyId().data(), CHASH_KEY_ID_SIZE), 0);
     EXPECT_STREQ(chash_snapshot_label(snapshot.get()), "eu-west canary");
     EXPECT_STREQ(chash_snapshot_subset_name(snapshot.get(), 0), "even");
@@ -107,7 +112,7 @@ TEST_F(CApiSnapshot, LoadedRingAndSubsetAnswerAsBuilt) {
     // independently here, not from the mask).
     const Ring even_ring = BuildServers(even_servers_, Flavor::kPingoraV2, 40);
     ASSERT_EQ(even_ring.num_nodes(), 30u);
-    std::mt19937 rng(11 + copy);
+    std::mt19937 rng(11 + mode);
     for (int i = 0; i < 20000; ++i) {
       const std::string key = "/objects/" + std::to_string(rng());
       const uint32_t c_node = chash_ring_find(ring.get(), key.data(), key.size());
@@ -136,10 +141,10 @@ TEST_F(CApiSnapshot, VerifyAndLoadBytes) {
             CHASH_OK)
       << chash_last_error();
   SnapshotHandle snapshot(raw);
-  chash_snapshot_info info{};
+  chash_snapshot_info info = testing::Sized<chash_snapshot_info>();
   ASSERT_EQ(chash_snapshot_get_info(snapshot.get(), &info), CHASH_OK);
-  EXPECT_EQ(info.is_signed, 0);
-  EXPECT_EQ(info.mapped, 0);
+  EXPECT_EQ(info.is_signed, 0u);
+  EXPECT_EQ(info.mode, CHASH_LOAD_COPY);
   EXPECT_STREQ(chash_snapshot_label(snapshot.get()), "");
   chash_node_mask* mask = nullptr;
   EXPECT_EQ(chash_snapshot_subset(snapshot.get(), "even", &mask), CHASH_E_BAD_ARGUMENT);
@@ -174,7 +179,7 @@ TEST_F(CApiSnapshot, RefusalsNameTheCheck) {
   EXPECT_EQ(chash_snapshot_verify(path_.c_str(), &untrusting), CHASH_E_UNTRUSTED);
 
   // Older than the minimum config version.
-  chash_snapshot_options newer{};
+  chash_snapshot_options newer = testing::Sized<chash_snapshot_options>();
   newer.min_config_version = 8;
   EXPECT_EQ(chash_snapshot_load(path_.c_str(), &newer, &raw), CHASH_E_UNTRUSTED);
   EXPECT_EQ(std::string(chash_last_error()).rfind("min_version", 0), 0u) << chash_last_error();
@@ -192,7 +197,7 @@ TEST_F(CApiSnapshot, NullArguments) {
   EXPECT_EQ(chash_snapshot_load(nullptr, nullptr, &raw), CHASH_E_NULL_ARGUMENT);
   EXPECT_EQ(chash_snapshot_load(path_.c_str(), nullptr, nullptr), CHASH_E_NULL_ARGUMENT);
   EXPECT_EQ(chash_snapshot_load_bytes(nullptr, 10, nullptr, &raw), CHASH_E_NULL_ARGUMENT);
-  chash_snapshot_options bad_keys{};
+  chash_snapshot_options bad_keys = testing::Sized<chash_snapshot_options>();
   bad_keys.n_trusted_keys = 1;  // trusted_keys NULL
   EXPECT_EQ(chash_snapshot_load(path_.c_str(), &bad_keys, &raw), CHASH_E_NULL_ARGUMENT);
   EXPECT_EQ(raw, nullptr);
@@ -200,7 +205,7 @@ TEST_F(CApiSnapshot, NullArguments) {
   chash_ring* ring = nullptr;
   EXPECT_EQ(chash_snapshot_ring(nullptr, &ring), CHASH_E_NULL_ARGUMENT);
   EXPECT_EQ(ring, nullptr);
-  chash_snapshot_info info{};
+  chash_snapshot_info info = testing::Sized<chash_snapshot_info>();
   EXPECT_EQ(chash_snapshot_get_info(nullptr, &info), CHASH_E_NULL_ARGUMENT);
   EXPECT_EQ(chash_snapshot_label(nullptr), nullptr);
   EXPECT_EQ(chash_snapshot_subset_name(nullptr, 0), nullptr);
@@ -226,13 +231,124 @@ TEST_F(CApiSnapshot, PublicKeyFiles) {
   uint8_t key[CHASH_PUBLIC_KEY_SIZE] = {};
   ASSERT_EQ(chash_public_key_read((base + ".pub").c_str(), key), CHASH_OK) << chash_last_error();
   EXPECT_EQ(std::memcmp(key, key_.public_key().bytes.data(), CHASH_PUBLIC_KEY_SIZE), 0);
-  chash_snapshot_options options{};
+  chash_snapshot_options options = testing::Sized<chash_snapshot_options>();
   options.trusted_keys = key;
   options.n_trusted_keys = 1;
   EXPECT_EQ(chash_snapshot_verify(path_.c_str(), &options), CHASH_OK) << chash_last_error();
   // The secret key file is not a public key; a servers file is neither.
   EXPECT_EQ(chash_public_key_read(base.c_str(), key), CHASH_E_BAD_ARGUMENT) << chash_last_error();
   EXPECT_EQ(chash_public_key_read(TempPath("capi_snapshot_nokey").c_str(), key), CHASH_E_IO);
+}
+
+// The reload policy through C: a new file, an embedder's refusal of one,
+// the report, and the last good file across a "restart".
+TEST_F(CApiSnapshot, ReloaderAcceptsRefusesAndReports) {
+  const std::string dir = TempPath("capi_reload_state");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = TempPath("capi_reload.chash");
+  SnapshotWriteOptions v1;
+  v1.config_version = 1;
+  ASSERT_TRUE(WriteSnapshotFile(ring_, v1, path).ok());
+  chash_reloader_options options = testing::Sized<chash_reloader_options>();
+  options.state_dir = dir.c_str();
+  options.name = "capi";
+  chash_reloader* reloader = nullptr;
+  ASSERT_EQ(chash_reloader_new(path.c_str(), &options, &reloader), CHASH_OK) << chash_last_error();
+
+  chash_reload_result result = testing::Sized<chash_reload_result>();
+  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  EXPECT_EQ(result.outcome, CHASH_RELOAD_UNCHANGED);
+  EXPECT_EQ(result.snapshot, nullptr);
+
+  SnapshotWriteOptions v2;
+  v2.config_version = 2;
+  ASSERT_TRUE(WriteSnapshotFile(ring_, v2, path).ok());
+  result = testing::Sized<chash_reload_result>();
+  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  ASSERT_EQ(result.outcome, CHASH_RELOAD_NEW);
+  EXPECT_EQ(result.config_version, 2u);
+  ASSERT_NE(result.snapshot, nullptr);
+  // The embedder refuses it (say its addresses are names): remembered.
+  ASSERT_EQ(chash_reloader_refuse(reloader, &result, CHASH_CHECK_ADDRESS, "node 3 is a name"),
+            CHASH_OK);
+  chash_snapshot_free(result.snapshot);
+  result = testing::Sized<chash_reload_result>();
+  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  EXPECT_EQ(result.outcome, CHASH_RELOAD_UNCHANGED) << "a refused file is not looked at again";
+  chash_reload_report report = testing::Sized<chash_reload_report>();
+  ASSERT_EQ(chash_reloader_report(reloader, &report), CHASH_OK);
+  EXPECT_EQ(report.last_check, CHASH_CHECK_ADDRESS);
+  EXPECT_STREQ(report.last_message, "address: node 3 is a name");
+  EXPECT_EQ(report.served_version, 1u);
+
+  SnapshotWriteOptions v3;
+  v3.config_version = 3;
+  ASSERT_TRUE(WriteSnapshotFile(ring_, v3, path).ok());
+  result = testing::Sized<chash_reload_result>();
+  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  ASSERT_EQ(result.outcome, CHASH_RELOAD_NEW);
+  EXPECT_EQ(chash_reloader_accept(reloader, &result), CHASH_OK) << chash_last_error();
+  chash_snapshot_free(result.snapshot);
+  EXPECT_EQ(chash_reloader_accept(reloader, &result), CHASH_E_BAD_ARGUMENT) << "accepted twice";
+  chash_snapshot* current = nullptr;
+  ASSERT_EQ(chash_reloader_current(reloader, &current), CHASH_OK);
+  chash_snapshot_info info = testing::Sized<chash_snapshot_info>();
+  ASSERT_EQ(chash_snapshot_get_info(current, &info), CHASH_OK);
+  EXPECT_EQ(info.config_version, 3u);
+  EXPECT_EQ(info.mode, CHASH_LOAD_SEALED);
+  chash_snapshot_free(current);
+  chash_reloader_free(reloader);
+
+  // A "restart" on version 1: refused (rollback), version 3 served from NAME.good.
+  ASSERT_TRUE(WriteSnapshotFile(ring_, v1, path).ok());
+  ASSERT_EQ(chash_reloader_new(path.c_str(), &options, &reloader), CHASH_OK) << chash_last_error();
+  report = testing::Sized<chash_reload_report>();
+  ASSERT_EQ(chash_reloader_report(reloader, &report), CHASH_OK);
+  EXPECT_EQ(report.served_version, 3u);
+  EXPECT_EQ(report.serving_last_good, 1u);
+  EXPECT_EQ(report.last_check, CHASH_CHECK_ROLLBACK);
+  EXPECT_EQ(chash_reloader_poll(reloader), CHASH_OK) << "the refused file is not looked at again";
+  chash_reloader_free(reloader);
+
+  // A refusal carries its error code beside its check.
+  chash_reloader_options deferred = options;
+  deferred.flags = CHASH_RELOAD_DEFER;
+  deferred.name = "capi-deferred";
+  ASSERT_EQ(chash_reloader_new(path.c_str(), &deferred, &reloader), CHASH_OK);
+  chash_snapshot* none = nullptr;
+  ASSERT_EQ(chash_reloader_current(reloader, &none), CHASH_OK);
+  EXPECT_EQ(none, nullptr) << "a deferred reloader serves nothing before its first check";
+  result = testing::Sized<chash_reload_result>();
+  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  ASSERT_EQ(result.outcome, CHASH_RELOAD_NEW);
+  ASSERT_EQ(chash_reloader_accept(reloader, &result), CHASH_OK);
+  chash_snapshot_free(result.snapshot);
+  std::string damaged = SerializeSnapshot(ring_, v3).value();
+  damaged[damaged.size() / 2] ^= 1;
+  std::ofstream(path + ".bad", std::ios::binary) << damaged;
+  ASSERT_EQ(std::rename((path + ".bad").c_str(), path.c_str()), 0);
+  result = testing::Sized<chash_reload_result>();
+  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  EXPECT_EQ(result.outcome, CHASH_RELOAD_REFUSED);
+  EXPECT_EQ(result.check, CHASH_CHECK_CHECKSUM);
+  EXPECT_EQ(result.error, CHASH_E_BAD_SNAPSHOT);
+  chash_reloader_free(reloader);
+
+  // Errors: bad names, sizes, flags.
+  chash_reloader_options bad = options;
+  bad.name = "../etc";
+  EXPECT_EQ(chash_reloader_new(path.c_str(), &bad, &reloader), CHASH_E_BAD_ARGUMENT);
+  bad = options;
+  bad.flags = 1u << 20;
+  EXPECT_EQ(chash_reloader_new(path.c_str(), &bad, &reloader), CHASH_E_BAD_ARGUMENT);
+  bad = options;
+  bad.state_dir = "/nonexistent-state-dir";
+  EXPECT_EQ(chash_reloader_new(path.c_str(), &bad, &reloader), CHASH_E_IO);
+  EXPECT_EQ(reloader, nullptr);
+  EXPECT_EQ(chash_reloader_check(nullptr, &result), CHASH_E_NULL_ARGUMENT);
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
 }
 
 }  // namespace

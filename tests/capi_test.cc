@@ -14,18 +14,21 @@
 #include "capi_handles.h"
 #include "chash/chash_c.h"
 #include "chash/ring.h"
+#include "chash/snapshot.h"
 #include "ring_fixtures.h"
+#include "cli_run.h"
 #include "test_util.h"
 
 namespace chash {
 namespace {
 
 using testing::MaskHandle;
+using testing::MustBuild;
 using testing::RandomRingSpec;
 using testing::RingHandle;
 using testing::RingSpec;
 
-chash_flavor CFlavor(Flavor flavor) { return static_cast<chash_flavor>(flavor); }
+uint32_t CFlavor(Flavor flavor) { return static_cast<uint32_t>(flavor); }
 
 // Builds the spec's ring through the C API; fails the test on error.
 RingHandle BuildC(const RingSpec& spec) {
@@ -95,7 +98,7 @@ TEST_P(CApiRandomRings, LookupsAndWalksMatchTheCppApi) {
     ASSERT_EQ(chash_ring_num_points(c_ring.get()), ring.num_points());
     ASSERT_EQ(chash_ring_points_generated(c_ring.get()), ring.points_generated());
     ASSERT_EQ(chash_ring_nodes_with_points(c_ring.get()), ring.nodes_with_points());
-    ASSERT_EQ(chash_ring_flavor(c_ring.get()), static_cast<int>(GetParam()));
+    ASSERT_EQ(chash_ring_flavor(c_ring.get()), static_cast<uint32_t>(GetParam()));
     ASSERT_EQ(chash_ring_point_multiple(c_ring.get()), multiple);
     for (uint32_t node = 0; node < ring.num_nodes(); ++node) {
       size_t len = 0;
@@ -141,12 +144,15 @@ TEST_P(CApiRandomRings, LookupsAndWalksMatchTheCppApi) {
         ASSERT_EQ(chash_cursor_node(&cursor), want.empty() ? Ring::kNoNode : want.node());
         ASSERT_EQ(chash_cursor_next(&cursor), want.Next());
       }
-      auto walk = std::make_unique<chash_distinct_walk>();
-      ASSERT_EQ(chash_ring_walk_distinct(c_ring.get(), hashes[i], walk.get()), CHASH_OK);
+      std::vector<uint64_t> memory(chash_walk_size(c_ring.get()) / 8);
+      chash_walk* walk = nullptr;
+      ASSERT_EQ(chash_walk_start(memory.data(), memory.size() * 8, c_ring.get(), nullptr,
+                                 hashes[i], &walk),
+                CHASH_OK);
       DistinctNodeWalk want_distinct = ring.WalkDistinctFromHash(hashes[i]);
       for (uint32_t step = 0; step <= ring.num_nodes(); ++step) {
         const uint32_t node = want_distinct.Next();
-        ASSERT_EQ(chash_distinct_walk_next(walk.get()), node);
+        ASSERT_EQ(chash_walk_next(walk), node);
         if (node == Ring::kNoNode) break;
       }
     }
@@ -251,7 +257,7 @@ TEST_P(CApiRandomRings, MasksBoundedLoadsAndIdentityMatchTheCppApi) {
     ASSERT_EQ(chash_fingerprint_hex(fingerprint, hex), CHASH_OK);
     EXPECT_EQ(std::string(hex), BackendFingerprint(ring).Hex());
 
-    chash_ring_stats stats;
+    chash_ring_stats stats = testing::Sized<chash_ring_stats>();
     ASSERT_EQ(chash_ring_stats_compute(c_ring.get(), &stats), CHASH_OK);
     const RingStats want = ComputeRingStats(ring);
     EXPECT_EQ(stats.nodes, want.nodes);
@@ -266,7 +272,7 @@ TEST_P(CApiRandomRings, MasksBoundedLoadsAndIdentityMatchTheCppApi) {
     EXPECT_EQ(stats.cv_predicted, want.cv_predicted);
     EXPECT_EQ(stats.max_share_ratio, want.max_share_ratio);
     EXPECT_EQ(stats.min_share_ratio, want.min_share_ratio);
-    chash_memory_usage usage;
+    chash_memory_usage usage = testing::Sized<chash_memory_usage>();
     ASSERT_EQ(chash_ring_memory_usage(c_ring.get(), &usage), CHASH_OK);
     EXPECT_EQ(usage.column_bytes, ring.memory_usage().column_bytes);
     EXPECT_EQ(usage.other_bytes, ring.memory_usage().other_bytes);
@@ -291,7 +297,7 @@ TEST(CApiRawPoints, MatchesBuildRingFromPoints) {
   const RingHandle handle(c_ring);
   const Result<Ring> ring = BuildRingFromPoints(3, raw, ranks);
   ASSERT_TRUE(ring.ok());
-  EXPECT_EQ(chash_ring_flavor(c_ring), -1);
+  EXPECT_EQ(chash_ring_flavor(c_ring), CHASH_NO_FLAVOR);
   size_t len = 99;
   ASSERT_NE(chash_ring_node_address(c_ring, 0, &len), nullptr);
   EXPECT_EQ(len, 0u);
@@ -356,9 +362,9 @@ TEST(CApiMigration, MatchesRingMigrationAndOutlivesTheCallersRings) {
   size_t on_new = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     const MigrationAnswer want = cpp.value()->Find(keys[i]);
-    chash_side side = CHASH_SIDE_NEW;
+    uint32_t side = CHASH_SIDE_NEW;
     ASSERT_EQ(chash_migration_find(migration, keys[i].data(), keys[i].size(), &side), want.node);
-    ASSERT_EQ(static_cast<int>(side), static_cast<int>(want.side));
+    ASSERT_EQ(side, static_cast<uint32_t>(want.side));
     ASSERT_EQ(nodes[i], want.node);
     ASSERT_EQ(sides[i], static_cast<uint8_t>(want.side));
     ASSERT_EQ(chash_migration_key_hash(keys[i].data(), keys[i].size(), 42),
@@ -439,9 +445,9 @@ TEST(CApiBuilder, RefusesBadOptions) {
             chash::ValidateRingOptions({.flavor = chash::Flavor::kPingoraV1, .point_multiple = 16})
                 .message());
   EXPECT_NE(std::string(chash_last_error()).find("pingora-v1"), std::string::npos);
-  EXPECT_EQ(chash_builder_new(static_cast<chash_flavor>(7), 0, &builder), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_new(7, 0, &builder), CHASH_E_BAD_ARGUMENT);
   EXPECT_NE(std::string(chash_last_error()).find("unknown flavor 7"), std::string::npos);
-  EXPECT_EQ(chash_builder_new(static_cast<chash_flavor>(-1), 0, &builder), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_new(UINT32_MAX, 0, &builder), CHASH_E_BAD_ARGUMENT);
   EXPECT_EQ(chash_builder_new(CHASH_FLAVOR_NGINX, 0, nullptr), CHASH_E_NULL_ARGUMENT);
 
   ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_PINGORA_V2, 0, &builder), CHASH_OK);
@@ -494,9 +500,10 @@ TEST(CApiBuilder, BuildConsumesTheBuilderOnEveryPath) {
   chash_cursor cursor;
   ASSERT_EQ(chash_ring_walk(ring, 5, &cursor), CHASH_OK);
   EXPECT_EQ(chash_cursor_next(&cursor), CHASH_NO_NODE);
-  auto walk = std::make_unique<chash_distinct_walk>();
-  ASSERT_EQ(chash_ring_walk_distinct(ring, 5, walk.get()), CHASH_OK);
-  EXPECT_EQ(chash_distinct_walk_next(walk.get()), CHASH_NO_NODE);
+  uint64_t memory[32];
+  chash_walk* walk = nullptr;
+  ASSERT_EQ(chash_walk_start(memory, sizeof memory, ring, nullptr, 5, &walk), CHASH_OK);
+  EXPECT_EQ(chash_walk_next(walk), CHASH_NO_NODE);
   chash_ring_free(ring);
 }
 
@@ -545,18 +552,28 @@ TEST(CApiBadInput, NullHandlesAndOutParameters) {
   chash_cursor zeroed = {};
   EXPECT_EQ(chash_cursor_next(&zeroed), CHASH_NO_NODE);
   EXPECT_EQ(chash_cursor_hash(&zeroed), 0u);
-  auto walk = std::make_unique<chash_distinct_walk>();
-  EXPECT_EQ(chash_ring_walk_distinct(nullptr, 1, walk.get()), CHASH_E_NULL_ARGUMENT);
-  EXPECT_EQ(chash_distinct_walk_next(walk.get()), CHASH_NO_NODE);
-  EXPECT_EQ(chash_ring_walk_distinct(ring.get(), 1, nullptr), CHASH_E_NULL_ARGUMENT);
-  EXPECT_EQ(chash_distinct_walk_next(nullptr), CHASH_NO_NODE);
+  alignas(8) unsigned char memory[4096];
+  chash_walk* walk = reinterpret_cast<chash_walk*>(memory);
+  EXPECT_EQ(chash_walk_start(memory, sizeof memory, nullptr, nullptr, 1, &walk),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(walk, nullptr);
+  EXPECT_EQ(chash_walk_start(nullptr, sizeof memory, ring.get(), nullptr, 1, &walk),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_walk_start(memory, sizeof memory, ring.get(), nullptr, 1, nullptr),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_walk_start(memory, chash_walk_size(ring.get()) - 1, ring.get(), nullptr, 1,
+                             &walk),
+            CHASH_E_BAD_ARGUMENT) << "too small";
+  EXPECT_EQ(chash_walk_start(memory + 1, sizeof memory - 8, ring.get(), nullptr, 1, &walk),
+            CHASH_E_BAD_ARGUMENT) << "misaligned";
+  EXPECT_EQ(chash_walk_next(nullptr), CHASH_NO_NODE);
 
   EXPECT_EQ(chash_ring_num_nodes(nullptr), 0u);
   EXPECT_EQ(chash_ring_num_points(nullptr), 0u);
   EXPECT_EQ(chash_ring_points_generated(nullptr), 0u);
   EXPECT_EQ(chash_ring_nodes_with_points(nullptr), 0u);
   EXPECT_EQ(chash_ring_owns_points(nullptr, 0), 0);
-  EXPECT_EQ(chash_ring_flavor(nullptr), -1);
+  EXPECT_EQ(chash_ring_flavor(nullptr), CHASH_NO_FLAVOR);
   EXPECT_EQ(chash_ring_point_multiple(nullptr), 0u);
   size_t len = 7;
   EXPECT_EQ(chash_ring_node_address(nullptr, 0, &len), nullptr);
@@ -634,7 +651,7 @@ TEST(CApiBadInput, NullHandlesAndOutParameters) {
   EXPECT_EQ(chash_migration_set_in_scope(nullptr, 1), CHASH_E_NULL_ARGUMENT);
   EXPECT_EQ(chash_migration_rollout_ppm(nullptr), 0u);
   EXPECT_EQ(chash_migration_in_scope(nullptr), 0);
-  chash_side side = CHASH_SIDE_NEW;
+  uint32_t side = CHASH_SIDE_NEW;
   EXPECT_EQ(chash_migration_find(nullptr, "k", 1, &side), CHASH_NO_NODE);
   EXPECT_EQ(side, CHASH_SIDE_OLD);
   EXPECT_EQ(chash_migration_find_keys(nullptr, keys, lens, 1, out, nullptr), CHASH_E_NULL_ARGUMENT);
@@ -643,7 +660,7 @@ TEST(CApiBadInput, NullHandlesAndOutParameters) {
   EXPECT_EQ(chash_migration_backends_match(nullptr), 0);
   chash_migration_free(nullptr);
   ASSERT_EQ(chash_migration_new(ring.get(), ring.get(), 0, 0, &migration), CHASH_OK);
-  EXPECT_EQ(chash_migration_ring(migration, static_cast<chash_side>(5)), nullptr);
+  EXPECT_EQ(chash_migration_ring(migration, 5), nullptr);
   EXPECT_EQ(chash_migration_find(migration, nullptr, 1, nullptr), CHASH_NO_NODE);
   EXPECT_EQ(chash_migration_find_keys(migration, keys, lens, 2, out, nullptr),
             CHASH_E_NULL_ARGUMENT);
@@ -652,8 +669,8 @@ TEST(CApiBadInput, NullHandlesAndOutParameters) {
 
   uint8_t fingerprint[CHASH_FINGERPRINT_SIZE];
   char hex[2 * CHASH_FINGERPRINT_SIZE + 1];
-  chash_ring_stats stats;
-  chash_memory_usage usage;
+  chash_ring_stats stats = testing::Sized<chash_ring_stats>();
+  chash_memory_usage usage = testing::Sized<chash_memory_usage>();
   EXPECT_EQ(chash_ring_fingerprint(nullptr, fingerprint), CHASH_E_NULL_ARGUMENT);
   EXPECT_EQ(chash_ring_fingerprint(ring.get(), nullptr), CHASH_E_NULL_ARGUMENT);
   EXPECT_EQ(chash_ring_points_digest(nullptr, fingerprint), CHASH_E_NULL_ARGUMENT);
@@ -710,6 +727,126 @@ TEST(CApiLibrary, ErrorNamesAndVersion) {
   EXPECT_EQ(chash_version_number(), static_cast<uint32_t>(CHASH_VERSION_NUMBER));
   EXPECT_EQ(std::string(chash_simd_target()), ActiveTargetName());
   EXPECT_EQ(std::string(chash_crc32_implementation()), ActiveCrc32Name());
+}
+
+// ---- Structs that grow -------------------------------------------------------------
+
+// A caller's struct of an older (smaller) size is written up to its size and
+// no further; one of a newer size is accepted when its unknown tail is zero.
+TEST(CApiGrowingStructs, OlderAndNewerSizes) {
+  chash_builder* builder = nullptr;
+  ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_NGINX, 0, &builder), CHASH_OK);
+  ASSERT_EQ(chash_builder_add(builder, "10.0.0.1:80", 11, 1), CHASH_OK);
+  ASSERT_EQ(chash_builder_add(builder, "10.0.0.2:80", 11, 2), CHASH_OK);
+  chash_ring* ring = nullptr;
+  ASSERT_EQ(chash_builder_build(builder, &ring), CHASH_OK);
+  const RingHandle handle(ring);
+
+  struct Padded {
+    chash_ring_stats stats;
+    uint64_t canary;
+  } padded;
+  std::memset(&padded, 0xAB, sizeof padded);
+  padded.stats.size = offsetof(chash_ring_stats, points_generated);  // an "older" caller
+  ASSERT_EQ(chash_ring_stats_compute(ring, &padded.stats), CHASH_OK);
+  EXPECT_EQ(padded.stats.nodes, 2u);
+  EXPECT_EQ(padded.stats.size, offsetof(chash_ring_stats, points_generated)) << "size kept";
+  uint64_t untouched = 0;
+  std::memcpy(&untouched, &padded.stats.points_generated, sizeof untouched);
+  EXPECT_EQ(untouched, 0xABABABABABABABABu) << "wrote past the caller's size";
+
+  chash_memory_usage tiny{};
+  tiny.size = 4;
+  EXPECT_EQ(chash_ring_memory_usage(ring, &tiny), CHASH_E_BAD_ARGUMENT);
+
+  // Options of a "newer" caller: a bigger struct, its unknown tail zero,
+  // then with a field this library does not know set.
+  struct Newer {
+    chash_snapshot_options options;
+    uint64_t future_field;
+  } newer{};
+  newer.options.size = sizeof newer;
+  const std::string path = testing::TempPath("growing.chash");
+  ASSERT_TRUE(WriteSnapshotFile(MustBuild({{"10.0.0.1:80", 1}}, {}), {}, path).ok());
+  chash_snapshot* snapshot = nullptr;
+  ASSERT_EQ(chash_snapshot_load(path.c_str(), &newer.options, &snapshot), CHASH_OK);
+  chash_snapshot_free(snapshot);
+  newer.future_field = 1;
+  EXPECT_EQ(chash_snapshot_load(path.c_str(), &newer.options, &snapshot), CHASH_E_BAD_ARGUMENT);
+  EXPECT_NE(std::string(chash_last_error()).find("does not know"), std::string::npos);
+  chash_snapshot_options zero_size{};
+  EXPECT_EQ(chash_snapshot_load(path.c_str(), &zero_size, &snapshot), CHASH_E_BAD_ARGUMENT);
+  std::remove(path.c_str());
+}
+
+// The failover walk over distinct available nodes: exactly the order of
+// the ring of the available nodes (built from those servers alone).
+TEST(CApiWalk, MaskedWalkIsTheSubsetRingsOrder) {
+  std::mt19937_64 rng(91);
+  for (int round = 0; round < 20; ++round) {
+    const uint32_t nodes = 3 + static_cast<uint32_t>(rng() % 40);
+    const uint32_t multiple = 1 + static_cast<uint32_t>(rng() % 3);
+    RingBuilder full({.flavor = Flavor::kPingoraV2, .point_multiple = multiple});
+    RingBuilder part({.flavor = Flavor::kPingoraV2, .point_multiple = multiple});
+    std::vector<uint32_t> kept;  // full ids of the available nodes
+    chash_node_mask* mask = nullptr;
+    ASSERT_EQ(chash_node_mask_new(nodes, 0, &mask), CHASH_OK);
+    for (uint32_t i = 0; i < nodes; ++i) {
+      const std::string address = "10.9.0." + std::to_string(i + 1) + ":80";
+      const uint32_t weight = 1 + static_cast<uint32_t>(rng() % 3);
+      ASSERT_TRUE(full.Add(address, weight).ok());
+      if (rng() % 3 != 0) {
+        ASSERT_TRUE(part.Add(address, weight).ok());
+        kept.push_back(i);
+        ASSERT_EQ(chash_node_mask_set(mask, i, 1), CHASH_OK);
+      }
+    }
+    Ring full_ring = std::move(full).Build().value();
+    const Ring part_ring = std::move(part).Build().value();
+    chash_ring* c_ring = nullptr;
+    chash_builder* builder = nullptr;
+    ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_PINGORA_V2, multiple, &builder), CHASH_OK);
+    for (uint32_t i = 0; i < nodes; ++i) {
+      const std::string address(full_ring.node(i).address.written);
+      ASSERT_EQ(chash_builder_add(builder, address.data(), address.size(),
+                                  full_ring.node(i).weight),
+                CHASH_OK);
+    }
+    ASSERT_EQ(chash_builder_build(builder, &c_ring), CHASH_OK);
+    const RingHandle handle(c_ring);
+    std::vector<uint64_t> memory(chash_walk_size(c_ring) / 8);
+    for (int key = 0; key < 50; ++key) {
+      const uint32_t hash = static_cast<uint32_t>(rng());
+      chash_walk* walk = nullptr;
+      ASSERT_EQ(chash_walk_start(memory.data(), memory.size() * 8, c_ring, mask, hash, &walk),
+                CHASH_OK);
+      DistinctNodeWalk want = part_ring.WalkDistinctFromHash(hash);
+      for (;;) {
+        const uint32_t expected = want.Next();
+        const uint32_t got = chash_walk_next(walk);
+        ASSERT_EQ(got == CHASH_NO_NODE ? CHASH_NO_NODE : got,
+                  expected == Ring::kNoNode ? CHASH_NO_NODE : kept[expected])
+            << "round " << round << " hash " << hash;
+        if (got == CHASH_NO_NODE) break;
+      }
+    }
+    chash_node_mask_free(mask);
+  }
+}
+
+TEST(CApiChecks, NamesAndLastCheck) {
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_CHECKSUM), "checksum");
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_NOT_REGULAR), "not_regular");
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_EMBEDDER), "embedder");
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_EMBEDDER + 1), "unknown");
+  chash_snapshot* snapshot = nullptr;
+  EXPECT_EQ(chash_snapshot_load("/nonexistent/ring.chash", nullptr, &snapshot), CHASH_E_IO);
+  EXPECT_EQ(chash_last_check(), CHASH_CHECK_IO);
+  EXPECT_EQ(chash_snapshot_load("/", nullptr, &snapshot), CHASH_E_IO);
+  EXPECT_EQ(chash_last_check(), CHASH_CHECK_NOT_REGULAR);
+  chash_builder* builder = nullptr;
+  EXPECT_EQ(chash_builder_new(99, 0, &builder), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_last_check(), CHASH_CHECK_NONE);
 }
 
 }  // namespace

@@ -199,7 +199,7 @@ TEST(Cli, PrintsTheVersion) {
   const CliRun run = RunChash("--version");
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, "chash " CHASH_VERSION_STRING "\n");
-  EXPECT_EQ(std::string(CHASH_VERSION_STRING), "0.2.0");
+  EXPECT_EQ(std::string(CHASH_VERSION_STRING), "1.0.0");
 }
 
 TEST(Cli, BenchThreadsJson) {

@@ -405,7 +405,7 @@ TEST(RestyFlavor, SnapshotRoundTrip) {
 // and the collision losers resty.chash's positions are computed from.
 TEST(RestyCapi, FlavorPositionsAndLosers) {
   chash_builder* builder = nullptr;
-  EXPECT_EQ(chash_builder_new(static_cast<chash_flavor>(4), 0, &builder), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_new(4, 0, &builder), CHASH_E_BAD_ARGUMENT);
   ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_RESTY, 0, &builder), CHASH_OK);
   const Nodes nodes = ReadNodes("ra");
   for (const auto& [id, weight] : nodes) {
@@ -453,7 +453,7 @@ TEST(RestyCapi, FlavorPositionsAndLosers) {
     // resty.chash's index: the position plus the losers at smaller hashes.
     ASSERT_EQ(position + (hash > hashes[0] ? 1u : 0u), answer.position) << answer.key;
   }
-  EXPECT_EQ(chash_ring_find_position(nullptr, 5), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_position(nullptr, 5), CHASH_NO_POSITION);
   chash_ring_free(ring);
 }
 

@@ -219,7 +219,92 @@ TEST_F(SnapshotCli, RollbackIsANewerVersionOfTheOldServers) {
   EXPECT_NE(inspected.out.find("config version    12"), std::string::npos) << inspected.out;
   EXPECT_EQ(RunChash("build --from " + ring_ + " --out " + rolled).status, 2)
       << "a rollback needs an explicit version";
+  // In one command: one version above the file served now.
+  const std::string again = TempPath("rolled-again.chash");
+  const CliRun above = RunChash("build --from " + ring_ + " --above " + rolled + " --out " + again);
+  ASSERT_EQ(above.status, 0) << above.err;
+  const CliRun inspected_above = RunChash("inspect " + again);
+  EXPECT_NE(inspected_above.out.find("config version    13"), std::string::npos)
+      << inspected_above.out;
+  EXPECT_EQ(RunChash("build --from " + ring_ + " --above " + rolled + " --config-version 20 --out " +
+                     again)
+                .status,
+            2)
+      << "--above and --config-version together";
   std::remove(rolled.c_str());
+  std::remove(again.c_str());
+}
+
+TEST_F(SnapshotCli, ExpiryIsWrittenShownAndEnforced) {
+  const CliRun built = RunChash("build --servers " + servers_ + " --mode pingora-v1 --expires 2h --out " +
+                                ring_);
+  ASSERT_EQ(built.status, 0) << built.err;
+  EXPECT_NE(built.out.find(", expires 20"), std::string::npos) << built.out;
+  const CliRun json = RunChash("inspect " + ring_ + " --json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_NE(json.out.find("\"expires\":\"20"), std::string::npos) << json.out;
+  EXPECT_EQ(RunChash("verify " + ring_).status, 0);
+  // A time in the past is refused at build; a file already expired at load.
+  EXPECT_EQ(RunChash("build --servers " + servers_ + " --mode pingora-v1 --expires @1000 --out " +
+                     ring_)
+                .status,
+            2);
+  for (const std::string bad : {"tomorrow", "5x", "-3d", "2026-13-45T00:00:00Z", "@"}) {
+    const CliRun run = RunChash("build --servers " + servers_ + " --expires " + bad + " --out " +
+                                ring_);
+    EXPECT_EQ(run.status, 2) << bad;
+    EXPECT_NE(run.err.find("--expires takes"), std::string::npos) << bad << ": " << run.err;
+  }
+}
+
+TEST_F(SnapshotCli, ARingThatRoutesNothingIsRefused) {
+  const std::string drained = WriteTemp("drained.servers", "10.0.0.1:80 0\n10.0.0.2:80 0\n");
+  const CliRun refused = RunChash("build --servers " + drained + " --out " + ring_);
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("no points"), std::string::npos) << refused.err;
+  EXPECT_EQ(RunChash("build --servers " + drained + " --allow-empty --out " + ring_).status, 0);
+  for (const std::string command : {"stats", "plan"}) {
+    const CliRun run = RunChash(command + " --servers " + drained);
+    EXPECT_EQ(run.status, 2) << command << ": " << run.out;
+    EXPECT_NE(run.err.find(command == "plan" ? "nothing to plan" : "no points"), std::string::npos)
+        << command << ": " << run.err;
+  }
+  const CliRun stats = RunChash("stats --ring " + ring_);
+  EXPECT_EQ(stats.status, 2) << stats.out;
+  const CliRun diff =
+      RunChash("diff --servers " + servers_ + " --mode pingora-v1 --new-servers " + drained);
+  EXPECT_EQ(diff.status, 2) << diff.out;
+  EXPECT_NE(diff.err.find("the new ring has no points"), std::string::npos) << diff.err;
+  const std::string empty = WriteTemp("empty.servers", "");
+  EXPECT_EQ(RunChash("stats --servers " + empty).status, 2);
+}
+
+TEST_F(SnapshotCli, ExpiresIsWrittenAndEnforced) {
+  const long long now = static_cast<long long>(std::time(nullptr));
+  const std::string later = TempPath("later.chash");
+  ASSERT_EQ(RunChash("build --servers " + servers_ + " --mode pingora-v1 --config-version 3" +
+                     " --expires " + std::to_string(now + 3600) + " --out " + later)
+                .status,
+            0);
+  const CliRun fresh = RunChash("inspect " + later + " --json");
+  ASSERT_EQ(fresh.status, 0) << fresh.err;
+  EXPECT_NE(fresh.out.find("\"expires\":\"20"), std::string::npos) << fresh.out;
+  const std::string stale = TempPath("stale.chash");
+  EXPECT_EQ(RunChash("build --from " + later + " --config-version 4 --expires " +
+                     std::to_string(now - 60) + " --out " + stale)
+                .status,
+            2)
+      << "an expiry in the past is refused";
+  ASSERT_EQ(RunChash("build --from " + later + " --config-version 4 --expires " +
+                     std::to_string(now - 60) + " --allow-expired --out " + stale)
+                .status,
+            0);
+  const CliRun expired = RunChash("inspect " + stale + " --json");
+  EXPECT_EQ(expired.status, 2);
+  EXPECT_NE(expired.out.find("\"failed_check\":\"expired\""), std::string::npos) << expired.out;
+  EXPECT_EQ(RunChash("build --servers " + servers_ + " --expires 0 --out " + stale).status, 2);
+  std::remove(later.c_str());
+  std::remove(stale.c_str());
 }
 
 TEST_F(SnapshotCli, MigrationBetweenSnapshotsEqualsMigrationBetweenServers) {

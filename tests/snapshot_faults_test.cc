@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -362,6 +363,102 @@ TEST(SnapshotFaults, LastGoodServesWhenTheFileIsDamagedAtStart) {
   std::remove(path.c_str());
 }
 
+// A configuration test (write_state = false) sees the persisted versions
+// but leaves the state directory as it was.
+TEST(SnapshotFaults, AReadOnlyReloaderWritesNothing) {
+  const std::string dir = StateDir("read_only_state");
+  const std::string path = TempPath("read_only.chash");
+  ReloadOptions options;
+  options.state_dir = dir;
+  options.name = "ro";
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 0), Version(5), path).ok());
+  ASSERT_TRUE(SnapshotReloader::Create(path, options).ok());
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      names.push_back(entry.path().filename().string() + ":" +
+                      std::to_string(std::filesystem::last_write_time(entry).time_since_epoch().count()));
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> before = listing();
+  ReloadOptions test = options;
+  test.write_state = false;
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 1), Version(4), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> refused = SnapshotReloader::Create(path, test);
+  ASSERT_TRUE(refused.ok()) << "the last good file is served";
+  EXPECT_TRUE(refused.value()->report().serving_last_good);
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 2), Version(6), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> newer = SnapshotReloader::Create(path, test);
+  ASSERT_TRUE(newer.ok());
+  EXPECT_EQ(newer.value()->current()->info().config_version, 6u);
+  EXPECT_EQ(listing(), before) << "a read-only reloader wrote to the state directory";
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+}
+
+// A deferred reloader touches no file until its first Check, which finds
+// the first ring as Create would; nothing is served before it is accepted.
+TEST(SnapshotFaults, ADeferredReloaderLoadsAtItsFirstCheck) {
+  const std::string path = TempPath("deferred.chash");
+  ReloadOptions broken;
+  broken.state_dir = TempPath("no_such_state_dir");
+  broken.defer_first_load = true;
+  std::filesystem::remove_all(broken.state_dir);
+  Result<std::unique_ptr<SnapshotReloader>> early = SnapshotReloader::Create(path, broken);
+  ASSERT_TRUE(early.ok()) << "Create looked at the file system: " << early.status().ToString();
+  EXPECT_EQ(early.value()->current(), nullptr);
+  const ReloadCandidate unusable = early.value()->Check();
+  EXPECT_EQ(unusable.outcome, ReloadOutcome::kRefused);
+  EXPECT_NE(unusable.status.message().find("no_such_state_dir"), std::string::npos)
+      << unusable.status.ToString();
+
+  ReloadOptions options;
+  options.defer_first_load = true;
+  Result<std::unique_ptr<SnapshotReloader>> created = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(created.ok());
+  SnapshotReloader& reloader = *created.value();
+  std::remove(path.c_str());
+  EXPECT_EQ(reloader.Check().outcome, ReloadOutcome::kRefused) << "no file yet";
+  const Ring v1 = Fleet(30, 0);
+  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
+  ReloadCandidate first = reloader.Check();
+  ASSERT_EQ(first.outcome, ReloadOutcome::kNew) << first.status.ToString();
+  EXPECT_EQ(reloader.current(), nullptr) << "served before it was accepted";
+  ASSERT_TRUE(reloader.Accept(first).ok());
+  ExpectAnswersOf(v1, *reloader.ring(), "the first ring");
+  EXPECT_EQ(reloader.report().accepted, 0u) << "the first ring is not a reload";
+  EXPECT_EQ(reloader.Check().outcome, ReloadOutcome::kUnchanged);
+  std::remove(path.c_str());
+}
+
+// A copy of the ring served under a new identity is verified like any
+// file: a good copy is the same ring (no swap), a damaged one is refused,
+// never taken for the ring served because its header says so.
+TEST(SnapshotFaults, ACopyOfTheServedRingIsVerifiedToo) {
+  const Ring ring = Fleet(30, 0);
+  const std::string path = TempPath("same_ring.chash");
+  ASSERT_TRUE(WriteSnapshotFile(ring, Version(4), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> created = SnapshotReloader::Create(path, {});
+  ASSERT_TRUE(created.ok());
+  SnapshotReloader& reloader = *created.value();
+  const std::shared_ptr<const RingSnapshot> served = reloader.current();
+  ASSERT_TRUE(WriteSnapshotFile(ring, Version(4), path).ok());  // a new inode, the same ring
+  EXPECT_EQ(reloader.Check().outcome, ReloadOutcome::kSameRing);
+  EXPECT_EQ(reloader.current(), served) << "the same ring is not swapped";
+  std::string damaged = SerializeSnapshot(ring, Version(4)).value();
+  damaged[damaged.size() / 2] ^= 4;
+  const std::string temp = path + ".damaged";
+  std::ofstream(temp, std::ios::binary) << damaged;
+  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+  const ReloadCandidate refused = reloader.Check();
+  EXPECT_EQ(refused.outcome, ReloadOutcome::kRefused);
+  EXPECT_EQ(refused.check, SnapshotCheck::kChecksum) << refused.status.ToString();
+  EXPECT_EQ(reloader.current(), served);
+  std::remove(path.c_str());
+}
+
 // ---- One verification a host -----------------------------------------------
 
 // Two reloaders with one state directory: the second adopts the sealed copy
@@ -480,6 +577,52 @@ TEST(SnapshotFaults, AStaleShareRecordIsNotTrusted) {
   std::remove(path.c_str());
 }
 
+// The process that verified the host's newest ring has exited (a worker
+// killed right after its swap), and the path now holds a refused file: a
+// process that still serves an older ring (a respawned worker, forked from
+// the master's configuration-time state) catches up with the last good file
+// instead of the copy it can no longer adopt.
+TEST(SnapshotFaults, AdoptSharedFallsBackToLastGoodWhenTheVerifierIsGone) {
+  const Ring v1 = Fleet(40, 0);
+  const Ring v2 = Fleet(42, 3);
+  const std::string dir = StateDir("gone_state");
+  const std::string path = TempPath("gone.chash");
+  ReloadOptions options;
+  options.state_dir = dir;
+  options.name = "gone";
+  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> master = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(master.ok());
+  ASSERT_TRUE(WriteSnapshotFile(v2, Version(2), path).ok());
+  const pid_t verifier = fork();
+  ASSERT_GE(verifier, 0);
+  if (verifier == 0) {
+    alarm(20);
+    Result<std::unique_ptr<SnapshotReloader>> mine = SnapshotReloader::Create(path, options);
+    _exit(mine.ok() && mine.value()->current()->info().config_version == 2 ? 0 : 3);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(verifier, &wstatus, 0), verifier);
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  std::string damaged = SerializeSnapshot(Fleet(42, 9), Version(3)).value();
+  damaged[damaged.size() / 2] ^= 1;
+  const std::string temp = path + ".new";
+  std::ofstream(temp, std::ios::binary) << damaged;
+  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+
+  ReloadCandidate caught_up = master.value()->AdoptShared();
+  ASSERT_EQ(caught_up.outcome, ReloadOutcome::kNew) << "still serving version 1";
+  EXPECT_FALSE(caught_up.adopted);
+  ASSERT_TRUE(master.value()->Accept(caught_up).ok());
+  EXPECT_EQ(master.value()->current()->info().config_version, 2u);
+  ExpectAnswersOf(v2, *master.value()->ring(), "the last good file");
+  EXPECT_EQ(master.value()->AdoptShared().outcome, ReloadOutcome::kUnchanged);
+  EXPECT_EQ(master.value()->Check().outcome, ReloadOutcome::kRefused);
+  EXPECT_EQ(master.value()->current()->info().config_version, 2u);
+  std::filesystem::remove_all(dir);
+  std::remove(path.c_str());
+}
+
 // ---- A full disk -------------------------------------------------------------
 
 // The state directory's file system fills up (a tmpfs in a private mount
@@ -494,20 +637,7 @@ TEST(SnapshotFaults, AFullDiskDoesNotStopAReload) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     alarm(20);
-    const std::string uid = std::to_string(getuid()), gid = std::to_string(getgid());
-    const auto put = [](const char* file, const std::string& text) {
-      const int fd = open(file, O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return false;
-      const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-      close(fd);
-      return ok;
-    };
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0 || !put("/proc/self/setgroups", "deny") ||
-        !put("/proc/self/uid_map", "0 " + uid + " 1") ||
-        !put("/proc/self/gid_map", "0 " + gid + " 1") ||
-        mount("none", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
-      _exit(kNoNamespace);
-    }
+    if (!testing::MountSmallTmpfsInChild(dir, "256k")) _exit(kNoNamespace);
     ReloadOptions options;
     options.state_dir = dir;
     options.name = "disk";

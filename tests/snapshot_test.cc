@@ -752,20 +752,7 @@ TEST(SnapshotFile, FullFileSystemIsAnIoErrorNotACrash) {
   constexpr int kNoNamespace = 77;
   const pid_t pid = fork();
   if (pid == 0) {
-    const std::string uid = std::to_string(getuid()), gid = std::to_string(getgid());
-    const auto put = [](const char* path, const std::string& text) {
-      const int fd = open(path, O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return false;
-      const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-      close(fd);
-      return ok;
-    };
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0 || !put("/proc/self/setgroups", "deny") ||
-        !put("/proc/self/uid_map", "0 " + uid + " 1") ||
-        !put("/proc/self/gid_map", "0 " + gid + " 1") ||
-        mount("none", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
-      _exit(kNoNamespace);
-    }
+    if (!testing::MountSmallTmpfsInChild(dir, "256k")) _exit(kNoNamespace);
     const Status status = WriteSnapshotFile(ring, {}, dir + "/ring.chash");
     _exit(status.code() == StatusCode::kIoError ? 0 : 1);
   }
@@ -782,8 +769,9 @@ TEST(SnapshotFile, FullFileSystemIsAnIoErrorNotACrash) {
       << "WriteSnapshotFile did not return kIoError on a full file system";
 }
 
-// kCopy is for files others may truncate in place: a load racing a
-// truncation is refused (or, between truncations, succeeds), never a SIGBUS.
+// The copying loads (kCopy, and kSealed, the default) read the file with
+// pread: a load racing a truncation is refused (or, between truncations,
+// succeeds), never a SIGBUS.
 // In a child process, a thread cuts the file to half its size and back
 // while the child loads it with kCopy; a copy made out of a mapping dies at
 // once here.
@@ -803,14 +791,23 @@ TEST(SnapshotFile, CopyLoadSurvivesTruncationWhileReading) {
         if (ftruncate(fd, st.st_size / 2) != 0 || ftruncate(fd, st.st_size) != 0) _exit(3);
       }
     });
-    SnapshotLoadOptions copy;
-    copy.mode = SnapshotLoadMode::kCopy;
     int refused = 0;
     for (int i = 0; i < 200; ++i) {
+      SnapshotLoadOptions copy;
+      copy.mode = i % 2 == 0 ? SnapshotLoadMode::kCopy : SnapshotLoadMode::kSealed;
       Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path, copy);
       if (!loaded.ok()) {
-        const std::string_view check = CheckOf(loaded.status());
-        if (check != "size" && check != "checksum") _exit(4);
+        // Shorter than its header says, a hole where the cut was, damaged
+        // bytes, or a file that changed while it was read: which check
+        // names it depends on where the cut fell between the loader's reads
+        // (CI has seen a check other than size, sparse, checksum and io), so
+        // the property is the kind of refusal, never a policy one.
+        const StatusCode code = loaded.status().code();
+        if (code != StatusCode::kBadSnapshot && code != StatusCode::kIoError) {
+          std::fprintf(stderr, "refused as neither damaged nor unreadable: %s\n",
+                       loaded.status().ToString().c_str());
+          _exit(4);
+        }
         ++refused;
       }
     }
@@ -827,7 +824,7 @@ TEST(SnapshotFile, CopyLoadSurvivesTruncationWhileReading) {
       << ")";
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
       << "exit " << WEXITSTATUS(wstatus)
-      << ": 4 = refused by a check other than size or checksum, 5 = no load met a truncation";
+      << ": 4 = refused as neither damaged nor unreadable, 5 = no load met a truncation";
 }
 
 TEST(SnapshotReload, PublishesNewerRefusesOlderAndDamaged) {

@@ -76,7 +76,7 @@ TEST(Stats, JsonHasTheDocumentedFields) {
   const std::string& json = text.value();
   for (const char* field :
        {"nodes", "points_generated", "points", "collisions", "column_bytes", "other_bytes",
-        "bytes_per_point", "build_ms", "cv_predicted", "cv_measured", "max_share_ratio",
+        "bytes_per_point", "cv_predicted", "cv_measured", "max_share_ratio",
         "min_share_ratio"}) {
     // Not `"\"" + std::string(field)`: g++ 12 warns -Wrestrict on
     // `literal + std::string&&` under -O2, a false positive (GCC bug 105329).

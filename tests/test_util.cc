@@ -1,5 +1,10 @@
 #include "test_util.h"
 
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -59,6 +64,21 @@ Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& optio
   EXPECT_TRUE(ring.ok()) << ring.status().ToString();
   if (!ring.ok()) return Ring();
   return std::move(ring).value();
+}
+
+bool MountSmallTmpfsInChild(const std::string& dir, const std::string& size) {
+  const std::string uid = std::to_string(getuid()), gid = std::to_string(getgid());
+  const auto put = [](const char* path, const std::string& text) {
+    const int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    close(fd);
+    return ok;
+  };
+  return unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 && put("/proc/self/setgroups", "deny") &&
+         put("/proc/self/uid_map", "0 " + uid + " 1") &&
+         put("/proc/self/gid_map", "0 " + gid + " 1") &&
+         mount("none", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
 }
 
 }  // namespace chash::testing

@@ -44,6 +44,12 @@ std::vector<ServerEntry> LoadServers(const std::string& relative);
 // Builds a ring from "ADDR WEIGHT" lines; fails the test on error.
 Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& options);
 
+// In a forked child only: enters a new user and mount namespace (this user
+// mapped to root in it) and mounts a tmpfs of `size` ("256k") on `dir`, a
+// file system that fills up. False if the kernel or the sandbox refuses
+// (the caller reports the case as skipped).
+bool MountSmallTmpfsInChild(const std::string& dir, const std::string& size);
+
 }  // namespace chash::testing
 
 #endif  // CHASH_TESTS_TEST_UTIL_H_

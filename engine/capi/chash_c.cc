@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <span>
 #include <string>
@@ -56,6 +57,14 @@ struct chash_snapshot {
   std::shared_ptr<const chash::RingSnapshot> snapshot;
 };
 
+// The C++ reloader and its last candidate (what accept and refuse match by
+// token), under a mutex: a reloader's calls serialize.
+struct chash_reloader {
+  std::unique_ptr<chash::SnapshotReloader> reloader;
+  std::mutex mutex;
+  chash::ReloadCandidate candidate;
+};
+
 struct chash_node_mask {
   chash::NodeMask mask;
 };
@@ -81,26 +90,38 @@ static_assert(CHASH_MAX_NODES == chash::kMaxNodes);
 static_assert(CHASH_DEFAULT_POINT_MULTIPLE == chash::kDefaultPointMultiple);
 static_assert(CHASH_ROLLOUT_SCALE == chash::kRolloutScale);
 static_assert(CHASH_FINGERPRINT_SIZE == sizeof(chash::Fingerprint{}.bytes));
-static_assert(CHASH_FLAVOR_NGINX == static_cast<int>(chash::Flavor::kNginx));
-static_assert(CHASH_FLAVOR_PINGORA_V1 == static_cast<int>(chash::Flavor::kPingoraV1));
-static_assert(CHASH_FLAVOR_PINGORA_V2 == static_cast<int>(chash::Flavor::kPingoraV2));
-static_assert(CHASH_FLAVOR_RESTY == static_cast<int>(chash::Flavor::kResty));
-static_assert(CHASH_SIDE_OLD == static_cast<int>(chash::RingSide::kOld));
-static_assert(CHASH_SIDE_NEW == static_cast<int>(chash::RingSide::kNew));
+static_assert(CHASH_FLAVOR_NGINX == static_cast<uint32_t>(chash::Flavor::kNginx));
+static_assert(CHASH_FLAVOR_PINGORA_V1 == static_cast<uint32_t>(chash::Flavor::kPingoraV1));
+static_assert(CHASH_FLAVOR_PINGORA_V2 == static_cast<uint32_t>(chash::Flavor::kPingoraV2));
+static_assert(CHASH_FLAVOR_RESTY == static_cast<uint32_t>(chash::Flavor::kResty));
+static_assert(CHASH_SIDE_OLD == static_cast<uint32_t>(chash::RingSide::kOld));
+static_assert(CHASH_SIDE_NEW == static_cast<uint32_t>(chash::RingSide::kNew));
+static_assert(CHASH_LOAD_SEALED == static_cast<uint32_t>(chash::SnapshotLoadMode::kSealed));
+static_assert(CHASH_LOAD_MAP == static_cast<uint32_t>(chash::SnapshotLoadMode::kMap));
+static_assert(CHASH_LOAD_COPY == static_cast<uint32_t>(chash::SnapshotLoadMode::kCopy));
+static_assert(CHASH_CHECK_CHECKSUM == static_cast<uint32_t>(chash::SnapshotCheck::kChecksum));
+static_assert(CHASH_CHECK_EMBEDDER == static_cast<uint32_t>(chash::SnapshotCheck::kEmbedder));
+static_assert(CHASH_CHECK_EMBEDDER + 1 == chash::kSnapshotCheckCount);
+static_assert(CHASH_RELOAD_UNCHANGED == static_cast<uint32_t>(chash::ReloadOutcome::kUnchanged));
+static_assert(CHASH_RELOAD_NEW == static_cast<uint32_t>(chash::ReloadOutcome::kNew));
+static_assert(CHASH_RELOAD_SAME_RING == static_cast<uint32_t>(chash::ReloadOutcome::kSameRing));
+static_assert(CHASH_RELOAD_REFUSED == static_cast<uint32_t>(chash::ReloadOutcome::kRefused));
 
 // The caller's stack holds the C++ walk objects: their size and alignment
 // must fit the opaque C structs, and a cursor must be copyable as bytes.
 static_assert(std::is_trivially_copyable_v<chash::PointCursor>);
 static_assert(sizeof(chash::PointCursor) <= sizeof(chash_cursor::opaque));
 static_assert(alignof(chash::PointCursor) <= alignof(chash_cursor));
-static_assert(std::is_trivially_destructible_v<chash::DistinctNodeWalk>);
-static_assert(sizeof(chash::DistinctNodeWalk) <= sizeof(chash_distinct_walk::opaque));
-static_assert(alignof(chash::DistinctNodeWalk) <= alignof(chash_distinct_walk));
+static_assert(std::is_trivially_destructible_v<chash::NodeWalk>);
+// chash_walk_size: the walk's header, then its seen-set.
+constexpr size_t kWalkHeaderBytes = 128;
+static_assert(sizeof(chash::NodeWalk) <= kWalkHeaderBytes);
 
 // Lookups convert C arrays to spans in chunks on the stack: no allocation.
 constexpr size_t kChunk = 256;
 
 thread_local char last_error[1024] = "";
+thread_local uint32_t last_check = CHASH_CHECK_NONE;
 
 void SetLastError(std::string_view message) noexcept {
   const size_t length = std::min(message.size(), sizeof(last_error) - 1);
@@ -110,6 +131,7 @@ void SetLastError(std::string_view message) noexcept {
 
 int Fail(int code, std::string_view message) noexcept {
   SetLastError(message);
+  last_check = CHASH_CHECK_NONE;
   return code;
 }
 
@@ -120,7 +142,9 @@ int CodeOf(StatusCode code) noexcept {
 
 int Fail(const Status& status) noexcept {
   if (status.ok()) return CHASH_OK;
-  return Fail(CodeOf(status.code()), status.message());
+  const int code = Fail(CodeOf(status.code()), status.message());
+  last_check = static_cast<uint32_t>(chash::FailedSnapshotCheck(status));
+  return code;
 }
 
 int NullArgument(const char* function, const char* argument) noexcept {
@@ -128,6 +152,63 @@ int NullArgument(const char* function, const char* argument) noexcept {
   std::snprintf(message, sizeof(message), "%s: %s is NULL", function, argument);
   return Fail(CHASH_E_NULL_ARGUMENT, message);
 }
+
+// Copies a message into a fixed buffer of a struct, NUL-terminated.
+template <size_t N>
+void CopyMessage(char (&out)[N], std::string_view message) noexcept {
+  const size_t length = std::min(message.size(), N - 1);
+  std::memcpy(out, message.data(), length);
+  out[length] = '\0';
+}
+
+// "Structs that grow" (chash_c.h): the smallest size a caller may pass.
+constexpr uint32_t kMinStructSize = 8;
+
+// An input struct of the caller's size as this library's struct: the
+// caller's bytes up to its size, zero past it (the defaults); a caller's
+// struct larger than this library's must be zero past what it knows.
+template <typename T>
+int ReadGrowingStruct(const char* function, const char* name, const T* in, T& out) noexcept {
+  std::memset(static_cast<void*>(&out), 0, sizeof(T));
+  out.size = sizeof(T);
+  if (in == nullptr) return CHASH_OK;
+  const uint32_t size = in->size;
+  if (size < kMinStructSize) {
+    char message[200];
+    std::snprintf(message, sizeof(message), "%s: %s->size is %u; set it to sizeof the struct",
+                  function, name, size);
+    return Fail(CHASH_E_BAD_ARGUMENT, message);
+  }
+  std::memcpy(static_cast<void*>(&out), in, std::min<size_t>(size, sizeof(T)));
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+  for (size_t i = sizeof(T); i < size; ++i) {
+    if (bytes[i] != 0) {
+      char message[240];
+      std::snprintf(message, sizeof(message),
+                    "%s: %s has fields this library (%s) does not know set (byte %zu of %u)",
+                    function, name, CHASH_VERSION_STRING, i, size);
+      return Fail(CHASH_E_BAD_ARGUMENT, message);
+    }
+  }
+  out.size = sizeof(T);
+  return CHASH_OK;
+}
+
+// Writes this library's struct into the caller's, up to the caller's size.
+template <typename T>
+int WriteGrowingStruct(const char* function, T* out, const T& value) noexcept {
+  const uint32_t size = out->size;
+  if (size < kMinStructSize) {
+    char message[200];
+    std::snprintf(message, sizeof(message), "%s: out->size is %u; set it to sizeof the struct",
+                  function, size);
+    return Fail(CHASH_E_BAD_ARGUMENT, message);
+  }
+  std::memcpy(static_cast<void*>(out), &value, std::min<size_t>(size, sizeof(T)));
+  out->size = size;
+  return CHASH_OK;
+}
+
 
 // Runs `body` (returning an int code), turning any exception into a code.
 template <typename Body>
@@ -241,6 +322,14 @@ const char* chash_strerror(int code) noexcept {
 
 const char* chash_last_error(void) noexcept { return last_error; }
 
+uint32_t chash_last_check(void) noexcept { return last_check; }
+
+const char* chash_check_name(uint32_t check) noexcept {
+  if (check >= chash::kSnapshotCheckCount) return "unknown";
+  // The names are static string literals, NUL-terminated.
+  return chash::SnapshotCheckName(static_cast<chash::SnapshotCheck>(check)).data();
+}
+
 const char* chash_version(void) noexcept { return CHASH_VERSION_STRING; }
 
 uint32_t chash_version_number(void) noexcept { return CHASH_VERSION_NUMBER; }
@@ -262,20 +351,17 @@ uint32_t chash_crc32_extend(uint32_t crc, const void* data, size_t len) noexcept
 
 // ---- Building ---------------------------------------------------------------------
 
-int chash_builder_new(chash_flavor flavor, uint32_t point_multiple, chash_builder** out) noexcept {
+int chash_builder_new(uint32_t flavor, uint32_t point_multiple, chash_builder** out) noexcept {
   if (out == nullptr) return NullArgument("chash_builder_new", "out");
   *out = nullptr;
-  // Read once, as an integer: a caller may pass a value past the enum (C
-  // allows it), and loading that through the enum type again (the lambda's
-  // reference) is what UBSan calls an invalid enum load.
-  const uint32_t flavor_value = static_cast<uint32_t>(flavor);
+  const uint32_t flavor_value = flavor;
   return Guard([&] {
     // A flavor value past the enum is refused by the check, not converted.
     // So are the C++-only flavors (engine/flavors.h): their options and
     // 64-bit hashes are not in this API yet.
     const uint8_t flavor_byte = static_cast<uint8_t>(flavor_value > 0xFF ? 0xFF : flavor_value);
     if (!chash::internal::FlavorFromByte(flavor_byte)) {
-      return Fail(Status(StatusCode::kBadArgument, "unknown flavor " + std::to_string(flavor_byte) +
+      return Fail(Status(StatusCode::kBadArgument, "unknown flavor " + std::to_string(flavor_value) +
                                                        " (" + chash::internal::FlavorByteList() +
                                                        ")"));
     }
@@ -437,11 +523,11 @@ int chash_ring_find_keys(const chash_ring* ring, const char* const* keys, const 
 // ---- Walks ----------------------------------------------------------------------------
 
 uint32_t chash_ring_find_position(const chash_ring* ring, uint32_t hash) noexcept {
-  if (ring == nullptr || ring->ring.empty()) return CHASH_NO_NODE;
+  if (ring == nullptr || ring->ring.empty()) return CHASH_NO_POSITION;
   return ring->ring.WalkFromHash(hash).position();
 }
 
-uint32_t chash_ring_point_at(const chash_ring* ring, uint64_t position, uint32_t* hash) noexcept {
+uint32_t chash_ring_point_at(const chash_ring* ring, uint32_t position, uint32_t* hash) noexcept {
   if (hash != nullptr) *hash = 0;
   if (ring == nullptr) return CHASH_NO_NODE;
   const chash::PointCursor point = ring->ring.At(position);
@@ -507,22 +593,39 @@ uint32_t chash_cursor_hash(const chash_cursor* cursor) noexcept {
   return walk.empty() ? 0 : walk.hash();
 }
 
-int chash_ring_walk_distinct(const chash_ring* ring, uint32_t hash,
-                             chash_distinct_walk* walk) noexcept {
-  if (walk == nullptr) return NullArgument("chash_ring_walk_distinct", "walk");
-  if (ring == nullptr) {
-    const Ring empty;  // a walk that is done at once
-    ::new (static_cast<void*>(walk->opaque)) chash::DistinctNodeWalk(empty.WalkDistinctFromHash(0));
-    return NullArgument("chash_ring_walk_distinct", "ring");
+size_t chash_walk_size(const chash_ring* ring) noexcept {
+  const size_t words = ring == nullptr ? 0 : chash::NodeWalk::SeenWords(ring->ring);
+  return kWalkHeaderBytes + sizeof(uint64_t) * words;
+}
+
+int chash_walk_start(void* memory, size_t bytes, const chash_ring* ring,
+                     const chash_node_mask* mask, uint32_t hash, chash_walk** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_walk_start", "out");
+  *out = nullptr;
+  if (memory == nullptr) return NullArgument("chash_walk_start", "memory");
+  if (ring == nullptr) return NullArgument("chash_walk_start", "ring");
+  if (reinterpret_cast<uintptr_t>(memory) % alignof(uint64_t) != 0) {
+    return Fail(CHASH_E_BAD_ARGUMENT, "chash_walk_start: memory is not 8-byte aligned");
   }
-  ::new (static_cast<void*>(walk->opaque))
-      chash::DistinctNodeWalk(ring->ring.WalkDistinctFromHash(hash));
+  const size_t needed = chash_walk_size(ring);
+  if (bytes < needed) {
+    char message[160];
+    std::snprintf(message, sizeof(message),
+                  "chash_walk_start: %zu bytes; a walk of this ring needs %zu (chash_walk_size)",
+                  bytes, needed);
+    return Fail(CHASH_E_BAD_ARGUMENT, message);
+  }
+  auto* seen = reinterpret_cast<uint64_t*>(static_cast<unsigned char*>(memory) + kWalkHeaderBytes);
+  const std::span<uint64_t> words(seen, chash::NodeWalk::SeenWords(ring->ring));
+  auto* walk = ::new (memory)
+      chash::NodeWalk(ring->ring, mask == nullptr ? nullptr : &mask->mask, hash, words);
+  *out = reinterpret_cast<chash_walk*>(walk);
   return CHASH_OK;
 }
 
-uint32_t chash_distinct_walk_next(chash_distinct_walk* walk) noexcept {
+uint32_t chash_walk_next(chash_walk* walk) noexcept {
   if (walk == nullptr) return CHASH_NO_NODE;
-  return std::launder(reinterpret_cast<chash::DistinctNodeWalk*>(walk->opaque))->Next();
+  return std::launder(reinterpret_cast<chash::NodeWalk*>(walk))->Next();
 }
 
 // ---- Shape ------------------------------------------------------------------------------
@@ -547,9 +650,9 @@ int chash_ring_owns_points(const chash_ring* ring, uint32_t node) noexcept {
   return ring != nullptr && ring->ring.owns_points(node) ? 1 : 0;
 }
 
-int chash_ring_flavor(const chash_ring* ring) noexcept {
-  if (ring == nullptr || ring->ring.is_raw()) return -1;
-  return static_cast<int>(ring->ring.flavor());
+uint32_t chash_ring_flavor(const chash_ring* ring) noexcept {
+  if (ring == nullptr || ring->ring.is_raw()) return CHASH_NO_FLAVOR;
+  return static_cast<uint32_t>(ring->ring.flavor());
 }
 
 uint32_t chash_ring_point_multiple(const chash_ring* ring) noexcept {
@@ -809,11 +912,11 @@ int chash_migration_in_scope(const chash_migration* migration) noexcept {
 }
 
 uint32_t chash_migration_find(const chash_migration* migration, const void* key, size_t key_len,
-                              chash_side* side) noexcept {
+                              uint32_t* side) noexcept {
   if (side != nullptr) *side = CHASH_SIDE_OLD;
   if (migration == nullptr || (key == nullptr && key_len != 0)) return CHASH_NO_NODE;
   const chash::MigrationAnswer answer = migration->migration->Find(View(key, key_len));
-  if (side != nullptr) *side = static_cast<chash_side>(answer.side);
+  if (side != nullptr) *side = static_cast<uint32_t>(answer.side);
   return answer.node;
 }
 
@@ -846,7 +949,7 @@ int chash_migration_counters(const chash_migration* migration, uint64_t* old_rin
   return CHASH_OK;
 }
 
-const chash_ring* chash_migration_ring(const chash_migration* migration, chash_side side) noexcept {
+const chash_ring* chash_migration_ring(const chash_migration* migration, uint32_t side) noexcept {
   if (migration == nullptr) return nullptr;
   if (side == CHASH_SIDE_OLD) return migration->rings[0];
   if (side == CHASH_SIDE_NEW) return migration->rings[1];
@@ -881,32 +984,38 @@ int chash_ring_memory_usage(const chash_ring* ring, chash_memory_usage* out) noe
   if (ring == nullptr) return NullArgument("chash_ring_memory_usage", "ring");
   if (out == nullptr) return NullArgument("chash_ring_memory_usage", "out");
   const chash::MemoryUsage usage = ring->ring.memory_usage();
-  *out = {usage.column_bytes, usage.other_bytes, usage.index_bytes, usage.collision_table_bytes};
-  return CHASH_OK;
+  chash_memory_usage value{};
+  value.size = sizeof value;
+  value.column_bytes = usage.column_bytes;
+  value.other_bytes = usage.other_bytes;
+  value.index_bytes = usage.index_bytes;
+  value.collision_table_bytes = usage.collision_table_bytes;
+  return WriteGrowingStruct("chash_ring_memory_usage", out, value);
 }
 
 int chash_ring_stats_compute(const chash_ring* ring, chash_ring_stats* out) noexcept {
   if (ring == nullptr) return NullArgument("chash_ring_stats_compute", "ring");
   if (out == nullptr) return NullArgument("chash_ring_stats_compute", "out");
+  if (out->size < kMinStructSize) return WriteGrowingStruct("chash_ring_stats_compute", out, {});
   return Guard([&] {
     const chash::RingStats stats = chash::ComputeRingStats(ring->ring);
-    *out = chash_ring_stats{};
-    out->nodes = stats.nodes;
-    out->nodes_with_points = ring->ring.nodes_with_points();
-    out->points_generated = stats.points_generated;
-    out->points = stats.points;
-    out->collisions = stats.collisions;
-    out->column_bytes = stats.column_bytes;
-    out->other_bytes = stats.other_bytes;
-    out->index_bytes = stats.index_bytes;
-    out->collision_table_bytes = stats.collision_table_bytes;
-    out->bytes_per_point = stats.bytes_per_point;
-    out->build_ms = stats.build_ms;
-    out->cv_predicted = stats.cv_predicted;
-    out->cv_measured = stats.cv_measured;
-    out->max_share_ratio = stats.max_share_ratio;
-    out->min_share_ratio = stats.min_share_ratio;
-    return CHASH_OK;
+    chash_ring_stats value{};
+    value.size = sizeof value;
+    value.nodes = stats.nodes;
+    value.nodes_with_points = ring->ring.nodes_with_points();
+    value.points_generated = stats.points_generated;
+    value.points = stats.points;
+    value.collisions = stats.collisions;
+    value.column_bytes = stats.column_bytes;
+    value.other_bytes = stats.other_bytes;
+    value.index_bytes = stats.index_bytes;
+    value.collision_table_bytes = stats.collision_table_bytes;
+    value.bytes_per_point = stats.bytes_per_point;
+    value.cv_predicted = stats.cv_predicted;
+    value.cv_measured = stats.cv_measured;
+    value.max_share_ratio = stats.max_share_ratio;
+    value.min_share_ratio = stats.min_share_ratio;
+    return WriteGrowingStruct("chash_ring_stats_compute", out, value);
   });
 }
 
@@ -943,20 +1052,35 @@ int chash_fingerprint_hex(const uint8_t* fingerprint, char* out) noexcept {
 
 namespace {
 
-int SnapshotOptionsFrom(const char* function, const chash_snapshot_options* options,
+constexpr uint32_t kKnownLoadFlags = CHASH_LOAD_SKIP_CHECKSUM | CHASH_LOAD_VERIFY_POINTS_DIGEST;
+
+int SnapshotOptionsFrom(const char* function, const chash_snapshot_options* given,
                         chash::SnapshotLoadOptions* load) {
-  if (options == nullptr) return CHASH_OK;
-  load->mode =
-      options->copy != 0 ? chash::SnapshotLoadMode::kCopy : chash::SnapshotLoadMode::kSealed;
-  load->verify_checksum = options->skip_checksum == 0;
-  load->min_config_version = options->min_config_version;
-  if (options->n_trusted_keys > 0 && options->trusted_keys == nullptr) {
+  chash_snapshot_options options;
+  if (const int code = ReadGrowingStruct(function, "options", given, options)) return code;
+  if (options.mode > CHASH_LOAD_COPY) {
+    return Fail(CHASH_E_BAD_ARGUMENT, std::string(function) + ": options->mode " +
+                                          std::to_string(options.mode) +
+                                          " is none of CHASH_LOAD_SEALED, _MAP, _COPY");
+  }
+  if ((options.flags & ~kKnownLoadFlags) != 0) {
+    return Fail(CHASH_E_BAD_ARGUMENT,
+                std::string(function) + ": options->flags " + std::to_string(options.flags) +
+                    " holds flags this library does not know");
+  }
+  load->mode = static_cast<chash::SnapshotLoadMode>(options.mode);
+  load->verify_checksum = (options.flags & CHASH_LOAD_SKIP_CHECKSUM) == 0;
+  load->verify_points_digest = (options.flags & CHASH_LOAD_VERIFY_POINTS_DIGEST) != 0;
+  load->threads = options.threads;
+  load->min_config_version = options.min_config_version;
+  load->max_file_bytes = options.max_file_bytes;
+  if (options.n_trusted_keys > 0 && options.trusted_keys == nullptr) {
     return NullArgument(function, "options->trusted_keys");
   }
-  load->trusted_keys.resize(options->n_trusted_keys);
-  for (size_t i = 0; i < options->n_trusted_keys; ++i) {
+  load->trusted_keys.resize(options.n_trusted_keys);
+  for (size_t i = 0; i < options.n_trusted_keys; ++i) {
     std::memcpy(load->trusted_keys[i].bytes.data(),
-                options->trusted_keys + i * CHASH_PUBLIC_KEY_SIZE, CHASH_PUBLIC_KEY_SIZE);
+                options.trusted_keys + i * CHASH_PUBLIC_KEY_SIZE, CHASH_PUBLIC_KEY_SIZE);
   }
   return CHASH_OK;
 }
@@ -1021,22 +1145,25 @@ int chash_snapshot_get_info(const chash_snapshot* snapshot, chash_snapshot_info*
   if (snapshot == nullptr) return NullArgument("chash_snapshot_get_info", "snapshot");
   if (out == nullptr) return NullArgument("chash_snapshot_get_info", "out");
   const chash::SnapshotInfo& info = snapshot->snapshot->info();
-  *out = chash_snapshot_info{};
-  out->major_version = info.major_version;
-  out->minor_version = info.minor_version;
-  out->file_bytes = info.file_bytes;
-  out->config_version = info.config_version;
-  out->created_unix_seconds = info.created_unix_seconds;
-  out->flavor = static_cast<int>(info.flavor);
-  out->point_multiple = info.point_multiple;
-  out->nodes = info.nodes;
-  out->points = info.points;
-  out->points_generated = info.points_generated;
-  out->subsets = static_cast<uint32_t>(snapshot->snapshot->subsets().size());
-  out->is_signed = info.is_signed ? 1 : 0;
-  std::memcpy(out->key_id, info.key_id.data(), CHASH_KEY_ID_SIZE);
-  out->mapped = snapshot->snapshot->shared() ? 1 : 0;
-  return CHASH_OK;
+  chash_snapshot_info value{};
+  value.size = sizeof value;
+  value.major_version = info.major_version;
+  value.minor_version = info.minor_version;
+  value.file_bytes = info.file_bytes;
+  value.config_version = info.config_version;
+  value.created_unix_seconds = info.created_unix_seconds;
+  value.expires_unix_seconds = info.expires_unix_seconds;
+  value.flavor = static_cast<uint32_t>(info.flavor);
+  value.point_multiple = info.point_multiple;
+  value.nodes = info.nodes;
+  value.subsets = static_cast<uint32_t>(snapshot->snapshot->subsets().size());
+  value.points = info.points;
+  value.points_generated = info.points_generated;
+  value.is_signed = info.is_signed ? 1 : 0;
+  value.mode = static_cast<uint32_t>(snapshot->snapshot->mode());
+  std::memcpy(value.key_id, info.key_id.data(), CHASH_KEY_ID_SIZE);
+  std::memcpy(value.fingerprint, info.fingerprint.bytes.data(), CHASH_FINGERPRINT_SIZE);
+  return WriteGrowingStruct("chash_snapshot_get_info", out, value);
 }
 
 const char* chash_snapshot_label(const chash_snapshot* snapshot) noexcept {
@@ -1084,4 +1211,186 @@ int chash_public_key_read(const char* path, uint8_t* out) noexcept {
   });
 }
 
+// ---- Reloading ----------------------------------------------------------------------
+
 }  // extern "C"
+
+namespace {
+
+constexpr uint32_t kKnownReloadFlags =
+    CHASH_RELOAD_NO_SHARE | CHASH_RELOAD_NO_LAST_GOOD | CHASH_RELOAD_NO_WRITE | CHASH_RELOAD_DEFER;
+
+// A candidate as the C struct says it; the snapshot as a new handle.
+int WriteResult(const char* function, const chash::ReloadCandidate& candidate,
+                chash_reload_result* out) {
+  chash_reload_result value{};
+  value.size = sizeof value;
+  value.outcome = static_cast<uint32_t>(candidate.outcome);
+  value.check = static_cast<uint32_t>(candidate.check);
+  value.adopted = candidate.adopted ? 1 : 0;
+  value.error = candidate.status.ok() ? CHASH_OK : CodeOf(candidate.status.code());
+  value.token = candidate.token;
+  if (candidate.snapshot) {
+    value.config_version = candidate.snapshot->info().config_version;
+    value.snapshot = new chash_snapshot{candidate.snapshot};
+  }
+  CopyMessage(value.message, candidate.status.message());
+  const int code = WriteGrowingStruct(function, out, value);
+  if (code != CHASH_OK) delete value.snapshot;
+  return code;
+}
+
+int ResultSizeOk(const char* function, const chash_reload_result* out) {
+  if (out->size < offsetof(chash_reload_result, snapshot) + sizeof(chash_snapshot*)) {
+    return Fail(CHASH_E_BAD_ARGUMENT,
+                std::string(function) + ": out->size must cover the snapshot field (set it to "
+                                        "sizeof(chash_reload_result))");
+  }
+  return CHASH_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+int chash_reloader_new(const char* path, const chash_reloader_options* options,
+                       chash_reloader** out) noexcept {
+  constexpr const char* kName = "chash_reloader_new";
+  if (out == nullptr) return NullArgument(kName, "out");
+  *out = nullptr;
+  if (path == nullptr) return NullArgument(kName, "path");
+  return Guard([&] {
+    chash_reloader_options given;
+    if (const int code = ReadGrowingStruct(kName, "options", options, given)) return code;
+    if ((given.flags & ~kKnownReloadFlags) != 0) {
+      return Fail(CHASH_E_BAD_ARGUMENT, std::string(kName) + ": options->flags " +
+                                            std::to_string(given.flags) +
+                                            " holds flags this library does not know");
+    }
+    chash::ReloadOptions reload;
+    if (const int code = SnapshotOptionsFrom(kName, given.load, &reload.load)) return code;
+    if (given.state_dir != nullptr) reload.state_dir = given.state_dir;
+    if (given.name != nullptr) reload.name = given.name;
+    reload.share = (given.flags & CHASH_RELOAD_NO_SHARE) == 0;
+    reload.keep_last_good = (given.flags & CHASH_RELOAD_NO_LAST_GOOD) == 0;
+    reload.write_state = (given.flags & CHASH_RELOAD_NO_WRITE) == 0;
+    reload.defer_first_load = (given.flags & CHASH_RELOAD_DEFER) != 0;
+    chash::Result<std::unique_ptr<chash::SnapshotReloader>> created =
+        chash::SnapshotReloader::Create(path, std::move(reload));
+    if (!created.ok()) return Fail(created.status());
+    auto handle = std::make_unique<chash_reloader>();
+    handle->reloader = std::move(created).value();
+    *out = handle.release();
+    return CHASH_OK;
+  });
+}
+
+void chash_reloader_free(chash_reloader* reloader) noexcept { delete reloader; }
+
+int chash_reloader_current(const chash_reloader* reloader, chash_snapshot** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_reloader_current", "out");
+  *out = nullptr;
+  if (reloader == nullptr) return NullArgument("chash_reloader_current", "reloader");
+  return Guard([&] {
+    std::shared_ptr<const chash::RingSnapshot> current = reloader->reloader->current();
+    if (current) *out = new chash_snapshot{std::move(current)};
+    return CHASH_OK;
+  });
+}
+
+int chash_reloader_check(chash_reloader* reloader, chash_reload_result* out) noexcept {
+  constexpr const char* kName = "chash_reloader_check";
+  if (reloader == nullptr) return NullArgument(kName, "reloader");
+  if (out == nullptr) return NullArgument(kName, "out");
+  if (const int code = ResultSizeOk(kName, out)) return code;
+  return Guard([&] {
+    std::lock_guard<std::mutex> lock(reloader->mutex);
+    reloader->candidate = reloader->reloader->Check();
+    return WriteResult(kName, reloader->candidate, out);
+  });
+}
+
+int chash_reloader_adopt_shared(chash_reloader* reloader, chash_reload_result* out) noexcept {
+  constexpr const char* kName = "chash_reloader_adopt_shared";
+  if (reloader == nullptr) return NullArgument(kName, "reloader");
+  if (out == nullptr) return NullArgument(kName, "out");
+  if (const int code = ResultSizeOk(kName, out)) return code;
+  return Guard([&] {
+    std::lock_guard<std::mutex> lock(reloader->mutex);
+    reloader->candidate = reloader->reloader->AdoptShared();
+    return WriteResult(kName, reloader->candidate, out);
+  });
+}
+
+int chash_reloader_accept(chash_reloader* reloader, const chash_reload_result* candidate) noexcept {
+  constexpr const char* kName = "chash_reloader_accept";
+  if (reloader == nullptr) return NullArgument(kName, "reloader");
+  if (candidate == nullptr) return NullArgument(kName, "candidate");
+  return Guard([&] {
+    std::lock_guard<std::mutex> lock(reloader->mutex);
+    if (candidate->token != reloader->candidate.token) {
+      return Fail(CHASH_E_BAD_ARGUMENT,
+                  std::string(kName) + ": not the reloader's last candidate");
+    }
+    return Fail(reloader->reloader->Accept(reloader->candidate));
+  });
+}
+
+int chash_reloader_refuse(chash_reloader* reloader, const chash_reload_result* candidate,
+                          uint32_t check, const char* message) noexcept {
+  constexpr const char* kName = "chash_reloader_refuse";
+  if (reloader == nullptr) return NullArgument(kName, "reloader");
+  if (candidate == nullptr) return NullArgument(kName, "candidate");
+  if (check >= chash::kSnapshotCheckCount) {
+    return Fail(CHASH_E_BAD_ARGUMENT, std::string(kName) + ": check " + std::to_string(check) +
+                                          " is no CHASH_CHECK_* value");
+  }
+  return Guard([&] {
+    std::lock_guard<std::mutex> lock(reloader->mutex);
+    if (candidate->token != reloader->candidate.token) {
+      return Fail(CHASH_E_BAD_ARGUMENT,
+                  std::string(kName) + ": not the reloader's last candidate");
+    }
+    reloader->reloader->Refuse(reloader->candidate, static_cast<chash::SnapshotCheck>(check),
+                               message != nullptr ? message : "");
+    return CHASH_OK;
+  });
+}
+
+int chash_reloader_poll(chash_reloader* reloader) noexcept {
+  if (reloader == nullptr) return NullArgument("chash_reloader_poll", "reloader");
+  return Guard([&] {
+    std::lock_guard<std::mutex> lock(reloader->mutex);
+    reloader->candidate = chash::ReloadCandidate();
+    return Fail(reloader->reloader->Poll());
+  });
+}
+
+int chash_reloader_report(const chash_reloader* reloader, chash_reload_report* out) noexcept {
+  if (reloader == nullptr) return NullArgument("chash_reloader_report", "reloader");
+  if (out == nullptr) return NullArgument("chash_reloader_report", "out");
+  return Guard([&] {
+    const chash::ReloadReport report = reloader->reloader->report();
+    chash_reload_report value{};
+    value.size = sizeof value;
+    value.last_check = static_cast<uint32_t>(report.last_check);
+    value.serving_last_good = report.serving_last_good ? 1 : 0;
+    value.state_error = report.state_error.ok() ? 0 : 1;
+    value.last_error = report.last_check == chash::SnapshotCheck::kNone
+                           ? CHASH_OK
+                           : CodeOf(chash::CodeOfSnapshotCheck(report.last_check));
+    value.served_version = report.served_version;
+    value.highest_version = report.highest_version;
+    value.accepted = report.accepted;
+    value.adopted = report.adopted;
+    value.refused = report.refused;
+    value.last_refused_unix_seconds = report.last_refused_unix_seconds;
+    value.checking_since_unix_seconds = report.checking_since_unix_seconds;
+    CopyMessage(value.last_message, report.last_message);
+    CopyMessage(value.state_message, report.state_error.message());
+    return WriteGrowingStruct("chash_reloader_report", out, value);
+  });
+}
+
+}  // extern "C"
+

@@ -54,10 +54,9 @@ inline constexpr int kBlockKeys = 16;
 // A single lookup's window (see above): two 64-byte blocks' worth of keys.
 inline constexpr uint32_t kWindowKeys = 32;
 // Rings of at least this many points take the window for single lookups;
-// smaller ones descend. Their index and columns stay cached, where the
-// descent's one leaf line is cheaper than the window's two or three: at 160K
-// points (1 MB of columns) the window ran at 0.6x the descent's throughput,
-// at 1.6M points 1.1x (bench/README.md, "Layout lab").
+// smaller ones descend: their index and columns stay cached, where the
+// descent's one leaf line is cheaper than the window's two or three (the
+// crossover is measured in bench/README.md, "Layout lab").
 inline constexpr uint32_t kInterpolationMinPoints = 1u << 20;
 // Tests and fuzzers lower it (to 0) to reach the window on small rings.
 // Read when a view is made (a ring takes its state); not for production.

@@ -4,19 +4,16 @@
 //
 // A single lookup counts the kWindowKeys hashes around the slot its bucket
 // of the slot table predicts (layout/search_index.h), and descends only when
-// that count does not decide. Chosen over the descent alone by the layout lab
-// (bench/README.md, "Layout lab"): a cold lookup is two round trips instead of
-// three or four.
+// that count does not decide: a cold lookup is two round trips instead of
+// the descent's three or four.
 //
 // The descent (batches, and the single lookups the window does not decide)
 // walks the 16-ary S+ tree of layout/search_index.h: enter through the slot
 // table, then one 64-byte block per level, each searched with one SIMD
-// compare and a count (CountTrue) instead of four binary-search steps.
-// Chosen over a binary Eytzinger layout (scalar, interleaved and
-// vertical-gather descents) by bench/results/amd-epyc-avx512/lab_layouts.json
-// (the lab is commit a347e93): the S-tree touches a quarter of the lines, and
-// fewer instructions per lookup let the core overlap more independent
-// lookups.
+// compare and a count (CountTrue) instead of four binary-search steps: it
+// touches a quarter of a binary layout's lines, and fewer instructions per
+// lookup let the core overlap more independent lookups. How this layout was
+// chosen over the others measured: bench/README.md, "Layout lab".
 #if defined(CHASH_ENGINE_SIMD_SEARCH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef CHASH_ENGINE_SIMD_SEARCH_INL_H_
 #undef CHASH_ENGINE_SIMD_SEARCH_INL_H_

@@ -23,6 +23,26 @@ std::string_view SnapshotCheckName(SnapshotCheck check) noexcept {
   return index < kCheckNames.size() ? kCheckNames[index] : std::string_view("unknown");
 }
 
+StatusCode CodeOfSnapshotCheck(SnapshotCheck check) noexcept {
+  switch (check) {
+    case SnapshotCheck::kNone:
+      return StatusCode::kOk;
+    case SnapshotCheck::kIo:
+    case SnapshotCheck::kNotRegular:
+      return StatusCode::kIoError;
+    case SnapshotCheck::kMinVersion:
+    case SnapshotCheck::kExpired:
+    case SnapshotCheck::kSignature:
+    case SnapshotCheck::kRollback:
+    case SnapshotCheck::kSameVersion:
+      return StatusCode::kUntrusted;
+    case SnapshotCheck::kOutOfMemory:
+      return StatusCode::kOutOfMemory;
+    default:
+      return StatusCode::kBadSnapshot;
+  }
+}
+
 SnapshotCheck FailedSnapshotCheck(const Status& status) noexcept {
   if (status.ok()) return SnapshotCheck::kNone;
   if (status.code() == StatusCode::kOutOfMemory) return SnapshotCheck::kOutOfMemory;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -29,7 +30,7 @@ Status IoFailure(const std::string& path, const std::string& what, int error) {
                                                       : std::string()));
 }
 
-bool ValidName(std::string_view name) {
+bool ValidNameBytes(std::string_view name) {
   if (name.empty() || name.size() > 128 || name == "." || name == "..") return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -127,42 +128,26 @@ void PutIdentity(std::string& out, const std::string& prefix, const FileIdentity
   out += prefix + "mtime_ns " + std::to_string(id.mtime_ns) + "\n";
 }
 
-// Writes `path` whole and atomically: a temporary file beside it (unique to
-// this process and thread), rename over it; with `durable`, fsync of the
-// file before the rename and of the directory after it.
-Status ReplaceFile(const std::string& dir, const std::string& path, const std::string& text,
-                   bool durable) {
+// Writes `path` whole and atomically: `write` fills a temporary file beside
+// it (unique to this process and thread), which is renamed over it; with
+// `durable`, fsync of the file before the rename and of the directory
+// after it. On a failure the temporary file is removed and `path` is as it
+// was.
+Status ReplaceFile(const std::string& dir, const std::string& path, bool durable,
+                   const std::function<Status(int fd, const std::string& temp)>& write) {
   const std::string temp = path + ".tmp." + std::to_string(getpid()) + "." +
                            std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return IoFailure(temp, "open", errno);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t w = write(fd, text.data() + done, text.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      close(fd);
-      unlink(temp.c_str());
-      return IoFailure(temp, "write", error);
-    }
-    done += static_cast<size_t>(w);
+  Status status = write(fd, temp);
+  if (status.ok() && durable && fsync(fd) != 0) status = IoFailure(temp, "fsync", errno);
+  if (close(fd) != 0 && status.ok()) status = IoFailure(temp, "close", errno);
+  if (status.ok() && rename(temp.c_str(), path.c_str()) != 0) {
+    status = IoFailure(path, "rename", errno);
   }
-  if (durable && fsync(fd) != 0) {
-    const int error = errno;
-    close(fd);
+  if (!status.ok()) {
     unlink(temp.c_str());
-    return IoFailure(temp, "fsync", error);
-  }
-  if (close(fd) != 0) {
-    const int error = errno;
-    unlink(temp.c_str());
-    return IoFailure(temp, "close", error);
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    unlink(temp.c_str());
-    return IoFailure(path, "rename", error);
+    return status;
   }
   if (durable) {
     const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -174,7 +159,24 @@ Status ReplaceFile(const std::string& dir, const std::string& path, const std::s
   return Status();
 }
 
+Status ReplaceFileWithText(const std::string& dir, const std::string& path,
+                           const std::string& text, bool durable) {
+  return ReplaceFile(dir, path, durable, [&](int fd, const std::string& temp) {
+    for (size_t done = 0; done < text.size();) {
+      const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return IoFailure(temp, "write", errno);
+      }
+      done += static_cast<size_t>(w);
+    }
+    return Status();
+  });
+}
+
 }  // namespace
+
+bool ValidReloaderName(std::string_view name) noexcept { return ValidNameBytes(name); }
 
 std::array<uint8_t, 32> PolicyDigest(const SnapshotLoadOptions& options) noexcept {
   std::vector<std::array<uint8_t, 32>> keys;
@@ -210,7 +212,7 @@ HostLock::~HostLock() {
 }
 
 Result<HostState> HostState::Open(const std::string& dir, const std::string& name) {
-  if (!ValidName(name)) {
+  if (!ValidReloaderName(name)) {
     return Status(StatusCode::kBadArgument,
                   "reloader name '" + name + "': 1..128 characters of A-Z a-z 0-9 . _ -");
   }
@@ -231,7 +233,9 @@ std::string HostState::PathOf(std::string_view suffix) const {
 HostLock HostState::Lock(std::chrono::milliseconds wait) const {
   HostLock lock;
   const std::string path = PathOf("lock");
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Read-only: flock needs no write access, so a lock file another user
+  // made (nginx's master as root, its workers as www-data) still locks.
+  const int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return lock;
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
@@ -275,45 +279,22 @@ Status HostState::WriteState(const PersistedState& state) const {
   std::string text(kStateMagic);
   text += "\nhighest_version " + std::to_string(state.highest_version) + "\n";
   text += "fingerprint " + Hex(state.fingerprint.bytes.data(), 32) + "\n";
-  return ReplaceFile(dir_, PathOf("state"), text, true);
+  return ReplaceFileWithText(dir_, PathOf("state"), text, true);
 }
 
 Status HostState::WriteGood(int sealed_fd, uint64_t size) const {
-  const std::string path = GoodPath();
-  const std::string temp = path + ".tmp." + std::to_string(getpid());
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoFailure(temp, "open", errno);
-  const auto fail = [&](const std::string& what, int error) {
-    close(fd);
-    unlink(temp.c_str());
-    return IoFailure(temp, what, error);
-  };
-  off_t offset = 0;
-  while (static_cast<uint64_t>(offset) < size) {
-    const ssize_t sent = sendfile(fd, sealed_fd, &offset, size - static_cast<uint64_t>(offset));
-    if (sent < 0) {
-      if (errno == EINTR) continue;
-      return fail("write", errno);
+  return ReplaceFile(dir_, GoodPath(), true, [&](int fd, const std::string& temp) {
+    off_t offset = 0;
+    while (static_cast<uint64_t>(offset) < size) {
+      const ssize_t sent = sendfile(fd, sealed_fd, &offset, size - static_cast<uint64_t>(offset));
+      if (sent < 0) {
+        if (errno == EINTR) continue;
+        return IoFailure(temp, "write", errno);
+      }
+      if (sent == 0) return IoFailure(temp, "write: the sealed copy ended early", 0);
     }
-    if (sent == 0) return fail("write: the sealed copy ended early", 0);
-  }
-  if (fsync(fd) != 0) return fail("fsync", errno);
-  if (close(fd) != 0) {
-    const int error = errno;
-    unlink(temp.c_str());
-    return IoFailure(temp, "close", error);
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    unlink(temp.c_str());
-    return IoFailure(path, "rename", error);
-  }
-  const int dir_fd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    (void)fsync(dir_fd);
-    close(dir_fd);
-  }
-  return Status();
+    return Status();
+  });
 }
 
 ShareRecord HostState::ReadShare() const noexcept {
@@ -372,7 +353,7 @@ Status HostState::WriteShare(const ShareRecord& record) const {
     std::replace(message.begin(), message.end(), '\n', ' ');
     text += "refused_message " + message + "\n";
   }
-  return ReplaceFile(dir_, PathOf("share"), text, false);
+  return ReplaceFileWithText(dir_, PathOf("share"), text, false);
 }
 
 std::string DefaultReloaderName(const std::string& path) {

@@ -14,7 +14,9 @@
 //               one verification a file a host
 //
 // The records are small text files replaced atomically (a temporary file,
-// rename; NAME.state and NAME.good also fsync-ed with their directory).
+// rename; NAME.state and NAME.good also fsync-ed with their directory), so
+// a process may replace a record another user wrote (nginx's master runs as
+// root, its workers as www-data): only the directory must be writable.
 // Every call touches the file system: off the event loop.
 #ifndef CHASH_ENGINE_SNAPSHOT_HOST_STATE_H_
 #define CHASH_ENGINE_SNAPSHOT_HOST_STATE_H_
@@ -104,6 +106,9 @@ class HostState {
   std::string dir_;
   std::string name_;
 };
+
+// 1..128 bytes of [A-Za-z0-9._-], not "." or "..".
+bool ValidReloaderName(std::string_view name) noexcept;
 
 // A name derived from the path for a reloader given none.
 std::string DefaultReloaderName(const std::string& path);

@@ -29,24 +29,21 @@ struct Header {
   uint32_t subsets = 0;  // named subsets in the subset section
 };
 
-// What the pre-body checks found: the header, the trusted key that signed
-// the file (nullptr without trusted keys), and whether the header names the
-// ring already served (VersionFloor::same_ring_ok).
+// What the pre-body checks found: the header, and the trusted key that
+// signed the file (nullptr without trusted keys).
 struct Prechecked {
   Header header;
   const PublicKey* signer = nullptr;
-  bool same_ring = false;
 };
 
 // The reload policy's versions, checked on the header before the body:
 // below `version` is a rollback; `version` with another fingerprint is
-// same_version; `version` with this fingerprint is the ring served when
-// same_ring_ok (no body read: LoadedFile::same_ring), else loaded and
-// checked as any file.
+// same_version; `version` with this fingerprint is loaded and checked as
+// any file (a copy of the ring served must still prove its bytes: a
+// damaged one is refused, not taken for the ring served).
 struct VersionFloor {
   uint64_t version = 0;
   Fingerprint fingerprint;
-  bool same_ring_ok = false;
 };
 
 // The checks before a byte of the body is read, on the header's 512 bytes
@@ -87,16 +84,12 @@ struct LoadedFile {
   FileIdentity identity;    // of the file opened (before and after the copy)
   SealedCopy sealed;        // kSealed: the copy's descriptor, valid while snapshot lives
   bool changed_while_read = false;  // a refusal that says nothing about the file's content
-  bool same_ring = false;   // the floor's ring: nothing loaded (snapshot null)
-  uint64_t config_version = 0;  // the header's, once it was read
 };
 
 // Opens the path without blocking (O_NONBLOCK: a FIFO is refused, never
 // waited on), runs the pre-body checks, then reads the body the options'
 // way and runs every check. `loaded->identity` is filled as soon as the
-// file is stat-ed, also when a check then fails. With a floor whose ring
-// the header names (same_ring_ok), returns a null snapshot and sets
-// loaded->same_ring.
+// file is stat-ed, also when a check then fails.
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,
                                                              const SnapshotLoadOptions& options,
                                                              LoadedFile* loaded = nullptr,

@@ -41,27 +41,10 @@ constexpr std::chrono::milliseconds kLockWait{60000};
 
 int64_t NowSeconds() { return static_cast<int64_t>(std::time(nullptr)); }
 
-StatusCode CodeOfCheck(SnapshotCheck check) {
-  switch (check) {
-    case SnapshotCheck::kIo:
-    case SnapshotCheck::kNotRegular:
-      return StatusCode::kIoError;
-    case SnapshotCheck::kMinVersion:
-    case SnapshotCheck::kExpired:
-    case SnapshotCheck::kSignature:
-    case SnapshotCheck::kRollback:
-    case SnapshotCheck::kSameVersion:
-      return StatusCode::kUntrusted;
-    case SnapshotCheck::kOutOfMemory:
-      return StatusCode::kOutOfMemory;
-    default:
-      return StatusCode::kBadSnapshot;
-  }
-}
-
 }  // namespace
 
-struct SnapshotReloader::Impl {
+// Hidden: the class it belongs to is exported, its implementation is not.
+struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
   std::string path;
   ReloadOptions options;
   std::optional<internal::HostState> host;
@@ -87,7 +70,17 @@ struct SnapshotReloader::Impl {
     FileIdentity file;
     SealedCopy sealed;
     bool adopted = false;
+    bool from_last_good = false;
   } pending;
+  // Create deferred the first load (ReloadOptions::defer_first_load): the
+  // state directory is opened and the first ring found by the first Check.
+  bool initialized = false;
+  // A ring served whose file NAME.good must still receive (its snapshot
+  // keeps the sealed copy's descriptor open until then).
+  struct GoodPending {
+    std::shared_ptr<const RingSnapshot> snapshot;
+    SealedCopy sealed;
+  } good_pending;
 
   // What report() copies, under its own mutex: a report never waits for a
   // Check in flight.
@@ -105,6 +98,7 @@ struct SnapshotReloader::Impl {
   bool sharing() const {
     return host.has_value() && options.share && options.load.mode == SnapshotLoadMode::kSealed;
   }
+  bool writing() const { return host.has_value() && options.write_state; }
 
   std::shared_ptr<const RingSnapshot> Current() const {
     std::lock_guard<std::mutex> lock(current_mutex);
@@ -151,9 +145,6 @@ struct SnapshotReloader::Impl {
     internal::VersionFloor floor;
     floor.version = highest;
     floor.fingerprint = highest_fingerprint;
-    const std::shared_ptr<const RingSnapshot> served = Current();
-    floor.same_ring_ok = served != nullptr && served->info().config_version == highest &&
-                         served->info().fingerprint == highest_fingerprint;
     return floor;
   }
 
@@ -215,7 +206,7 @@ struct SnapshotReloader::Impl {
   }
 
   void Publish(const LoadedFile& loaded) {
-    if (!sharing() || loaded.sealed.fd < 0 || !loaded.snapshot) return;
+    if (!sharing() || !writing() || loaded.sealed.fd < 0 || !loaded.snapshot) return;
     ShareRecord record = host->ReadShare();
     if (record.policy != policy) record = ShareRecord();
     record.policy = policy;
@@ -229,7 +220,7 @@ struct SnapshotReloader::Impl {
   }
 
   void PublishRefusal(const FileIdentity& id, const Status& status) {
-    if (!sharing()) return;
+    if (!sharing() || !writing()) return;
     ShareRecord record = host->ReadShare();
     if (record.policy != policy) record = ShareRecord();
     record.policy = policy;
@@ -242,21 +233,49 @@ struct SnapshotReloader::Impl {
 
   // NAME.good and NAME.state for a ring being served, unless the state
   // already holds it or a newer one. Under the host's lock.
-  Status Persist(const RingSnapshot& snapshot, const SealedCopy& sealed) {
-    if (!host) return Status();
+  // NAME.state for a ring being served, unless the state already holds it
+  // or a newer one; then NAME.good, written now (good_now: a start, which
+  // serves nothing yet) or at the next Check (a reload: the embedder swaps
+  // as soon as Accept returns, and a file of a gigabyte written and fsync-ed
+  // first would delay every swap by seconds). Under the host's lock.
+  Status Persist(std::shared_ptr<const RingSnapshot> snapshot, const SealedCopy& sealed,
+                 bool good_now) {
+    if (!writing()) return Status();
     HostLock lock = host->Lock(kLockWait);
     Result<internal::PersistedState> state = host->ReadState();
     if (!state.ok()) return state.status();
-    const uint64_t version = snapshot.info().config_version;
+    const uint64_t version = snapshot->info().config_version;
     if (state.value().present && state.value().highest_version >= version) return Status();
-    if (options.keep_last_good && sealed.fd >= 0) {
-      if (Status status = host->WriteGood(sealed.fd, sealed.size); !status.ok()) return status;
-    }
     internal::PersistedState next;
     next.present = true;
     next.highest_version = version;
-    next.fingerprint = snapshot.info().fingerprint;
-    return host->WriteState(next);
+    next.fingerprint = snapshot->info().fingerprint;
+    if (Status status = host->WriteState(next); !status.ok()) return status;
+    if (!options.keep_last_good || sealed.fd < 0) return Status();
+    good_pending = GoodPending{std::move(snapshot), sealed};
+    return good_now ? WritePendingGood(lock) : Status();
+  }
+
+  // NAME.good from the copy Persist left pending, unless NAME.good already
+  // holds its version (another process wrote it). Kept pending on a failure
+  // (the report says so), tried again at the next Check.
+  Status WritePendingGood(const HostLock&) {
+    if (!good_pending.snapshot) return Status();
+    const uint64_t version = good_pending.snapshot->info().config_version;
+    Result<SnapshotInfo> there = ReadSnapshotInfo(host->GoodPath());
+    if (!there.ok() || there.value().config_version != version) {
+      if (Status status = host->WriteGood(good_pending.sealed.fd, good_pending.sealed.size);
+          !status.ok()) {
+        return status;
+      }
+    }
+    good_pending = GoodPending();
+    return Status();
+  }
+  Status WritePendingGood() {
+    if (!good_pending.snapshot || !writing()) return Status();
+    HostLock lock = host->Lock(kLockWait);
+    return WritePendingGood(lock);
   }
 
   void NoteStateError(const Status& status) {
@@ -286,6 +305,32 @@ struct SnapshotReloader::Impl {
     std::atomic<int64_t>& since_;
   };
 
+  // Serves the pending candidate: persists its version and file (an error
+  // is kept in the report and returned; the ring is served all the same),
+  // then publishes it. A reload (not the first ring) is counted.
+  Status Commit() {
+    const bool reload = Current() != nullptr;
+    Pending taken = std::move(pending);
+    pending = Pending();
+    Status persisted;
+    try {
+      persisted = Persist(taken.snapshot, taken.sealed, !reload);
+    } catch (const std::bad_alloc&) {
+      persisted = internal::OutOfMemory("writing the reload state", path);
+    }
+    NoteStateError(persisted);
+    Serve(std::move(taken.snapshot), taken.file, taken.sealed);
+    std::lock_guard<std::mutex> lock(report_mutex);
+    if (reload) {
+      ++report.accepted;
+      if (taken.adopted) ++report.adopted;
+    }
+    report.serving_last_good = taken.from_last_good;
+    return persisted;
+  }
+
+  Status Initialize();
+  ReloadCandidate FirstCandidate();
   ReloadCandidate CheckLocked();
   ReloadCandidate AdoptSharedLocked();
 };
@@ -301,6 +346,108 @@ SnapshotReloader::~SnapshotReloader() {
     impl_->watch_wake.notify_all();
     impl_->watcher.join();
   }
+  // A NAME.good still to write is written now: a restart must find the
+  // ring this reloader served last.
+  std::lock_guard<std::mutex> poll(impl_->poll_mutex);
+  try {
+    (void)impl_->WritePendingGood();
+  } catch (...) {
+    // Out of memory while naming a failure: the next start serves the path's file.
+  }
+}
+
+// Opens the state directory and reads the versions served. Touches the
+// file system: Create does it, or the first Check when deferred.
+Status SnapshotReloader::Impl::Initialize() {
+  if (initialized) return Status();
+  if (!options.state_dir.empty()) {
+    const std::string name =
+        options.name.empty() ? internal::DefaultReloaderName(path) : options.name;
+    Result<internal::HostState> opened = internal::HostState::Open(options.state_dir, name);
+    if (!opened.ok()) return opened.status();
+    host = std::move(opened).value();
+    Result<internal::PersistedState> state = host->ReadState();
+    if (!state.ok()) return state.status();
+    if (state.value().present) Raise(state.value().highest_version, state.value().fingerprint);
+  }
+  initialized = true;
+  return Status();
+}
+
+// The newest ring that passes every check, while nothing is served yet: the
+// path's file as another process of the host verified it, else the path's
+// file with every check, else the last good file (NAME.good). A candidate
+// (pending; from_last_good says which), or the refusal naming why the path's
+// file (and the last good one) failed.
+ReloadCandidate SnapshotReloader::Impl::FirstCandidate() {
+  pending = Pending();
+  const FileIdentity now = internal::IdentityOfPath(path);
+  // A file refused already (the embedder's own checks refused it: the
+  // next candidate is the last good file).
+  const bool path_refused = now.size >= 0 && IsRefused(now);
+  if (sharing() && now.size >= 0 && !path_refused) {
+    HostLock lock = host->Lock(kLockWait);
+    const ShareRecord record = host->ReadShare();
+    if (record.policy == policy && record.has_copy && record.source == now) {
+      SealedCopy adopted;
+      if (auto snapshot = Adopt(record, adopted);
+          snapshot && CheckVersion((*snapshot)->info()).ok()) {
+        return Candidate(std::move(*snapshot), now, adopted, true);
+      }
+    }
+  }
+  const std::optional<internal::VersionFloor> floor = Floor();
+  Status refusal;
+  if (path_refused) {
+    std::lock_guard<std::mutex> lock(report_mutex);
+    refusal = last_status;
+  } else {
+    LoadedFile loaded;
+    Result<std::shared_ptr<const RingSnapshot>> first = internal::LoadSnapshotFile(
+        path, options.load, &loaded, floor ? &*floor : nullptr);
+    if (first.ok()) {
+      Publish(loaded);
+      return Candidate(std::move(first).value(), loaded.identity, loaded.sealed, false);
+    }
+    refusal = first.status();
+    if (refusal.code() == StatusCode::kOutOfMemory) return Refused(refusal);
+    const bool remember = !loaded.changed_while_read;
+    NoteRefusal(loaded.identity, refusal, remember);
+    if (remember) PublishRefusal(loaded.identity, refusal);
+  }
+  if (!host || !options.keep_last_good) return Refused(refusal);
+  const std::string good = host->GoodPath();
+  struct stat st {};
+  if (stat(good.c_str(), &st) != 0) return Refused(refusal);
+  // No floor: NAME.good is this name's own verified copy. It is older than
+  // the state only if the process stopped between the two writes; it is
+  // served then, and the report says so, rather than nothing.
+  LoadedFile last;
+  Result<std::shared_ptr<const RingSnapshot>> kept =
+      internal::LoadSnapshotFile(good, options.load, &last, nullptr);
+  if (!kept.ok()) {
+    return Refused(Status(refusal.code(), refusal.message() + "; and the last good file " + good +
+                                              " was refused too: " + kept.status().message()));
+  }
+  const uint64_t version = kept.value()->info().config_version;
+  if (has_highest && version < highest) {
+    NoteRefusal(FileIdentity{},
+                Status(StatusCode::kUntrusted,
+                       "rollback: " + refusal.message() + "; serving the last good file " + good +
+                           ", config version " + std::to_string(version) +
+                           ", older than the highest served, " + std::to_string(highest) +
+                           " (the process stopped before it rewrote the file)"),
+                false);
+  } else if (has_highest && version == highest && !(kept.value()->info().fingerprint ==
+                                                    highest_fingerprint)) {
+    return Refused(Status(refusal.code(), refusal.message() + "; and the last good file " + good +
+                                              " holds another ring of version " +
+                                              std::to_string(version)));
+  }
+  Publish(last);
+  ReloadCandidate candidate = Candidate(std::move(kept).value(), FileIdentity{}, last.sealed, false);
+  pending.from_last_good = true;
+  return candidate;
 }
 
 Result<std::unique_ptr<SnapshotReloader>> SnapshotReloader::Create(std::string path,
@@ -312,74 +459,21 @@ Result<std::unique_ptr<SnapshotReloader>> SnapshotReloader::Create(std::string p
         impl->options = std::move(options);
         Impl& self = *impl;
         self.policy = internal::PolicyDigest(self.options.load);
-        if (!self.options.state_dir.empty()) {
-          const std::string name = self.options.name.empty()
-                                       ? internal::DefaultReloaderName(self.path)
-                                       : self.options.name;
-          Result<internal::HostState> host = internal::HostState::Open(self.options.state_dir, name);
-          if (!host.ok()) return host.status();
-          self.host = std::move(host).value();
-          Result<internal::PersistedState> state = self.host->ReadState();
-          if (!state.ok()) return state.status();
-          if (state.value().present) {
-            self.Raise(state.value().highest_version, state.value().fingerprint);
-          }
-        } else if (!self.options.name.empty()) {
+        if (self.options.state_dir.empty() && !self.options.name.empty()) {
           return Status(StatusCode::kBadArgument,
                         "a reloader name needs a state directory (" + self.path + ")");
         }
-        // 1. The path's file as another process of the host verified it.
-        const FileIdentity now = internal::IdentityOfPath(self.path);
-        if (self.sharing() && now.size >= 0) {
-          HostLock lock = self.host->Lock(kLockWait);
-          const ShareRecord record = self.host->ReadShare();
-          if (record.policy == self.policy && record.has_copy && record.source == now) {
-            SealedCopy adopted;
-            if (auto snapshot = self.Adopt(record, adopted);
-                snapshot && self.CheckVersion((*snapshot)->info()).ok()) {
-              self.Serve(std::move(*snapshot), now, adopted);
-              return std::unique_ptr<SnapshotReloader>(new SnapshotReloader(std::move(impl)));
-            }
-          }
+        if (!self.options.name.empty() && !internal::ValidReloaderName(self.options.name)) {
+          return Status(StatusCode::kBadArgument, "reloader name '" + self.options.name +
+                                                      "': 1..128 characters of A-Z a-z 0-9 . _ -");
         }
-        // 2. The path's file, with every check.
-        const std::optional<internal::VersionFloor> floor = self.Floor();
-        LoadedFile loaded;
-        Result<std::shared_ptr<const RingSnapshot>> first = internal::LoadSnapshotFile(
-            self.path, self.options.load, &loaded, floor ? &*floor : nullptr);
-        if (first.ok()) {
-          self.Publish(loaded);
-          if (Status status = self.Persist(*first.value(), loaded.sealed); !status.ok()) {
-            self.NoteStateError(status);
-          }
-          self.Serve(std::move(first).value(), loaded.identity, loaded.sealed);
+        if (self.options.defer_first_load) {
           return std::unique_ptr<SnapshotReloader>(new SnapshotReloader(std::move(impl)));
         }
-        const Status refusal = first.status();
-        if (refusal.code() == StatusCode::kOutOfMemory) return refusal;
-        const bool remember = !loaded.changed_while_read;
-        self.NoteRefusal(loaded.identity, refusal, remember);
-        if (remember) self.PublishRefusal(loaded.identity, refusal);
-        // 3. The last file that passed every check.
-        if (!self.host || !self.options.keep_last_good) return refusal;
-        const std::string good = self.host->GoodPath();
-        struct stat st {};
-        if (stat(good.c_str(), &st) != 0) return refusal;
-        std::optional<internal::VersionFloor> good_floor = floor;
-        if (good_floor) good_floor->same_ring_ok = false;
-        LoadedFile last;
-        Result<std::shared_ptr<const RingSnapshot>> kept = internal::LoadSnapshotFile(
-            good, self.options.load, &last, good_floor ? &*good_floor : nullptr);
-        if (!kept.ok()) {
-          return Status(refusal.code(), refusal.message() + "; and the last good file " + good +
-                                            " was refused too: " + kept.status().message());
-        }
-        self.Publish(last);
-        self.Serve(std::move(kept).value(), FileIdentity{}, last.sealed);
-        {
-          std::lock_guard<std::mutex> lock(self.report_mutex);
-          self.report.serving_last_good = true;
-        }
+        if (Status status = self.Initialize(); !status.ok()) return status;
+        const ReloadCandidate first = self.FirstCandidate();
+        if (first.outcome != ReloadOutcome::kNew) return first.status;
+        (void)self.Commit();  // a state write that failed is in the report
         return std::unique_ptr<SnapshotReloader>(new SnapshotReloader(std::move(impl)));
       });
 }
@@ -388,6 +482,13 @@ std::shared_ptr<const RingSnapshot> SnapshotReloader::current() const { return i
 
 ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
   pending = Pending();
+  if (!initialized) {
+    if (Status status = Initialize(); !status.ok()) {
+      NoteRefusal(FileIdentity{}, status, false);
+      return Refused(status);
+    }
+  }
+  if (Current() == nullptr) return FirstCandidate();  // deferred, or nothing served yet
   if (host) {
     Status state_error;
     {
@@ -397,9 +498,10 @@ ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
     if (!state_error.ok()) {
       // The last Accept could not persist: try again.
       if (const std::shared_ptr<const RingSnapshot> served = Current()) {
-        Status status = Persist(*served, current_sealed);
-        NoteStateError(status);
+        NoteStateError(Persist(served, current_sealed, true));
       }
+    } else if (good_pending.snapshot) {
+      NoteStateError(WritePendingGood());
     }
   }
   struct stat st {};
@@ -423,7 +525,7 @@ ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
     record = host->ReadShare();
     if (record.policy == policy) {
       if (record.has_refusal && record.refused == now) {
-        const Status status(CodeOfCheck(record.check), record.message);
+        const Status status(CodeOfSnapshotCheck(record.check), record.message);
         NoteRefusal(now, status, true);
         return Refused(status);
       }
@@ -461,11 +563,19 @@ ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
     if (remember) PublishRefusal(id, status);
     return Refused(status);
   }
-  if (loaded.same_ring) {
+  const std::shared_ptr<const RingSnapshot> served = Current();
+  if (served && result.value()->info().config_version == served->info().config_version &&
+      result.value()->info().fingerprint == served->info().fingerprint) {
+    // A copy of the ring served (a touch, a cp): verified, remembered, not
+    // swapped; the others of the host are pointed at the copy served.
     current_file = loaded.identity;
-    ReloadCandidate same;
-    same.outcome = ReloadOutcome::kSameRing;
-    return same;
+    LoadedFile same = loaded;
+    same.snapshot = served;
+    same.sealed = current_sealed;
+    Publish(same);
+    ReloadCandidate candidate;
+    candidate.outcome = ReloadOutcome::kSameRing;
+    return candidate;
   }
   Publish(loaded);
   return Candidate(std::move(result).value(), loaded.identity, loaded.sealed, false);
@@ -487,21 +597,36 @@ ReloadCandidate SnapshotReloader::Check() {
 
 ReloadCandidate SnapshotReloader::Impl::AdoptSharedLocked() {
   pending = Pending();
-  if (!sharing()) return ReloadCandidate();
+  if (!initialized && !Initialize().ok()) return ReloadCandidate();
+  if (!host) return ReloadCandidate();
   HostLock lock = host->Lock(kLockWait);
-  const ShareRecord record = host->ReadShare();
-  if (record.policy != policy || !record.has_copy) return ReloadCandidate();
+  const ShareRecord record = sharing() ? host->ReadShare() : ShareRecord();
   const std::shared_ptr<const RingSnapshot> served = Current();
-  if (served && (record.config_version < served->info().config_version ||
-                 (record.config_version == served->info().config_version &&
-                  record.fingerprint == served->info().fingerprint))) {
+  (void)Floor();
+  if (record.policy == policy && record.has_copy &&
+      !(served && (record.config_version < served->info().config_version ||
+                   (record.config_version == served->info().config_version &&
+                    record.fingerprint == served->info().fingerprint)))) {
+    SealedCopy adopted;
+    if (auto snapshot = Adopt(record, adopted);
+        snapshot && CheckVersion((*snapshot)->info()).ok()) {
+      return Candidate(std::move(*snapshot), record.source, adopted, true);
+    }
+  }
+  // The host served a newer version than this process, and the process
+  // that verified it is gone (its copy cannot be adopted): the last good
+  // file, which is that version.
+  if (!options.keep_last_good || !has_highest ||
+      (served && served->info().config_version >= highest)) {
     return ReloadCandidate();
   }
-  (void)Floor();
-  SealedCopy adopted;
-  auto snapshot = Adopt(record, adopted);
-  if (!snapshot || !CheckVersion((*snapshot)->info()).ok()) return ReloadCandidate();
-  return Candidate(std::move(*snapshot), record.source, adopted, true);
+  const std::optional<internal::VersionFloor> floor = Floor();
+  LoadedFile loaded;
+  Result<std::shared_ptr<const RingSnapshot>> good = internal::LoadSnapshotFile(
+      host->GoodPath(), options.load, &loaded, floor ? &*floor : nullptr);
+  if (!good.ok() || good.value()->info().config_version != highest) return ReloadCandidate();
+  Publish(loaded);
+  return Candidate(std::move(good).value(), FileIdentity{}, loaded.sealed, false);
 }
 
 ReloadCandidate SnapshotReloader::AdoptShared() {
@@ -523,23 +648,7 @@ Status SnapshotReloader::Accept(const ReloadCandidate& candidate) {
     return Status(StatusCode::kBadArgument,
                   "not the last new candidate of Check or AdoptShared (" + impl.path + ")");
   }
-  Impl::Pending pending = std::move(impl.pending);
-  impl.pending = Impl::Pending();
-  Status persisted;
-  try {
-    persisted = impl.Persist(*pending.snapshot, pending.sealed);
-  } catch (const std::bad_alloc&) {
-    persisted = internal::OutOfMemory("writing the reload state", impl.path);
-  }
-  impl.NoteStateError(persisted);
-  impl.Serve(std::move(pending.snapshot), pending.file, pending.sealed);
-  {
-    std::lock_guard<std::mutex> lock(impl.report_mutex);
-    ++impl.report.accepted;
-    if (pending.adopted) ++impl.report.adopted;
-    impl.report.serving_last_good = false;
-  }
-  return persisted;
+  return impl.Commit();
 }
 
 void SnapshotReloader::Refuse(const ReloadCandidate& candidate, SnapshotCheck check,
@@ -550,7 +659,7 @@ void SnapshotReloader::Refuse(const ReloadCandidate& candidate, SnapshotCheck ch
   const FileIdentity file = impl.pending.file;
   impl.pending = Impl::Pending();
   try {
-    const Status status(CodeOfCheck(check),
+    const Status status(CodeOfSnapshotCheck(check),
                         std::string(SnapshotCheckName(check)) + ": " + message);
     impl.NoteRefusal(file, status, true);
   } catch (const std::bad_alloc&) {

@@ -169,6 +169,20 @@ Status ReadAt(const std::string& path, int fd, uint8_t* out, uint64_t length, ui
   return Status();
 }
 
+// The checks before the body, on the 512 bytes of the header and the 128 of
+// the trailer read from the open file: two preads, whatever its size.
+Status PrecheckFile(const std::string& path, int fd, uint64_t size,
+                    const SnapshotLoadOptions& options, const internal::VersionFloor* floor,
+                    internal::Prechecked& out) {
+  uint8_t head[kHeaderBytes];
+  uint8_t tail[kTrailerBytes];
+  if (Status status = ReadAt(path, fd, head, kHeaderBytes, 0); !status.ok()) return status;
+  if (Status status = ReadAt(path, fd, tail, kTrailerBytes, size - kTrailerBytes); !status.ok()) {
+    return status;
+  }
+  return internal::Precheck(head, tail, size, options, floor, out);
+}
+
 // The file's bytes in a new sealed memory file, mapped read-only. One read
 // of the file (sendfile: no copy through user space where the kernel can),
 // then the seals; kOutOfMemory when the memory file cannot grow (ENOMEM,
@@ -281,21 +295,9 @@ Result<std::shared_ptr<RingSnapshot>> LoadFileMutable(const std::string& path,
       !status.ok()) {
     return status;
   }
-  uint8_t head[kHeaderBytes];
-  uint8_t tail[kTrailerBytes];
-  if (Status status = ReadAt(path, file.fd, head, kHeaderBytes, 0); !status.ok()) return status;
-  if (Status status = ReadAt(path, file.fd, tail, kTrailerBytes, size - kTrailerBytes);
-      !status.ok()) {
-    return status;
-  }
   internal::Prechecked pre;
-  Status prechecked = internal::Precheck(head, tail, size, options, floor, pre);
-  out.config_version = pre.header.info.config_version;
+  Status prechecked = PrecheckFile(path, file.fd, size, options, floor, pre);
   if (!prechecked.ok()) return NamingThePath(prechecked, path);
-  if (pre.same_ring) {
-    out.same_ring = true;
-    return std::shared_ptr<RingSnapshot>();
-  }
   // The bytes to check, in the options' place.
   std::shared_ptr<const void> backing;
   const uint8_t* data = nullptr;
@@ -474,15 +476,8 @@ Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {
     if (Status status = OpenChecked(path, any, false, file, size, nullptr); !status.ok()) {
       return status;
     }
-    uint8_t head[kHeaderBytes];
-    uint8_t tail[kTrailerBytes];
-    if (Status status = ReadAt(path, file.fd, head, kHeaderBytes, 0); !status.ok()) return status;
-    if (Status status = ReadAt(path, file.fd, tail, kTrailerBytes, size - kTrailerBytes);
-        !status.ok()) {
-      return status;
-    }
     internal::Prechecked pre;
-    if (Status status = internal::Precheck(head, tail, size, any, nullptr, pre);
+    if (Status status = PrecheckFile(path, file.fd, size, any, nullptr, pre);
         !status.ok() && FailedSnapshotCheck(status) != SnapshotCheck::kExpired) {
       return status;
     }

@@ -220,7 +220,6 @@ Status Precheck(const uint8_t* head, const uint8_t* trailer, uint64_t size,
                 const SnapshotLoadOptions& options, const VersionFloor* floor,
                 Prechecked& out) {
   Header& h = out.header;
-  out.same_ring = false;
   if (Status status = ParseFixedHeader(head, trailer, size, h); !status.ok()) return status;
   const SnapshotInfo& info = h.info;
   if (info.config_version < options.min_config_version) {
@@ -236,20 +235,12 @@ Status Precheck(const uint8_t* head, const uint8_t* trailer, uint64_t size,
                                        "higher version (chash build --from OLD "
                                        "--config-version N)");
     }
-    if (info.config_version == floor->version) {
-      if (!(info.fingerprint == floor->fingerprint)) {
-        return Untrusted("same_version", "config version " +
-                                             std::to_string(info.config_version) +
-                                             " was served with ring " +
-                                             floor->fingerprint.Short() +
-                                             "; this file has that version and ring " +
-                                             info.fingerprint.Short() +
-                                             ": a new ring needs a higher version");
-      }
-      if (floor->same_ring_ok) {
-        out.same_ring = true;
-        return Status();
-      }
+    if (info.config_version == floor->version && !(info.fingerprint == floor->fingerprint)) {
+      return Untrusted("same_version", "config version " + std::to_string(info.config_version) +
+                                           " was served with ring " + floor->fingerprint.Short() +
+                                           "; this file has that version and ring " +
+                                           info.fingerprint.Short() +
+                                           ": a new ring needs a higher version");
     }
   }
   if (info.expires_unix_seconds != 0) {

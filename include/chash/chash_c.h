@@ -42,9 +42,27 @@
  * the call never allocates; such calls cannot fail with
  * CHASH_E_OUT_OF_MEMORY.
  *
- * ABI: libchash.so.0 (the SONAME names the major version). Within a major
- * version functions and error codes are only added; the structs here keep
- * their size and fields.
+ * ABI: libchash.so.1 (the SONAME names the major version). Within a major
+ * version functions, constants and error codes are only added, and structs
+ * only grow at their end. Every parameter is a fixed-width integer, a
+ * pointer or size_t: no enum type crosses the ABI (the CHASH_* constants
+ * are plain integers).
+ *
+ * Structs that grow. chash_snapshot_options, chash_snapshot_info,
+ * chash_ring_stats, chash_memory_usage, chash_reloader_options,
+ * chash_reload_result and chash_reload_report begin with `uint32_t size`:
+ * set it to sizeof the struct as your program was compiled, e.g.
+ *
+ *   chash_snapshot_options options = {.size = sizeof options};  (C99; the rest 0)
+ *   chash_snapshot_options options{}; options.size = sizeof options;  (C++)
+ *
+ * The library reads an input struct's fields only up to `size` (a field
+ * past it is zero: its default) and writes an output struct's only up to
+ * `size`, so a program built against an older header keeps working with a
+ * newer library, and a newer program with an older library as long as the
+ * fields it sets past what that library knows are zero. A size below 8
+ * bytes is CHASH_E_BAD_ARGUMENT; so is an input whose bytes past what this library
+ * knows are not zero.
  */
 #ifndef CHASH_CHASH_C_H_
 #define CHASH_CHASH_C_H_
@@ -78,15 +96,16 @@ typedef struct chash_availability chash_availability;
 typedef struct chash_migration chash_migration;
 typedef struct chash_snapshot chash_snapshot;
 
-typedef enum chash_flavor {
-  CHASH_FLAVOR_NGINX = 0,      /* nginx `hash $key consistent;` (1.22) */
-  CHASH_FLAVOR_PINGORA_V1 = 1, /* pingora-ketama Continuum::new */
-  CHASH_FLAVOR_PINGORA_V2 = 2, /* pingora-ketama Version::V2 { point_multiple } */
-  CHASH_FLAVOR_RESTY = 3       /* OpenResty resty.chash (APISIX): opaque ids, CRC32(ID) chains */
-} chash_flavor;
+/* Flavors: which program's ring to reproduce (uint32_t). */
+#define CHASH_FLAVOR_NGINX 0u      /* nginx `hash $key consistent;` (1.22) */
+#define CHASH_FLAVOR_PINGORA_V1 1u /* pingora-ketama Continuum::new */
+#define CHASH_FLAVOR_PINGORA_V2 2u /* pingora-ketama Version::V2 { point_multiple } */
+#define CHASH_FLAVOR_RESTY 3u      /* OpenResty resty.chash (APISIX): opaque ids, CRC32(ID) chains */
 
 #define CHASH_OK 0
 #define CHASH_NO_NODE 0xFFFFFFFFu
+#define CHASH_NO_POSITION 0xFFFFFFFFu    /* a position (point index) that is none */
+#define CHASH_MESSAGE_SIZE 512           /* message buffers in the structs below */
 #define CHASH_MAX_NODES 65536u            /* node ids are 0..65535 */
 #define CHASH_DEFAULT_POINT_MULTIPLE 160u /* nginx, pingora v1 (fixed), v2 (default) */
 #define CHASH_ROLLOUT_SCALE 1000000u      /* migration rollouts are in ppm */
@@ -143,7 +162,7 @@ CHASH_C_API uint32_t chash_crc32_extend(uint32_t crc, const void *data,
  * (0 = the flavor's default, 160; nginx and pingora v1 take only 160).
  * Errors: CHASH_E_BAD_ARGUMENT (unknown flavor), CHASH_E_BAD_MULTIPLE,
  * CHASH_E_OUT_OF_MEMORY, CHASH_E_NULL_ARGUMENT; *out is NULL on error. */
-CHASH_C_API int chash_builder_new(chash_flavor flavor, uint32_t point_multiple,
+CHASH_C_API int chash_builder_new(uint32_t flavor, uint32_t point_multiple,
                                   chash_builder **out) CHASH_C_NOEXCEPT;
 /* Caps the generated points (sum of weight x multiple) of the ring: default
  * 2^30 (6 GiB of columns), at most 2^31 - 1. Only before the first add:
@@ -151,8 +170,9 @@ CHASH_C_API int chash_builder_new(chash_flavor flavor, uint32_t point_multiple,
 CHASH_C_API int chash_builder_set_max_points(chash_builder *builder,
                                              uint64_t max_points) CHASH_C_NOEXCEPT;
 /* Threads chash_builder_build may use, the caller's included: 0 (the
- * default) = every hardware thread, 1 = the calling thread only; above 256
- * counts as 256. The ring is bit-identical whatever the count. Only before
+ * default) = the CPUs this process may run on (its affinity mask, bounded
+ * by its cgroup's CPU quota; at most 64), 1 = the calling thread only;
+ * above 256 counts as 256. The ring is bit-identical whatever the count. Only before
  * the first add: CHASH_E_BAD_ARGUMENT afterwards. */
 CHASH_C_API int chash_builder_set_threads(chash_builder *builder,
                                           uint32_t threads) CHASH_C_NOEXCEPT;
@@ -249,24 +269,18 @@ CHASH_C_API uint32_t chash_cursor_next(chash_cursor *cursor) CHASH_C_NOEXCEPT;
 CHASH_C_API uint32_t chash_cursor_node(const chash_cursor *cursor) CHASH_C_NOEXCEPT;
 CHASH_C_API uint32_t chash_cursor_hash(const chash_cursor *cursor) CHASH_C_NOEXCEPT;
 
-/* Each node once, in ring order from a key's point: the failover order
- * (nodes without points never come). About 8 KiB (a seen-set of 65,536
- * bits), meant for the caller's stack. A whole walk visits each point at
- * most once: O(n) in total over all its steps. */
-typedef struct chash_distinct_walk {
-  uint64_t opaque[1032];
-} chash_distinct_walk;
-
 /* Positions: each kept point's index in ring (ascending-hash) order,
  * 0..num_points-1; resty.chash's `find` answers with one and `next` walks
- * them. chash_ring_find_position: the position of the point
- * chash_ring_find_hash(ring, hash) answers with; CHASH_NO_NODE for an empty
- * or NULL ring. O(log16 n). chash_ring_point_at: the node at `position`
- * and, if `hash` is not NULL, its hash; CHASH_NO_NODE (hash 0) past the last
- * point or for NULL. O(1). No allocation. */
+ * them. A position is a uint32_t below 2^31 (a ring holds at most 2^31 - 1
+ * points). chash_ring_find_position: the position of the point
+ * chash_ring_find_hash(ring, hash) answers with; CHASH_NO_POSITION for an
+ * empty or NULL ring. O(log16 n). chash_ring_point_at: the node at
+ * `position` and, if `hash` is not NULL, its hash; CHASH_NO_NODE (hash 0)
+ * past the last point, for CHASH_NO_POSITION or for NULL. O(1). No
+ * allocation. */
 CHASH_C_API uint32_t chash_ring_find_position(const chash_ring *ring,
                                               uint32_t hash) CHASH_C_NOEXCEPT;
-CHASH_C_API uint32_t chash_ring_point_at(const chash_ring *ring, uint64_t position,
+CHASH_C_API uint32_t chash_ring_point_at(const chash_ring *ring, uint32_t position,
                                          uint32_t *hash) CHASH_C_NOEXCEPT;
 /* The points collisions dropped (the losers at a hash another node won):
  * `count` hashes ascending and their nodes, the best-ranked loser of a hash
@@ -277,14 +291,32 @@ CHASH_C_API int chash_ring_collision_losers(const chash_ring *ring, const uint32
                                             const uint16_t **nodes,
                                             uint64_t *count) CHASH_C_NOEXCEPT;
 
-/* Starts the walk at the point chash_ring_find_hash(ring, hash) answers with.
- * CHASH_E_NULL_ARGUMENT for a NULL walk or ring (a NULL ring leaves a walk
- * that is done). O(log16 n) plus clearing 8 KiB. */
-CHASH_C_API int chash_ring_walk_distinct(const chash_ring *ring, uint32_t hash,
-                                         chash_distinct_walk *walk) CHASH_C_NOEXCEPT;
-/* The next node not yet returned; CHASH_NO_NODE when every node with points
- * has come (or NULL). Only on a walk chash_ring_walk_distinct started. */
-CHASH_C_API uint32_t chash_distinct_walk_next(chash_distinct_walk *walk) CHASH_C_NOEXCEPT;
+/* ---- The failover order over distinct nodes: in the caller's memory --------------- */
+
+/* Each node once, in the order the ring of the available nodes would walk
+ * them from a key's point: the first is chash_ring_find_available_hash's
+ * answer, the next ones the failover order (a down winner's point goes to
+ * its first available collision loser, as every masked lookup rules);
+ * without a mask, every node that owns a point, in ring order. The one
+ * walk behind retries over distinct nodes in nginx, chash.resty and the
+ * Rust crate. It lives in memory the caller provides (a stack buffer, a
+ * request's pool, a Lua cdata), chash_walk_size(ring) bytes, 8-byte
+ * aligned: one bit a node and a fixed header, so its size follows the
+ * ring's node count, not a limit compiled into the ABI. Nothing to free. */
+typedef struct chash_walk chash_walk;
+/* Bytes a walk of this ring needs: 128 + 8 * ceil(nodes / 64). O(1). */
+CHASH_C_API size_t chash_walk_size(const chash_ring *ring) CHASH_C_NOEXCEPT;
+/* Starts a walk of ring (through mask unless it is NULL) at the point of
+ * `hash` in `memory`; *out points into memory. The ring and mask must
+ * outlive the walk and the mask must not change during it.
+ * CHASH_E_NULL_ARGUMENT, CHASH_E_BAD_ARGUMENT (bytes too small or memory
+ * misaligned). O(log16 n + nodes / 64); no allocation. */
+CHASH_C_API int chash_walk_start(void *memory, size_t bytes, const chash_ring *ring,
+                                 const chash_node_mask *mask, uint32_t hash,
+                                 chash_walk **out) CHASH_C_NOEXCEPT;
+/* The next node, CHASH_NO_NODE once every reachable node has come (or for
+ * NULL). All the calls of one walk visit each point at most once. */
+CHASH_C_API uint32_t chash_walk_next(chash_walk *walk) CHASH_C_NOEXCEPT;
 
 /* ---- Shape of a ring: O(1), no allocation; 0 / NULL for a NULL ring --------------- */
 
@@ -296,8 +328,10 @@ CHASH_C_API uint64_t chash_ring_points_generated(const chash_ring *ring) CHASH_C
 CHASH_C_API uint32_t chash_ring_nodes_with_points(const chash_ring *ring) CHASH_C_NOEXCEPT;
 /* 1 if node `node` owns a kept point, else 0 (out of range included). */
 CHASH_C_API int chash_ring_owns_points(const chash_ring *ring, uint32_t node) CHASH_C_NOEXCEPT;
-/* The flavor (CHASH_FLAVOR_*), or -1 for a raw-point ring or NULL. */
-CHASH_C_API int chash_ring_flavor(const chash_ring *ring) CHASH_C_NOEXCEPT;
+/* The flavor (CHASH_FLAVOR_*), or CHASH_NO_FLAVOR for a raw-point ring or
+ * NULL. */
+#define CHASH_NO_FLAVOR 0xFFFFFFFFu
+CHASH_C_API uint32_t chash_ring_flavor(const chash_ring *ring) CHASH_C_NOEXCEPT;
 CHASH_C_API uint32_t chash_ring_point_multiple(const chash_ring *ring) CHASH_C_NOEXCEPT;
 /* The node's address exactly as written to chash_builder_add (not
  * NUL-terminated in general: use *len; it is followed by a NUL byte all the
@@ -406,7 +440,8 @@ CHASH_C_API int chash_ring_find_bounded_load(const chash_ring *ring, uint32_t ha
 
 /* ---- Dual-ring migration ------------------------------------------------------- */
 
-typedef enum chash_side { CHASH_SIDE_OLD = 0, CHASH_SIDE_NEW = 1 } chash_side;
+#define CHASH_SIDE_OLD 0u /* the ring a migration starts from */
+#define CHASH_SIDE_NEW 1u /* the ring it moves keys to */
 
 /* Both rings in memory, each key routed through one of them by a stable
  * 64-bit hash of the key (seeded by `seed`): a key takes the new ring iff
@@ -437,7 +472,7 @@ CHASH_C_API int chash_migration_in_scope(const chash_migration *migration) CHASH
  * Thread-safe, no allocation: a ring lookup plus, while the rollout is
  * strictly between 0 and 100%, the key's 64-bit hash. */
 CHASH_C_API uint32_t chash_migration_find(const chash_migration *migration, const void *key,
-                                          size_t key_len, chash_side *side) CHASH_C_NOEXCEPT;
+                                          size_t key_len, uint32_t *side) CHASH_C_NOEXCEPT;
 /* Batch: nodes[i] and sides[i] (CHASH_SIDE_* as bytes) for keys[i]; sides
  * may be NULL. No allocation. */
 CHASH_C_API int chash_migration_find_keys(const chash_migration *migration, const char *const *keys,
@@ -449,7 +484,7 @@ CHASH_C_API int chash_migration_counters(const chash_migration *migration, uint6
 /* The migration's ring of a side (owned by the migration: valid while it
  * lives; do not free it); NULL for NULL or a bad side. */
 CHASH_C_API const chash_ring *chash_migration_ring(const chash_migration *migration,
-                                                   chash_side side) CHASH_C_NOEXCEPT;
+                                                   uint32_t side) CHASH_C_NOEXCEPT;
 /* 1 unless created with allow_backend_mismatch over differing snapshots. */
 CHASH_C_API int chash_migration_backends_match(const chash_migration *migration) CHASH_C_NOEXCEPT;
 CHASH_C_API void chash_migration_free(chash_migration *migration) CHASH_C_NOEXCEPT;
@@ -462,20 +497,24 @@ CHASH_C_API uint32_t chash_migration_bucket(uint64_t key_hash) CHASH_C_NOEXCEPT;
 /* ---- Statistics and identity ------------------------------------------------------ */
 
 typedef struct chash_memory_usage {
+  uint32_t size; /* sizeof(chash_memory_usage): see "Structs that grow" */
+  uint32_t reserved;
   uint64_t column_bytes;          /* hash + node columns: 6 bytes a point */
   uint64_t other_bytes;           /* node table, names, bookkeeping: O(N) */
   uint64_t index_bytes;           /* the search index above the columns */
   uint64_t collision_table_bytes; /* collided points kept for masked lookups */
 } chash_memory_usage;
 
-/* O(1), no allocation. */
+/* O(1), no allocation. CHASH_E_BAD_ARGUMENT for a bad out->size. */
 CHASH_C_API int chash_ring_memory_usage(const chash_ring *ring,
                                         chash_memory_usage *out) CHASH_C_NOEXCEPT;
 
 /* What `chash stats` prints (fields as in its --json output). */
 typedef struct chash_ring_stats {
+  uint32_t size;  /* sizeof(chash_ring_stats): see "Structs that grow" */
   uint32_t nodes; /* drained ones included */
   uint32_t nodes_with_points;
+  uint32_t reserved;
   uint64_t points_generated; /* sum of weight x multiple */
   uint64_t points;           /* kept after collisions */
   uint64_t collisions;       /* points_generated - points */
@@ -484,14 +523,14 @@ typedef struct chash_ring_stats {
   uint64_t index_bytes;
   uint64_t collision_table_bytes;
   double bytes_per_point; /* column_bytes / points */
-  double build_ms;
   double cv_predicted; /* sqrt((N-1)/(N*k+1)) */
   double cv_measured;  /* over nodes of weight > 0, from exact shares */
   double max_share_ratio;
   double min_share_ratio;
 } chash_ring_stats;
 
-/* O(n) (one scan of the ring); allocates O(N). */
+/* O(n) (one scan of the ring); allocates O(N). CHASH_E_BAD_ARGUMENT for a
+ * bad out->size. */
 CHASH_C_API int chash_ring_stats_compute(const chash_ring *ring,
                                          chash_ring_stats *out) CHASH_C_NOEXCEPT;
 
@@ -511,18 +550,33 @@ CHASH_C_API int chash_fingerprint_hex(const uint8_t *fingerprint, char *out) CHA
 #define CHASH_PUBLIC_KEY_SIZE 32 /* an Ed25519 public key */
 #define CHASH_KEY_ID_SIZE 8      /* the key id a signed snapshot names */
 
-/* How a snapshot is loaded. All zero (or a NULL pointer) is the default:
- * map the file, verify every check, no key required, any config version. */
+/* Where a loaded ring lives (chash_snapshot_options.mode). */
+#define CHASH_LOAD_SEALED 0u /* default: a sealed memory file (memfd) read once from the file
+                                and checked there: nothing done to the file afterwards can
+                                change or crash the ring; shareable by the host's processes
+                                (chash_reloader with a state directory) */
+#define CHASH_LOAD_MAP 1u    /* zero-copy: the file's own pages. Only for files nothing
+                                rewrites in place (a truncation raises SIGBUS) */
+#define CHASH_LOAD_COPY 2u   /* this process's anonymous memory */
+/* chash_snapshot_options.flags */
+#define CHASH_LOAD_SKIP_CHECKSUM 1u         /* skip the XXH3 pass (files verified before) */
+#define CHASH_LOAD_VERIFY_POINTS_DIGEST 2u  /* also recompute the points digest (SHA-256) */
+
+/* How a snapshot is loaded: {.size = sizeof options} (the rest zero) or a
+ * NULL pointer is the default: a sealed copy, every check, no key required, any
+ * config version, files up to 2 GiB, threads from the CPUs this process may
+ * use. */
 typedef struct chash_snapshot_options {
-  /* 0: map the file read-only, zero-copy (its pages are the ring's columns,
-   * shared by every process; never truncate or rewrite it in place: SIGBUS).
-   * 1: read it into this process's memory (immune to that). */
-  int copy;
-  /* Nonzero: skip the XXH3 checksum pass (files this process has verified
-   * before); every structural check still runs. */
-  int skip_checksum;
+  uint32_t size;  /* sizeof(chash_snapshot_options): see "Structs that grow" */
+  uint32_t mode;  /* CHASH_LOAD_SEALED, CHASH_LOAD_MAP or CHASH_LOAD_COPY */
+  uint32_t flags; /* CHASH_LOAD_* flags */
+  /* Threads a load may hash on, the caller's included: 0 = the CPUs this
+   * process may run on (affinity mask, cgroup CPU quota; at most 64). */
+  uint32_t threads;
   /* Refuse a snapshot whose config version is lower (CHASH_E_UNTRUSTED). */
   uint64_t min_config_version;
+  /* Larger files are refused before their body is read; 0 = 2 GiB. */
+  uint64_t max_file_bytes;
   /* n_trusted_keys public keys, CHASH_PUBLIC_KEY_SIZE bytes each, end to
    * end; n > 0: the snapshot must be signed by one of them
    * (CHASH_E_UNTRUSTED otherwise). NULL with n = 0: no signature needed. */
@@ -532,34 +586,82 @@ typedef struct chash_snapshot_options {
 
 /* What a snapshot's header says (chash inspect). */
 typedef struct chash_snapshot_info {
+  uint32_t size; /* sizeof(chash_snapshot_info): see "Structs that grow" */
   uint16_t major_version, minor_version;
   uint64_t file_bytes;
   uint64_t config_version;
   int64_t created_unix_seconds;
-  int flavor; /* chash_flavor */
+  int64_t expires_unix_seconds; /* 0: never */
+  uint32_t flavor;              /* CHASH_FLAVOR_* */
   uint32_t point_multiple;
   uint32_t nodes;
+  uint32_t subsets;
   uint64_t points;
   uint64_t points_generated;
-  uint32_t subsets;
-  int is_signed;
+  uint32_t is_signed;
+  uint32_t mode;                     /* CHASH_LOAD_*: where the ring lives */
   uint8_t key_id[CHASH_KEY_ID_SIZE]; /* zero when unsigned */
-  int mapped;                        /* 1: the columns are the file's pages */
+  uint8_t fingerprint[CHASH_FINGERPRINT_SIZE]; /* the header's RingFingerprint */
 } chash_snapshot_info;
 
-/* Loads and checks the snapshot at path (O(file): a checksum pass, or with
- * trusted keys the signature's SHA-256 pass in its place, a pass over each
- * column, the stored search index checked, or built for a file without one;
- * the order of the checks: chash/snapshot.h). Errors: CHASH_E_IO (open,
- * fstat, mmap or read failed), CHASH_E_BAD_SNAPSHOT (a format or integrity
- * check failed: chash_last_error() starts with the check's name, e.g.
- * "checksum: ..."), CHASH_E_UNTRUSTED (signature, key or minimum version),
- * CHASH_E_OUT_OF_MEMORY, CHASH_E_NULL_ARGUMENT (path or out; trusted_keys
- * NULL with n > 0). *out is NULL on error. The snapshot is immutable and
- * may be used from any number of threads. */
+/* Snapshot checks, in the order a load runs them, then the reload policy's
+ * and an embedder's (include/chash/snapshot.h, SnapshotCheck): a refusal
+ * names one. chash_check_name() spells it as messages do. */
+#define CHASH_CHECK_NONE 0u
+#define CHASH_CHECK_IO 1u
+#define CHASH_CHECK_NOT_REGULAR 2u
+#define CHASH_CHECK_MAX_SIZE 3u
+#define CHASH_CHECK_SPARSE 4u
+#define CHASH_CHECK_SIZE 5u
+#define CHASH_CHECK_MAGIC 6u
+#define CHASH_CHECK_VERSION 7u
+#define CHASH_CHECK_HEADER 8u
+#define CHASH_CHECK_SECTIONS 9u
+#define CHASH_CHECK_MIN_VERSION 10u
+#define CHASH_CHECK_EXPIRED 11u
+#define CHASH_CHECK_SIGNATURE 12u
+#define CHASH_CHECK_CHECKSUM 13u
+#define CHASH_CHECK_LABEL 14u
+#define CHASH_CHECK_NODE_TABLE 15u
+#define CHASH_CHECK_HASH_COLUMN 16u
+#define CHASH_CHECK_NODE_COLUMN 17u
+#define CHASH_CHECK_COLLISIONS 18u
+#define CHASH_CHECK_SUBSETS 19u
+#define CHASH_CHECK_INDEX 20u
+#define CHASH_CHECK_FINGERPRINT 21u
+#define CHASH_CHECK_POINTS_DIGEST 22u
+#define CHASH_CHECK_ROLLBACK 23u         /* a version below the highest served */
+#define CHASH_CHECK_SAME_VERSION 24u     /* the version served, with another ring */
+#define CHASH_CHECK_OUT_OF_MEMORY 25u    /* not remembered: tried again */
+#define CHASH_CHECK_FLAVOR 26u           /* an embedder's: not the flavor it routes with */
+#define CHASH_CHECK_ADDRESS 27u          /* an embedder's: addresses it cannot use */
+#define CHASH_CHECK_BACKEND_MISMATCH 28u /* an embedder's: a migration partner's backends */
+#define CHASH_CHECK_EMBEDDER 29u         /* any other check of the embedder */
+/* "checksum", "not_regular", ...; "unknown" past the list. Static storage. */
+CHASH_C_API const char *chash_check_name(uint32_t check) CHASH_C_NOEXCEPT;
+/* The check the last failed snapshot call on this thread named (its
+ * chash_last_error() message starts with it), CHASH_CHECK_NONE if another
+ * kind of error. */
+CHASH_C_API uint32_t chash_last_check(void) CHASH_C_NOEXCEPT;
+
+/* Loads and checks the snapshot at path: before its body is read, refused
+ * for what is not a regular file, its size cap, holes, its header, version,
+ * expiry or signer (O(1), never blocking: a FIFO is not waited on); then
+ * read (a sealed copy by default) and checked (O(file): a checksum pass, or
+ * with trusted keys the signature's SHA-256 on `threads` threads in its
+ * place, a pass over each column, the stored search index checked; the
+ * order of the checks: chash/snapshot.h). Errors: CHASH_E_IO (missing,
+ * unreadable, not a regular file), CHASH_E_BAD_SNAPSHOT (a format or
+ * integrity check: chash_last_check() names it and chash_last_error()
+ * starts with its name, e.g. "checksum: ..."), CHASH_E_UNTRUSTED
+ * (signature, key, minimum version, expiry), CHASH_E_OUT_OF_MEMORY,
+ * CHASH_E_BAD_ARGUMENT (options->size), CHASH_E_NULL_ARGUMENT (path or
+ * out; trusted_keys NULL with n > 0). *out is NULL on error. The snapshot
+ * is immutable and may be used from any number of threads. Blocking: off
+ * any event loop. */
 CHASH_C_API int chash_snapshot_load(const char *path, const chash_snapshot_options *options,
                                     chash_snapshot **out) CHASH_C_NOEXCEPT;
-/* The same checks on bytes in memory (copied; options->copy is ignored). */
+/* The same checks on bytes in memory (copied; options->mode is ignored). */
 CHASH_C_API int chash_snapshot_load_bytes(const void *bytes, size_t n,
                                           const chash_snapshot_options *options,
                                           chash_snapshot **out) CHASH_C_NOEXCEPT;
@@ -574,6 +676,7 @@ CHASH_C_API void chash_snapshot_free(chash_snapshot *snapshot) CHASH_C_NOEXCEPT;
  * O(1), shares the columns, no copy. */
 CHASH_C_API int chash_snapshot_ring(const chash_snapshot *snapshot,
                                     chash_ring **out) CHASH_C_NOEXCEPT;
+/* CHASH_E_BAD_ARGUMENT for a bad out->size. */
 CHASH_C_API int chash_snapshot_get_info(const chash_snapshot *snapshot,
                                         chash_snapshot_info *out) CHASH_C_NOEXCEPT;
 /* The label (UTF-8, NUL-terminated, "" if none); valid while the snapshot
@@ -592,6 +695,126 @@ CHASH_C_API int chash_snapshot_subset(const chash_snapshot *snapshot, const char
 /* Reads a public key file written by `chash keygen` (BASE.pub) into out
  * (CHASH_PUBLIC_KEY_SIZE bytes). CHASH_E_IO, CHASH_E_BAD_ARGUMENT. */
 CHASH_C_API int chash_public_key_read(const char *path, uint8_t *out) CHASH_C_NOEXCEPT;
+
+/* ---- Reloading a snapshot path: the reload policy ----------------------------- */
+
+/* The one reload policy of chash (include/chash/snapshot.h,
+ * SnapshotReloader), for every embedder: a path's file is loaded with every
+ * check when its identity (device, inode, size, mtime) changes; a refused
+ * identity is never verified again; versions only go up (with a state
+ * directory, across restarts: NAME.state); the last file that passed is
+ * kept (NAME.good) and served when the path's is refused at start; and the
+ * host's processes with one state directory adopt each other's verified
+ * sealed copy (NAME.share) instead of verifying again: one verification
+ * and one copy of the columns a host. Every call that takes a reloader
+ * touches the file system and may block: off any event loop. A reloader is
+ * thread-safe; its calls serialize. */
+typedef struct chash_reloader chash_reloader;
+
+#define CHASH_RELOAD_NO_SHARE 1u     /* verify every file in this process */
+#define CHASH_RELOAD_NO_LAST_GOOD 2u /* keep no NAME.good */
+#define CHASH_RELOAD_NO_WRITE 4u     /* read the state directory, write nothing (nginx -t) */
+#define CHASH_RELOAD_DEFER 8u        /* chash_reloader_new touches no file; the first check
+                                        finds the first ring (NEW) */
+
+typedef struct chash_reloader_options {
+  uint32_t size;  /* sizeof(chash_reloader_options): see "Structs that grow" */
+  uint32_t flags; /* CHASH_RELOAD_* */
+  const chash_snapshot_options *load; /* the checks of every file; NULL: defaults */
+  /* An existing, writable directory for NAME.state, .good, .share and
+   * .lock; NULL or "": nothing persists, nothing is shared. */
+  const char *state_dir;
+  /* 1..128 bytes of [A-Za-z0-9._-]; NULL: derived from the path. */
+  const char *name;
+} chash_reloader_options;
+
+/* Serves the newest ring that passes every check: the path's file, else
+ * NAME.good. Errors as chash_snapshot_load's (the message names the
+ * path's refusal and NAME.good's); CHASH_E_BAD_ARGUMENT for a bad name or
+ * options->size, CHASH_E_IO for a state directory that cannot be used.
+ * With CHASH_RELOAD_DEFER it touches no file and serves nothing until the
+ * first check's NEW candidate is accepted (so it may run on an event loop,
+ * and the checks on a thread). */
+CHASH_C_API int chash_reloader_new(const char *path, const chash_reloader_options *options,
+                                   chash_reloader **out) CHASH_C_NOEXCEPT;
+CHASH_C_API void chash_reloader_free(chash_reloader *reloader) CHASH_C_NOEXCEPT;
+/* The snapshot served now, as a new handle (free it with
+ * chash_snapshot_free; it stays valid after later reloads); *out NULL
+ * (CHASH_OK) while a deferred reloader serves nothing yet. A pointer copy:
+ * no file is touched. */
+CHASH_C_API int chash_reloader_current(const chash_reloader *reloader,
+                                       chash_snapshot **out) CHASH_C_NOEXCEPT;
+
+#define CHASH_RELOAD_UNCHANGED 0u /* the path names the file served, or one refused before */
+#define CHASH_RELOAD_NEW 1u       /* a new ring passed every check: accept or refuse it */
+#define CHASH_RELOAD_SAME_RING 2u /* another file with the ring served: no swap */
+#define CHASH_RELOAD_REFUSED 3u   /* a check failed (check, message); the ring served stays */
+
+typedef struct chash_reload_result {
+  uint32_t size;    /* sizeof(chash_reload_result): see "Structs that grow" */
+  uint32_t outcome; /* CHASH_RELOAD_* */
+  uint32_t check;   /* REFUSED: CHASH_CHECK_* */
+  uint32_t adopted; /* NEW: 1 if another process of the host verified it */
+  int32_t error;    /* REFUSED: the CHASH_E_* a load of the file would return */
+  uint32_t reserved;
+  uint64_t token;   /* NEW: what accept and refuse match */
+  uint64_t config_version; /* NEW: the candidate's */
+  /* NEW: the candidate, a new handle the caller owns (free it with
+   * chash_snapshot_free, accepted or not); NULL otherwise. */
+  chash_snapshot *snapshot;
+  char message[CHASH_MESSAGE_SIZE]; /* REFUSED: why, NUL-terminated */
+} chash_reload_result;
+
+/* Looks at the path once. A NEW candidate is served only once
+ * chash_reloader_accept takes it: an embedder first runs checks of its own
+ * (peers to build, a flavor to match) and may chash_reloader_refuse it. */
+CHASH_C_API int chash_reloader_check(chash_reloader *reloader,
+                                     chash_reload_result *out) CHASH_C_NOEXCEPT;
+/* The newest ring another process of the host verified, if newer than the
+ * one served (NEW, adopted); if that process has exited and a newer version
+ * was served on the host, the last good file (NEW, verified); else
+ * UNCHANGED. Never reads the watched path (a worker respawned after a crash
+ * catches up with its siblings). */
+CHASH_C_API int chash_reloader_adopt_shared(chash_reloader *reloader,
+                                            chash_reload_result *out) CHASH_C_NOEXCEPT;
+/* Serves the last NEW candidate of check or adopt_shared: persists its
+ * version and file (file system work: off any event loop), then publishes
+ * it. CHASH_E_IO if the state could not be
+ * written (the ring is served all the same; retried at the next check);
+ * CHASH_E_BAD_ARGUMENT if the candidate is not the last one. */
+CHASH_C_API int chash_reloader_accept(chash_reloader *reloader,
+                                      const chash_reload_result *candidate) CHASH_C_NOEXCEPT;
+/* Remembers the candidate's file as refused by the embedder's check
+ * (CHASH_CHECK_FLAVOR, _ADDRESS, _BACKEND_MISMATCH, _EMBEDDER) with its
+ * message: it is never loaded again. */
+CHASH_C_API int chash_reloader_refuse(chash_reloader *reloader,
+                                      const chash_reload_result *candidate, uint32_t check,
+                                      const char *message) CHASH_C_NOEXCEPT;
+/* check, then accept a NEW candidate: CHASH_OK when nothing changed or the
+ * new file is served, else the refusal's error (chash_last_check names it). */
+CHASH_C_API int chash_reloader_poll(chash_reloader *reloader) CHASH_C_NOEXCEPT;
+
+typedef struct chash_reload_report {
+  uint32_t size;       /* sizeof(chash_reload_report): see "Structs that grow" */
+  uint32_t last_check; /* of the last refusal, CHASH_CHECK_NONE if none */
+  uint32_t serving_last_good; /* 1: NAME.good is served, the path's file was refused */
+  uint32_t state_error;       /* 1: the last write of NAME.state or .good failed */
+  int32_t last_error;         /* the last refusal's CHASH_E_*, CHASH_OK if none */
+  uint32_t reserved;
+  uint64_t served_version;
+  uint64_t highest_version; /* ever served under this name (persisted) */
+  uint64_t accepted;        /* files served after the first */
+  uint64_t adopted;         /* of those, verified by another process */
+  uint64_t refused;         /* files refused, each identity once */
+  int64_t last_refused_unix_seconds;
+  int64_t checking_since_unix_seconds; /* a check in flight since, 0 if none */
+  char last_message[CHASH_MESSAGE_SIZE];
+  char state_message[CHASH_MESSAGE_SIZE];
+} chash_reload_report;
+
+/* Never waits for a check in flight. */
+CHASH_C_API int chash_reloader_report(const chash_reloader *reloader,
+                                      chash_reload_report *out) CHASH_C_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */

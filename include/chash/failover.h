@@ -265,6 +265,51 @@ Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
                                      std::span<const uint32_t> loads, double balance_factor,
                                      const NodeMask* mask = nullptr);
 
+// ---- The failover order, each node once ---------------------------------------
+
+// The nodes in the order the ring of the available nodes would walk them
+// from a key's point, each once: the first is FindAvailableNodeByHash's
+// answer, the next ones the failover order (at each hash, the winner if
+// available, else its first available collision loser, as masked lookups
+// rule). Without a mask, every node that owns a kept point, in ring order
+// (DistinctNodeWalk's order). The one walk behind retries over distinct
+// nodes in C, the nginx modules, chash.resty and the Rust crate.
+//
+// The seen-set is the caller's: SeenWords(ring) words, e.g. on the stack, a
+// request's pool or a Lua buffer; no allocation here. The ring, the mask and
+// the words must outlive the walk; the mask must not change during it.
+// Cost: all the Next() calls of one walk visit each point at most once
+// (O(num_points) in all); a walk with nothing left to find stops after
+// max(64, num_nodes) points with one O(num_nodes) count. Trivially
+// destructible: drop it at any point.
+class NodeWalk {
+ public:
+  static size_t SeenWords(const Ring& ring) noexcept { return (ring.num_nodes() + 63) / 64; }
+
+  NodeWalk() noexcept = default;  // a walk that is done
+  // `seen` must hold SeenWords(ring) words (a shorter span makes a walk that
+  // is done at once); they are cleared here.
+  NodeWalk(const Ring& ring, const NodeMask* mask, uint32_t hash,
+           std::span<uint64_t> seen) noexcept;
+
+  // The next node, or Ring::kNoNode when every reachable node has come.
+  uint32_t Next() noexcept;
+
+ private:
+  static constexpr size_t kUnpositioned = ~size_t{0};
+  const Ring* ring_ = nullptr;
+  const NodeMask* mask_ = nullptr;
+  PointCursor cursor_;
+  uint64_t* seen_ = nullptr;
+  uint64_t steps_ = 0;
+  uint64_t points_ = 0;
+  size_t loser_at_ = kUnpositioned;  // first collision loser at or after the cursor's hash
+  uint32_t previous_hash_ = 0;
+  uint32_t found_ = 0;
+  uint32_t reachable_ = 0;   // nodes the walk can yield, once known
+  bool counted_ = false;     // reachable_ known
+};
+
 }  // namespace chash
 #pragma GCC visibility pop
 

@@ -106,8 +106,7 @@ class RingMigration {
   // The key's node on its ring, counted in counters(). Cost over
   // Ring::FindNode: one relaxed load, one relaxed increment on a per-thread
   // stripe, and while a rollout is strictly between 0% and 100% the key hash
-  // (about as costly as the key's CRC32: ~14 ns for 30 bytes on a 2.1 GHz
-  // Zen core, measured by chash's benchmarks).
+  // (about as costly as the key's CRC32; bench_ops measures it).
   MigrationAnswer Find(std::string_view key) const noexcept;
   // Batch: nodes[i], sides[i] for keys[i], each ring's keys looked up with
   // its batch kernel in chunks of 64, for i < n = the smallest of the three

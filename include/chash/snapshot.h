@@ -248,6 +248,10 @@ std::string_view SnapshotCheckName(SnapshotCheck check) noexcept;
 // The check a failed load or reload names (the message's text before its
 // first ':' is the check's name); kNone for an OK status or another error.
 SnapshotCheck FailedSnapshotCheck(const Status& status) noexcept;
+// The StatusCode a refusal by this check carries: kIoError (io,
+// not_regular), kUntrusted (min_version, expired, signature, rollback,
+// same_version), kOutOfMemory, else kBadSnapshot; kOk for kNone.
+StatusCode CodeOfSnapshotCheck(SnapshotCheck check) noexcept;
 
 // The default of SnapshotLoadOptions::max_file_bytes: 2 GiB, which a
 // 204.8M-point ring (1.23 GB) fits and a file that doubled in size does not.
@@ -398,6 +402,16 @@ struct ReloadOptions {
   bool share = true;
   // With state_dir: keep NAME.good.
   bool keep_last_good = true;
+  // false: read the state directory (the versions served, the copies to
+  // adopt) but write nothing to it: for a configuration test (nginx -t)
+  // that must leave no trace.
+  bool write_state = true;
+  // true: Create touches no file (it checks the options only); the first
+  // Check finds the first ring as Create would (the path's file, else
+  // NAME.good) and returns it as kNew. Until it is accepted current() is
+  // null. For embedders that create the reloader where the file system
+  // must not be touched (an event loop) and check from a thread.
+  bool defer_first_load = false;
 };
 
 enum class ReloadOutcome : uint8_t {
@@ -444,14 +458,19 @@ class SnapshotReloader {
  public:
   // Serves the newest ring that passes every check: the path's file, else
   // NAME.good. An error (naming the path's refusal, and NAME.good's) if
-  // neither passes; kBadArgument for a bad name or state directory.
+  // neither passes; kBadArgument for a bad name, kIoError for a state
+  // directory that cannot be used. With defer_first_load, touches no file.
   static Result<std::unique_ptr<SnapshotReloader>> Create(std::string path,
                                                           ReloadOptions options);
+  // Writes NAME.good if a reload left it to write (Accept writes NAME.state
+  // and serves at once; NAME.good, the whole file, follows at the next
+  // Check or here).
   ~SnapshotReloader();
   SnapshotReloader(const SnapshotReloader&) = delete;
   SnapshotReloader& operator=(const SnapshotReloader&) = delete;
 
-  // A pointer copy under a mutex; allocates nothing.
+  // A pointer copy under a mutex; allocates nothing. Null only before the
+  // first ring of a deferred reloader is accepted.
   std::shared_ptr<const RingSnapshot> current() const;
   std::shared_ptr<const Ring> ring() const { return RingOf(current()); }
 
@@ -463,7 +482,10 @@ class SnapshotReloader {
   // next Check.
   ReloadCandidate Check();
   // The newest ring another process of the host verified (NAME.share), if
-  // it is newer than the one served: kNew, else kUnchanged. Reads only the
+  // it is newer than the one served: kNew, else kUnchanged. If that copy
+  // cannot be adopted (the process that verified it has exited) and the
+  // state says a newer version was served than this process serves, the
+  // last good file (NAME.good, verified here) instead. Reads only the
   // state directory and /proc: never the watched path (a worker the master
   // respawned catches up with its siblings before its first request).
   ReloadCandidate AdoptShared();

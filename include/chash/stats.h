@@ -24,7 +24,6 @@ struct RingStats {
   // column_bytes, so bytes_per_point stays the columns' 6 bytes a point.
   uint64_t collision_table_bytes = 0;
   double bytes_per_point = 0;     // column_bytes / points
-  double build_ms = 0;
   // CV(k) = sqrt((N-1)/(N*k+1)), N = nodes with weight > 0 and
   // k = points_generated / N (Cloudflare's formula; exact for equal weights).
   double cv_predicted = 0;

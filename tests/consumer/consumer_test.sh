@@ -58,12 +58,12 @@ case "$step" in
       [ -e "$prefix/$file" ] || fail "$file is not installed"
     done
     lib="$(libdir)"
-    for file in libchash.a libchash.so libchash.so.0 cmake/chash/chash-config.cmake \
+    for file in libchash.a libchash.so libchash.so.1 cmake/chash/chash-config.cmake \
                 cmake/chash/chash-config-version.cmake pkgconfig/chash.pc; do
       [ -e "$lib/$file" ] || fail "$lib/$file is not installed"
     done
     version="$("$prefix/bin/chash" --version)"
-    [ "$version" = "chash 0.2.0" ] || fail "chash --version printed '$version'"
+    [ "$version" = "chash 1.0.0" ] || fail "chash --version printed '$version'"
     # The man page beside the tool (made by help2man; none in a cross build).
     [ -s "$prefix/share/man/man1/chash.1" ] || fail "share/man/man1/chash.1 is not installed"
     MANWIDTH=80 LC_ALL=C man -l "$prefix/share/man/man1/chash.1" | grep -q '^SYNOPSIS' ||
@@ -74,12 +74,12 @@ case "$step" in
   symbols)
     lib="$(libdir)/libchash.so"
     soname="$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
-    [ "$soname" = "libchash.so.0" ] || fail "SONAME is '$soname'"
+    [ "$soname" = "libchash.so.1" ] || fail "SONAME is '$soname'"
     readelf -d "$lib" | grep NEEDED | grep -qi mimalloc && fail "libchash.so links mimalloc"
     # Every defined dynamic symbol: a C API function, or C++ in namespace
     # chash, and the version node.
     stray="$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' | grep -v '^chash_' |
-             grep -v '^CHASH_0$' | c++filt | grep -v '^chash::' || true)"
+             grep -v '^CHASH_1$' | c++filt | grep -v '^chash::' || true)"
     [ -z "$stray" ] || fail "libchash.so exports more than the public API:
 $stray"
     c_count="$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -c '^chash_')"
@@ -115,7 +115,7 @@ $(diff <(echo "$declared") <(echo "$exported"))"
       $(pkg-config --cflags --libs chash) -o "$work/c/golden_route"
     needed="$(readelf -d "$work/c/golden_route" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | LC_ALL=C sort |
               tr '\n' ' ')"
-    [ "$needed" = "libc.so.6 libchash.so.0 " ] || fail "the C program needs: $needed"
+    [ "$needed" = "libc.so.6 libchash.so.1 " ] || fail "the C program needs: $needed"
     echo "C consumer: cc golden_route.c $cflags $libs (needs $needed)"
     LD_LIBRARY_PATH="$(libdir)" run_golden "$work/c/golden_route"
     ;;

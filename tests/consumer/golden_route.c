@@ -40,7 +40,7 @@ static void chomp(char *line) {
   while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
 }
 
-static int parse_flavor(const char *name, chash_flavor *flavor) {
+static int parse_flavor(const char *name, uint32_t *flavor) {
   if (strcmp(name, "nginx") == 0) {
     *flavor = CHASH_FLAVOR_NGINX;
   } else if (strcmp(name, "pingora-v1") == 0) {
@@ -53,7 +53,7 @@ static int parse_flavor(const char *name, chash_flavor *flavor) {
   return 1;
 }
 
-static chash_ring *build_ring(chash_flavor flavor, uint32_t multiple, const char *path) {
+static chash_ring *build_ring(uint32_t flavor, uint32_t multiple, const char *path) {
   chash_builder *builder = NULL;
   chash_ring *ring = NULL;
   char line[MAX_LINE];
@@ -110,7 +110,7 @@ static const char *address_of(const chash_ring *ring, uint32_t node) {
 }
 
 int main(int argc, char **argv) {
-  chash_flavor flavor;
+  uint32_t flavor;
   chash_ring *ring;
   const char *mode = argc > 5 ? argv[5] : "route";
   FILE *golden;
@@ -176,8 +176,10 @@ int main(int argc, char **argv) {
     }
   } else if (strcmp(mode, "iter") == 0 || strcmp(mode, "distinct") == 0) {
     const int distinct = strcmp(mode, "distinct") == 0;
-    /* The walk is ~8 KiB: static storage keeps it off a small stack here. */
-    static chash_distinct_walk walk;
+    /* The walk's memory: its size follows the ring (chash_walk_size). */
+    uint64_t *memory = malloc(chash_walk_size(ring));
+    chash_walk *walk = NULL;
+    if (memory == NULL) return 2;
     for (i = 0; i < n; ++i) {
       chash_cursor cursor;
       const uint32_t hash = chash_crc32(keys[i], key_lens[i]);
@@ -185,7 +187,8 @@ int main(int argc, char **argv) {
       char *next;
       int step = 0, bad = 0;
       if (distinct) {
-        bad |= chash_ring_walk_distinct(ring, hash, &walk) != CHASH_OK;
+        bad |= chash_walk_start(memory, chash_walk_size(ring), ring, NULL, hash, &walk) !=
+               CHASH_OK;
       } else {
         bad |= chash_ring_walk(ring, hash, &cursor) != CHASH_OK;
         bad |= chash_cursor_node(&cursor) != chash_ring_find_hash(ring, hash);
@@ -194,7 +197,7 @@ int main(int argc, char **argv) {
         uint32_t node;
         next = strchr(expected, ',');
         if (next != NULL) *next++ = '\0';
-        node = distinct ? chash_distinct_walk_next(&walk) : chash_cursor_next(&cursor);
+        node = distinct ? chash_walk_next(walk) : chash_cursor_next(&cursor);
         if (node == CHASH_NO_NODE || strcmp(address_of(ring, node), expected) != 0) {
           bad = 1;
           if (mismatches < 5) {
@@ -207,12 +210,13 @@ int main(int argc, char **argv) {
       }
       /* A distinct walk ends once every node with points has come. */
       if (!bad && distinct && (uint32_t)step == chash_ring_nodes_with_points(ring) &&
-          chash_distinct_walk_next(&walk) != CHASH_NO_NODE) {
+          chash_walk_next(walk) != CHASH_NO_NODE) {
         bad = 1;
         if (mismatches < 5) fprintf(stderr, "key '%s': the walk did not end\n", keys[i]);
       }
       if (bad) ++mismatches;
     }
+    free(memory);
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

@@ -90,7 +90,7 @@ int main(void) {
     chash_node_mask *mask = NULL;
     chash_availability *availability = NULL;
     chash_migration *migration = NULL;
-    chash_ring_stats stats;
+    chash_ring_stats stats = {.size = sizeof stats};
     uint8_t fingerprint[CHASH_FINGERPRINT_SIZE];
     const int results[] = {
         build(300, 5, 64, &ring),

@@ -41,7 +41,7 @@ function _M.find_body()
         local id, pos = ring:find(key)
         out[#out + 1] = tostring(id) .. "," .. tostring(pos)
     end
-    out[#out + 1] = "worker " .. ngx.worker.pid() .. " mapped " .. tostring(_M.rings.snap.mapped)
+    out[#out + 1] = "worker " .. ngx.worker.pid() .. " mode " .. tostring(_M.rings.snap.mode)
     ngx.say(table.concat(out, "\n"))
 end
 

@@ -392,7 +392,11 @@ function _M.run(data, snapshots)
         test("snapshot_load_find_subset", function()
             local snap, err = chash.load(snapshots .. "/ra.ring")
             if not snap then return false, err end
-            if not snap.mapped then return false, "not mapped" end
+            if snap.mode ~= "sealed" or snap.mapped then return false, "mode " .. tostring(snap.mode) end
+            local mapped = chash.load(snapshots .. "/ra.ring", { mode = "map" })
+            if not mapped or not mapped.mapped then return false, "mode map not mapped" end
+            local copied = chash.load(snapshots .. "/ra.ring", { copy = true })
+            if not copied or copied.mode ~= "copy" then return false, "copy = true not copied" end
             local ok, why = expect_answers(snap, read_answers(G .. "ra.csv"))
             if not ok then return false, why end
             -- the subset "even" (every other node of ra.nodes) answers as a ring of them
@@ -411,25 +415,40 @@ function _M.run(data, snapshots)
             return expect_error("subset after a rebuild", snap:find("k", "even"), "only a snapshot")
         end)
 
-        test("snapshot_policy_refusals", function()
+        test("snapshot_policy_refusals_name_their_check", function()
+            -- { what, expected check name, load(...) }: nil, message, the
+            -- library's name of the check (chash_check_name).
             local cases = {
-                { "missing file", chash.load(snapshots .. "/none.ring") },
-                { "min version", chash.load(snapshots .. "/ra.ring", { min_config_version = 99 }) },
-                { "unsigned with trusted key",
+                { "missing file", "io", chash.load(snapshots .. "/none.ring") },
+                { "a directory", "not_regular", chash.load(snapshots) },
+                { "min version", "min_version",
+                  chash.load(snapshots .. "/ra.ring", { min_config_version = 99 }) },
+                { "unsigned with trusted key", "signature",
                   chash.load(snapshots .. "/ra.ring", { trusted_keys = { snapshots .. "/k.pub" } }) },
-                { "corrupt", chash.load(snapshots .. "/corrupt.ring") },
-                { "nginx flavor", chash.load(snapshots .. "/nginx.ring") },
+                { "size cap", "max_size", chash.load(snapshots .. "/ra.ring", { max_file_bytes = 4096 }) },
+                { "corrupt", "checksum", chash.load(snapshots .. "/corrupt.ring") },
+                { "nginx flavor", "flavor", chash.load(snapshots .. "/nginx.ring") },
             }
             for _, c in ipairs(cases) do
-                local ok, why = expect_error(c[1], c[2], c[3])
+                local ok, why = expect_error(c[1], c[3], c[4], c[2])
                 if not ok then return false, why end
+                if c[5] ~= c[2] then
+                    return false, c[1] .. ": check " .. tostring(c[5]) .. ", want " .. c[2]
+                end
+            end
+            local bad_mode, mode_err = chash.load(snapshots .. "/ra.ring", { mode = "mmap" })
+            if bad_mode ~= nil or not tostring(mode_err):find("mode", 1, true) then
+                return false, "mode mmap accepted"
             end
             local signed, err = chash.load(snapshots .. "/signed.ring",
                                            { trusted_keys = { snapshots .. "/k.pub" } })
             return signed ~= nil, err
         end)
 
-        test("watch_swaps_only_good_files", function()
+        test("watch_swaps_only_good_files_and_refuses_each_once", function()
+            -- watch from a request: creation and every check run in the
+            -- thread pool; refusals name their check, are counted once, and
+            -- the file is never looked at again until the path changes.
             local path = snapshots .. "/live.ring"
             local function copy(from)
                 local f = assert(io.open(from, "rb"))
@@ -442,18 +461,86 @@ function _M.run(data, snapshots)
                 assert(os.rename(tmp, path))
             end
             copy(snapshots .. "/ra.ring")
-            local holder = assert(chash.watch(path))
+            local holder, err = chash.watch(path)
+            if not holder then return false, err end
+            if holder.ring.config_version ~= 1 then return false, "first ring" end
             if holder:check() ~= false then return false, "unchanged file swapped" end
-            copy(snapshots .. "/corrupt.ring")
-            local swapped, err = holder:check()
-            if swapped ~= nil or not err then return false, "corrupt file accepted" end
+            local expected = {
+                { "corrupt.ring", "checksum" },   -- a damaged version 2
+                { "nginx_v9.ring", "flavor" },    -- a good file, not a resty ring
+            }
+            for _, case in ipairs(expected) do
+                copy(snapshots .. "/" .. case[1])
+                local swapped, message, check = holder:check()
+                if swapped ~= nil or check ~= case[2] or not tostring(message):find(case[2], 1, true) then
+                    return false, case[1] .. ": " .. tostring(swapped) .. " " .. tostring(check)
+                                  .. " " .. tostring(message)
+                end
+                for _ = 1, 10 do
+                    if holder:check() ~= false then return false, case[1] .. " looked at again" end
+                end
+            end
+            local report = holder:report()
+            if report.refused ~= 2 or report.last_check ~= "flavor" then
+                return false, "report: refused " .. report.refused .. " " .. tostring(report.last_check)
+            end
             if holder.ring.config_version ~= 1 then return false, "ring changed" end
+            copy(snapshots .. "/ra_v4.ring")
+            local swapped, serr = holder:check()
+            if swapped ~= true then return false, "good file refused: " .. tostring(serr) end
+            if holder.ring.config_version ~= 4 or holder.swaps ~= 1 then return false, "version" end
+            if holder.ring.mode ~= "sealed" then return false, "mode " .. holder.ring.mode end
+            -- Versions only go up: version 2 is refused (rollback).
             copy(snapshots .. "/ra_v2.ring")
-            swapped, err = holder:check()
-            if swapped ~= true then return false, "good file refused: " .. tostring(err) end
-            return holder.ring.config_version == 2 and holder.swaps == 1, "version"
+            local s2, m2, c2 = holder:check()
+            if s2 ~= nil or c2 ~= "rollback" then
+                return false, "older version: " .. tostring(s2) .. " " .. tostring(c2) .. " " .. tostring(m2)
+            end
+            report = holder:report()
+            return report.served_version == 4 and report.accepted == 1 and report.refused == 3,
+                   "report " .. report.served_version .. " " .. report.accepted .. " " .. report.refused
+        end)
+
+        test("watch_needs_a_thread_pool", function()
+            local holder, err = chash.watch(snapshots .. "/ra.ring", { thread_pool = "no_such_pool" })
+            return expect_error("watch without its pool", holder, err, "no_such_pool")
         end)
     end
+
+    test("masked_walk_reaches_a_node_whose_points_all_lost", function()
+        -- twin's id has n1's crc32, so its point chain is n1's and n1 (the
+        -- smaller id) wins every point: twin owns none, yet with n1 down it
+        -- owns all of them. The walk under the mask must reach it, as the
+        -- walk of the ring without n1 does.
+        local nodes = {}
+        for i = 1, 24 do nodes["n" .. i] = 1 + i % 3 end
+        local twin = key_with_crc32("twin/", ngx.crc32_long("n1"))
+        if ngx.crc32_long(twin) ~= ngx.crc32_long("n1") then return false, "forged id misses" end
+        nodes[twin] = nodes.n1
+        local ring = assert(chash:new(nodes))
+        if ring.nlosers ~= 160 * nodes.n1 then return false, "collisions " .. ring.nlosers end
+        for i = 1, 50 do
+            for _, id in ipairs(ring:walk("/w" .. i)) do
+                if id == twin then return false, "the twin owns no point, yet walks" end
+            end
+        end
+        assert(ring:set_available("n1", false))
+        local alive = {}
+        for id, w in pairs(nodes) do if id ~= "n1" then alive[id] = w end end
+        local reference = assert(chash:new(alive))
+        local reached = 0
+        for i = 1, 500 do
+            local key = "/w" .. i
+            local a, b = ring:walk(key), reference:walk(key)
+            if #a ~= #b or #a ~= 24 then return false, key .. ": walk lengths " .. #a .. " and " .. #b end
+            for j = 1, #a do
+                if a[j] ~= b[j] then return false, key .. ": step " .. j end
+                if a[j] == twin then reached = reached + 1 end
+            end
+            if a[1] ~= (ring:find(key)) then return false, key .. ": walk starts off find" end
+        end
+        return reached == 500, "twin reached in " .. reached .. " walks"
+    end)
 
     test("migration_rollout_and_scope", function()
         local nodes, order = read_nodes(G .. "re.nodes")

@@ -10,7 +10,13 @@ child on 127.0.0.1 stopped by its PID (tests/nginx/harness.py's style).
 - balancer_by_lua_block routing real requests with set_more_tries over
   backends of which a third refuse connections: first picks, retries and
   the answering backend against the golden data, `chash route --mode resty
-  --down` and a model of the walk written here.
+  --down` and a model of the walk written here;
+- the FFI declarations of chash.resty against include/chash/chash_c.h;
+- watch, libchash's reload policy, in 2 workers sharing a state directory:
+  one verification a host, a refused file never verified again however
+  often the timers tick, a FIFO at the path refused without blocking the
+  worker (the checks run in nginx's thread pool), and versions that only go
+  up across a reload of nginx (SIGHUP).
 
 Usage: python3 tests/lua/test_resty.py BUILD_DIR   (tools/lua/test runs it)
 """
@@ -18,6 +24,7 @@ Usage: python3 tests/lua/test_resty.py BUILD_DIR   (tools/lua/test runs it)
 import bisect
 import http.client
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -91,6 +98,27 @@ class Model:
         return out
 
 
+def damage(source, out):
+    """A copy of snapshot `source` with one byte of its body changed: its
+    header is sound, its checksum is not."""
+    with open(source, "rb") as f:
+        data = bytearray(f.read())
+    data[len(data) // 2] ^= 0x55
+    with open(out, "wb") as f:
+        f.write(data)
+
+
+def replace(path, source=None, fifo=False):
+    """Puts a copy of `source` (or a FIFO) at `path` by rename, as `chash
+    build` publishes: a new identity at the path in one step."""
+    staged = path + ".staged"
+    if fifo:
+        os.mkfifo(staged)
+    else:
+        shutil.copyfile(source, staged)
+    os.rename(staged, path)
+
+
 def run(args, stdin=None):
     r = subprocess.run(args, input=stdin, capture_output=True, timeout=600)
     if r.returncode != 0:
@@ -101,8 +129,9 @@ def run(args, stdin=None):
 class OpenResty:
     """nginx + the Lua module in a temporary prefix, a child stopped by PID."""
 
-    def __init__(self, workers, conf_body, lua_path_extra=""):
+    def __init__(self, workers, conf_body, lua_path_extra="", main_extra=""):
         self.lua_path_extra = lua_path_extra
+        self.main_extra = main_extra
         self.prefix = tempfile.mkdtemp(prefix="chash-resty-")
         os.makedirs(os.path.join(self.prefix, "logs"))
         self.port = free_port()
@@ -121,6 +150,7 @@ master_process on;
 pid {p}/logs/nginx.pid;
 error_log {p}/logs/error.log notice;
 {"user root;" if os.geteuid() == 0 else ""}
+{self.main_extra}
 events {{ worker_connections 512; }}
 http {{
     access_log off;
@@ -209,13 +239,11 @@ class RestyTest(unittest.TestCase):
         run([CHASH, "keygen", "--out", os.path.join(t, "k")])
         run(build + ["--config-version", "3", "--sign", os.path.join(t, "k"),
                      "--out", os.path.join(t, "signed.ring")])
-        run([CHASH, "build", "--servers", os.path.join(DATA, "nginx", "a.servers"),
-             "--out", os.path.join(t, "nginx.ring")])
-        with open(os.path.join(t, "ra_v2.ring"), "rb") as f:  # a new version, damaged
-            corrupt = bytearray(f.read())
-        corrupt[len(corrupt) // 2] ^= 0x55
-        with open(os.path.join(t, "corrupt.ring"), "wb") as f:
-            f.write(corrupt)
+        run(build + ["--config-version", "4", "--out", os.path.join(t, "ra_v4.ring")])
+        nginx_build = [CHASH, "build", "--servers", os.path.join(DATA, "nginx", "a.servers")]
+        run(nginx_build + ["--out", os.path.join(t, "nginx.ring")])
+        run(nginx_build + ["--config-version", "9", "--out", os.path.join(t, "nginx_v9.ring")])
+        damage(os.path.join(t, "ra_v2.ring"), os.path.join(t, "corrupt.ring"))  # a new version, damaged
 
         # Backends: a third of the ids map to ports that refuse connections.
         cls.live_ports = [free_port() for _ in range(4)]
@@ -271,7 +299,7 @@ class RestyTest(unittest.TestCase):
         }}
     }}
 """
-        cls.nginx = OpenResty(2, "")
+        cls.nginx = OpenResty(2, "", main_extra="thread_pool default threads=2;")
         cls.nginx.conf_body = body.replace("{port}", str(free_port()))
         # The app's server listens on its own port; /ping's server on nginx.port.
         cls.app_port = int(cls.nginx.conf_body.split("listen 127.0.0.1:")[-1].split(";")[0])
@@ -300,7 +328,7 @@ class RestyTest(unittest.TestCase):
         done = lines[-1].split()
         self.assertEqual(done[0], "done", body[-2000:])
         self.assertEqual(int(done[2]), 0)
-        self.assertGreaterEqual(int(done[1]), 19, body)
+        self.assertGreaterEqual(int(done[1]), 22, body)
 
     def test_find_in_every_worker_and_from_the_snapshot(self):
         rows = read_answers("ra.csv")
@@ -317,7 +345,7 @@ class RestyTest(unittest.TestCase):
                 self.assertEqual(status, 200, self.nginx.error_log())
                 lines = body.strip().splitlines()
                 worker = lines.pop().split()
-                self.assertEqual(worker[3], "true")  # the snapshot is mapped
+                self.assertEqual(worker[3], "sealed")  # the snapshot is a sealed copy
                 workers.add(worker[1])
                 self.assertEqual(len(lines), len(rows))
                 for (key, ident, index), line in zip(rows, lines):
@@ -375,6 +403,227 @@ class RestyTest(unittest.TestCase):
             self.assertEqual(int(body), self.backend[tried[-1]])
             retried += len(tried) > 1
         self.assertGreater(retried, PROXY_KEYS // 10)
+
+
+def c_declarations(text):
+    """Structs (name -> field declarations) and functions (name -> (return
+    type, parameter types)) of C declarations, comments and names dropped."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    sizes = {m.group(1): m.group(2) for m in re.finditer(r"#define (CHASH_\w+_SIZE) (\d+)", text)}
+    structs = {}
+    for m in re.finditer(r"typedef struct (\w+) \{(.*?)\} \1;", text, flags=re.S):
+        fields = [" ".join(f.split()) for f in m.group(2).split(";") if f.strip()]
+        structs[m.group(1)] = [re.sub(r"\[(\w+)\]", lambda x: "[%s]" % sizes.get(x.group(1), x.group(1)), f)
+                               for f in fields]
+    functions = {}
+    body = re.sub(r"\b(CHASH_C_API|CHASH_C_NOEXCEPT)\b", " ", text)
+    for m in re.finditer(r"([A-Za-z_][\w \*]*?)\b(chash_\w+)\s*\(([^;{}]*?)\)\s*;", body, flags=re.S):
+        ret = " ".join(m.group(1).replace("*", " * ").split())
+        params = []
+        for p in m.group(3).split(","):
+            p = " ".join(p.replace("*", " * ").split())
+            if p and p != "void":
+                params.append(" ".join(p.split(" ")[:-1]))  # the name is the last word
+        functions[m.group(2)] = (ret, params)
+    return structs, functions
+
+
+class CdefTest(unittest.TestCase):
+    """chash.resty declares the C API by hand (ffi.cdef): every struct it
+    declares has the header's fields, every function the header's parameters,
+    and its return types are the header's or, where the module says why,
+    int32_t for a uint32_t (and the 64-bit position, whose low half is read)."""
+
+    def test_cdefs_match_the_header(self):
+        with open(os.path.join(ROOT, "include", "chash", "chash_c.h")) as f:
+            header = f.read()
+        with open(os.path.join(ROOT, "tools", "lua", "lib", "chash", "resty.lua")) as f:
+            lua = f.read()
+        cdef = re.search(r"ffi\.cdef \[\[(.*?)\]\]", lua, flags=re.S).group(1)
+        c_structs, c_functions = c_declarations(header)
+        l_structs, l_functions = c_declarations(cdef)
+        self.assertGreaterEqual(len(c_functions), 100)
+        for name, fields in l_structs.items():
+            self.assertIn(name, c_structs, name)
+            self.assertEqual(fields, c_structs[name], name)
+        self.assertGreaterEqual(len(l_structs), 5)
+        self.assertGreaterEqual(len(l_functions), 50)
+        low_half = {"chash_ring_find_position"}
+        for name, (ret, params) in l_functions.items():
+            self.assertIn(name, c_functions, name)
+            c_ret, c_params = c_functions[name]
+            self.assertEqual(params, c_params, name)
+            allowed = {c_ret}
+            if c_ret == "uint32_t" or name in low_half:
+                allowed.add("int32_t")
+            self.assertIn(ret, allowed, "%s returns %s in chash_c.h" % (name, c_ret))
+
+
+WATCH_APP = r"""
+-- The watch application: each worker watches LIVE with a timer; /status
+-- answers what its holder serves and what the reload policy reports.
+local chash = require "chash.resty"
+local _M = { ticks = 0 }
+
+function _M.init(path, state_dir)
+    local h, err, check = chash.watch(path, { state_dir = state_dir, name = "live" })
+    if not h then
+        _M.error = tostring(check) .. ": " .. tostring(err)
+        ngx.log(ngx.ERR, "chash watch: ", _M.error)
+        return
+    end
+    _M.holder = h
+    ngx.timer.every(0.05, function(premature)
+        if premature then return end
+        local ok, message, name = h:check()
+        _M.ticks = _M.ticks + 1
+        if ok == nil then ngx.log(ngx.WARN, "chash watch refused: ", name, ": ", message) end
+    end)
+end
+
+function _M.status()
+    local h = _M.holder
+    if not h then return ngx.say("error=", _M.error) end
+    local r = assert(h:report())
+    ngx.say("pid=", ngx.worker.pid(), " version=", h.ring.config_version, " ticks=", _M.ticks,
+            " swaps=", h.swaps, " accepted=", r.accepted, " adopted=", r.adopted,
+            " refused=", r.refused, " last_check=", tostring(r.last_check),
+            " highest=", r.highest_version, " last_good=", tostring(r.serving_last_good),
+            " mode=", h.ring.mode)
+end
+
+return _M
+"""
+
+
+class WatchTest(unittest.TestCase):
+    """chash.resty's watch in 2 workers with one state directory. The steps
+    run in order (test_1 ... test_5) on one nginx, each on the state the
+    previous one left."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="chash-resty-watch-")
+        t = cls.tmp
+        ra = os.path.join(RESTY, "ra.nodes")
+        build = [CHASH, "build", "--flavor", "resty", "--servers", ra]
+        for v in (1, 2, 3):
+            run(build + ["--config-version", str(v), "--out", os.path.join(t, "v%d.ring" % v)])
+        damage(os.path.join(t, "v3.ring"), os.path.join(t, "corrupt_v3.ring"))
+        os.makedirs(os.path.join(t, "state"))
+        os.makedirs(os.path.join(t, "lua"))
+        with open(os.path.join(t, "lua", "resty_watch_app.lua"), "w") as f:
+            f.write(WATCH_APP)
+        cls.live = os.path.join(t, "live.ring")
+        replace(cls.live, os.path.join(t, "v1.ring"))
+        cls.app_port = free_port()
+        body = f"""
+    init_worker_by_lua_block {{
+        require("resty_watch_app").init("{cls.live}", "{t}/state")
+    }}
+    server {{
+        listen 127.0.0.1:{cls.app_port};
+        location = /status {{ content_by_lua_block {{ require("resty_watch_app").status() }} }}
+    }}
+"""
+        cls.nginx = OpenResty(2, body, lua_path_extra=t + "/lua/?.lua;",
+                              main_extra="thread_pool default threads=2;")
+        cls.nginx.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.nginx.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def status(self, timeout=10):
+        conn = http.client.HTTPConnection("127.0.0.1", self.app_port, timeout=timeout)
+        try:
+            conn.request("GET", "/status", headers={"Connection": "close"})
+            r = conn.getresponse()
+            body = r.read().decode()
+        finally:
+            conn.close()
+        self.assertEqual(r.status, 200, self.nginx.error_log())
+        fields = dict(kv.split("=", 1) for kv in body.split())
+        self.assertNotIn("error", fields, body + self.nginx.error_log())
+        return fields
+
+    def workers_until(self, done, what, timeout=30, exclude=()):
+        """Each worker's status (by pid, new connections until both have
+        answered) once `done(status)` holds for both; fails after timeout."""
+        deadline = time.monotonic() + timeout
+        seen = {}
+        while time.monotonic() < deadline:
+            s = self.status()
+            if s["pid"] not in exclude:
+                seen[s["pid"]] = s
+                if len(seen) >= 2 and all(done(v) for v in seen.values()):
+                    return list(seen.values())
+            time.sleep(0.02)
+        self.fail("%s: workers %s\n%s" % (what, seen, self.nginx.error_log()))
+
+    def test_1_one_verification_a_host(self):
+        replace(self.live, os.path.join(self.tmp, "v2.ring"))
+        workers = self.workers_until(lambda s: s["version"] == "2", "version 2 served")
+        self.assertEqual([w["mode"] for w in workers], ["sealed", "sealed"])
+        self.assertEqual(sum(int(w["accepted"]) for w in workers), 2, workers)
+        # One worker verified the file, the other adopted its sealed copy.
+        self.assertEqual(sum(int(w["adopted"]) for w in workers), 1, workers)
+
+    def test_2_a_refused_file_is_never_verified_again(self):
+        replace(self.live, os.path.join(self.tmp, "corrupt_v3.ring"))
+        first = self.workers_until(lambda s: s["last_check"] == "checksum", "checksum refusal")
+        ticks = {w["pid"]: int(w["ticks"]) for w in first}
+        # Twenty ticks later each worker has looked at the path twenty more
+        # times; the file was refused once and is never loaded again.
+        later = self.workers_until(lambda s: int(s["ticks"]) >= ticks[s["pid"]] + 20,
+                                   "twenty more ticks")
+        for w in later:
+            self.assertEqual(w["refused"], "1", later)
+            self.assertEqual(w["version"], "2", later)
+            self.assertEqual(w["last_check"], "checksum", later)
+
+    def test_3_a_fifo_at_the_path_does_not_block_the_worker(self):
+        # A FIFO is what a blocking open or stat of the path would wait on
+        # forever (a stand-in for a hung file system): each worker's check
+        # runs in the thread pool and the library refuses the FIFO unopened.
+        replace(self.live, fifo=True)
+        try:
+            workers = self.workers_until(lambda s: s["last_check"] == "not_regular",
+                                         "not_regular refusal")
+            for w in workers:
+                self.assertEqual(w["version"], "2", workers)
+            start = {w["pid"]: int(w["ticks"]) for w in workers}
+            self.workers_until(lambda s: int(s["ticks"]) >= start[s["pid"]] + 5,
+                               "ticks go on with a FIFO at the path")
+            status, body, _ = self.nginx.request("GET", "/ping", timeout=10)
+            self.assertEqual((status, body), (200, "pong"))
+        finally:
+            # Unblocks a reader if a check ever opened it (so stop() works).
+            try:
+                fd = os.open(self.live, os.O_WRONLY | os.O_NONBLOCK)
+                os.close(fd)
+            except OSError:
+                pass
+
+    def test_4_versions_only_go_up_across_a_reload_of_nginx(self):
+        # Version 1 at the path, then SIGHUP: the new workers start from the
+        # state directory (highest version 2) and serve the last good file.
+        replace(self.live, os.path.join(self.tmp, "v1.ring"))
+        old = {w["pid"] for w in self.workers_until(lambda s: True, "status")}
+        self.nginx.proc.send_signal(signal.SIGHUP)
+        workers = self.workers_until(lambda s: True, "new workers after SIGHUP", exclude=old,
+                                     timeout=60)
+        for w in workers:
+            self.assertEqual(w["version"], "2", workers)
+            self.assertEqual(w["last_good"], "true", workers)
+            self.assertEqual(w["last_check"], "rollback", workers)
+            self.assertEqual(w["highest"], "2", workers)
+
+    def test_5_a_newer_version_after_the_reload_is_served(self):
+        replace(self.live, os.path.join(self.tmp, "v3.ring"))
+        workers = self.workers_until(lambda s: s["version"] == "3", "version 3 served")
+        self.assertEqual(sum(int(w["adopted"]) for w in workers), 1, workers)
 
 
 if __name__ == "__main__":

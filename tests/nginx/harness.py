@@ -187,6 +187,7 @@ http {{
     fastcgi_temp_path {p}/tmp/fastcgi;
     uwsgi_temp_path {p}/tmp/uwsgi;
     scgi_temp_path {p}/tmp/scgi;
+    {"chash_state_path " + p + "/state;" if self.module else ""}
     log_format t "{LOG_FORMAT}{ring_var}";
 {chr(10).join(u.block() for u in upstreams)}
     server {{

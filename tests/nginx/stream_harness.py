@@ -92,6 +92,7 @@ error_log {p}/logs/error.log notice;
 {"user root;" if os.geteuid() == 0 else ""}
 events {{ worker_connections {self.worker_connections}; }}
 stream {{
+    {"chash_state_path " + p + "/state;" if self.stream_module else ""}
     log_format s "{STREAM_LOG_FORMAT}{ring}";
     access_log {p}/logs/access.log s;
     # every refused connect is an error line: keep them out of the notices
@@ -131,7 +132,8 @@ stream {{
         import subprocess
         self.stderr = open(os.path.join(self.prefix, "logs", "stderr.log"), "w")
         self.proc = subprocess.Popen(self.command(), stdout=self.stderr,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT,
+                                     env=harness.NGINX_ENV)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

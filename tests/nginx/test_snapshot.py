@@ -142,13 +142,15 @@ def prometheus_samples(text):
     return samples
 
 
-def config_error(module, upstream_body, http_extra=""):
+def config_error(module, upstream_body, http_extra="", http_extra_main=""):
     """`nginx -t` of one upstream: (exit status, output)."""
     ngx = Nginx(module=module)
     try:
         ngx.write_conf([Upstream("u", "chash $arg_k", [])])
         text = open(ngx.conf).read()
         text = text.replace("        chash $arg_k;\n", upstream_body + "\n")
+        if http_extra_main:
+            text = text.replace("    log_format t", http_extra_main + "\n    log_format t", 1)
         with open(ngx.conf, "w") as f:
             f.write(text)
         return ngx.test_config()
@@ -413,6 +415,12 @@ def config_errors(args, cli, rng, ports, workdir, ring, key, pub, servers):
          "needs chash_snapshot"),
         ("multiple", "chash $arg_k flavor=pingora-v2 multiple=16; chash_snapshot %s;" % p1,
          '"multiple=" comes from the snapshot'),
+        ("threads=0", "chash $arg_k; chash_snapshot %s threads=0;" % ring,
+         'invalid parameter "threads=0"'),
+        ("max_size=x", "chash $arg_k; chash_snapshot %s max_size=x;" % ring,
+         'invalid parameter "max_size=x"'),
+        ("max_size below the file", "chash $arg_k; chash_snapshot %s max_size=4k;" % ring,
+         "check max_size failed"),
     ]
     for label, body, message in cases:
         rc, out = config_error(args.module, "        " + body.replace("; ", ";\n        "))
@@ -422,6 +430,18 @@ def config_errors(args, cli, rng, ports, workdir, ring, key, pub, servers):
     rc, out = config_error(args.module, "        chash $arg_k; chash_snapshot %s; "
                            "chash_migrate %s rollout=5%% allow_mismatch;" % (ring, odd))
     check(rc == 0, "nginx -t: allow_mismatch accepts other backends: %s" % out[-300:])
+    # the load modes and the state's parameters are accepted; the state
+    # directory's name is said when there is none
+    for body, note in (("chash_snapshot %s copy threads=1 max_size=2g;" % ring, "copied"),
+                       ("chash_snapshot %s map state=off;" % ring, "mapped, no state")):
+        rc, out = config_error(args.module, "        chash $arg_k; " + body)
+        check(rc == 0 and note in out, "nginx -t: %s: %s" % (body, out[-300:]))
+    rc, out = config_error(args.module, "        chash $arg_k; chash_snapshot %s;" % ring,
+                           http_extra_main="    chash_state_path off;")
+    check(rc != 0 and '"chash_state_path" directive is duplicate' in out,
+          "nginx -t: a second chash_state_path: %s" % out[-300:])
+    print("nginx -t: copy, map, threads=, max_size=, state=off accepted; a second "
+          "chash_state_path refused")
 
 
 # ---------------------------------------------------------------- part 2: hot swap
@@ -629,7 +649,7 @@ def hot_swap(args, cli, rng, ports, workdir):
         with open(bad, "rb") as f:
             data = f.read()
         cases = [("unsigned", "signature"), ("untrusted key", "signature"),
-                 ("lower version", "min_version"), ("same version, other ring", "same_version"),
+                 ("lower version", "rollback"), ("same version, other ring", "same_version"),
                  ("truncated", "size"), ("damaged", None), ("a name", "address")]
         for label, check_name in cases:
             if label == "truncated":

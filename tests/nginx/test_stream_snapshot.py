@@ -311,7 +311,7 @@ def hot_swap(args, cli, rng, ports, workdir):
               % seen)
         refusals = [ln for ln in ngx.error_log().splitlines()
                     if "[error]" in ln and "live.chash" in ln
-                    and "refused, check min_version" in ln and "config version 9 " in ln]
+                    and "refused, check rollback" in ln and "config version 9 " in ln]
         check(len(refusals) == 2, "the lower version refused, logged once by each of the 2 "
               "workers: %d lines" % len(refusals))
         traffic.finish()
@@ -352,6 +352,7 @@ def status_both(args, cli, rng, ports, workdir):
     fastcgi_temp_path {p}/tmp/fastcgi;
     uwsgi_temp_path {p}/tmp/uwsgi;
     scgi_temp_path {p}/tmp/scgi;
+    chash_state_path {p}/state;
     upstream h_snap {{ chash $arg_k; chash_snapshot {ring} max_fails=0; }}
     server {{
         listen 127.0.0.1:{http_port};

@@ -270,6 +270,12 @@ Result<SnapshotLoadOptions> SnapshotLoadOptionsFrom(const Options& options) {
   Result<uint64_t> min_version = options.GetUint("min-version", 0, 0, UINT64_MAX / 10);
   if (!min_version.ok()) return min_version.status();
   load.min_config_version = min_version.value();
+  Result<uint64_t> threads = options.GetUint("threads", 0, 1, 256);
+  if (!threads.ok()) return threads.status();
+  load.threads = static_cast<uint32_t>(threads.value());
+  Result<uint64_t> max_size = options.GetUint("max-size", 0, 640, UINT64_MAX / 2);
+  if (!max_size.ok()) return max_size.status();
+  load.max_file_bytes = max_size.value();
   return load;
 }
 
@@ -298,7 +304,7 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
     if (input != nullptr) input->name = *options.Get("ring");
     return LoadRingFromSnapshotOption(options, "ring", subsets);
   }
-  for (const char* name : {"trusted-key", "min-version"}) {
+  for (const char* name : {"trusted-key", "min-version", "threads", "max-size"}) {
     if (options.Has(name)) {
       return Status(StatusCode::kBadArgument,
                     std::string("--") + name + " applies to a snapshot (--ring RINGFILE)");

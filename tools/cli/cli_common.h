@@ -72,10 +72,12 @@ Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& opt
 
 // The options a snapshot-reading command accepts beside --ring (route,
 // stats, diff): --trusted-key PUB (repeated), --min-version N.
-inline const std::set<std::string_view> kSnapshotValued = {"ring", "trusted-key", "min-version"};
+inline const std::set<std::string_view> kSnapshotValued = {"ring", "trusted-key", "min-version",
+                                                           "threads", "max-size"};
 inline const std::set<std::string_view> kSnapshotRepeated = {"trusted-key"};
 
-// --trusted-key PUB... and --min-version N as load options.
+// --trusted-key PUB..., --min-version N, --threads N and --max-size BYTES as
+// load options.
 Result<SnapshotLoadOptions> SnapshotLoadOptionsFrom(const Options& options);
 // The ring of the snapshot named by `option` (--ring, --new-ring), checked
 // with SnapshotLoadOptionsFrom; its subsets into `subsets` if given.

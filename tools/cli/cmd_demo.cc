@@ -81,7 +81,8 @@ int RunDemo(const Args& args) {
   Row("max / min share ratio",
       Format("%.4f", s1.max_share_ratio) + Format(" / %.4f", s1.min_share_ratio),
       Format("%.4f", s2.max_share_ratio) + Format(" / %.4f", s2.min_share_ratio));
-  Row("build time", Format("%.2f s", s1.build_ms / 1e3), Format("%.2f s", s2.build_ms / 1e3));
+  Row("build time", Format("%.2f s", v1.value().build_seconds()),
+      Format("%.2f s", v2.value().build_seconds()));
   std::printf("\n  peak RSS with both rings built: %s (%.2f B per generated point)\n\n",
               MiB(peak_rss).c_str(),
               static_cast<double>(peak_rss) /

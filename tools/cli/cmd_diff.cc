@@ -69,6 +69,14 @@ int RunDiff(const Args& args) {
                               ? LoadRingFromSnapshotOption(options, "new-ring")
                               : LoadNewRingFromOptions(options, old_ring_options);
   if (!new_ring.ok()) return Fail("diff", new_ring.status().message());
+  // A share of keys moved is a figure about keys that have a server on
+  // both sides: an empty ring makes it meaningless (all keys lost, or none
+  // ever placed), and an operator must see that as an error, not 100%.
+  if (old_ring.value().empty() || new_ring.value().empty()) {
+    return Fail("diff", std::string("the ") + (old_ring.value().empty() ? "old" : "new") +
+                            " ring has no points (no servers, or every weight is 0): every key "
+                            "would have no server, no share moves");
+  }
   double rollout = 1;
   if (const auto text = options.Get("rollout")) {
     Result<double> fraction = ParseFraction("rollout", *text);

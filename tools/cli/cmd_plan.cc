@@ -1,5 +1,6 @@
 // chash plan: for a range of point multiples, what balance each buys and
 // what it costs, on the user's own servers (include/chash/plan.h).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -74,6 +75,10 @@ int RunPlan(const Args& args) {
     plan_options.multiples = multiples.value();
   }
   const Result<std::vector<ServerEntry>> servers = input.value().servers;
+  if (std::none_of(servers.value().begin(), servers.value().end(),
+                   [](const ServerEntry& entry) { return entry.weight > 0; })) {
+    return Fail("plan", *path + ": no server with a weight above 0: nothing to plan");
+  }
   if (!input.value().where.empty()) {  // an nginx config: errors name each server's file
     Result<Ring> current_ring = BuildServersInput(input.value(), current.value());
     if (!current_ring.ok()) return Fail("plan", current_ring.status().message());

@@ -1,5 +1,6 @@
 // chash keygen, build, inspect, verify: rings as signed, versioned snapshot
 // files (include/chash/snapshot.h).
+#include <cerrno>
 #include <ctime>
 #include <cstdio>
 #include <unordered_map>
@@ -54,6 +55,39 @@ std::string TimeText(int64_t unix_seconds) {
   return text;
 }
 
+// --expires: a duration from now ("30d", "12h", "90m", "3600s") or a time
+// ("2026-12-31T00:00:00Z", "@UNIXSECONDS" or UNIXSECONDS): Unix seconds.
+Result<int64_t> ParseExpiry(const std::string& text, int64_t now) {
+  const auto bad = [&] {
+    return Status(StatusCode::kBadArgument,
+                  "--expires takes a duration (30d, 12h, 90m, 3600s) or a UTC time "
+                  "(2026-12-31T00:00:00Z, @UNIXSECONDS), got '" + text + "'");
+  };
+  if (text.empty()) return bad();
+  const bool digits_only =
+      text.find_first_not_of("0123456789", text[0] == '@' ? 1 : 0) == std::string::npos;
+  if (digits_only) {
+    const char* begin = text.c_str() + (text[0] == '@' ? 1 : 0);
+    char* end = nullptr;
+    errno = 0;
+    const long long seconds = std::strtoll(begin, &end, 10);
+    if (*begin == '\0' || errno != 0 || seconds <= 0) return bad();
+    return static_cast<int64_t>(seconds);
+  }
+  std::tm tm{};
+  if (const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+      end != nullptr && *end == '\0') {
+    return static_cast<int64_t>(timegm(&tm));
+  }
+  char* end = nullptr;
+  const long long count = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || count <= 0 || end + 1 != text.c_str() + text.size()) return bad();
+  const int64_t unit = *end == 'd' ? 86400 : *end == 'h' ? 3600 : *end == 'm' ? 60
+                       : *end == 's' ? 1 : 0;
+  if (unit == 0 || count > (int64_t{1} << 40) / unit) return bad();
+  return now + count * unit;
+}
+
 std::string TieBreakName(TieBreak tie_break) {
   switch (tie_break) {
     case TieBreak::kConfigOrder:
@@ -88,8 +122,8 @@ int RunKeygen(const Args& args) {
 int RunBuild(const Args& args) {
   Result<Options> parsed = Options::Parse(
       args, {"servers", "flavor", "multiple", "subset", "config-version", "label", "sign", "out",
-             "from"},
-      {"no-index"}, {"subset"});
+             "from", "above", "expires"},
+      {"no-index", "allow-empty", "allow-expired"}, {"subset"});
   if (!parsed.ok()) return Fail("build", parsed.status().message());
   const Options& options = parsed.value();
   const std::optional<std::string> out = options.Get("out");
@@ -98,6 +132,29 @@ int RunBuild(const Args& args) {
   Result<uint64_t> version = options.GetUint("config-version", 0, 0, UINT64_MAX / 10);
   if (!version.ok()) return Fail("build", version.status().message());
   write.config_version = version.value();
+  if (const auto above = options.Get("above")) {
+    // A version one above the file served now: a rollback (or any new
+    // version) in one command, whatever the fleet's numbering.
+    if (options.Has("config-version")) {
+      return Fail("build", "--above FILE sets the config version: give it or --config-version");
+    }
+    Result<SnapshotInfo> served = ReadSnapshotInfo(*above);
+    if (!served.ok()) return Fail("build", "--above: " + served.status().message());
+    if (served.value().config_version >= UINT64_MAX / 10) {
+      return Fail("build", "--above: " + *above + " has the highest config version there is");
+    }
+    write.config_version = served.value().config_version + 1;
+  }
+  if (const auto expires = options.Get("expires")) {
+    const int64_t now = static_cast<int64_t>(std::time(nullptr));
+    Result<int64_t> at = ParseExpiry(*expires, now);
+    if (!at.ok()) return Fail("build", at.status().message());
+    if (at.value() <= now && !options.Has("allow-expired")) {
+      return Fail("build", "--expires " + *expires + " is not in the future (readers would "
+                           "refuse the file; --allow-expired writes it all the same, to test them)");
+    }
+    write.expires_unix_seconds = at.value();
+  }
   write.label = options.Get("label").value_or("");
   write.store_search_index = !options.Has("no-index");
   if (const auto base = options.Get("sign")) {
@@ -116,9 +173,10 @@ int RunBuild(const Args& args) {
                                          "--") + name + " cannot be combined with it");
       }
     }
-    if (!options.Has("config-version")) {
-      return Fail("build", "--from needs --config-version N (higher than every version "
-                           "published, so that readers accept it)");
+    if (!options.Has("config-version") && !options.Has("above")) {
+      return Fail("build", "--from needs --above SERVED.chash (one version above it) or "
+                           "--config-version N (higher than every version published), so that "
+                           "readers accept it");
     }
     SnapshotInfo info;
     std::vector<NamedSubset> subsets;
@@ -147,18 +205,26 @@ int RunBuild(const Args& args) {
     if (!subset.ok()) return Fail("build", subset.status().message());
     write.subsets.push_back(std::move(subset).value());
   }
+  // A snapshot that routes nothing is a fleet-wide outage once pushed.
+  if (ring.empty() && !options.Has("allow-empty")) {
+    return Fail("build", "the ring has no points (every weight is 0): pushed, it would route "
+                         "no key; --allow-empty writes it all the same");
+  }
   if (Status status = WriteSnapshotFile(ring, write, *out); !status.ok()) {
     if (status.code() == StatusCode::kOutOfMemory) {
       return Fail("build", "writing " + *out + ": " + status.message());
     }
     return Fail("build", status.message());
   }
-  std::printf("%s: %s, %s points, %u nodes, config version %llu%s\n", out->c_str(),
+  std::printf("%s: %s, %s points, %u nodes, config version %llu%s%s\n", out->c_str(),
               std::string(FlavorName(ring.flavor())).c_str(), WithCommas(ring.num_points()).c_str(),
               ring.num_nodes(), static_cast<unsigned long long>(write.config_version),
               write.signing_key
                   ? (", signed by key " + write.signing_key->public_key().KeyIdHex()).c_str()
-                  : ", unsigned");
+                  : ", unsigned",
+              write.expires_unix_seconds
+                  ? (", expires " + TimeText(write.expires_unix_seconds)).c_str()
+                  : "");
   return 0;
 }
 
@@ -191,6 +257,9 @@ int RunInspect(const Args& args) {
                        ",\"config_version\":" + std::to_string(info.config_version) +
                        ",\"label\":" + JsonString(info.label) +
                        ",\"created\":" + JsonString(TimeText(info.created_unix_seconds)) +
+                       ",\"expires\":" +
+                       (info.expires_unix_seconds ? JsonString(TimeText(info.expires_unix_seconds))
+                                                  : std::string("null")) +
                        ",\"mode\":" + JsonString(FlavorName(info.flavor)) +
                        ",\"multiple\":" + std::to_string(info.point_multiple) +
                        ",\"tie_break\":" + JsonString(TieBreakName(info.tie_break)) +
@@ -230,6 +299,8 @@ int RunInspect(const Args& args) {
   std::printf("config version    %llu\n", static_cast<unsigned long long>(info.config_version));
   std::printf("label             %s\n", info.label.c_str());
   std::printf("created           %s\n", TimeText(info.created_unix_seconds).c_str());
+  std::printf("expires           %s\n",
+              info.expires_unix_seconds ? TimeText(info.expires_unix_seconds).c_str() : "never");
   std::printf("mode              %s", std::string(FlavorName(info.flavor)).c_str());
   if (info.flavor == Flavor::kPingoraV2) std::printf(" (multiple %u)", info.point_multiple);
   std::printf(", tie-break %s\n", TieBreakName(info.tie_break).c_str());
@@ -277,10 +348,11 @@ int RunInspect(const Args& args) {
 int RunVerify(const Args& args) {
   auto [path, rest] = Positional(args);
   Result<Options> parsed =
-      Options::Parse(rest, {"trusted-key", "min-version"}, {}, kSnapshotRepeated);
+      Options::Parse(rest, {"trusted-key", "min-version", "threads", "max-size"}, {},
+                     kSnapshotRepeated);
   if (!parsed.ok()) return Fail("verify", parsed.status().message());
   if (!path) return Fail("verify", "usage: chash verify RINGFILE [--trusted-key PUB]... "
-                                   "[--min-version N]");
+                                   "[--min-version N] [--threads N] [--max-size BYTES]");
   Result<SnapshotLoadOptions> load = SnapshotLoadOptionsFrom(parsed.value());
   if (!load.ok()) return Fail("verify", load.status().message());
   load.value().verify_points_digest = true;

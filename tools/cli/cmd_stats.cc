@@ -55,6 +55,11 @@ int RunStats(const Args& args) {
   if (!options.ok()) return Fail("stats", options.status().message());
   Result<Ring> ring = LoadRingFromOptions(options.value());
   if (!ring.ok()) return Fail("stats", ring.status().message());
+  if (ring.value().empty()) {
+    return Fail("stats", "the ring has no points (no servers, or every weight is 0): no cost or "
+                         "evenness to report");
+  }
+  const double build_ms = ring.value().build_seconds() * 1e3;
   std::optional<ProgressPhase> progress;
   progress.emplace("stats: exact shares and fingerprints of " +
                    WithCommas(ring.value().num_points()) + " points");
@@ -85,6 +90,7 @@ int RunStats(const Args& args) {
     if (!stats_json.ok()) return Fail("stats", stats_json.status().message());
     std::string json = std::move(stats_json).value();
     json.pop_back();  // '}'
+    json += ",\"build_ms\":" + JsonNumber(build_ms);
     json += ",\"fingerprint\":\"" + fingerprint + "\",\"points_digest\":\"" + points_digest +
             "\",\"backend_fingerprint\":\"" + backends + "\"," + SharesJson(shares) + "}";
     std::printf("%s\n", json.c_str());
@@ -106,7 +112,7 @@ int RunStats(const Args& args) {
   std::printf("collision table   %s bytes (dropped points kept for masked lookups)\n",
               WithCommas(stats.collision_table_bytes).c_str());
   std::printf("bytes per point   %.2f\n", stats.bytes_per_point);
-  std::printf("build time        %.1f ms\n", stats.build_ms);
+  std::printf("build time        %.1f ms\n", build_ms);
   std::printf("CV predicted      %.4f%%\n", stats.cv_predicted * 100);
   std::printf("CV measured       %.4f%%\n", stats.cv_measured * 100);
   std::printf("share ratio       max %.4f  min %.4f\n", stats.max_share_ratio,

@@ -32,6 +32,10 @@ constexpr std::string_view kSnapshotInput = R"(
   --trusted-key PUB     (repeatable) refuse the snapshot unless signed by
                         one of these public keys (from chash keygen)
   --min-version N       refuse a snapshot whose config version is below N
+  --threads N           load on at most N threads (default: the CPUs this
+                        process may use)
+  --max-size BYTES      refuse a larger snapshot before reading it (default
+                        2 GiB)
 )";
 
 constexpr std::string_view kNewRing = R"(
@@ -210,20 +214,33 @@ prints the key id.)",
     Command{
         .name = "build",
         .synopsis = "--servers FILE [--flavor F] [--multiple K] [--subset NAME=FILE]...\n"
-                    "       [--config-version N] [--label TEXT] [--sign BASE] [--no-index] --out RINGFILE\n"
-                    "   or: chash build --from OLD_RINGFILE --config-version N [--label TEXT]\n"
-                    "       [--sign BASE] --out RINGFILE",
+                    "       [--config-version N | --above SERVED] [--expires WHEN] [--label TEXT]\n"
+                    "       [--sign BASE] [--no-index] [--allow-empty] [--allow-expired]\n"
+                    "       --out RINGFILE\n"
+                    "   or: chash build --from OLD_RINGFILE (--above SERVED | --config-version N)\n"
+                    "       [--expires WHEN] [--label TEXT] [--sign BASE] --out RINGFILE",
         .summary = "write a ring as a (signed) snapshot file",
         .description =
             R"(Builds the ring and writes it as a snapshot file, atomically (a temporary
 file beside RINGFILE, fsync, rename): readers see the old file or the new
 one. --from republishes an existing snapshot's servers under a new, higher
-config version: the way to roll back.)",
+config version: the way to roll back, in one command with --above (readers
+never go back to a lower version, so an old file as it was is refused). A
+ring with no points (every weight 0) is refused unless --allow-empty: pushed,
+it would route no key.)",
         .options = R"(
   --servers FILE        the servers file
   --out RINGFILE        the snapshot file to write
   --subset NAME=FILE    (repeatable) store the servers of FILE as subset NAME
   --config-version N    the operator's version of this ring (default 0)
+  --above SERVED        the config version one above the snapshot SERVED's
+                        (instead of --config-version)
+  --expires WHEN        readers refuse the file from then on (format 1.3): a
+                        duration (30d, 12h, 90m, 3600s) or a UTC time
+                        (2026-12-31T00:00:00Z, @UNIXSECONDS or UNIXSECONDS);
+                        signed with it
+  --allow-expired       write a file whose expiry has passed (to test readers)
+  --allow-empty         write a ring with no points all the same
   --label TEXT          a label stored in the file
   --sign BASE           sign with the secret key BASE (from chash keygen)
   --no-index            leave the search index out of the file (each reader
@@ -236,7 +253,8 @@ config version: the way to roll back.)",
     },
     Command{
         .name = "inspect",
-        .synopsis = "RINGFILE [--trusted-key PUB]... [--min-version N] [--json]",
+        .synopsis = "RINGFILE [--trusted-key PUB]... [--min-version N] [--threads N]\n"
+                    "       [--max-size BYTES] [--json]",
         .summary = "show a snapshot file and check it",
         .description =
             R"(Prints a snapshot's identity, sizes, config version, label, creation time,
@@ -245,12 +263,16 @@ fails, naming it.)",
         .options = R"(
   --trusted-key PUB     (repeatable) check the signature against these keys
   --min-version N       check that the config version is at least N
+  --threads N           hash on at most N threads (default: the CPUs this
+                        process may use)
+  --max-size BYTES      refuse a larger file before reading it (default 2 GiB)
   --json                one JSON object
 )",
     },
     Command{
         .name = "verify",
-        .synopsis = "RINGFILE [--trusted-key PUB]... [--min-version N]",
+        .synopsis = "RINGFILE [--trusted-key PUB]... [--min-version N] [--threads N]\n"
+                    "       [--max-size BYTES]",
         .summary = "check a snapshot file before trusting it",
         .description =
             R"(Exit status 0 if every check passes (with --trusted-key, the signature
@@ -258,6 +280,9 @@ too); else 2, and the failed check's name and reason on stderr.)",
         .options = R"(
   --trusted-key PUB     (repeatable) require a signature by one of these keys
   --min-version N       require a config version of at least N
+  --threads N           hash on at most N threads (default: the CPUs this
+                        process may use)
+  --max-size BYTES      refuse a larger file before reading it (default 2 GiB)
 )",
     },
 };

@@ -35,15 +35,17 @@ pub struct chash_snapshot {
     _private: [u8; 0],
 }
 
-/// `chash_flavor` (a C enum: int-sized).
-pub type chash_flavor = c_int;
-pub const CHASH_FLAVOR_NGINX: chash_flavor = 0;
-pub const CHASH_FLAVOR_PINGORA_V1: chash_flavor = 1;
-pub const CHASH_FLAVOR_PINGORA_V2: chash_flavor = 2;
-pub const CHASH_FLAVOR_RESTY: chash_flavor = 3;
+/// Flavors (`CHASH_FLAVOR_*`): plain `uint32_t` constants.
+pub const CHASH_FLAVOR_NGINX: u32 = 0;
+pub const CHASH_FLAVOR_PINGORA_V1: u32 = 1;
+pub const CHASH_FLAVOR_PINGORA_V2: u32 = 2;
+pub const CHASH_FLAVOR_RESTY: u32 = 3;
+/// `chash_ring_flavor` of a raw-point ring.
+pub const CHASH_NO_FLAVOR: u32 = 0xFFFF_FFFF;
 
 pub const CHASH_OK: c_int = 0;
 pub const CHASH_NO_NODE: u32 = 0xFFFF_FFFF;
+pub const CHASH_MESSAGE_SIZE: usize = 512;
 
 pub const CHASH_E_BAD_ADDRESS: c_int = -1;
 pub const CHASH_E_DUPLICATE_NODE: c_int = -2;
@@ -63,10 +65,9 @@ pub const CHASH_ROLLOUT_SCALE: u32 = 1_000_000;
 pub const CHASH_PUBLIC_KEY_SIZE: usize = 32;
 pub const CHASH_KEY_ID_SIZE: usize = 8;
 
-/// `chash_side` (a C enum: int-sized).
-pub type chash_side = c_int;
-pub const CHASH_SIDE_OLD: chash_side = 0;
-pub const CHASH_SIDE_NEW: chash_side = 1;
+/// Migration sides (`CHASH_SIDE_*`): plain `uint32_t` constants.
+pub const CHASH_SIDE_OLD: u32 = 0;
+pub const CHASH_SIDE_NEW: u32 = 1;
 
 /// A walk over the points in ring order, caller-allocated; all zeros is an
 /// empty walk. Valid while its ring lives; copyable as bytes.
@@ -76,18 +77,34 @@ pub struct chash_cursor {
     pub opaque: [u64; 4],
 }
 
-/// Each node once from a point: an 8 KiB seen-set, caller-allocated.
+/// The failover walk over distinct nodes: it lives in memory the caller
+/// provides (`chash_walk_size` bytes, 8-byte aligned); only pointers to it
+/// cross the API.
 #[repr(C)]
-pub struct chash_distinct_walk {
-    pub opaque: [u64; 1032],
+pub struct chash_walk {
+    _private: [u8; 0],
+}
+
+/// `chash_memory_usage`: the bytes a ring holds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct chash_memory_usage {
+    pub size: u32,
+    pub reserved: u32,
+    pub column_bytes: u64,
+    pub other_bytes: u64,
+    pub index_bytes: u64,
+    pub collision_table_bytes: u64,
 }
 
 /// `chash_ring_stats`: what `chash stats` prints.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct chash_ring_stats {
+    pub size: u32,
     pub nodes: u32,
     pub nodes_with_points: u32,
+    pub reserved: u32,
     pub points_generated: u64,
     pub points: u64,
     pub collisions: u64,
@@ -96,7 +113,6 @@ pub struct chash_ring_stats {
     pub index_bytes: u64,
     pub collision_table_bytes: u64,
     pub bytes_per_point: f64,
-    pub build_ms: f64,
     pub cv_predicted: f64,
     pub cv_measured: f64,
     pub max_share_ratio: f64,
@@ -105,13 +121,24 @@ pub struct chash_ring_stats {
 
 pub const CHASH_FINGERPRINT_SIZE: usize = 32;
 
-/// `chash_snapshot_options`: how a snapshot is loaded; all zero = map,
-/// verify every check, no key, any version.
+/// Where a loaded ring lives (`chash_snapshot_options.mode`).
+pub const CHASH_LOAD_SEALED: u32 = 0;
+pub const CHASH_LOAD_MAP: u32 = 1;
+pub const CHASH_LOAD_COPY: u32 = 2;
+/// `chash_snapshot_options.flags`.
+pub const CHASH_LOAD_SKIP_CHECKSUM: u32 = 1;
+pub const CHASH_LOAD_VERIFY_POINTS_DIGEST: u32 = 2;
+
+/// `chash_snapshot_options`: how a snapshot is loaded; `size` set and the
+/// rest zero = a sealed copy, every check, no key, any version.
 #[repr(C)]
 pub struct chash_snapshot_options {
-    pub copy: c_int,
-    pub skip_checksum: c_int,
+    pub size: u32,
+    pub mode: u32,
+    pub flags: u32,
+    pub threads: u32,
     pub min_config_version: u64,
+    pub max_file_bytes: u64,
     pub trusted_keys: *const u8,
     pub n_trusted_keys: usize,
 }
@@ -120,30 +147,128 @@ pub struct chash_snapshot_options {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct chash_snapshot_info {
+    pub size: u32,
     pub major_version: u16,
     pub minor_version: u16,
     pub file_bytes: u64,
     pub config_version: u64,
     pub created_unix_seconds: i64,
-    pub flavor: c_int,
+    pub expires_unix_seconds: i64,
+    pub flavor: u32,
     pub point_multiple: u32,
     pub nodes: u32,
+    pub subsets: u32,
     pub points: u64,
     pub points_generated: u64,
-    pub subsets: u32,
-    pub is_signed: c_int,
+    pub is_signed: u32,
+    pub mode: u32,
     pub key_id: [u8; 8],
-    pub mapped: c_int,
+    pub fingerprint: [u8; 32],
+}
+
+/// Snapshot checks (`CHASH_CHECK_*`); `chash_check_name` spells them.
+pub const CHASH_CHECK_NONE: u32 = 0;
+pub const CHASH_CHECK_IO: u32 = 1;
+pub const CHASH_CHECK_NOT_REGULAR: u32 = 2;
+pub const CHASH_CHECK_MAX_SIZE: u32 = 3;
+pub const CHASH_CHECK_SPARSE: u32 = 4;
+pub const CHASH_CHECK_SIZE: u32 = 5;
+pub const CHASH_CHECK_MAGIC: u32 = 6;
+pub const CHASH_CHECK_VERSION: u32 = 7;
+pub const CHASH_CHECK_HEADER: u32 = 8;
+pub const CHASH_CHECK_SECTIONS: u32 = 9;
+pub const CHASH_CHECK_MIN_VERSION: u32 = 10;
+pub const CHASH_CHECK_EXPIRED: u32 = 11;
+pub const CHASH_CHECK_SIGNATURE: u32 = 12;
+pub const CHASH_CHECK_CHECKSUM: u32 = 13;
+pub const CHASH_CHECK_LABEL: u32 = 14;
+pub const CHASH_CHECK_NODE_TABLE: u32 = 15;
+pub const CHASH_CHECK_HASH_COLUMN: u32 = 16;
+pub const CHASH_CHECK_NODE_COLUMN: u32 = 17;
+pub const CHASH_CHECK_COLLISIONS: u32 = 18;
+pub const CHASH_CHECK_SUBSETS: u32 = 19;
+pub const CHASH_CHECK_INDEX: u32 = 20;
+pub const CHASH_CHECK_FINGERPRINT: u32 = 21;
+pub const CHASH_CHECK_POINTS_DIGEST: u32 = 22;
+pub const CHASH_CHECK_ROLLBACK: u32 = 23;
+pub const CHASH_CHECK_SAME_VERSION: u32 = 24;
+pub const CHASH_CHECK_OUT_OF_MEMORY: u32 = 25;
+pub const CHASH_CHECK_FLAVOR: u32 = 26;
+pub const CHASH_CHECK_ADDRESS: u32 = 27;
+pub const CHASH_CHECK_BACKEND_MISMATCH: u32 = 28;
+pub const CHASH_CHECK_EMBEDDER: u32 = 29;
+
+#[repr(C)]
+pub struct chash_reloader {
+    _private: [u8; 0],
+}
+
+/// `chash_reloader_options.flags`.
+pub const CHASH_RELOAD_NO_SHARE: u32 = 1;
+pub const CHASH_RELOAD_NO_LAST_GOOD: u32 = 2;
+pub const CHASH_RELOAD_NO_WRITE: u32 = 4;
+
+/// `chash_reloader_options`: the reload policy's options.
+#[repr(C)]
+pub struct chash_reloader_options {
+    pub size: u32,
+    pub flags: u32,
+    pub load: *const chash_snapshot_options,
+    pub state_dir: *const c_char,
+    pub name: *const c_char,
+}
+
+/// `chash_reload_result.outcome`.
+pub const CHASH_RELOAD_UNCHANGED: u32 = 0;
+pub const CHASH_RELOAD_NEW: u32 = 1;
+pub const CHASH_RELOAD_SAME_RING: u32 = 2;
+pub const CHASH_RELOAD_REFUSED: u32 = 3;
+
+/// `chash_reload_result`: what one look at the path found.
+#[repr(C)]
+pub struct chash_reload_result {
+    pub size: u32,
+    pub outcome: u32,
+    pub check: u32,
+    pub adopted: u32,
+    pub error: i32,
+    pub reserved: u32,
+    pub token: u64,
+    pub config_version: u64,
+    pub snapshot: *mut chash_snapshot,
+    pub message: [c_char; 512],
+}
+
+/// `chash_reload_report`: what the reloader has done.
+#[repr(C)]
+pub struct chash_reload_report {
+    pub size: u32,
+    pub last_check: u32,
+    pub serving_last_good: u32,
+    pub state_error: u32,
+    pub last_error: i32,
+    pub reserved: u32,
+    pub served_version: u64,
+    pub highest_version: u64,
+    pub accepted: u64,
+    pub adopted: u64,
+    pub refused: u64,
+    pub last_refused_unix_seconds: i64,
+    pub checking_since_unix_seconds: i64,
+    pub last_message: [c_char; 512],
+    pub state_message: [c_char; 512],
 }
 
 extern "C" {
     pub fn chash_strerror(code: c_int) -> *const c_char;
     pub fn chash_last_error() -> *const c_char;
+    pub fn chash_check_name(check: u32) -> *const c_char;
+    pub fn chash_last_check() -> u32;
     pub fn chash_version() -> *const c_char;
     pub fn chash_crc32(data: *const c_void, len: usize) -> u32;
 
     pub fn chash_builder_new(
-        flavor: chash_flavor,
+        flavor: u32,
         point_multiple: u32,
         out: *mut *mut chash_builder,
     ) -> c_int;
@@ -177,14 +302,17 @@ extern "C" {
     pub fn chash_ring_walk(ring: *const chash_ring, hash: u32, cursor: *mut chash_cursor) -> c_int;
     pub fn chash_cursor_next(cursor: *mut chash_cursor) -> u32;
     pub fn chash_cursor_hash(cursor: *const chash_cursor) -> u32;
-    pub fn chash_ring_walk_distinct(
+    pub fn chash_cursor_node(cursor: *const chash_cursor) -> u32;
+    pub fn chash_walk_size(ring: *const chash_ring) -> usize;
+    pub fn chash_walk_start(
+        memory: *mut c_void,
+        bytes: usize,
         ring: *const chash_ring,
+        mask: *const chash_node_mask,
         hash: u32,
-        walk: *mut chash_distinct_walk,
+        out: *mut *mut chash_walk,
     ) -> c_int;
-    pub fn chash_distinct_walk_next(walk: *mut chash_distinct_walk) -> u32;
-    pub fn chash_ring_find_position(ring: *const chash_ring, hash: u32) -> u32;
-    pub fn chash_ring_point_at(ring: *const chash_ring, position: u64, hash: *mut u32) -> u32;
+    pub fn chash_walk_next(walk: *mut chash_walk) -> u32;
     pub fn chash_ring_collision_losers(
         ring: *const chash_ring,
         hashes: *mut *const u32,
@@ -197,7 +325,7 @@ extern "C" {
     pub fn chash_ring_points_generated(ring: *const chash_ring) -> u64;
     pub fn chash_ring_num_nodes(ring: *const chash_ring) -> u32;
     pub fn chash_ring_nodes_with_points(ring: *const chash_ring) -> u32;
-    pub fn chash_ring_flavor(ring: *const chash_ring) -> c_int;
+    pub fn chash_ring_flavor(ring: *const chash_ring) -> u32;
     pub fn chash_ring_point_multiple(ring: *const chash_ring) -> u32;
     pub fn chash_ring_node_address(
         ring: *const chash_ring,
@@ -237,6 +365,7 @@ extern "C" {
     ) -> c_int;
 
     pub fn chash_ring_stats_compute(ring: *const chash_ring, out: *mut chash_ring_stats) -> c_int;
+    pub fn chash_ring_memory_usage(ring: *const chash_ring, out: *mut chash_memory_usage) -> c_int;
     pub fn chash_ring_fingerprint(ring: *const chash_ring, out: *mut u8) -> c_int;
     pub fn chash_ring_points_digest(ring: *const chash_ring, out: *mut u8) -> c_int;
     pub fn chash_ring_backend_fingerprint(ring: *const chash_ring, out: *mut u8) -> c_int;
@@ -257,6 +386,11 @@ extern "C" {
         ring: *const chash_ring,
         key: *const c_void,
         key_len: usize,
+    ) -> u32;
+    pub fn chash_availability_find_hash(
+        availability: *const chash_availability,
+        ring: *const chash_ring,
+        hash: u32,
     ) -> u32;
     pub fn chash_availability_find_keys(
         availability: *const chash_availability,
@@ -304,7 +438,7 @@ extern "C" {
         migration: *const chash_migration,
         key: *const c_void,
         key_len: usize,
-        side: *mut chash_side,
+        side: *mut u32,
     ) -> u32;
     pub fn chash_migration_find_keys(
         migration: *const chash_migration,
@@ -350,4 +484,37 @@ extern "C" {
         out: *mut *mut chash_node_mask,
     ) -> c_int;
     pub fn chash_public_key_read(path: *const c_char, out: *mut u8) -> c_int;
+
+    pub fn chash_reloader_new(
+        path: *const c_char,
+        options: *const chash_reloader_options,
+        out: *mut *mut chash_reloader,
+    ) -> c_int;
+    pub fn chash_reloader_free(reloader: *mut chash_reloader);
+    pub fn chash_reloader_current(
+        reloader: *const chash_reloader,
+        out: *mut *mut chash_snapshot,
+    ) -> c_int;
+    pub fn chash_reloader_check(
+        reloader: *mut chash_reloader,
+        out: *mut chash_reload_result,
+    ) -> c_int;
+    pub fn chash_reloader_adopt_shared(
+        reloader: *mut chash_reloader,
+        out: *mut chash_reload_result,
+    ) -> c_int;
+    pub fn chash_reloader_accept(
+        reloader: *mut chash_reloader,
+        candidate: *const chash_reload_result,
+    ) -> c_int;
+    pub fn chash_reloader_refuse(
+        reloader: *mut chash_reloader,
+        candidate: *const chash_reload_result,
+        check: u32,
+        message: *const c_char,
+    ) -> c_int;
+    pub fn chash_reloader_report(
+        reloader: *const chash_reloader,
+        out: *mut chash_reload_report,
+    ) -> c_int;
 }

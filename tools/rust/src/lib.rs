@@ -55,7 +55,8 @@
 //!
 //! What chash adds: bucket indices ([`Continuum::bucket_idx`]), lookups in
 //! batches ([`Continuum::bucket_idxs`]) and by hash, the failover order over
-//! distinct buckets ([`Continuum::distinct_iter`]), lookups that skip
+//! distinct buckets ([`Continuum::distinct_iter`]; the C library's one
+//! failover walk, `chash_walk`), lookups that skip
 //! unavailable buckets without a rebuild ([`NodeMask`],
 //! [`Continuum::node_available`], the failover order among the available
 //! buckets [`Continuum::distinct_iter_available`]; [`Availability`] publishes masks while
@@ -69,19 +70,24 @@
 //!
 //! For services that take their ring from a file rather than building it:
 //!
-//! - [`Snapshot::load`] maps (or copies, [`LoadMode`]) a snapshot written by
-//!   `chash build`, after every check of its format and integrity, and the
-//!   policy of [`LoadOptions`] (trusted [`PublicKey`]s, a minimum config
-//!   version). Each refusal is a [`SnapshotError`] whose
-//!   [`check`](SnapshotError::check) names the [`SnapshotCheck`] that failed.
+//! - [`Snapshot::load`] reads a snapshot written by `chash build` into a
+//!   sealed copy (or maps or copies it, [`LoadMode`]), after every check of
+//!   its format and integrity, and the policy of [`LoadOptions`] (trusted
+//!   [`PublicKey`]s, a minimum config version, a size cap, threads). Each
+//!   refusal is a [`SnapshotError`] whose [`check`](SnapshotError::check)
+//!   is the [`SnapshotCheck`] the library names (`CHASH_CHECK_*`).
 //! - Its ring is a [`Ring`] (any flavor, servers as address text) in an
 //!   `Arc`, or pingora-ketama's [`Continuum`] ([`Snapshot::continuum`]); its
 //!   named subsets are [`NodeMask`]s for the masked lookups
 //!   ([`Ring::bucket_idx_available`]).
-//! - A [`Reloader`] polls a path ([`Reloader::poll`], or a thread of its own:
-//!   [`Reloader::watch`]) and swaps in a replaced file only after it passes
-//!   every check and has a higher config version; [`Reloader::ring`] is an
-//!   `Arc<Ring>` that stays valid across reloads.
+//! - A [`Reloader`] is the C library's reload policy (`chash_reloader`, the
+//!   one nginx and chash.resty use): it polls a path ([`Reloader::poll`], or
+//!   a thread of its own: [`Reloader::watch`]) and swaps in a replaced file
+//!   only after it passes every check; a refused file is never verified
+//!   again, versions only go up, and with a state directory
+//!   ([`ReloadOptions::state_dir`]) across restarts, with a last good file
+//!   and one verification a host. [`Reloader::ring`] is an `Arc<Ring>` that
+//!   stays valid across reloads; [`Reloader::report`] says what it did.
 //! - A [`Migration`] routes each key through an old or a new ring by a
 //!   stable hash of the key, under a rollout and a scope, with counters.
 //! - Bounded loads: [`Ring::bucket_idx_bounded_load`],
@@ -118,14 +124,16 @@ mod snapshot;
 mod walk;
 
 pub use migration::{Migration, MigrationCounters, Route, Side, ROLLOUT_SCALE};
-pub use ops::{bounded_load_capacity, Availability, NodeMask, RingStats, FINGERPRINT_SIZE};
-pub use reload::{Reload, ReloadOptions, Reloader, Watcher};
+pub use ops::{
+    bounded_load_capacity, Availability, MemoryUsage, NodeMask, RingStats, FINGERPRINT_SIZE,
+};
+pub use reload::{Candidate, Reload, ReloadCheck, ReloadOptions, ReloadReport, Reloader, Watcher};
 pub use ring::{DistinctBuckets, Flavor, Ring};
 pub use snapshot::{
     LoadMode, LoadOptions, PublicKey, Snapshot, SnapshotCheck, SnapshotError, SnapshotInfo,
     KEY_ID_SIZE, PUBLIC_KEY_SIZE,
 };
-pub use walk::AvailableBuckets;
+pub use walk::{AvailableBuckets, PointIter};
 
 use std::ffi::CStr;
 use std::fmt;
@@ -318,7 +326,7 @@ fn hashed_address(addr: &SocketAddr) -> String {
 struct Builder(NonNull<ffi::chash_builder>);
 
 impl Builder {
-    fn new(flavor: ffi::chash_flavor, point_multiple: u32) -> Result<Self, Error> {
+    fn new(flavor: u32, point_multiple: u32) -> Result<Self, Error> {
         let mut out = std::ptr::null_mut();
         // SAFETY: out is a valid out-pointer.
         let code = unsafe { ffi::chash_builder_new(flavor, point_multiple, &mut out) };
@@ -519,17 +527,17 @@ impl Continuum {
 
     /// Each server once, in ring order from `hash_key`'s point: the failover
     /// order (the distinct servers of [`Continuum::node_iter`]), ending after
-    /// the last server that owns points. Walks each point at most once in
-    /// total; its 8 KiB seen-set is one heap allocation a walk.
+    /// the last server that owns points. The C library's `chash_walk`: each
+    /// point at most once in total; its seen-set (128 bytes and a bit a
+    /// bucket) is one heap allocation a walk.
     pub fn distinct_iter(&self, hash_key: &[u8]) -> DistinctNodeIterator<'_> {
         self.distinct_iter_by_hash(crc32(hash_key))
     }
 
     /// [`Continuum::distinct_iter`] from a key whose CRC32 is `hash`.
     pub fn distinct_iter_by_hash(&self, hash: u32) -> DistinctNodeIterator<'_> {
-        let mut walk = Box::new(ffi::chash_distinct_walk { opaque: [0; 1032] });
-        // SAFETY: the ring is alive; the walk is caller-allocated.
-        unsafe { ffi::chash_ring_walk_distinct(self.raw(), hash, &mut *walk) };
+        // SAFETY: the ring outlives the walk (the borrow of self); no mask.
+        let walk = unsafe { walk::Walk::start(self.raw(), std::ptr::null(), hash) };
         DistinctNodeIterator { walk, continuum: self }
     }
 
@@ -553,8 +561,7 @@ impl Continuum {
         mask: &'a NodeMask,
     ) -> impl Iterator<Item = &'a SocketAddr> + 'a {
         // SAFETY: the ring is alive for 'a, the walk's lifetime.
-        let walk =
-            unsafe { AvailableBuckets::new(self.raw(), self.addrs.len(), self.points, hash, mask) };
+        let walk = unsafe { AvailableBuckets::new(self.raw(), hash, mask) };
         walk.map(move |idx| &self.addrs[idx])
     }
 
@@ -680,7 +687,7 @@ impl<'a> Iterator for NodeIterator<'a> {
 
 /// Each server once from a key's point (see [`Continuum::distinct_iter`]).
 pub struct DistinctNodeIterator<'a> {
-    walk: Box<ffi::chash_distinct_walk>,
+    walk: walk::Walk,
     continuum: &'a Continuum,
 }
 
@@ -688,8 +695,6 @@ impl<'a> Iterator for DistinctNodeIterator<'a> {
     type Item = &'a SocketAddr;
 
     fn next(&mut self) -> Option<Self::Item> {
-        // SAFETY: the walk belongs to the borrowed ring.
-        let node = unsafe { ffi::chash_distinct_walk_next(&mut *self.walk) };
-        self.continuum.addrs.get(node as usize)
+        self.walk.next_bucket().and_then(|idx| self.continuum.addrs.get(idx))
     }
 }

@@ -105,7 +105,7 @@ fn check(code: i32) -> Result<(), Error> {
     }
 }
 
-fn side_of(side: ffi::chash_side) -> Side {
+fn side_of(side: u32) -> Side {
     if side == ffi::CHASH_SIDE_NEW {
         Side::New
     } else {

@@ -224,7 +224,6 @@ pub struct RingStats {
     pub index_bytes: u64,
     pub collision_table_bytes: u64,
     pub bytes_per_point: f64,
-    pub build_ms: f64,
     /// sqrt((N-1)/(N*k+1)) over the N buckets with weight > 0.
     pub cv_predicted: f64,
     /// From the exact share of the 2^32 hashes each bucket owns.
@@ -233,7 +232,43 @@ pub struct RingStats {
     pub min_share_ratio: f64,
 }
 
+/// The bytes a ring holds (`chash_memory_usage`), O(1).
+#[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+pub struct MemoryUsage {
+    /// The hash and node columns: 6 bytes a point.
+    pub column_bytes: u64,
+    /// Node table, names, bookkeeping: O(buckets).
+    pub other_bytes: u64,
+    /// The search index above the columns.
+    pub index_bytes: u64,
+    /// Collided points kept for masked lookups.
+    pub collision_table_bytes: u64,
+}
+
+pub(crate) fn memory_usage(ring: *const ffi::chash_ring) -> Result<MemoryUsage, Error> {
+    let mut raw = ffi::chash_memory_usage {
+        size: std::mem::size_of::<ffi::chash_memory_usage>() as u32,
+        ..Default::default()
+    };
+    // SAFETY: a live ring; raw is a sized out-struct.
+    let code = unsafe { ffi::chash_ring_memory_usage(ring, &mut raw) };
+    if code != ffi::CHASH_OK {
+        return Err(Error::from_code(code, last_error()));
+    }
+    Ok(MemoryUsage {
+        column_bytes: raw.column_bytes,
+        other_bytes: raw.other_bytes,
+        index_bytes: raw.index_bytes,
+        collision_table_bytes: raw.collision_table_bytes,
+    })
+}
+
 impl Continuum {
+    /// The bytes the ring holds, O(1).
+    pub fn memory_usage(&self) -> Result<MemoryUsage, Error> {
+        memory_usage(self.raw())
+    }
+
     /// The server of `hash_key` on the ring of the buckets `mask` leaves
     /// available, without building that ring; `None` if none of them has a
     /// point. One lookup and a bit test when the key's bucket is available.
@@ -315,7 +350,10 @@ impl Continuum {
 
     /// The ring's statistics (one scan of the ring: O(points)).
     pub fn stats(&self) -> Result<RingStats, Error> {
-        let mut raw = ffi::chash_ring_stats::default();
+        let mut raw = ffi::chash_ring_stats {
+            size: std::mem::size_of::<ffi::chash_ring_stats>() as u32,
+            ..Default::default()
+        };
         // SAFETY: the ring is alive; raw is a valid out-struct.
         let code = unsafe { ffi::chash_ring_stats_compute(self.raw(), &mut raw) };
         if code != ffi::CHASH_OK {
@@ -332,7 +370,6 @@ impl Continuum {
             index_bytes: raw.index_bytes,
             collision_table_bytes: raw.collision_table_bytes,
             bytes_per_point: raw.bytes_per_point,
-            build_ms: raw.build_ms,
             cv_predicted: raw.cv_predicted,
             cv_measured: raw.cv_measured,
             max_share_ratio: raw.max_share_ratio,

@@ -1,68 +1,225 @@
 //! [`Reloader`]: the current snapshot of a path, replaced when the file at
-//! the path is replaced, only after the new file passes every check.
+//! the path is replaced and the new one passes every check. The policy is
+//! the C library's (`chash_reloader`, include/chash/snapshot.h
+//! `SnapshotReloader`), the one nginx, chash.resty and C programs use too;
+//! this module only keeps the served [`Snapshot`] in an `Arc` for readers.
 
+use std::ffi::CString;
 use std::fmt;
-use std::os::unix::fs::MetadataExt;
+use std::os::raw::c_char;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ptr::NonNull;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::ring::Ring;
 use crate::snapshot::{LoadOptions, Snapshot, SnapshotCheck, SnapshotError};
-use crate::{Continuum, Error, ErrorKind};
+use crate::{ffi, Continuum, Error, ErrorKind};
 
-/// How a [`Reloader`] loads and what a new file must satisfy.
-#[derive(Clone, Debug, Default, Eq, PartialEq)]
+/// How a [`Reloader`] loads and what it keeps.
+///
+/// The versions only go up: a file below the highest version served is
+/// refused ([`SnapshotCheck::Rollback`]), the version served with another
+/// ring too ([`SnapshotCheck::SameVersion`]). A rollback is a new, higher
+/// version of the old servers (`chash build --from OLD.ring
+/// --config-version N`).
+#[derive(Clone, Debug, Eq, PartialEq)]
 pub struct ReloadOptions {
-    /// The checks and policy of every load, the first included.
+    /// The checks of every file, the first included: trusted keys, minimum
+    /// version, size cap, threads, load mode ([`LoadOptions`]).
     pub load: LoadOptions,
-    /// Accept a lower config version (a deliberate rollback). The better
-    /// rollback is a new, higher version of the old servers (`chash build
-    /// --from OLD.ring --config-version N`).
-    pub allow_rollback: bool,
+    /// An existing, writable directory where the reloader keeps NAME.state
+    /// (the highest version served: versions only go up across restarts),
+    /// NAME.good (the last file that passed, served when the path's file is
+    /// refused at start) and NAME.share (the host's processes with the same
+    /// directory and policy adopt each other's verified sealed copy: one
+    /// verification and one copy of the columns a host). `None`: nothing
+    /// persists, this process verifies every file itself.
+    pub state_dir: Option<PathBuf>,
+    /// The reloader's name in `state_dir` (1..128 bytes of `[A-Za-z0-9._-]`);
+    /// `None`: derived from the path.
+    pub name: Option<String>,
+    /// With `state_dir` and [`crate::LoadMode::Sealed`]: adopt the host's
+    /// verified copies (default true).
+    pub share: bool,
+    /// With `state_dir`: keep NAME.good (default true).
+    pub keep_last_good: bool,
+    /// false: read the state directory but write nothing to it (a
+    /// configuration test). Default true.
+    pub write_state: bool,
+}
+
+impl Default for ReloadOptions {
+    fn default() -> Self {
+        ReloadOptions {
+            load: LoadOptions::default(),
+            state_dir: None,
+            name: None,
+            share: true,
+            keep_last_good: true,
+            write_state: true,
+        }
+    }
 }
 
 /// What a [`Reloader::poll`] did.
 #[derive(Copy, Clone, Debug, Eq, PartialEq)]
+#[non_exhaustive]
 pub enum Reload {
-    /// The path names the current file (or a file with the same config
-    /// version and content, or one refused before): nothing changed.
+    /// The path names the file served, or one refused before (a refused
+    /// file is never verified again): nothing changed.
     Unchanged,
-    /// A new file passed every check and is now the current snapshot.
-    Reloaded { config_version: u64 },
+    /// Another file holds the ring served (a copy, a touch): nothing to
+    /// swap.
+    SameRing,
+    /// A new file passed every check and is now the served snapshot;
+    /// `adopted`: another process of the host verified it.
+    Reloaded { config_version: u64, adopted: bool },
 }
 
-// What names a file at a path (stat, following symlinks): a rename over the
-// path, a retargeted symlink or a rewrite change at least one of these.
-#[derive(Copy, Clone, Debug, Eq, PartialEq)]
-struct FileIdentity {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: i64,
-    mtime_nsec: i64,
+/// What one look at the path found ([`Reloader::check`],
+/// [`Reloader::adopt_shared`]); refusals are the `Err` of those calls.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ReloadCheck<'a> {
+    Unchanged,
+    SameRing,
+    /// A new ring passed every check of the library: run the embedder's own
+    /// checks on it, then [`Candidate::accept`] or [`Candidate::refuse`].
+    New(Candidate<'a>),
 }
 
-impl FileIdentity {
-    fn of(path: &Path) -> Result<FileIdentity, SnapshotError> {
-        let meta = std::fs::metadata(path).map_err(|e| {
-            SnapshotError::new(
-                SnapshotCheck::Io,
-                ErrorKind::Io,
-                format!("io: cannot stat '{}': {e}", path.display()),
-            )
-        })?;
-        Ok(FileIdentity {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: meta.mtime(),
-            mtime_nsec: meta.mtime_nsec(),
-        })
+/// A new snapshot the library verified, not served yet. Dropping it serves
+/// nothing (the next check looks at the path again).
+pub struct Candidate<'a> {
+    reloader: &'a Reloader,
+    result: Box<ffi::chash_reload_result>,
+    snapshot: Box<Snapshot>,
+}
+
+impl fmt::Debug for Candidate<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Candidate")
+            .field("config_version", &self.config_version())
+            .field("adopted", &self.adopted())
+            .finish()
     }
+}
+
+impl Candidate<'_> {
+    /// The candidate's snapshot (its ring, header, label, subsets).
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    pub fn config_version(&self) -> u64 {
+        self.result.config_version
+    }
+
+    /// True if another process of the host verified it.
+    pub fn adopted(&self) -> bool {
+        self.result.adopted != 0
+    }
+
+    /// Serves it: the library persists its version (and NAME.good) and
+    /// publishes it; then [`Reloader::snapshot`] answers with it. An error
+    /// ([`ErrorKind::BadArgument`]) if another check ran since this one.
+    /// A failure to write the state directory does not stop the swap: it
+    /// is in [`Reloader::report`]'s `state_error`.
+    pub fn accept(self) -> Result<Reload, SnapshotError> {
+        let reloader = self.reloader;
+        // Accepts and publications in one order: a later accept never
+        // publishes before an earlier one.
+        let _order = reloader.accepting.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the reloader is alive (borrowed); the result is the one
+        // its check wrote.
+        let code = unsafe { ffi::chash_reloader_accept(reloader.raw.as_ptr(), &*self.result) };
+        if code != ffi::CHASH_OK && code != ffi::CHASH_E_IO {
+            return Err(SnapshotError::from_code(code));
+        }
+        let reload = Reload::Reloaded {
+            config_version: self.result.config_version,
+            adopted: self.result.adopted != 0,
+        };
+        *reloader.current.write().unwrap_or_else(|e| e.into_inner()) = Current::new(*self.snapshot);
+        Ok(reload)
+    }
+
+    /// Refuses it with the embedder's check (typically
+    /// [`SnapshotCheck::Flavor`], [`SnapshotCheck::Address`],
+    /// [`SnapshotCheck::BackendMismatch`] or [`SnapshotCheck::Embedder`]):
+    /// the library remembers the file and never loads it again; the report
+    /// names the check and `message`.
+    pub fn refuse(self, check: SnapshotCheck, message: &str) -> Result<(), Error> {
+        let message = CString::new(message.replace('\0', " ")).expect("no NUL left");
+        // SAFETY: as accept; the message is NUL-terminated.
+        let code = unsafe {
+            ffi::chash_reloader_refuse(
+                self.reloader.raw.as_ptr(),
+                &*self.result,
+                check.code(),
+                message.as_ptr(),
+            )
+        };
+        if code == ffi::CHASH_OK {
+            Ok(())
+        } else {
+            Err(Error::from_code(code, crate::last_error()))
+        }
+    }
+}
+
+/// What a [`Reloader`] has done, for logs, status pages and alerts
+/// (`chash_reload_report`).
+#[derive(Clone, Debug, Default, Eq, PartialEq)]
+pub struct ReloadReport {
+    pub served_version: u64,
+    /// The highest config version ever served under this name (persisted
+    /// with a state directory).
+    pub highest_version: u64,
+    /// Files served after the first.
+    pub accepted: u64,
+    /// Of those, verified by another process of the host.
+    pub adopted: u64,
+    /// Files refused, each identity once.
+    pub refused: u64,
+    /// The check of the last refusal; [`SnapshotCheck::None`] if none.
+    pub last_check: SnapshotCheck,
+    /// The library's error code of the last refusal (`CHASH_E_*`), 0 if none.
+    pub last_error: i32,
+    pub last_message: String,
+    pub last_refused_unix_seconds: Option<i64>,
+    /// A check in flight since (Unix seconds).
+    pub checking_since_unix_seconds: Option<i64>,
+    /// The path's file was refused at start and NAME.good is served.
+    pub serving_last_good: bool,
+    /// The last write of NAME.state or NAME.good failed (the ring was
+    /// served all the same); why.
+    pub state_error: Option<String>,
+}
+
+// The library's NUL-terminated message buffer as text.
+fn message_text(buffer: &[c_char]) -> String {
+    let bytes: Vec<u8> = buffer.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn new_result() -> Box<ffi::chash_reload_result> {
+    Box::new(ffi::chash_reload_result {
+        size: std::mem::size_of::<ffi::chash_reload_result>() as u32,
+        outcome: 0,
+        check: 0,
+        adopted: 0,
+        error: 0,
+        reserved: 0,
+        token: 0,
+        config_version: 0,
+        snapshot: std::ptr::null_mut(),
+        message: [0; ffi::CHASH_MESSAGE_SIZE],
+    })
 }
 
 // What readers copy out. The ring's Arc is kept beside the snapshot's so
@@ -79,28 +236,26 @@ impl Current {
     }
 }
 
-// Serializes polls; readers never take it.
-struct PollState {
-    current: FileIdentity,
-    // The last file refused: not loaded again until the path changes.
-    refused: Option<FileIdentity>,
-    last_error: Option<SnapshotError>,
-}
-
-/// Owns the current [`Snapshot`] of a path and replaces it when the file at
-/// the path is replaced (`chash build` renames a new file over it).
+/// Owns the served [`Snapshot`] of a path and replaces it when the file at
+/// the path is replaced, by the C library's reload policy:
 ///
-/// A new file is loaded and checked with the reloader's options off the
-/// readers' path, and published only if every check passes and its config
-/// version is higher than the current one (equal with the same routing,
-/// label and subsets: the same file, nothing to do). Otherwise the current
-/// ring stays and [`Reloader::last_error`] says why. A refused file is not
-/// loaded again until the path changes, except one refused for want of
-/// memory.
+/// - a file is its identity (device, inode, size, modification time; the
+///   path is stat-ed, symlinks followed): the file served and the refused
+///   ones are not loaded again, so a refused file is never verified twice;
+/// - every check of a load, with [`ReloadOptions::load`];
+/// - versions only go up ([`SnapshotCheck::Rollback`],
+///   [`SnapshotCheck::SameVersion`]; with a state directory, across
+///   restarts), and another file with the ring served is no swap
+///   ([`Reload::SameRing`]);
+/// - with a state directory: the last good file, and one verification a
+///   host ([`ReloadOptions::state_dir`]).
 ///
 /// Readers call [`Reloader::ring`] (a read lock for an `Arc` clone: tens of
 /// ns, never waiting for a load); the ring they hold stays valid after any
 /// number of reloads. `Send + Sync`: share the reloader in an `Arc`.
+/// [`Reloader::new`], [`Reloader::poll`], [`Reloader::check`] and
+/// [`Reloader::adopt_shared`] touch the file system and may block: call them
+/// off any async executor's threads (or use [`Reloader::watch`]).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -125,12 +280,23 @@ struct PollState {
 /// }
 /// ```
 pub struct Reloader {
+    raw: NonNull<ffi::chash_reloader>,
     path: PathBuf,
-    options: ReloadOptions,
     current: RwLock<Current>,
-    poll: Mutex<PollState>,
-    reloads: AtomicU64,
-    refusals: AtomicU64,
+    accepting: Mutex<()>,
+}
+
+// SAFETY: the C reloader is thread-safe (its calls serialize); the Rust
+// fields are locks and owned values.
+unsafe impl Send for Reloader {}
+unsafe impl Sync for Reloader {}
+
+impl Drop for Reloader {
+    fn drop(&mut self) {
+        // SAFETY: freed once; snapshots taken from it keep their own
+        // references.
+        unsafe { ffi::chash_reloader_free(self.raw.as_ptr()) }
+    }
 }
 
 impl fmt::Debug for Reloader {
@@ -138,27 +304,82 @@ impl fmt::Debug for Reloader {
         f.debug_struct("Reloader")
             .field("path", &self.path)
             .field("config_version", &self.snapshot().config_version())
-            .field("reloads", &self.reloads())
-            .field("refusals", &self.refusals())
+            .field("report", &self.report())
             .finish()
     }
 }
 
+fn c_string(what: &str, bytes: &[u8]) -> Result<CString, SnapshotError> {
+    CString::new(bytes).map_err(|_| {
+        SnapshotError::new(
+            SnapshotCheck::None,
+            ErrorKind::BadArgument,
+            format!("{what} '{}' holds a NUL byte", String::from_utf8_lossy(bytes)),
+        )
+    })
+}
+
 impl Reloader {
-    /// Loads `path` now; the refusal if that first load fails.
+    /// Serves the newest ring that passes every check: the path's file,
+    /// else (with a state directory) the last good one; the refusal if
+    /// neither passes. With a state directory, a file another process of
+    /// the host verified is adopted (O(buckets)) instead of verified again.
     pub fn new(path: impl AsRef<Path>, options: ReloadOptions) -> Result<Reloader, SnapshotError> {
         let path = path.as_ref().to_path_buf();
-        // Stat before the load: the file loaded is this one or a newer one,
-        // and a newer one is loaded (again) by the next poll.
-        let identity = FileIdentity::of(&path)?;
-        let snapshot = Snapshot::load(&path, &options.load)?;
+        let c_path = c_string("the path", path.as_os_str().as_bytes()).map_err(|e| {
+            SnapshotError::new(SnapshotCheck::Io, ErrorKind::BadArgument, e.message().into())
+        })?;
+        let state_dir = match &options.state_dir {
+            Some(dir) => Some(c_string("state_dir", dir.as_os_str().as_bytes())?),
+            None => None,
+        };
+        let name = match &options.name {
+            Some(name) => Some(c_string("name", name.as_bytes())?),
+            None => None,
+        };
+        let keys = options.load.key_bytes();
+        let load = options.load.to_c(&keys);
+        let mut flags = 0;
+        if !options.share {
+            flags |= ffi::CHASH_RELOAD_NO_SHARE;
+        }
+        if !options.keep_last_good {
+            flags |= ffi::CHASH_RELOAD_NO_LAST_GOOD;
+        }
+        if !options.write_state {
+            flags |= ffi::CHASH_RELOAD_NO_WRITE;
+        }
+        let c_options = ffi::chash_reloader_options {
+            size: std::mem::size_of::<ffi::chash_reloader_options>() as u32,
+            flags,
+            load: &load,
+            state_dir: state_dir.as_ref().map_or(std::ptr::null(), |d| d.as_ptr()),
+            name: name.as_ref().map_or(std::ptr::null(), |n| n.as_ptr()),
+        };
+        let mut out = std::ptr::null_mut();
+        // SAFETY: NUL-terminated strings and options that borrow `keys`,
+        // `load`, `state_dir` and `name`, alive for the call.
+        let code = unsafe { ffi::chash_reloader_new(c_path.as_ptr(), &c_options, &mut out) };
+        let raw = match NonNull::new(out) {
+            Some(raw) if code == ffi::CHASH_OK => raw,
+            _ => return Err(SnapshotError::from_code(code)),
+        };
+        let mut served = std::ptr::null_mut();
+        // SAFETY: a live reloader; served is a valid out-pointer.
+        let code = unsafe { ffi::chash_reloader_current(raw.as_ptr(), &mut served) };
+        let snapshot = match Snapshot::adopt(code, served) {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                // SAFETY: freed once, here.
+                unsafe { ffi::chash_reloader_free(raw.as_ptr()) };
+                return Err(error);
+            }
+        };
         Ok(Reloader {
+            raw,
             path,
-            options,
             current: RwLock::new(Current::new(snapshot)),
-            poll: Mutex::new(PollState { current: identity, refused: None, last_error: None }),
-            reloads: AtomicU64::new(0),
-            refusals: AtomicU64::new(0),
+            accepting: Mutex::new(()),
         })
     }
 
@@ -166,121 +387,133 @@ impl Reloader {
         &self.path
     }
 
-    /// The current snapshot: ring, header, label and subsets that belong
+    /// The served snapshot: ring, header, label and subsets that belong
     /// together. An `Arc` clone under a read lock.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        Arc::clone(&self.read_current().snapshot)
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()).snapshot)
     }
 
-    /// The current ring: an `Arc` that stays valid across reloads. A read
+    /// The served ring: an `Arc` that stays valid across reloads. A read
     /// lock and one reference count; no allocation.
     pub fn ring(&self) -> Arc<Ring> {
-        Arc::clone(&self.read_current().ring)
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()).ring)
     }
 
-    /// The current ring as pingora-ketama's [`Continuum`] (see
+    /// The served ring as pingora-ketama's [`Continuum`] (see
     /// [`Snapshot::continuum`]: built once a snapshot, then an `Arc`
     /// clone), for pingora services that keep its API.
     pub fn continuum(&self) -> Result<Arc<Continuum>, Error> {
         self.snapshot().continuum()
     }
 
-    fn read_current(&self) -> std::sync::RwLockReadGuard<'_, Current> {
-        // A poisoned lock still holds a valid value: publishing is one store.
-        self.current.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn lock_poll(&self) -> MutexGuard<'_, PollState> {
-        self.poll.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Checks the path once (a `stat`, following symlinks): if it names
-    /// another file than the current one (device, inode, size or
-    /// modification time), loads, checks and publishes it. The refusal
-    /// otherwise, also kept in [`Reloader::last_error`]. Thread-safe
-    /// (polls serialize); costs a load of the file when it changed.
-    pub fn poll(&self) -> Result<Reload, SnapshotError> {
-        let mut state = self.lock_poll();
-        let result = self.poll_locked(&mut state);
-        if let Err(error) = &result {
-            state.last_error = Some(error.clone());
+    fn found(
+        &self,
+        code: i32,
+        result: Box<ffi::chash_reload_result>,
+    ) -> Result<ReloadCheck<'_>, SnapshotError> {
+        if code != ffi::CHASH_OK {
+            return Err(SnapshotError::from_code(code));
         }
-        result
-    }
-
-    fn poll_locked(&self, state: &mut PollState) -> Result<Reload, SnapshotError> {
-        let before = FileIdentity::of(&self.path)?;
-        if before == state.current || Some(before) == state.refused {
-            return Ok(Reload::Unchanged);
-        }
-        // Stat before the load (as in new): if the path is replaced while
-        // loading, the next poll sees an identity other than `before` and
-        // loads the newer file.
-        let loaded = Snapshot::load(&self.path, &self.options.load);
-        let refuse = |state: &mut PollState, error: SnapshotError| {
-            // A load that ran out of memory is tried again at the next poll.
-            if error.check() != SnapshotCheck::OutOfMemory {
-                state.refused = Some(before);
+        match result.outcome {
+            ffi::CHASH_RELOAD_NEW => {
+                let mut result = result;
+                let snapshot = std::mem::replace(&mut result.snapshot, std::ptr::null_mut());
+                let snapshot = Box::new(Snapshot::adopt(ffi::CHASH_OK, snapshot)?);
+                Ok(ReloadCheck::New(Candidate { reloader: self, result, snapshot }))
             }
-            self.refusals.fetch_add(1, Ordering::Relaxed);
-            Err(error)
-        };
-        let snapshot = match loaded {
-            Ok(snapshot) => snapshot,
-            Err(error) => return refuse(state, error),
-        };
-        let current = self.snapshot();
-        let (old, new) = (current.config_version(), snapshot.config_version());
-        if new == old && snapshot.same_content(&current) {
-            state.current = before;
-            state.refused = None;
-            return Ok(Reload::Unchanged);
+            ffi::CHASH_RELOAD_SAME_RING => Ok(ReloadCheck::SameRing),
+            ffi::CHASH_RELOAD_REFUSED => {
+                let check = SnapshotCheck::from_code(result.check);
+                Err(SnapshotError::with_code(check, result.error, message_text(&result.message)))
+            }
+            ffi::CHASH_RELOAD_UNCHANGED => Ok(ReloadCheck::Unchanged),
+            // An outcome of a newer library: nothing this crate can serve.
+            _ => Ok(ReloadCheck::Unchanged),
         }
-        if new <= old && !(new < old && self.options.allow_rollback) {
-            let why = if new == old { "the same as" } else { "below" };
-            let error = SnapshotError::new(
-                SnapshotCheck::ConfigVersion,
-                ErrorKind::Untrusted,
-                format!(
-                    "config_version: '{}' has config version {new}, {why} the current {old} \
-                     (publish a higher version; a rollback needs allow_rollback)",
-                    self.path.display()
-                ),
-            );
-            return refuse(state, error);
-        }
-        let previous = std::mem::replace(
-            &mut *self.current.write().unwrap_or_else(|e| e.into_inner()),
-            Current::new(snapshot),
-        );
-        // The previous snapshot is released here (outside the lock), or by
-        // its last reader.
-        drop((previous, current));
-        state.current = before;
-        state.refused = None;
-        self.reloads.fetch_add(1, Ordering::Relaxed);
-        Ok(Reload::Reloaded { config_version: new })
     }
 
-    /// Files published after the first.
+    /// Looks at the path once: [`ReloadCheck::New`] with a candidate the
+    /// library verified (or adopted from another process of the host), for
+    /// embedders with checks of their own; the refusal as an error (the
+    /// served ring stays). [`Reloader::poll`] is check and accept.
+    pub fn check(&self) -> Result<ReloadCheck<'_>, SnapshotError> {
+        let mut result = new_result();
+        // SAFETY: a live reloader; result is a sized out-struct.
+        let code = unsafe { ffi::chash_reloader_check(self.raw.as_ptr(), &mut *result) };
+        self.found(code, result)
+    }
+
+    /// The newest ring another process of the host verified (with a state
+    /// directory), if it is newer than the one served; never reads the
+    /// watched path. For a process that starts after its siblings.
+    pub fn adopt_shared(&self) -> Result<ReloadCheck<'_>, SnapshotError> {
+        let mut result = new_result();
+        // SAFETY: as check.
+        let code = unsafe { ffi::chash_reloader_adopt_shared(self.raw.as_ptr(), &mut *result) };
+        self.found(code, result)
+    }
+
+    /// Checks the path once and serves a new file that passes every check.
+    /// A refusal is the error (the served ring stays; the library remembers
+    /// the file, counts it in [`Reloader::report`] and never loads it
+    /// again, except after running out of memory). Thread-safe.
+    pub fn poll(&self) -> Result<Reload, SnapshotError> {
+        match self.check()? {
+            ReloadCheck::New(candidate) => candidate.accept(),
+            ReloadCheck::SameRing => Ok(Reload::SameRing),
+            ReloadCheck::Unchanged => Ok(Reload::Unchanged),
+        }
+    }
+
+    /// What the reloader has done (`chash_reload_report`); never waits for
+    /// a check in flight.
+    pub fn report(&self) -> ReloadReport {
+        // SAFETY: plain data; all zeros is a valid value.
+        let mut raw: ffi::chash_reload_report = unsafe { std::mem::zeroed() };
+        raw.size = std::mem::size_of::<ffi::chash_reload_report>() as u32;
+        // SAFETY: a live reloader; raw is a sized out-struct.
+        let code = unsafe { ffi::chash_reloader_report(self.raw.as_ptr(), &mut raw) };
+        debug_assert_eq!(code, ffi::CHASH_OK);
+        ReloadReport {
+            served_version: raw.served_version,
+            highest_version: raw.highest_version,
+            accepted: raw.accepted,
+            adopted: raw.adopted,
+            refused: raw.refused,
+            last_check: SnapshotCheck::from_code(raw.last_check),
+            last_error: raw.last_error,
+            last_message: message_text(&raw.last_message),
+            last_refused_unix_seconds: (raw.last_refused_unix_seconds != 0)
+                .then_some(raw.last_refused_unix_seconds),
+            checking_since_unix_seconds: (raw.checking_since_unix_seconds != 0)
+                .then_some(raw.checking_since_unix_seconds),
+            serving_last_good: raw.serving_last_good != 0,
+            state_error: (raw.state_error != 0).then(|| message_text(&raw.state_message)),
+        }
+    }
+
+    /// Files served after the first (`report().accepted`).
     pub fn reloads(&self) -> u64 {
-        self.reloads.load(Ordering::Relaxed)
+        self.report().accepted
     }
 
-    /// Files refused.
+    /// Files refused, each once (`report().refused`).
     pub fn refusals(&self) -> u64 {
-        self.refusals.load(Ordering::Relaxed)
+        self.report().refused
     }
 
-    /// Why the last poll that failed failed; `None` if none has.
+    /// The last refusal; `None` if there was none.
     pub fn last_error(&self) -> Option<SnapshotError> {
-        self.lock_poll().last_error.clone()
+        let report = self.report();
+        (report.last_check != SnapshotCheck::None).then(|| {
+            SnapshotError::with_code(report.last_check, report.last_error, report.last_message)
+        })
     }
 
     /// Polls every `interval` on a thread of its own until the returned
     /// [`Watcher`] is dropped (which stops and joins it). Refusals go to
-    /// [`Reloader::last_error`] and [`Reloader::refusals`]. An error
-    /// ([`ErrorKind::Other`]) only if the system refuses a thread.
+    /// [`Reloader::report`]. An error ([`ErrorKind::Other`]) only if the
+    /// system refuses a thread.
     pub fn watch(self: &Arc<Self>, interval: Duration) -> Result<Watcher, Error> {
         let (stop, stopped) = mpsc::channel::<()>();
         let reloader = Arc::clone(self);
@@ -289,7 +522,7 @@ impl Reloader {
             .spawn(move || loop {
                 match stopped.recv_timeout(interval) {
                     Err(RecvTimeoutError::Timeout) => {
-                        // The refusal is kept in last_error.
+                        // The refusal is kept in the report.
                         let _ = reloader.poll();
                     }
                     Ok(()) | Err(RecvTimeoutError::Disconnected) => return,

@@ -7,7 +7,7 @@ use std::fmt;
 use std::ptr::NonNull;
 
 use crate::ops::{Availability, NodeMask};
-use crate::walk::{AvailableBuckets, Losers};
+use crate::walk::{AvailableBuckets, Losers, PointIter, Walk};
 use crate::{
     crc32, ffi, for_key_chunks, last_error, Builder, Continuum, Error, ErrorKind, FINGERPRINT_SIZE,
     NO_BUCKET,
@@ -31,7 +31,7 @@ pub enum Flavor {
 }
 
 impl Flavor {
-    pub(crate) fn code(self) -> ffi::chash_flavor {
+    pub(crate) fn code(self) -> u32 {
         match self {
             Flavor::Nginx => ffi::CHASH_FLAVOR_NGINX,
             Flavor::PingoraV1 => ffi::CHASH_FLAVOR_PINGORA_V1,
@@ -40,14 +40,15 @@ impl Flavor {
         }
     }
 
-    // None for a raw-point ring (-1) and for flavors this crate does not
-    // name yet.
-    pub(crate) fn from_code(code: i32) -> Option<Flavor> {
+    // None for a raw-point ring (CHASH_NO_FLAVOR) and for flavors this
+    // crate does not name yet.
+    pub(crate) fn from_code(code: u32) -> Option<Flavor> {
         match code {
             ffi::CHASH_FLAVOR_NGINX => Some(Flavor::Nginx),
             ffi::CHASH_FLAVOR_PINGORA_V1 => Some(Flavor::PingoraV1),
             ffi::CHASH_FLAVOR_PINGORA_V2 => Some(Flavor::PingoraV2),
             ffi::CHASH_FLAVOR_RESTY => Some(Flavor::Resty),
+            ffi::CHASH_NO_FLAVOR => None,
             _ => None,
         }
     }
@@ -276,17 +277,40 @@ impl Ring {
     }
 
     /// Each bucket once, in ring order from `key`'s point: the failover
-    /// order. Its 8 KiB seen-set is one heap allocation a walk.
+    /// order (the C library's `chash_walk` without a mask), ending after
+    /// the last bucket that owns points. Its seen-set, 128 bytes plus a bit
+    /// a bucket, is one heap allocation a walk.
     pub fn distinct_iter(&self, key: &[u8]) -> DistinctBuckets<'_> {
         self.distinct_iter_by_hash(crc32(key))
     }
 
     /// [`Ring::distinct_iter`] from a key whose CRC32 is `hash`.
     pub fn distinct_iter_by_hash(&self, hash: u32) -> DistinctBuckets<'_> {
-        let mut walk = Box::new(ffi::chash_distinct_walk { opaque: [0; 1032] });
-        // SAFETY: the ring is alive; the walk is caller-allocated.
-        unsafe { ffi::chash_ring_walk_distinct(self.raw(), hash, &mut *walk) };
+        // SAFETY: the ring outlives the walk (the borrow of self); no mask.
+        let walk = unsafe { Walk::start(self.raw(), std::ptr::null(), hash) };
         DistinctBuckets { walk, _ring: self }
+    }
+
+    /// The points from `key`'s point in ring order, forever (a bucket as
+    /// often as it owns points; after [`Ring::num_points`] steps it is back
+    /// at its start): the failover walk of pingora's `node_iter` and nginx's
+    /// `hash consistent`, as bucket indices. Empty on an empty ring. O(1) a
+    /// step, no allocation.
+    ///
+    /// ```
+    /// let ring = chash::Ring::build(chash::Flavor::Nginx, 0, [("10.0.0.1:80", 1), ("10.0.0.2:80", 1)])?;
+    /// let mut points = ring.point_iter(b"/some/url");
+    /// assert_eq!(points.next(), ring.bucket_idx(b"/some/url"));
+    /// assert_eq!(ring.point_iter(b"/some/url").take(ring.num_points()).count(), 320);
+    /// # Ok::<(), chash::Error>(())
+    /// ```
+    pub fn point_iter(&self, key: &[u8]) -> PointIter<'_> {
+        PointIter::new(self, crc32(key))
+    }
+
+    /// [`Ring::point_iter`] from a key whose CRC32 is `hash`.
+    pub fn point_iter_by_hash(&self, hash: u32) -> PointIter<'_> {
+        PointIter::new(self, hash)
     }
 
     /// Each bucket `mask` leaves available once, in the order the ring of
@@ -299,10 +323,12 @@ impl Ring {
     /// it is exactly the smaller ring's walk. Bucket ids at or past the
     /// mask's length count as unavailable.
     ///
-    /// Cost: O(buckets) to start (it counts the available buckets, so
-    /// that the walk ends after the last one instead of finishing the turn),
-    /// a seen-set of buckets / 8 bytes (one heap allocation), then one step a
-    /// point passed; a whole walk passes each point at most once.
+    /// It is the C library's one failover walk (`chash_walk` with the
+    /// mask), the walk nginx and chash.resty retry through too.
+    ///
+    /// Cost: O(log points + buckets / 64) to start, a seen-set of 128 bytes
+    /// plus buckets / 8 (one heap allocation), then one step a point passed;
+    /// a whole walk passes each point at most once.
     ///
     /// ```
     /// let ring = chash::Ring::build(
@@ -333,7 +359,7 @@ impl Ring {
         mask: &'a NodeMask,
     ) -> AvailableBuckets<'a> {
         // SAFETY: the ring is alive for 'a, the walk's lifetime.
-        unsafe { AvailableBuckets::new(self.raw(), self.buckets, self.points, hash, mask) }
+        unsafe { AvailableBuckets::new(self.raw(), hash, mask) }
     }
 
     /// The points collisions dropped: `(hash, bucket)` for each bucket that
@@ -368,6 +394,18 @@ impl Ring {
                 key.len(),
             )
         };
+        (node != NO_BUCKET).then_some(node as usize)
+    }
+
+    /// [`Ring::bucket_idx_published`] of a key whose CRC32 is `hash`.
+    pub fn bucket_idx_published_by_hash(
+        &self,
+        hash: u32,
+        availability: &Availability,
+    ) -> Option<usize> {
+        // SAFETY: ring and availability are alive.
+        let node =
+            unsafe { ffi::chash_availability_find_hash(availability.raw(), self.raw(), hash) };
         (node != NO_BUCKET).then_some(node as usize)
     }
 
@@ -435,6 +473,12 @@ impl Ring {
         crate::ops::find_under_capacity(self.raw(), crc32(key), loads, capacity, mask)
     }
 
+    /// The bytes the ring holds, O(1) (a snapshot's ring: its columns are
+    /// the sealed copy's or the file's pages).
+    pub fn memory_usage(&self) -> Result<crate::MemoryUsage, Error> {
+        crate::ops::memory_usage(self.raw())
+    }
+
     /// SHA-256 of what routes keys: equal fingerprints route every key alike.
     pub fn fingerprint(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
         let mut out = [0u8; FINGERPRINT_SIZE];
@@ -493,7 +537,7 @@ impl Ring {
 /// }
 /// ```
 pub struct DistinctBuckets<'a> {
-    walk: Box<ffi::chash_distinct_walk>,
+    walk: Walk,
     _ring: &'a Ring,
 }
 
@@ -501,8 +545,6 @@ impl Iterator for DistinctBuckets<'_> {
     type Item = usize;
 
     fn next(&mut self) -> Option<usize> {
-        // SAFETY: the walk belongs to the borrowed ring, alive for 'a.
-        let node = unsafe { ffi::chash_distinct_walk_next(&mut *self.walk) };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.walk.next_bucket()
     }
 }

@@ -1,6 +1,7 @@
-//! Snapshots: rings written once (`chash build`), mapped by every process,
-//! checked before use (format, checksum, signature, version), with named
-//! subsets. The file format and its checks are include/chash/snapshot.h's.
+//! Snapshots: rings written once (`chash build`), loaded by every process
+//! (a sealed copy by default), checked before use (format, checksum,
+//! signature, version, expiry), with named subsets. The file format and its
+//! checks are include/chash/snapshot.h's.
 
 use std::ffi::CString;
 use std::fmt;
@@ -47,26 +48,56 @@ impl PublicKey {
     }
 }
 
-/// Where a loaded ring's columns live.
+/// Where a loaded ring's columns live (`CHASH_LOAD_*`).
 #[derive(Copy, Clone, Debug, Default, Eq, PartialEq, Hash)]
+#[non_exhaustive]
 pub enum LoadMode {
-    /// Map the file read-only, zero-copy: its pages are the ring's columns,
-    /// shared by every process through the page cache. Never truncate or
-    /// rewrite a mapped file in place (SIGBUS): replace it by a rename, as
-    /// `chash build` does.
+    /// The default: the file read once into a sealed memory file (memfd)
+    /// and checked there. Nothing done to the file afterwards (a write in
+    /// place, a truncation) can change or crash the ring, and a
+    /// [`crate::Reloader`] with a state directory shares it with the host's
+    /// other processes (one verification and one copy of the columns a host).
     #[default]
+    Sealed,
+    /// Map the file read-only, zero-copy: its pages are the ring's columns.
+    /// Only for files nothing rewrites in place: a truncation raises
+    /// SIGBUS. Replace such a file by a rename, as `chash build` does.
     Map,
-    /// Read the file into this process's memory: immune to rewrites.
+    /// Read the file into this process's own memory: immune to the file,
+    /// not shared.
     Copy,
 }
 
-/// How a snapshot is loaded and what it must satisfy. The default maps the
-/// file, runs every check, needs no signature and takes any config version.
+impl LoadMode {
+    fn code(self) -> u32 {
+        match self {
+            LoadMode::Sealed => ffi::CHASH_LOAD_SEALED,
+            LoadMode::Map => ffi::CHASH_LOAD_MAP,
+            LoadMode::Copy => ffi::CHASH_LOAD_COPY,
+        }
+    }
+
+    fn from_code(code: u32) -> LoadMode {
+        match code {
+            ffi::CHASH_LOAD_MAP => LoadMode::Map,
+            ffi::CHASH_LOAD_COPY => LoadMode::Copy,
+            _ => LoadMode::Sealed,
+        }
+    }
+}
+
+/// How a snapshot is loaded and what it must satisfy. The default reads a
+/// sealed copy, runs every check, needs no signature, takes any config
+/// version and files up to 2 GiB, and hashes on the CPUs the process may
+/// use.
 #[derive(Clone, Debug, Default, Eq, PartialEq)]
 pub struct LoadOptions {
     mode: LoadMode,
     skip_checksum: bool,
+    verify_points_digest: bool,
+    threads: u32,
     min_config_version: u64,
+    max_file_bytes: u64,
     trusted_keys: Vec<PublicKey>,
 }
 
@@ -87,10 +118,33 @@ impl LoadOptions {
         self
     }
 
+    /// Also recomputes the points digest (SHA-256 of every point: seconds
+    /// for 200M points) and compares it with the header's
+    /// ([`SnapshotCheck::PointsDigest`]).
+    pub fn verify_points_digest(mut self, verify: bool) -> Self {
+        self.verify_points_digest = verify;
+        self
+    }
+
+    /// Threads a load may hash on, the caller's included: 0 (the default)
+    /// = the CPUs this process may run on (at most 64), 1 = the calling
+    /// thread only.
+    pub fn threads(mut self, threads: u32) -> Self {
+        self.threads = threads;
+        self
+    }
+
     /// Refuses a snapshot whose config version is lower
     /// ([`SnapshotCheck::MinVersion`]).
     pub fn min_config_version(mut self, version: u64) -> Self {
         self.min_config_version = version;
+        self
+    }
+
+    /// Refuses a larger file before a byte of its body is read
+    /// ([`SnapshotCheck::MaxSize`]); 0 (the default) = 2 GiB.
+    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
         self
     }
 
@@ -106,30 +160,56 @@ impl LoadOptions {
         &self.trusted_keys
     }
 
+    pub fn load_mode(&self) -> LoadMode {
+        self.mode
+    }
+
     // The C struct borrows `keys`, which must outlive its use.
-    fn to_c(&self, keys: &[u8]) -> ffi::chash_snapshot_options {
+    pub(crate) fn to_c(&self, keys: &[u8]) -> ffi::chash_snapshot_options {
+        let mut flags = 0;
+        if self.skip_checksum {
+            flags |= ffi::CHASH_LOAD_SKIP_CHECKSUM;
+        }
+        if self.verify_points_digest {
+            flags |= ffi::CHASH_LOAD_VERIFY_POINTS_DIGEST;
+        }
         ffi::chash_snapshot_options {
-            copy: (self.mode == LoadMode::Copy).into(),
-            skip_checksum: self.skip_checksum.into(),
+            size: std::mem::size_of::<ffi::chash_snapshot_options>() as u32,
+            mode: self.mode.code(),
+            flags,
+            threads: self.threads,
             min_config_version: self.min_config_version,
+            max_file_bytes: self.max_file_bytes,
             trusted_keys: if keys.is_empty() { std::ptr::null() } else { keys.as_ptr() },
             n_trusted_keys: self.trusted_keys.len(),
         }
     }
 
-    fn key_bytes(&self) -> Vec<u8> {
+    pub(crate) fn key_bytes(&self) -> Vec<u8> {
         self.trusted_keys.iter().flat_map(|k| k.0).collect()
     }
 }
 
-/// The check a snapshot failed, in the order they run
-/// (include/chash/snapshot.h, "LOADING").
-#[derive(Copy, Clone, Debug, Eq, PartialEq, Hash)]
+/// The check a snapshot failed: the C library's `CHASH_CHECK_*`, in the
+/// order a load runs them (include/chash/snapshot.h, "LOADING"), then the
+/// reload policy's and an embedder's. [`SnapshotCheck::name`] is the
+/// library's own spelling (`chash_check_name`), the word its messages start
+/// with.
+#[derive(Copy, Clone, Debug, Default, Eq, PartialEq, Hash)]
 #[non_exhaustive]
 pub enum SnapshotCheck {
-    /// The file could not be opened, stat'ed, mapped or read (or the path
-    /// holds a NUL byte).
+    /// No check: an error of another kind (a bad argument, say).
+    #[default]
+    None,
+    /// The file could not be stat'ed, opened or read (or the path holds a
+    /// NUL byte).
     Io,
+    /// A FIFO, device, socket or directory: never opened blocking.
+    NotRegular,
+    /// Larger than [`LoadOptions::max_file_bytes`].
+    MaxSize,
+    /// The file has holes.
+    Sparse,
     /// The file is smaller than a header and trailer, or not the size its
     /// header says (truncated or extended).
     Size,
@@ -141,12 +221,14 @@ pub enum SnapshotCheck {
     Header,
     /// Section offsets or lengths malformed.
     Sections,
-    /// The XXH3-128 checksum differs: the file is damaged.
-    Checksum,
     /// Policy: the config version is below the minimum.
     MinVersion,
+    /// Policy: the file's expiry has passed.
+    Expired,
     /// Policy: unsigned, signed by an untrusted key, or a bad signature.
     Signature,
+    /// The XXH3-128 checksum differs: the file is damaged.
+    Checksum,
     /// The label is not UTF-8 text without NUL.
     Label,
     /// The node table: an entry overruns, a bad address, duplicates, or the
@@ -160,90 +242,117 @@ pub enum SnapshotCheck {
     Collisions,
     /// A subset is malformed.
     Subsets,
-    /// The search index could not be built.
+    /// The stored search index is wrong, or one cannot be built.
     Index,
     /// The header's fingerprint is not the node table's.
     Fingerprint,
     /// The points differ from the header's digest.
     PointsDigest,
-    /// Memory ran out while loading (not a property of the file).
+    /// The reload policy: a config version below the highest served.
+    Rollback,
+    /// The reload policy: the version served, with another ring.
+    SameVersion,
+    /// Memory ran out while loading (not a property of the file: a
+    /// [`crate::Reloader`] tries it again).
     OutOfMemory,
-    /// A [`crate::Reloader`]'s policy: the config version is not above the
-    /// current one (lower without `allow_rollback`, or equal with other
-    /// content).
-    ConfigVersion,
-    /// A failure the library reports without naming a check.
-    Other,
+    /// An embedder's check: not the flavor it routes with.
+    Flavor,
+    /// An embedder's check: addresses it cannot use.
+    Address,
+    /// An embedder's check: a migration partner's backends differ.
+    BackendMismatch,
+    /// Any other check of an embedder.
+    Embedder,
+    /// A check of a newer library this crate does not name: its code.
+    Unknown(u32),
 }
 
 impl SnapshotCheck {
-    /// The check's name as the library's messages start with it.
-    pub fn name(self) -> &'static str {
-        match self {
-            SnapshotCheck::Io => "io",
-            SnapshotCheck::Size => "size",
-            SnapshotCheck::Magic => "magic",
-            SnapshotCheck::Version => "version",
-            SnapshotCheck::Header => "header",
-            SnapshotCheck::Sections => "sections",
-            SnapshotCheck::Checksum => "checksum",
-            SnapshotCheck::MinVersion => "min_version",
-            SnapshotCheck::Signature => "signature",
-            SnapshotCheck::Label => "label",
-            SnapshotCheck::NodeTable => "node_table",
-            SnapshotCheck::HashColumn => "hash_column",
-            SnapshotCheck::NodeColumn => "node_column",
-            SnapshotCheck::Collisions => "collisions",
-            SnapshotCheck::Subsets => "subsets",
-            SnapshotCheck::Index => "index",
-            SnapshotCheck::Fingerprint => "fingerprint",
-            SnapshotCheck::PointsDigest => "points_digest",
-            SnapshotCheck::OutOfMemory => "out_of_memory",
-            SnapshotCheck::ConfigVersion => "config_version",
-            SnapshotCheck::Other => "other",
-        }
-    }
-
-    const NAMED: [SnapshotCheck; 18] = [
-        SnapshotCheck::Io,
-        SnapshotCheck::Size,
-        SnapshotCheck::Magic,
-        SnapshotCheck::Version,
-        SnapshotCheck::Header,
-        SnapshotCheck::Sections,
-        SnapshotCheck::Checksum,
-        SnapshotCheck::MinVersion,
-        SnapshotCheck::Signature,
-        SnapshotCheck::Label,
-        SnapshotCheck::NodeTable,
-        SnapshotCheck::HashColumn,
-        SnapshotCheck::NodeColumn,
-        SnapshotCheck::Collisions,
-        SnapshotCheck::Subsets,
-        SnapshotCheck::Index,
-        SnapshotCheck::Fingerprint,
-        SnapshotCheck::PointsDigest,
+    // Each check beside its code in the header (tests/header_sync.rs checks
+    // the codes).
+    const BY_CODE: [(u32, SnapshotCheck); 30] = [
+        (ffi::CHASH_CHECK_NONE, SnapshotCheck::None),
+        (ffi::CHASH_CHECK_IO, SnapshotCheck::Io),
+        (ffi::CHASH_CHECK_NOT_REGULAR, SnapshotCheck::NotRegular),
+        (ffi::CHASH_CHECK_MAX_SIZE, SnapshotCheck::MaxSize),
+        (ffi::CHASH_CHECK_SPARSE, SnapshotCheck::Sparse),
+        (ffi::CHASH_CHECK_SIZE, SnapshotCheck::Size),
+        (ffi::CHASH_CHECK_MAGIC, SnapshotCheck::Magic),
+        (ffi::CHASH_CHECK_VERSION, SnapshotCheck::Version),
+        (ffi::CHASH_CHECK_HEADER, SnapshotCheck::Header),
+        (ffi::CHASH_CHECK_SECTIONS, SnapshotCheck::Sections),
+        (ffi::CHASH_CHECK_MIN_VERSION, SnapshotCheck::MinVersion),
+        (ffi::CHASH_CHECK_EXPIRED, SnapshotCheck::Expired),
+        (ffi::CHASH_CHECK_SIGNATURE, SnapshotCheck::Signature),
+        (ffi::CHASH_CHECK_CHECKSUM, SnapshotCheck::Checksum),
+        (ffi::CHASH_CHECK_LABEL, SnapshotCheck::Label),
+        (ffi::CHASH_CHECK_NODE_TABLE, SnapshotCheck::NodeTable),
+        (ffi::CHASH_CHECK_HASH_COLUMN, SnapshotCheck::HashColumn),
+        (ffi::CHASH_CHECK_NODE_COLUMN, SnapshotCheck::NodeColumn),
+        (ffi::CHASH_CHECK_COLLISIONS, SnapshotCheck::Collisions),
+        (ffi::CHASH_CHECK_SUBSETS, SnapshotCheck::Subsets),
+        (ffi::CHASH_CHECK_INDEX, SnapshotCheck::Index),
+        (ffi::CHASH_CHECK_FINGERPRINT, SnapshotCheck::Fingerprint),
+        (ffi::CHASH_CHECK_POINTS_DIGEST, SnapshotCheck::PointsDigest),
+        (ffi::CHASH_CHECK_ROLLBACK, SnapshotCheck::Rollback),
+        (ffi::CHASH_CHECK_SAME_VERSION, SnapshotCheck::SameVersion),
+        (ffi::CHASH_CHECK_OUT_OF_MEMORY, SnapshotCheck::OutOfMemory),
+        (ffi::CHASH_CHECK_FLAVOR, SnapshotCheck::Flavor),
+        (ffi::CHASH_CHECK_ADDRESS, SnapshotCheck::Address),
+        (ffi::CHASH_CHECK_BACKEND_MISMATCH, SnapshotCheck::BackendMismatch),
+        (ffi::CHASH_CHECK_EMBEDDER, SnapshotCheck::Embedder),
     ];
 
-    /// The check of a name the library's messages start with ("checksum",
-    /// "signature", ...); `None` for a name it does not use.
-    pub fn from_name(name: &str) -> Option<SnapshotCheck> {
-        Self::NAMED.into_iter().find(|c| c.name() == name)
+    /// The check of a `CHASH_CHECK_*` code; [`SnapshotCheck::Unknown`] past
+    /// the ones this crate names.
+    pub fn from_code(code: u32) -> SnapshotCheck {
+        Self::BY_CODE
+            .iter()
+            .find(|&&(c, _)| c == code)
+            .map_or(SnapshotCheck::Unknown(code), |&(_, check)| check)
     }
 
-    // The check the library's message names (its text before the first
-    // ':'), as chash::FailedSnapshotCheck reads it.
-    fn from_failure(code: i32, message: &str) -> SnapshotCheck {
-        if code == ffi::CHASH_E_OUT_OF_MEMORY {
-            return SnapshotCheck::OutOfMemory;
+    /// Its `CHASH_CHECK_*` code.
+    pub fn code(self) -> u32 {
+        match self {
+            SnapshotCheck::Unknown(code) => code,
+            known => Self::BY_CODE.iter().find(|&&(_, c)| c == known).map_or(0, |&(code, _)| code),
         }
-        let named = message.split_once(':').map(|(name, _)| name.trim());
-        let check = named.and_then(SnapshotCheck::from_name);
-        match (check, code) {
-            (Some(check), _) => check,
-            (None, ffi::CHASH_E_IO) => SnapshotCheck::Io,
-            _ => SnapshotCheck::Other,
-        }
+    }
+
+    /// The check's name as the library spells it (`chash_check_name`:
+    /// "checksum", "not_regular", "rollback", ...; "unknown" for a code it
+    /// does not know). Static storage.
+    pub fn name(self) -> &'static str {
+        // SAFETY: chash_check_name returns a static NUL-terminated string
+        // for any code.
+        let name = unsafe { std::ffi::CStr::from_ptr(ffi::chash_check_name(self.code())) };
+        name.to_str().unwrap_or("unknown")
+    }
+
+    /// The check of a name the library gives ("checksum", "signature",
+    /// ...); `None` for a name it does not use.
+    pub fn from_name(name: &str) -> Option<SnapshotCheck> {
+        Self::BY_CODE.into_iter().map(|(_, check)| check).find(|c| c.name() == name)
+    }
+
+    /// True for the policy's refusals (signature, expiry, versions), false
+    /// for damaged or unreadable files and an embedder's checks.
+    pub fn is_policy(self) -> bool {
+        matches!(
+            self,
+            SnapshotCheck::MinVersion
+                | SnapshotCheck::Expired
+                | SnapshotCheck::Signature
+                | SnapshotCheck::Rollback
+                | SnapshotCheck::SameVersion
+        )
+    }
+
+    // The check the failed call on this thread named (chash_last_check).
+    fn last() -> SnapshotCheck {
+        // SAFETY: a thread-local read.
+        SnapshotCheck::from_code(unsafe { ffi::chash_last_check() })
     }
 }
 
@@ -253,8 +362,8 @@ impl fmt::Display for SnapshotCheck {
     }
 }
 
-/// A refused snapshot: the check it failed, the error's class
-/// ([`ErrorKind::BadSnapshot`] for format and integrity,
+/// A refused snapshot: the check it failed (as the library names it), the
+/// error's class ([`ErrorKind::BadSnapshot`] for format and integrity,
 /// [`ErrorKind::Untrusted`] for the policy, [`ErrorKind::Io`], ...), and the
 /// library's message, which starts with the check's name.
 #[derive(Clone, Debug, Eq, PartialEq)]
@@ -276,28 +385,38 @@ impl SnapshotError {
         self.error.message()
     }
 
-    /// True for the policy's refusals (signature, key, versions), false for
-    /// damaged or unreadable files.
+    /// True for the policy's refusals (signature, key, expiry, versions),
+    /// false for damaged or unreadable files.
     pub fn is_untrusted(&self) -> bool {
-        matches!(
-            self.check,
-            SnapshotCheck::MinVersion | SnapshotCheck::Signature | SnapshotCheck::ConfigVersion
-        )
+        self.check.is_policy()
     }
 
     pub(crate) fn new(check: SnapshotCheck, kind: ErrorKind, message: String) -> Self {
         SnapshotError { check, error: Error::new(kind, message) }
     }
 
-    fn from_code(code: i32) -> Self {
+    // A refusal the library described by its check, CHASH_E_* code and
+    // message (a reload result or report).
+    pub(crate) fn with_code(check: SnapshotCheck, code: i32, message: String) -> Self {
+        SnapshotError { check, error: Error::from_code(code, Some(message)) }
+    }
+
+    // The error of a failed call on this thread: its code, the library's
+    // message and the check the library names (chash_last_check).
+    pub(crate) fn from_code(code: i32) -> Self {
+        let check = SnapshotCheck::last();
         let error = Error::from_code(code, last_error());
-        SnapshotError { check: SnapshotCheck::from_failure(code, error.message()), error }
+        let check = match check {
+            SnapshotCheck::None if code == ffi::CHASH_E_OUT_OF_MEMORY => SnapshotCheck::OutOfMemory,
+            check => check,
+        };
+        SnapshotError { check, error }
     }
 }
 
 impl fmt::Display for SnapshotError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.message().starts_with(self.check.name()) {
+        if self.check == SnapshotCheck::None || self.message().starts_with(self.check.name()) {
             f.write_str(self.message())
         } else {
             write!(f, "{}: {}", self.check, self.message())
@@ -322,6 +441,9 @@ pub struct SnapshotInfo {
     /// The writer's `--config-version`: the order of snapshots in time.
     pub config_version: u64,
     pub created_unix_seconds: i64,
+    /// The Unix time from which readers refuse the file
+    /// ([`SnapshotCheck::Expired`]); `None`: never.
+    pub expires_unix_seconds: Option<i64>,
     /// `None` for a flavor this crate does not name.
     pub flavor: Option<Flavor>,
     pub point_multiple: u32,
@@ -331,8 +453,11 @@ pub struct SnapshotInfo {
     pub subsets: u32,
     /// The id of the key that signed it; `None` if unsigned.
     pub key_id: Option<[u8; KEY_ID_SIZE]>,
-    /// True when the columns are the file's pages ([`LoadMode::Map`]).
-    pub mapped: bool,
+    /// The ring's fingerprint as the header states it (what
+    /// [`Ring::fingerprint`] computes).
+    pub fingerprint: [u8; crate::FINGERPRINT_SIZE],
+    /// Where the columns live.
+    pub mode: LoadMode,
 }
 
 /// A loaded, checked snapshot: its ring (shared as an `Arc`), header,
@@ -442,7 +567,11 @@ impl Snapshot {
         Snapshot::load(path, options).map(|snapshot| snapshot.info)
     }
 
-    fn adopt(code: i32, out: *mut ffi::chash_snapshot) -> Result<Snapshot, SnapshotError> {
+    // Takes ownership of `out` (a new handle when code is CHASH_OK).
+    pub(crate) fn adopt(
+        code: i32,
+        out: *mut ffi::chash_snapshot,
+    ) -> Result<Snapshot, SnapshotError> {
         let raw = match NonNull::new(out) {
             Some(raw) if code == ffi::CHASH_OK => raw,
             _ => return Err(SnapshotError::from_code(code)),
@@ -464,7 +593,10 @@ impl Snapshot {
             ring: Arc::new(ring),
             continuum: OnceLock::new(),
         };
-        let mut info = ffi::chash_snapshot_info::default();
+        let mut info = ffi::chash_snapshot_info {
+            size: std::mem::size_of::<ffi::chash_snapshot_info>() as u32,
+            ..Default::default()
+        };
         // SAFETY: the snapshot is alive; info is a valid out-struct.
         let code = unsafe { ffi::chash_snapshot_get_info(raw.as_ptr(), &mut info) };
         if code != ffi::CHASH_OK {
@@ -476,6 +608,8 @@ impl Snapshot {
             file_bytes: info.file_bytes,
             config_version: info.config_version,
             created_unix_seconds: info.created_unix_seconds,
+            expires_unix_seconds: (info.expires_unix_seconds != 0)
+                .then_some(info.expires_unix_seconds),
             flavor: Flavor::from_code(info.flavor),
             point_multiple: info.point_multiple,
             buckets: info.nodes,
@@ -483,7 +617,8 @@ impl Snapshot {
             points_generated: info.points_generated,
             subsets: info.subsets,
             key_id: (info.is_signed != 0).then_some(info.key_id),
-            mapped: info.mapped != 0,
+            fingerprint: info.fingerprint,
+            mode: LoadMode::from_code(info.mode),
         };
         // SAFETY: the snapshot is alive; the label is NUL-terminated.
         snapshot.label =
@@ -579,20 +714,5 @@ impl Snapshot {
                 format!("no subset '{name}' in the snapshot (subsets: [{}])", names.join(", ")),
             )
         })
-    }
-
-    // Same routing, label and subsets: the same content for a reloader.
-    pub(crate) fn same_content(&self, other: &Snapshot) -> bool {
-        let masks_equal = |a: &NodeMask, b: &NodeMask| {
-            a.len() == b.len() && (0..a.len()).all(|i| a.get(i) == b.get(i))
-        };
-        self.label == other.label
-            && self.subsets.len() == other.subsets.len()
-            && self
-                .subsets
-                .iter()
-                .zip(&other.subsets)
-                .all(|((n1, m1), (n2, m2))| n1 == n2 && masks_equal(m1, m2))
-            && matches!((self.ring.fingerprint(), other.ring.fingerprint()), (Ok(a), Ok(b)) if a == b)
     }
 }

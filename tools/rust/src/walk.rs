@@ -1,16 +1,13 @@
-//! The failover order over the available buckets only
-//! ([`crate::Ring::distinct_iter_available`],
-//! [`crate::Continuum::distinct_iter_available`]), and the collision table it
-//! needs ([`crate::Ring::collision_losers`]).
+//! The failover order over distinct buckets ([`crate::Ring::distinct_iter`],
+//! [`crate::Ring::distinct_iter_available`] and their [`crate::Continuum`]
+//! forms), the point-by-point walk ([`crate::Ring::point_iter`]) and the
+//! collision table ([`crate::Ring::collision_losers`]).
 //!
-//! The C library's distinct walk knows no mask, and skipping the unavailable
-//! buckets of it is not quite the walk of the ring of the available buckets:
-//! where an unavailable bucket won a collision, an available bucket's point
-//! at that hash was dropped, and the smaller ring has it. So this walk goes
-//! point by point, as the C library's masked lookup does
-//! (include/chash/failover.h): at each hash the column's winner if it is
-//! available, else the first available loser of the collision table (kept
-//! in tie-break order), each bucket the first time it comes.
+//! The distinct walks are the C library's one walk (`chash_walk`,
+//! include/chash/failover.h `NodeWalk`): each bucket once, in the order the
+//! ring of the available buckets would walk them from a key's point (a down
+//! winner's point goes to its first available collision loser). The crate
+//! only gives it its memory, `chash_walk_size(ring)` bytes in a `Vec<u64>`.
 
 use crate::ffi;
 use crate::ops::NodeMask;
@@ -50,16 +47,58 @@ impl<'a> Losers<'a> {
     pub(crate) fn get(&self, i: usize) -> (u32, usize) {
         (self.hashes[i], self.buckets[i] as usize)
     }
+}
 
-    /// The best-ranked available loser at `hash`. O(log collisions).
-    fn first_available(&self, hash: u32, mask: &NodeMask) -> Option<usize> {
-        let start = self.hashes.partition_point(|&h| h < hash);
-        self.hashes[start..]
-            .iter()
-            .zip(&self.buckets[start..])
-            .take_while(|(&h, _)| h == hash)
-            .map(|(_, &bucket)| bucket as usize)
-            .find(|&bucket| mask.get(bucket))
+/// One `chash_walk` and the memory it lives in. A walk that could not start
+/// (never: the memory is sized by `chash_walk_size`) is an empty one.
+pub(crate) struct Walk {
+    // The walk points into this buffer (a heap allocation: moving the Vec
+    // does not move it).
+    _memory: Vec<u64>,
+    walk: *mut ffi::chash_walk,
+}
+
+// SAFETY: the walk's memory is owned here; the ring and mask it reads are
+// only read, through calls documented thread-safe, and outlive the walk
+// (the borrows of the public iterators that hold it).
+unsafe impl Send for Walk {}
+unsafe impl Sync for Walk {}
+
+impl Walk {
+    /// # Safety
+    ///
+    /// `ring` is a live ring handle and `mask` NULL or a live mask; both
+    /// outlive the walk, and the mask does not change while it lives.
+    pub(crate) unsafe fn start(
+        ring: *const ffi::chash_ring,
+        mask: *const ffi::chash_node_mask,
+        hash: u32,
+    ) -> Walk {
+        let bytes = ffi::chash_walk_size(ring);
+        let mut memory = vec![0u64; bytes.div_ceil(8)];
+        let mut walk = std::ptr::null_mut();
+        let code = ffi::chash_walk_start(
+            memory.as_mut_ptr().cast(),
+            memory.len() * 8,
+            ring,
+            mask,
+            hash,
+            &mut walk,
+        );
+        if code != ffi::CHASH_OK {
+            walk = std::ptr::null_mut();
+        }
+        Walk { _memory: memory, walk }
+    }
+
+    pub(crate) fn next_bucket(&mut self) -> Option<usize> {
+        if self.walk.is_null() {
+            return None;
+        }
+        // SAFETY: a started walk in self's memory; its ring and mask are
+        // alive (start's contract).
+        let node = unsafe { ffi::chash_walk_next(self.walk) };
+        (node != NO_BUCKET).then_some(node as usize)
     }
 }
 
@@ -76,93 +115,63 @@ impl<'a> Losers<'a> {
 /// }
 /// ```
 pub struct AvailableBuckets<'a> {
-    ring: *const ffi::chash_ring,
-    mask: &'a NodeMask,
-    losers: Losers<'a>,
-    points: u64,
-    position: u64,
-    steps_left: u64,
-    // Available buckets with points not yet returned: the walk ends when it
-    // reaches 0 instead of finishing the turn of the ring.
-    remaining: usize,
-    seen: Vec<u64>,
+    walk: Walk,
+    _mask: &'a NodeMask,
 }
-
-// SAFETY: the ring handle is only read, through calls documented
-// thread-safe; the borrowed ring outlives the walk ('a).
-unsafe impl Send for AvailableBuckets<'_> {}
-unsafe impl Sync for AvailableBuckets<'_> {}
 
 impl<'a> AvailableBuckets<'a> {
     /// # Safety
     ///
-    /// `ring` is a live ring handle that outlives `'a`, with `buckets`
-    /// buckets and `points` kept points.
+    /// `ring` is a live ring handle that outlives `'a`.
     pub(crate) unsafe fn new(
         ring: *const ffi::chash_ring,
-        buckets: usize,
-        points: usize,
         hash: u32,
         mask: &'a NodeMask,
     ) -> AvailableBuckets<'a> {
-        let start = ffi::chash_ring_find_position(ring, hash);
-        let points = points as u64;
-        // A bucket with weight > 0 has points in the ring of the available
-        // buckets even if every one of them lost a collision here; a raw
-        // ring's node counts by the points it kept.
-        let remaining = (0..buckets.min(mask.len()))
-            .filter(|&b| {
-                mask.get(b)
-                    && (ffi::chash_ring_owns_points(ring, b as u32) != 0
-                        || ffi::chash_ring_node_weight(ring, b as u32) > 0)
-            })
-            .count();
-        let empty = start == NO_BUCKET || points == 0;
-        AvailableBuckets {
-            ring,
-            mask,
-            losers: Losers::of(ring),
-            points,
-            position: if empty { 0 } else { u64::from(start) },
-            steps_left: if empty { 0 } else { points },
-            remaining: if empty { 0 } else { remaining },
-            seen: vec![0u64; buckets.div_ceil(64)],
-        }
+        AvailableBuckets { walk: Walk::start(ring, mask.raw(), hash), _mask: mask }
     }
 }
 
 impl Iterator for AvailableBuckets<'_> {
     type Item = usize;
 
-    /// O(1) a point passed (plus O(log collisions) at a point whose winner
-    /// is unavailable); a whole walk passes each point at most once.
+    /// O(1) a point passed; a whole walk passes each point at most once.
     fn next(&mut self) -> Option<usize> {
-        while self.remaining > 0 && self.steps_left > 0 {
-            let mut hash = 0u32;
-            // SAFETY: the ring outlives the walk; position < points.
-            let winner = unsafe { ffi::chash_ring_point_at(self.ring, self.position, &mut hash) };
-            self.steps_left -= 1;
-            self.position += 1;
-            if self.position == self.points {
-                self.position = 0;
-            }
-            if winner == NO_BUCKET {
-                continue;
-            }
-            let owner = if self.mask.get(winner as usize) {
-                Some(winner as usize)
-            } else {
-                self.losers.first_available(hash, self.mask)
-            };
-            if let Some(bucket) = owner {
-                let (word, bit) = (bucket / 64, 1u64 << (bucket % 64));
-                if self.seen[word] & bit == 0 {
-                    self.seen[word] |= bit;
-                    self.remaining -= 1;
-                    return Some(bucket);
-                }
-            }
-        }
-        None
+        self.walk.next_bucket()
+    }
+}
+
+/// The points from a key's in ring order, forever (see
+/// [`crate::Ring::point_iter`]): the bucket of each point. Borrows its ring.
+pub struct PointIter<'a> {
+    cursor: ffi::chash_cursor,
+    _ring: &'a crate::Ring,
+}
+
+impl<'a> PointIter<'a> {
+    pub(crate) fn new(ring: &'a crate::Ring, hash: u32) -> PointIter<'a> {
+        let mut cursor = ffi::chash_cursor::default();
+        // SAFETY: the ring is alive for 'a; the cursor is ours.
+        unsafe { ffi::chash_ring_walk(ring.raw(), hash, &mut cursor) };
+        PointIter { cursor, _ring: ring }
+    }
+
+    /// The hash of the point the next call to `next` answers; `None` on an
+    /// empty ring.
+    pub fn peek_hash(&self) -> Option<u32> {
+        // SAFETY: the cursor walks the borrowed ring.
+        let node = unsafe { ffi::chash_cursor_node(&self.cursor) };
+        (node != NO_BUCKET).then(|| unsafe { ffi::chash_cursor_hash(&self.cursor) })
+    }
+}
+
+impl Iterator for PointIter<'_> {
+    type Item = usize;
+
+    /// O(1).
+    fn next(&mut self) -> Option<usize> {
+        // SAFETY: the cursor walks the borrowed ring, alive for 'a.
+        let node = unsafe { ffi::chash_cursor_next(&mut self.cursor) };
+        (node != NO_BUCKET).then_some(node as usize)
     }
 }

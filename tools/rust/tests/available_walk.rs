@@ -321,3 +321,59 @@ fn masks_published_for_a_plain_ring() {
     assert!(stop.load(Ordering::Acquire));
     assert!(health.version() >= 202);
 }
+
+// The point-by-point walk of a Ring (chash_cursor) is pingora's node_iter,
+// cycles after num_points steps, and its distinct buckets in order are the
+// distinct walk.
+#[test]
+fn point_iter_is_node_iter_and_its_distinct_buckets_the_distinct_walk() {
+    let buckets: Vec<Bucket> = (0..20u32)
+        .map(|i| Bucket::new(SocketAddr::from(([10, 7, 0, 1 + i as u8], 80)), 1 + i % 3))
+        .collect();
+    let continuum = Continuum::new(&buckets);
+    let ring = Ring::from(Continuum::new(&buckets));
+    let points = ring.num_points();
+    for i in 0..300 {
+        let key = format!("/p/{i}");
+        let mut walk = ring.point_iter(key.as_bytes());
+        assert_eq!(walk.peek_hash(), Some(continuum.node_idx(key.as_bytes()) as u32), "{key}");
+        let steps: Vec<usize> = walk.by_ref().take(points + 3).collect();
+        assert_eq!(steps.len(), points + 3);
+        assert_eq!(steps[..3], steps[points..], "{key}: back at its start after a turn");
+        assert_eq!(Some(steps[0]), ring.bucket_idx(key.as_bytes()));
+        let pingora: Vec<SocketAddr> =
+            continuum.node_iter(key.as_bytes()).take(points + 3).copied().collect();
+        let ours: Vec<SocketAddr> = steps.iter().map(|&b| buckets[b].node()).collect();
+        assert_eq!(ours, pingora, "{key}");
+        let mut distinct = Vec::new();
+        for &b in &steps[..points] {
+            if !distinct.contains(&b) {
+                distinct.push(b);
+            }
+        }
+        assert_eq!(ring.distinct_iter(key.as_bytes()).collect::<Vec<_>>(), distinct, "{key}");
+        let hash = chash::crc32(key.as_bytes());
+        assert_eq!(ring.point_iter_by_hash(hash).next(), Some(steps[0]));
+    }
+    let empty = Ring::build(Flavor::Nginx, 0, [("10.0.0.1:80", 0)]).unwrap();
+    assert_eq!(empty.point_iter(b"k").next(), None);
+    assert_eq!(empty.point_iter(b"k").peek_hash(), None);
+}
+
+// A mask published for a ring answers by hash as by key.
+#[test]
+fn published_lookups_by_hash_are_lookups_by_key() {
+    let servers: Vec<(String, u32)> = (0..16u32).map(|i| (format!("h{i}.example:80"), 1)).collect();
+    let ring = Ring::build(Flavor::Nginx, 0, servers).unwrap();
+    let health = Availability::new(ring.num_buckets()).unwrap();
+    health.publish(&some_down(ring.num_buckets())).unwrap();
+    for i in 0..500 {
+        let key = format!("/h/{i}");
+        let by_key = ring.bucket_idx_published(key.as_bytes(), &health);
+        assert!(by_key.is_some_and(|b| b % 3 != 0 && b % 7 != 1), "{key}: {by_key:?}");
+        assert_eq!(
+            ring.bucket_idx_published_by_hash(chash::crc32(key.as_bytes()), &health),
+            by_key
+        );
+    }
+}

@@ -53,23 +53,33 @@ fn c_fields(header: &str, name: &str) -> Vec<(String, String)> {
             .unwrap();
         let mut names = vec![first.to_string()];
         names.extend(decl.split(", ").skip(1).map(|n| n.trim().to_string()));
-        let base = match ty.trim() {
-            "uint64_t" => "u64",
-            "uint32_t" => "u32",
-            "uint16_t" => "u16",
-            "uint8_t" | "const uint8_t" => "u8",
-            "int64_t" => "i64",
-            "int" => "c_int",
-            "size_t" => "usize",
-            "double" => "f64",
+        let ty = ty.trim();
+        let (is_const, c_type) = match ty.strip_prefix("const ") {
+            Some(rest) => (true, rest),
+            None => (false, ty),
+        };
+        let base = match c_type {
+            "uint64_t" => "u64".to_string(),
+            "uint32_t" => "u32".to_string(),
+            "uint16_t" => "u16".to_string(),
+            "uint8_t" => "u8".to_string(),
+            "int64_t" => "i64".to_string(),
+            "int32_t" => "i32".to_string(),
+            "int" => "c_int".to_string(),
+            "size_t" => "usize".to_string(),
+            "double" => "f64".to_string(),
+            "char" => "c_char".to_string(),
+            // A struct of the API: src/ffi.rs declares it by the same name.
+            other if other.starts_with("chash_") => other.to_string(),
             other => panic!("{name}: unmapped C type '{other}'"),
         };
         for field in names {
             // `*keys` -> ("*const u8", "keys"); `opaque[4]` -> ("[u64; 4]", "opaque")
             let (ty, field) = match field.strip_prefix('*') {
-                Some(f) if ty.starts_with("const ") => (format!("*const {base}"), f.to_string()),
-                Some(_) => panic!("{name}: unmapped pointer field '{field}'"),
-                None => (base.to_string(), field),
+                Some(f) if is_const => (format!("*const {base}"), f.to_string()),
+                Some(f) => (format!("*mut {base}"), f.to_string()),
+                None if is_const => panic!("{name}: a const field '{field}'"),
+                None => (base.clone(), field),
             };
             match field.split_once('[') {
                 Some((f, n)) => {
@@ -106,10 +116,13 @@ fn caller_allocated_structs_match_the_header() {
     let (header, ffi) = (header(), ffi());
     for name in [
         "chash_cursor",
-        "chash_distinct_walk",
+        "chash_memory_usage",
         "chash_ring_stats",
         "chash_snapshot_options",
         "chash_snapshot_info",
+        "chash_reloader_options",
+        "chash_reload_result",
+        "chash_reload_report",
     ] {
         let c = c_fields(&header, name);
         assert!(!c.is_empty(), "{name}");
@@ -156,45 +169,149 @@ fn constants_match_the_header() {
     assert!(checked >= 10, "only {checked} constants found in src/ffi.rs");
 }
 
-#[test]
-fn every_declared_function_is_in_the_header() {
-    let (header, ffi) = (header(), ffi());
-    let mut declared = 0;
-    for line in ffi.lines() {
-        let Some(rest) = line.trim().strip_prefix("pub fn ") else { continue };
-        let name = rest.split('(').next().unwrap();
-        let found = [" ", "*"].iter().any(|before| header.contains(&format!("{before}{name}(")));
-        assert!(found, "{name} is not in chash_c.h");
-        declared += 1;
+// A C type (`const char *const *`, `chash_ring **`) as src/ffi.rs writes it.
+fn rust_type(c: &str) -> String {
+    let spaced = c.replace('*', " * ");
+    let tokens: Vec<&str> = spaced.split_whitespace().collect();
+    let mut i = 0;
+    let mut is_const = false;
+    if tokens.first() == Some(&"const") {
+        is_const = true;
+        i = 1;
     }
-    assert!(declared >= 20, "only {declared} functions found in src/ffi.rs");
-}
-
-// Every check the snapshot reader names (engine/snapshot/snapshot_reader.cc:
-// Bad("check", ...) and Untrusted("check", ...), and the "io: " and "index: "
-// messages) is a SnapshotCheck: a check added there fails here until the
-// crate names it.
-#[test]
-fn every_snapshot_check_of_the_reader_is_named() {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../engine/snapshot/snapshot_reader.cc");
-    let source = read(path);
-    let mut names = vec!["io".to_string(), "index".to_string()];
-    for call in ["Bad(\"", "Untrusted(\""] {
-        for (at, _) in source.match_indices(call) {
-            let rest = &source[at + call.len()..];
-            names.push(rest[..rest.find('"').unwrap()].to_string());
+    let mut ty = match tokens[i] {
+        "void" => "c_void".to_string(),
+        "char" => "c_char".to_string(),
+        "int" => "c_int".to_string(),
+        "size_t" => "usize".to_string(),
+        "double" => "f64".to_string(),
+        "uint64_t" => "u64".to_string(),
+        "uint32_t" => "u32".to_string(),
+        "uint16_t" => "u16".to_string(),
+        "uint8_t" => "u8".to_string(),
+        "int64_t" => "i64".to_string(),
+        name if name.starts_with("chash_") => name.to_string(),
+        other => panic!("unmapped C type '{other}' in '{c}'"),
+    };
+    i += 1;
+    if tokens.get(i) == Some(&"const") {
+        is_const = true;
+        i += 1;
+    }
+    while i < tokens.len() {
+        assert_eq!(tokens[i], "*", "'{c}'");
+        ty = format!("*{} {ty}", if is_const { "const" } else { "mut" });
+        is_const = false;
+        i += 1;
+        if tokens.get(i) == Some(&"const") {
+            is_const = true;
+            i += 1;
         }
     }
-    for prefix in ["\"io: ", "\"index: "] {
-        assert!(source.contains(prefix), "no {prefix} message in snapshot_reader.cc");
+    if ty == "c_void" {
+        return String::new(); // a void return
     }
-    names.sort();
-    names.dedup();
-    assert!(names.len() >= 18, "only {names:?}");
-    for name in &names {
-        let check = chash::SnapshotCheck::from_name(name)
-            .unwrap_or_else(|| panic!("the reader's check '{name}' is no chash::SnapshotCheck"));
-        assert_eq!(check.name(), name);
+    ty
+}
+
+// name -> (parameter types, return type) of every function of the header.
+fn c_functions(header: &str) -> std::collections::HashMap<String, (Vec<String>, String)> {
+    // The declarations, after the macros that define CHASH_C_API.
+    let body = &header[header.find("extern \"C\" {").expect("extern \"C\"")..];
+    let text = without_comments(body).split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = std::collections::HashMap::new();
+    for decl in text.split("CHASH_C_API ").skip(1) {
+        let decl = &decl[..decl.find(';').unwrap()];
+        let open = decl.find('(').unwrap();
+        let (head, rest) = (&decl[..open], &decl[open + 1..]);
+        let params = &rest[..rest.rfind(')').unwrap()];
+        let at = head.rfind([' ', '*']).unwrap() + 1;
+        let (ret, name) = (&head[..at], head[at..].to_string());
+        let params: Vec<String> = if params.trim() == "void" {
+            Vec::new()
+        } else {
+            params
+                .split(',')
+                .map(|p| {
+                    let p = p.trim();
+                    // The parameter's name is its last word.
+                    let at = p.rfind([' ', '*']).unwrap() + 1;
+                    rust_type(&p[..at])
+                })
+                .collect()
+        };
+        out.insert(name, (params, rust_type(ret)));
     }
+    out
+}
+
+// Every function src/ffi.rs declares is in the header, with the same
+// parameter types and return type: a function whose return type changed
+// (a position that became 64 bits) fails here instead of reading half a
+// register.
+#[test]
+fn every_declared_function_matches_the_header() {
+    let (header, ffi) = (header(), ffi());
+    let c = c_functions(&header);
+    assert!(c.len() >= 100, "only {} functions parsed from chash_c.h", c.len());
+    let text = ffi.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut declared = 0;
+    for decl in text.split("pub fn ").skip(1) {
+        let decl = &decl[..decl.find(';').unwrap()];
+        let open = decl.find('(').unwrap();
+        let name = &decl[..open];
+        let close = decl.rfind(')').unwrap();
+        let params: Vec<String> = decl[open + 1..close]
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split_once(": ").unwrap().1.to_string())
+            .collect();
+        let ret = decl[close + 1..].trim().trim_start_matches("->").trim().to_string();
+        let (c_params, c_ret) = c.get(name).unwrap_or_else(|| panic!("{name} is not in chash_c.h"));
+        assert_eq!(&params, c_params, "{name}: parameters");
+        assert_eq!(&ret, c_ret, "{name}: return type");
+        declared += 1;
+    }
+    assert!(declared >= 60, "only {declared} functions found in src/ffi.rs");
+}
+
+// Every CHASH_CHECK_* of the header is a SnapshotCheck whose code it is and
+// whose name the library gives (chash_check_name), and the other way round:
+// a check added to the header fails here until the crate names it.
+#[test]
+fn every_check_of_the_header_is_a_snapshot_check() {
+    let (header, ffi) = (header(), ffi());
+    let mut codes = Vec::new();
+    for line in header.lines() {
+        let Some(rest) = line.strip_prefix("#define CHASH_CHECK_") else { continue };
+        let (name, value) = rest.split_once(' ').unwrap();
+        let value: u32 =
+            value.split_whitespace().next().unwrap().trim_end_matches('u').parse().unwrap();
+        assert!(
+            ffi.contains(&format!("pub const CHASH_CHECK_{name}: u32 = {value};")),
+            "CHASH_CHECK_{name} is not in src/ffi.rs"
+        );
+        codes.push((name.to_ascii_lowercase(), value));
+    }
+    assert!(codes.len() >= 30, "only {codes:?}");
+    for (name, code) in &codes {
+        let check = chash::SnapshotCheck::from_code(*code);
+        assert!(!matches!(check, chash::SnapshotCheck::Unknown(_)), "{name}: no SnapshotCheck");
+        assert_eq!(check.code(), *code, "{name}");
+        assert_eq!(check.name(), name, "code {code}: the library's name");
+        assert_eq!(chash::SnapshotCheck::from_name(name), Some(check));
+        // The variant is the check of that name (Checksum is "checksum").
+        let mut snake = String::new();
+        for (i, c) in format!("{check:?}").chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                snake.push('_');
+            }
+            snake.push(c.to_ascii_lowercase());
+        }
+        assert_eq!(&snake, name, "code {code}");
+    }
+    let past = codes.iter().map(|&(_, c)| c).max().unwrap() + 1;
+    assert_eq!(chash::SnapshotCheck::from_code(past), chash::SnapshotCheck::Unknown(past));
+    assert_eq!(chash::SnapshotCheck::Unknown(past).name(), "unknown");
 }

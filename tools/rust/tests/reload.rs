@@ -1,7 +1,10 @@
-//! The Reloader on snapshots the CLI writes over a path: reloads under
-//! reader threads (each reader's ring answers exactly as the ring of its
-//! config version), refusals that keep the current ring, symlinks, the
-//! watcher thread, rollbacks, and rings held across reloads.
+//! The Reloader (the C library's reload policy) on snapshots the CLI writes
+//! over a path: reloads under reader threads (each reader's ring answers
+//! exactly as the ring of its config version), refusals that keep the
+//! current ring and are never verified again, versions that only go up
+//! (across restarts with a state directory), the last good file, one
+//! verification a host, an embedder's own refusal, symlinks, the watcher
+//! thread, and rings held across reloads.
 
 mod common;
 
@@ -13,7 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chash::{
-    Bucket, Continuum, LoadOptions, PublicKey, Reload, ReloadOptions, Reloader, SnapshotCheck,
+    Bucket, Continuum, LoadMode, LoadOptions, PublicKey, Reload, ReloadCheck, ReloadOptions,
+    Reloader, SnapshotCheck,
 };
 use common::{build_snapshot, read_lines, read_servers, run_cli, server_lines, TempDir};
 
@@ -36,6 +40,18 @@ fn publish(dir: &TempDir, path: &Path, version: u64) {
         path,
         &["--mode", "pingora-v1", "--config-version", &version.to_string()],
     );
+}
+
+// Version v of the fleet with one bit of its body flipped, renamed over
+// `path`: a new file whose header is sound and whose checksum is not.
+fn publish_damaged(dir: &TempDir, path: &Path, version: u64) {
+    let staged = dir.path("staged.ring");
+    publish(dir, &staged, version);
+    let mut bytes = std::fs::read(&staged).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&staged, &bytes).unwrap();
+    std::fs::rename(&staged, path).unwrap();
 }
 
 // Each key's server on version v, from the crate's golden-tested Continuum.
@@ -116,7 +132,10 @@ fn reloads_under_reader_threads_answer_as_one_version() {
     }
     for version in 2..=last {
         publish(&dir, &path, version);
-        assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: version });
+        assert_eq!(
+            reloader.poll().unwrap(),
+            Reload::Reloaded { config_version: version, adopted: false }
+        );
         assert_eq!(reloader.poll().unwrap(), Reload::Unchanged);
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -148,36 +167,34 @@ fn refused_files_keep_the_current_ring() {
         }
     };
 
-    // A damaged file renamed over the path: refused by its checksum.
-    let good = std::fs::read(&path).unwrap();
-    let mut damaged = good.clone();
-    let middle = damaged.len() / 2;
-    damaged[middle] ^= 1;
-    let staged = dir.path("staged.ring");
-    std::fs::write(&staged, &damaged).unwrap();
-    std::fs::rename(&staged, &path).unwrap();
+    // A damaged new version renamed over the path: refused by its checksum.
+    publish_damaged(&dir, &path, 6);
     let err = reloader.poll().unwrap_err();
     assert_eq!(err.check(), SnapshotCheck::Checksum, "{err}");
+    assert_eq!(err.check().name(), "checksum");
     assert_eq!(reloader.last_error().map(|e| e.check()), Some(SnapshotCheck::Checksum));
     assert_eq!(reloader.refusals(), 1);
-    // Not tried again until the path changes.
-    assert_eq!(reloader.poll().unwrap(), Reload::Unchanged);
+    // Never verified again: the report counts it once however often the
+    // path is looked at.
+    for _ in 0..5 {
+        assert_eq!(reloader.poll().unwrap(), Reload::Unchanged);
+    }
     assert_eq!(reloader.refusals(), 1);
     check_v5(&reloader.ring());
 
-    // A lower config version: refused, unless a rollback is allowed.
+    // A lower config version: refused (rollback).
     publish(&dir, &path, 3);
     let err = reloader.poll().unwrap_err();
-    assert_eq!(err.check(), SnapshotCheck::ConfigVersion, "{err}");
+    assert_eq!(err.check(), SnapshotCheck::Rollback, "{err}");
     assert!(err.is_untrusted());
     assert_eq!(reloader.snapshot().config_version(), 5);
-    // The same version with other servers: refused too.
+    // The same version with other servers: refused (same_version).
     let other = dir.write_lines("other.txt", &server_lines(&fleet(9)));
     build_snapshot(&other, &path, &["--mode", "pingora-v1", "--config-version", "5"]);
-    assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::ConfigVersion);
-    // The same version and servers (a rewrite of the same content): nothing to do.
+    assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::SameVersion);
+    // The same version and servers (a rewrite of the same content): no swap.
     publish(&dir, &path, 5);
-    assert_eq!(reloader.poll().unwrap(), Reload::Unchanged);
+    assert_eq!(reloader.poll().unwrap(), Reload::SameRing);
     assert_eq!((reloader.reloads(), reloader.refusals()), (0, 3));
     check_v5(&reloader.ring());
 
@@ -189,7 +206,7 @@ fn refused_files_keep_the_current_ring() {
     // A good, higher version is published; the ring held since v5 still
     // answers as v5.
     publish(&dir, &path, 8);
-    assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 8 });
+    assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 8, adopted: false });
     let v8 = expected(8, &keys);
     for (key, want) in keys.iter().zip(&v8) {
         assert_eq!(reloader.ring().node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
@@ -200,14 +217,176 @@ fn refused_files_keep_the_current_ring() {
         assert_eq!(continuum.node(key), Some(*v8));
         assert_eq!(held_continuum.node(key), Some(*v5));
     }
+    let report = reloader.report();
+    assert_eq!((report.served_version, report.highest_version), (8, 8));
+    assert_eq!((report.accepted, report.refused), (1, 4));
+    assert_eq!(report.last_check, SnapshotCheck::Io);
     drop(reloader);
     // The ring outlives the reloader too.
     check_v5(&held);
+}
 
-    let rollback = Reloader::new(&path, ReloadOptions { allow_rollback: true, ..options() });
-    let rollback = rollback.unwrap();
+// A sealed copy is immune to the file: a write in place over the served
+// file changes nothing the reloader serves. Its header still names the ring
+// served, so the library swaps nothing (same_ring); a damaged new version
+// written in place is refused.
+#[test]
+fn a_file_rewritten_in_place_does_not_change_the_served_ring() {
+    let dir = TempDir::new("in-place");
+    let path = dir.path("live.ring");
+    publish(&dir, &path, 4);
+    let reloader = Reloader::new(&path, options()).unwrap();
+    assert_eq!(reloader.snapshot().info().mode, LoadMode::Sealed);
+    let keys = read_lines("keys_1000.txt");
+    let v4 = expected(4, &keys);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    for b in &mut bytes[middle..middle + 4096] {
+        *b ^= 0xFF;
+    }
+    std::fs::write(&path, &bytes).unwrap(); // in place: the same inode
+    let ring = reloader.ring();
+    for (key, want) in keys.iter().zip(&v4) {
+        assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
+    }
+    // The damaged file is verified like any new one and refused; the sealed
+    // copy keeps serving.
+    assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::Checksum);
+    let staged = dir.path("v5.ring");
+    publish(&dir, &staged, 5);
+    let mut v5 = std::fs::read(&staged).unwrap();
+    v5[middle] ^= 1;
+    std::fs::write(&path, &v5).unwrap();
+    assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::Checksum);
+    for (key, want) in keys.iter().zip(&v4) {
+        assert_eq!(reloader.ring().node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
+    }
+}
+
+// With a state directory the highest version served persists: a "restart"
+// on an older file is refused (rollback) and the last good file is served
+// instead, never the older ring without saying so.
+#[test]
+fn versions_only_go_up_across_restarts() {
+    let dir = TempDir::new("restarts");
+    let state = dir.path("state");
+    std::fs::create_dir(&state).unwrap();
+    let path = dir.path("live.ring");
+    let with_state =
+        || ReloadOptions { state_dir: Some(state.clone()), name: Some("live".into()), ..options() };
     publish(&dir, &path, 2);
-    assert_eq!(rollback.poll().unwrap(), Reload::Reloaded { config_version: 2 });
+    let reloader = Reloader::new(&path, with_state()).unwrap();
+    publish(&dir, &path, 7);
+    assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 7, adopted: false });
+    drop(reloader);
+    assert!(state.join("live.state").is_file());
+    assert!(state.join("live.good").is_file());
+
+    publish(&dir, &path, 2); // the restart finds an older file at the path
+    let restarted = Reloader::new(&path, with_state()).unwrap();
+    let report = restarted.report();
+    assert_eq!(restarted.snapshot().config_version(), 7, "{report:?}");
+    assert!(report.serving_last_good, "{report:?}");
+    assert_eq!(report.last_check, SnapshotCheck::Rollback);
+    assert_eq!(report.highest_version, 7);
+    let keys = read_lines("keys_1000.txt");
+    let v7 = expected(7, &keys);
+    for (key, want) in keys.iter().zip(&v7) {
+        assert_eq!(restarted.ring().node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
+    }
+    // Without the state directory the same restart serves version 2.
+    assert_eq!(Reloader::new(&path, options()).unwrap().snapshot().config_version(), 2);
+    // A read-only reloader (a configuration test) writes nothing.
+    let before = std::fs::read(state.join("live.state")).unwrap();
+    publish(&dir, &path, 9);
+    let read_only =
+        Reloader::new(&path, ReloadOptions { write_state: false, ..with_state() }).unwrap();
+    assert_eq!(read_only.snapshot().config_version(), 9);
+    assert_eq!(std::fs::read(state.join("live.state")).unwrap(), before);
+    // Bad options are errors of their own, before any file is read.
+    let err = Reloader::new(&path, ReloadOptions { name: Some("../x".into()), ..with_state() })
+        .unwrap_err();
+    assert_eq!(err.kind(), chash::ErrorKind::BadArgument, "{err}");
+    let err = Reloader::new(
+        &path,
+        ReloadOptions { state_dir: Some(dir.path("missing")), ..with_state() },
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), chash::ErrorKind::Io, "{err}");
+}
+
+// Two reloaders with one state directory stand for two processes of a
+// host: the second adopts the sealed copy the first verified instead of
+// verifying the file again, and a file the first refused is refused by the
+// second without a load.
+#[test]
+fn one_verification_a_host() {
+    let dir = TempDir::new("host");
+    let state = dir.path("state");
+    std::fs::create_dir(&state).unwrap();
+    let path = dir.path("live.ring");
+    let shared = || ReloadOptions { state_dir: Some(state.clone()), ..options() };
+    publish(&dir, &path, 1);
+    let first = Reloader::new(&path, shared()).unwrap();
+    let second = Reloader::new(&path, shared()).unwrap();
+    publish(&dir, &path, 2);
+    assert_eq!(first.poll().unwrap(), Reload::Reloaded { config_version: 2, adopted: false });
+    assert_eq!(second.poll().unwrap(), Reload::Reloaded { config_version: 2, adopted: true });
+    assert_eq!(second.report().adopted, 1);
+
+    // A damaged version 3: the first refuses it, the second knows at once.
+    publish_damaged(&dir, &path, 3);
+    assert_eq!(first.poll().unwrap_err().check(), SnapshotCheck::Checksum);
+    assert_eq!(second.poll().unwrap_err().check(), SnapshotCheck::Checksum);
+
+    // A third process started later catches up without reading the path.
+    publish(&dir, &path, 4);
+    assert_eq!(first.poll().unwrap(), Reload::Reloaded { config_version: 4, adopted: false });
+    let caught_up = match second.adopt_shared().unwrap() {
+        ReloadCheck::New(candidate) => {
+            assert!(candidate.adopted());
+            assert_eq!(candidate.config_version(), 4);
+            candidate.accept().unwrap()
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(caught_up, Reload::Reloaded { config_version: 4, adopted: true });
+    assert_eq!(second.snapshot().config_version(), 4);
+}
+
+// An embedder's own check of a new file (here: it routes only with pingora
+// v2 rings): refused with the embedder's check, remembered, never loaded
+// again; the next good file is accepted.
+#[test]
+fn an_embedders_refusal_is_remembered() {
+    let dir = TempDir::new("embedder");
+    let path = dir.path("live.ring");
+    publish(&dir, &path, 1);
+    let reloader = Reloader::new(&path, options()).unwrap();
+    publish(&dir, &path, 2);
+    match reloader.check().unwrap() {
+        ReloadCheck::New(candidate) => {
+            assert_eq!(candidate.snapshot().config_version(), 2);
+            candidate.refuse(SnapshotCheck::Flavor, "this service routes with pingora-v2").unwrap();
+        }
+        other => panic!("{other:?}"),
+    }
+    let report = reloader.report();
+    assert_eq!(report.last_check, SnapshotCheck::Flavor);
+    assert_eq!(report.last_message, "flavor: this service routes with pingora-v2");
+    assert!(matches!(reloader.check().unwrap(), ReloadCheck::Unchanged));
+    assert_eq!(reloader.snapshot().config_version(), 1);
+    // A candidate superseded by a later check cannot be accepted.
+    publish(&dir, &path, 3);
+    let stale = match reloader.check().unwrap() {
+        ReloadCheck::New(candidate) => candidate,
+        other => panic!("{other:?}"),
+    };
+    let stale_version = stale.config_version();
+    assert_eq!(stale_version, 3);
+    assert!(matches!(reloader.check().unwrap(), ReloadCheck::New(_)));
+    assert_eq!(stale.accept().unwrap_err().kind(), chash::ErrorKind::BadArgument);
+    assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 3, adopted: false });
 }
 
 #[test]
@@ -224,8 +403,8 @@ fn the_policy_holds_for_every_reload() {
         &path,
         &["--mode", "pingora-v1", "--config-version", "1", "--sign", sign],
     );
-    let load = LoadOptions::new().trust(trusted).min_config_version(1);
-    let reloader = Reloader::new(&path, ReloadOptions { load, allow_rollback: false }).unwrap();
+    let load = LoadOptions::new().trust(trusted).min_config_version(1).threads(1);
+    let reloader = Reloader::new(&path, ReloadOptions { load, ..options() }).unwrap();
     // Unsigned, higher version: refused by the signature check.
     build_snapshot(&servers, &path, &["--mode", "pingora-v1", "--config-version", "2"]);
     assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::Signature);
@@ -234,12 +413,21 @@ fn the_policy_holds_for_every_reload() {
         &path,
         &["--mode", "pingora-v1", "--config-version", "3", "--sign", sign],
     );
-    assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 3 });
+    assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 3, adopted: false });
     assert!(reloader.snapshot().info().key_id.is_some());
+    // The size cap, before the body is read.
+    build_snapshot(
+        &servers,
+        &path,
+        &["--mode", "pingora-v1", "--config-version", "4", "--sign", sign],
+    );
+    let small = LoadOptions::new().trust(trusted).max_file_bytes(4096);
+    let err = Reloader::new(&path, ReloadOptions { load: small, ..options() }).unwrap_err();
+    assert_eq!(err.check(), SnapshotCheck::MaxSize, "{err}");
     // The first load is held to the policy as well.
     build_snapshot(&servers, &path, &["--mode", "pingora-v1", "--config-version", "4"]);
     let load = LoadOptions::new().trust(trusted);
-    let err = Reloader::new(&path, ReloadOptions { load, allow_rollback: false }).unwrap_err();
+    let err = Reloader::new(&path, ReloadOptions { load, ..options() }).unwrap_err();
     assert_eq!(err.check(), SnapshotCheck::Signature);
 }
 

@@ -34,27 +34,33 @@ fn check_golden(snapshot: &Snapshot, keys: &str, golden: &str) {
 }
 
 #[test]
-fn golden_answers_from_mapped_copied_and_in_memory_snapshots() {
+fn golden_answers_from_sealed_mapped_copied_and_in_memory_snapshots() {
     let dir = TempDir::new("golden");
     let servers = data_path("servers_50.txt");
     let (v1, v2) = (dir.path("v1.ring"), dir.path("v2.ring"));
     build_snapshot(&servers, &v1, &["--mode", "pingora-v1", "--config-version", "7"]);
     build_snapshot(&servers, &v2, &["--mode", "pingora-v2", "--multiple", "16"]);
 
-    let mapped = Snapshot::load(&v1, &LoadOptions::new()).unwrap();
-    let info = *mapped.info();
-    assert!(info.mapped);
+    let sealed = Snapshot::load(&v1, &LoadOptions::new()).unwrap();
+    let info = *sealed.info();
+    assert_eq!(info.mode, LoadMode::Sealed);
+    assert_eq!(info.expires_unix_seconds, None);
+    assert_eq!(info.fingerprint, sealed.ring().fingerprint().unwrap());
     assert_eq!(info.flavor, Some(Flavor::PingoraV1));
     assert_eq!((info.buckets, info.point_multiple, info.config_version), (50, 160, 7));
     assert_eq!(info.key_id, None);
     assert_eq!(info.file_bytes, std::fs::metadata(&v1).unwrap().len());
-    assert_eq!(mapped.ring().num_buckets(), 50);
-    assert_eq!(mapped.ring().num_points() as u64, info.points);
+    assert_eq!(sealed.ring().num_buckets(), 50);
+    assert_eq!(sealed.ring().num_points() as u64, info.points);
+    check_golden(&sealed, "keys_10000.txt", "golden_v1_50srv.csv");
+    check_golden(&sealed, "edge_keys_v1_50srv.txt", "golden_edge_v1_50srv.csv");
+
+    let mapped = Snapshot::load(&v1, &LoadOptions::new().mode(LoadMode::Map)).unwrap();
+    assert_eq!(mapped.info().mode, LoadMode::Map);
     check_golden(&mapped, "keys_10000.txt", "golden_v1_50srv.csv");
-    check_golden(&mapped, "edge_keys_v1_50srv.txt", "golden_edge_v1_50srv.csv");
 
     let copied = Snapshot::load(&v1, &LoadOptions::new().mode(LoadMode::Copy)).unwrap();
-    assert!(!copied.info().mapped);
+    assert_eq!(copied.info().mode, LoadMode::Copy);
     check_golden(&copied, "keys_10000.txt", "golden_v1_50srv.csv");
 
     let bytes = std::fs::read(&v2).unwrap();
@@ -71,8 +77,8 @@ fn golden_answers_from_mapped_copied_and_in_memory_snapshots() {
     );
     assert_eq!(in_memory.ring().fingerprint().unwrap(), built.fingerprint().unwrap());
     let verified = Snapshot::verify(&v2, &LoadOptions::new()).unwrap();
-    assert!(verified.mapped);
-    assert_eq!(chash::SnapshotInfo { mapped: false, ..verified }, *in_memory.info());
+    assert_eq!(verified.mode, LoadMode::Sealed);
+    assert_eq!(chash::SnapshotInfo { mode: in_memory.info().mode, ..verified }, *in_memory.info());
 }
 
 // IPv6 text in every spelling pingora accepts: the snapshot's Continuum
@@ -182,6 +188,31 @@ fn every_refusal_names_its_check() {
         ErrorKind::Untrusted,
     );
     assert!(Snapshot::load(&good, &LoadOptions::new().min_config_version(3)).is_ok());
+
+    // Refused before a byte of the body is read: not a regular file (a
+    // directory; a FIFO, which a load never waits on), over the size cap,
+    // past its expiry (header offset 272, engine/snapshot/FORMAT.md).
+    expect_refusal(
+        Snapshot::load(dir.path(""), &defaults),
+        SnapshotCheck::NotRegular,
+        ErrorKind::Io,
+    );
+    let fifo = dir.path("fifo.ring");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    expect_refusal(Snapshot::load(&fifo, &defaults), SnapshotCheck::NotRegular, ErrorKind::Io);
+    expect_refusal(
+        Snapshot::load(&good, &LoadOptions::new().max_file_bytes(4096)),
+        SnapshotCheck::MaxSize,
+        ErrorKind::BadSnapshot,
+    );
+    let mut expired = bytes.clone();
+    expired[272..280].copy_from_slice(&1i64.to_le_bytes());
+    expect_refusal(
+        Snapshot::from_bytes(&expired, &defaults),
+        SnapshotCheck::Expired,
+        ErrorKind::Untrusted,
+    );
 
     // Signatures: keys from `chash keygen`.
     let (k1, k2) = (dir.path("k1"), dir.path("k2"));

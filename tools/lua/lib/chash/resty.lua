@@ -16,55 +16,107 @@
 -- Cost: new/reinit/set/delete/incr/decr rebuild the ring, O(points), on the
 -- calling worker's thread (resty.chash's own updates are O(points) too).
 -- find is O(|key| + log n); next O(1), O(log n log c) on rings with c
--- duplicated hashes. Objects are per worker and not shared across threads.
+-- duplicated hashes; walk is libchash's chash_walk, one FFI call a node.
+-- Objects are per worker and not shared across threads. watch (the reload
+-- policy of libchash) stats, opens, verifies and releases snapshot files in
+-- nginx's thread pool (ngx.run_worker_thread), never on the event loop.
 
 local ffi = require "ffi"
 
-local ffi_new, ffi_string, ffi_gc, C_NULL = ffi.new, ffi.string, ffi.gc, nil
+local ffi_new, ffi_string, ffi_gc, ffi_cast, C_NULL = ffi.new, ffi.string, ffi.gc, ffi.cast, nil
 local floor, type, tostring, tonumber, pairs = math.floor, type, tostring, tonumber, pairs
-local setmetatable, pcall = setmetatable, pcall
-local str_gsub, str_sub, str_byte = string.gsub, string.sub, string.byte
+local setmetatable, pcall, ipairs = setmetatable, pcall, ipairs
+local str_gsub = string.gsub
 
 -- Functions that return a uint32_t are declared int32_t here: the x86-64
 -- ABI leaves a 32-bit return's upper register half undefined, and LuaJIT's
 -- compiled code reads a uint32_t return as 64 bits (a migration lookup came
 -- back as 2^32 + its node). An int32_t return is read as 32 bits; u32()
 -- below restores the unsigned value where it can pass 2^31.
+-- chash_ring_find_position returns a uint32_t position below 2^31 (a ring
+-- holds fewer than 2^31 points): declared int32_t, CHASH_NO_POSITION reads
+-- as -1.
+-- tests/lua/test_resty.py checks these declarations against chash_c.h.
 ffi.cdef [[
 typedef struct chash_builder chash_builder;
 typedef struct chash_ring chash_ring;
 typedef struct chash_node_mask chash_node_mask;
 typedef struct chash_snapshot chash_snapshot;
 typedef struct chash_migration chash_migration;
-typedef struct chash_distinct_walk { uint64_t opaque[1032]; } chash_distinct_walk;
+typedef struct chash_walk chash_walk;
+typedef struct chash_reloader chash_reloader;
 typedef struct chash_snapshot_options {
-  int copy;
-  int skip_checksum;
+  uint32_t size;
+  uint32_t mode;
+  uint32_t flags;
+  uint32_t threads;
   uint64_t min_config_version;
+  uint64_t max_file_bytes;
   const uint8_t *trusted_keys;
   size_t n_trusted_keys;
 } chash_snapshot_options;
 typedef struct chash_snapshot_info {
+  uint32_t size;
   uint16_t major_version, minor_version;
   uint64_t file_bytes;
   uint64_t config_version;
   int64_t created_unix_seconds;
-  int flavor;
+  int64_t expires_unix_seconds;
+  uint32_t flavor;
   uint32_t point_multiple;
   uint32_t nodes;
+  uint32_t subsets;
   uint64_t points;
   uint64_t points_generated;
-  uint32_t subsets;
-  int is_signed;
+  uint32_t is_signed;
+  uint32_t mode;
   uint8_t key_id[8];
-  int mapped;
+  uint8_t fingerprint[32];
 } chash_snapshot_info;
+typedef struct chash_reloader_options {
+  uint32_t size;
+  uint32_t flags;
+  const chash_snapshot_options *load;
+  const char *state_dir;
+  const char *name;
+} chash_reloader_options;
+typedef struct chash_reload_result {
+  uint32_t size;
+  uint32_t outcome;
+  uint32_t check;
+  uint32_t adopted;
+  int32_t error;
+  uint32_t reserved;
+  uint64_t token;
+  uint64_t config_version;
+  chash_snapshot *snapshot;
+  char message[512];
+} chash_reload_result;
+typedef struct chash_reload_report {
+  uint32_t size;
+  uint32_t last_check;
+  uint32_t serving_last_good;
+  uint32_t state_error;
+  int32_t last_error;
+  uint32_t reserved;
+  uint64_t served_version;
+  uint64_t highest_version;
+  uint64_t accepted;
+  uint64_t adopted;
+  uint64_t refused;
+  int64_t last_refused_unix_seconds;
+  int64_t checking_since_unix_seconds;
+  char last_message[512];
+  char state_message[512];
+} chash_reload_report;
 
 const char *chash_last_error(void);
 const char *chash_version(void);
+const char *chash_check_name(uint32_t check);
+int32_t chash_last_check(void);
 int32_t chash_crc32(const void *data, size_t len);
 
-int chash_builder_new(int flavor, uint32_t point_multiple, chash_builder **out);
+int chash_builder_new(uint32_t flavor, uint32_t point_multiple, chash_builder **out);
 int chash_builder_set_threads(chash_builder *builder, uint32_t threads);
 int chash_builder_set_max_points(chash_builder *builder, uint64_t max_points);
 int chash_builder_add(chash_builder *builder, const char *address, size_t address_len,
@@ -75,19 +127,21 @@ void chash_builder_free(chash_builder *builder);
 
 void chash_ring_free(chash_ring *ring);
 int32_t chash_ring_find_position(const chash_ring *ring, uint32_t hash);
-int32_t chash_ring_point_at(const chash_ring *ring, uint64_t position, uint32_t *hash);
-int chash_ring_owns_points(const chash_ring *ring, uint32_t node);
+int32_t chash_ring_point_at(const chash_ring *ring, uint32_t position, uint32_t *hash);
 int chash_ring_collision_losers(const chash_ring *ring, const uint32_t **hashes,
                                 const uint16_t **nodes, uint64_t *count);
 int32_t chash_ring_num_nodes(const chash_ring *ring);
 uint64_t chash_ring_num_points(const chash_ring *ring);
 uint64_t chash_ring_points_generated(const chash_ring *ring);
-int chash_ring_flavor(const chash_ring *ring);
+int32_t chash_ring_flavor(const chash_ring *ring);
 int32_t chash_ring_point_multiple(const chash_ring *ring);
 const char *chash_ring_node_address(const chash_ring *ring, uint32_t node, size_t *len);
 int32_t chash_ring_node_weight(const chash_ring *ring, uint32_t node);
-int chash_ring_walk_distinct(const chash_ring *ring, uint32_t hash, chash_distinct_walk *walk);
-int32_t chash_distinct_walk_next(chash_distinct_walk *walk);
+
+size_t chash_walk_size(const chash_ring *ring);
+int chash_walk_start(void *memory, size_t bytes, const chash_ring *ring,
+                     const chash_node_mask *mask, uint32_t hash, chash_walk **out);
+int32_t chash_walk_next(chash_walk *walk);
 
 int chash_node_mask_new(uint32_t num_nodes, int available, chash_node_mask **out);
 int chash_node_mask_set(chash_node_mask *mask, uint32_t node, int available);
@@ -108,6 +162,16 @@ int chash_snapshot_subset(const chash_snapshot *snapshot, const char *name,
                           chash_node_mask **out);
 int chash_public_key_read(const char *path, uint8_t *out);
 
+int chash_reloader_new(const char *path, const chash_reloader_options *options,
+                       chash_reloader **out);
+void chash_reloader_free(chash_reloader *reloader);
+int chash_reloader_current(const chash_reloader *reloader, chash_snapshot **out);
+int chash_reloader_check(chash_reloader *reloader, chash_reload_result *out);
+int chash_reloader_accept(chash_reloader *reloader, const chash_reload_result *candidate);
+int chash_reloader_refuse(chash_reloader *reloader, const chash_reload_result *candidate,
+                          uint32_t check, const char *message);
+int chash_reloader_report(const chash_reloader *reloader, chash_reload_report *out);
+
 int chash_migration_new(const chash_ring *old_ring, const chash_ring *new_ring, uint64_t seed,
                         int allow_backend_mismatch, chash_migration **out);
 int chash_migration_set_rollout(chash_migration *migration, double fraction);
@@ -115,7 +179,7 @@ int chash_migration_set_in_scope(chash_migration *migration, int in_scope);
 int32_t chash_migration_rollout_ppm(const chash_migration *migration);
 int chash_migration_in_scope(const chash_migration *migration);
 int32_t chash_migration_find(const chash_migration *migration, const void *key, size_t key_len,
-                              int *side);
+                              uint32_t *side);
 int chash_migration_counters(const chash_migration *migration, uint64_t *old_ring,
                              uint64_t *new_ring);
 void chash_migration_free(chash_migration *migration);
@@ -124,6 +188,12 @@ void chash_migration_free(chash_migration *migration);
 local FLAVOR_RESTY = 3
 local NO_NODE = -1  -- CHASH_NO_NODE read as int32_t
 local MAX_WEIGHT = 4294967295
+local E_IO = -10
+local CHECK_FLAVOR = 26
+local RELOAD_NEW, RELOAD_SAME_RING, RELOAD_REFUSED = 1, 2, 3
+local RELOAD_NO_SHARE, RELOAD_NO_LAST_GOOD, RELOAD_NO_WRITE = 1, 2, 4
+local LOAD_MODES = { sealed = 0, map = 1, copy = 2 }
+local LOAD_MODE_NAMES = { [0] = "sealed", [1] = "map", [2] = "copy" }
 
 local function u32(x)
     if x < 0 then return x + 4294967296 end
@@ -150,7 +220,7 @@ local function load_libchash()
             end
         end
     end
-    for _, name in ipairs({ "chash", "libchash.so.0" }) do
+    for _, name in ipairs({ "chash", "libchash.so.1", "libchash.so.0" }) do
         local ok, lib = pcall(ffi.load, name)
         if ok and is_libchash(lib) then return lib end
     end
@@ -162,7 +232,7 @@ if not lib then
     error("chash.resty: cannot load libchash.so (searched package.cpath and the system path)")
 end
 
-local _M = { _VERSION = "0.2.0", POINTS_PER_WEIGHT = 160 }
+local _M = { _VERSION = "0.3.0", POINTS_PER_WEIGHT = 160 }
 local mt = { __index = _M }
 
 local out_builder = ffi_new("chash_builder*[1]")
@@ -173,13 +243,28 @@ local out_len = ffi_new("size_t[1]")
 local out_loser_hashes = ffi_new("const uint32_t*[1]")
 local out_loser_nodes = ffi_new("const uint16_t*[1]")
 local out_u64 = ffi_new("uint64_t[2]")
-local out_side = ffi_new("int[1]")
--- One distinct walk serves every call: each walk runs to its end inside the
--- call (no yield), so calls never interleave on it.
-local distinct_walk = ffi_new("chash_distinct_walk")
+local out_side = ffi_new("uint32_t[1]")
+local out_snapshot = ffi_new("chash_snapshot*[1]")
+local out_walk = ffi_new("chash_walk*[1]")
+-- The memory of chash_walk, one buffer a worker, grown to the largest ring
+-- walked (chash_walk_size: 128 bytes and a bit a node). Each walk runs to
+-- its end inside the call (no yield), so walks never interleave on it.
+local walk_memory, walk_bytes = nil, 0
 
 local function last_error()
     return ffi_string(lib.chash_last_error())
+end
+
+-- The name of a CHASH_CHECK_* as the library spells it ("checksum").
+local function check_name(check)
+    return ffi_string(lib.chash_check_name(check))
+end
+
+-- The check the last failed call on this thread named, by name; nil if none.
+local function last_check()
+    local check = lib.chash_last_check()
+    if check == 0 then return nil end
+    return check_name(check)
 end
 
 local function node_text(ring, node)
@@ -430,56 +515,23 @@ function _M.next(self, index)
     return self.ids[node + 1], q
 end
 
--- The first available node among the collision losers at hash h (losers of
--- one hash are kept in the order of the ring's collision rule), or nil.
-local function first_available_loser(self, h, mask)
-    local hashes, nodes = self.loser_hashes, self.loser_nodes
-    local i = losers_below(self, h)
-    while i < self.nlosers and hashes[i] == h do
-        if lib.chash_node_mask_get(mask, nodes[i]) == 1 then return nodes[i] end
-        i = i + 1
+local function walk_buffer(ring)
+    local need = tonumber(lib.chash_walk_size(ring))
+    if need > walk_bytes then
+        local words = math.ceil(need / 8)
+        walk_memory = ffi_new("uint64_t[?]", words)
+        walk_bytes = words * 8
     end
-    return nil
-end
-
--- Under a mask: the distinct walk of the ring of the available nodes alone,
--- point by point. A point whose winner is down belongs to the first
--- available loser at its hash (as find answers), so the walk starts with
--- find's node. Stops once every available node that owns points was seen:
--- O(points between them), at most one pass over the ring.
-local function walk_available(self, hash, n, mask, out)
-    local ring, ids = self.ring, self.ids
-    local reachable = 0
-    for node = 0, #ids - 1 do
-        if lib.chash_node_mask_get(mask, node) == 1 and lib.chash_ring_owns_points(ring, node) == 1 then
-            reachable = reachable + 1
-        end
-    end
-    local points = self.num_points
-    local slot = lib.chash_ring_find_position(ring, hash)
-    local seen, got = {}, 0
-    for _ = 1, points do
-        if got >= n or got >= reachable then break end
-        local node = lib.chash_ring_point_at(ring, slot, out_u32)
-        if lib.chash_node_mask_get(mask, node) ~= 1 then
-            node = self.nlosers > 0 and first_available_loser(self, out_u32[0], mask) or nil
-        end
-        if node ~= nil and not seen[node] then
-            seen[node] = true
-            got = got + 1
-            out[got] = ids[node + 1]
-        end
-        slot = slot + 1
-        if slot == points then slot = 0 end
-    end
-    return out
+    return walk_memory, walk_bytes
 end
 
 --- walk(key [, count [, subset]]): up to `count` (default: all) distinct
 -- ids in ring order from the key's point: the retry order resty.chash users
 -- build by hand with next() and a seen-set. Under the node mask or a subset
 -- it is the walk of the ring of the available nodes alone, so its first id
--- is find's answer. A Lua array; nil, message on bad input.
+-- is find's answer. libchash's one failover walk (chash_walk), the walk the
+-- nginx module and the Rust crate retry through: one FFI call a node.
+-- A Lua array; nil, message on bad input.
 function _M.walk(self, key, count, subset)
     local n = count and tonumber(count) or 65536
     if not n or n < 0 then return nil, "count must be a number >= 0" end
@@ -489,14 +541,17 @@ function _M.walk(self, key, count, subset)
     if self.num_points == 0 or n == 0 then return out end
     local k = tostring(key)
     local hash = u32(lib.chash_crc32(k, #k))
-    if mask ~= nil then return walk_available(self, hash, n, mask, out) end
-    lib.chash_ring_walk_distinct(self.ring, hash, distinct_walk)
-    local got = 0
+    local ring = self.ring
+    local memory, bytes = walk_buffer(ring)
+    if lib.chash_walk_start(memory, bytes, ring, mask, hash, out_walk) ~= 0 then
+        return nil, last_error()
+    end
+    local walk, ids, got = out_walk[0], self.ids, 0
     while got < n do
-        local node = lib.chash_distinct_walk_next(distinct_walk)
+        local node = lib.chash_walk_next(walk)
         if node == NO_NODE then break end
         got = got + 1
-        out[got] = self.ids[node + 1]
+        out[got] = ids[node + 1]
     end
     return out
 end
@@ -538,11 +593,23 @@ end
 
 -- ---- Snapshots -------------------------------------------------------------------
 
-local function snapshot_options(opts)
+-- chash_snapshot_options of `opts` (mode, trusted_keys, min_config_version,
+-- max_file_bytes, threads, skip_checksum), and what must stay alive while
+-- it is used (the keys). Reads the key files: a thread pool's work in watch.
+local function snapshot_options(opts, default_threads)
     local o = ffi_new("chash_snapshot_options")
+    o.size = ffi.sizeof("chash_snapshot_options")
+    o.threads = default_threads or 0
     if not opts then return o end
-    o.copy = opts.copy and 1 or 0
+    local mode = opts.mode or (opts.copy and "copy") or "sealed"
+    if LOAD_MODES[mode] == nil then
+        return nil, "mode must be \"sealed\", \"map\" or \"copy\", got " .. tostring(mode)
+    end
+    o.mode = LOAD_MODES[mode]
+    o.flags = opts.skip_checksum and 1 or 0
+    if opts.threads ~= nil then o.threads = opts.threads end
     o.min_config_version = opts.min_config_version or 0
+    o.max_file_bytes = opts.max_file_bytes or 0
     local keys = opts.trusted_keys
     if keys then
         if type(keys) ~= "table" then return nil, "trusted_keys must be a table of .pub paths" end
@@ -559,26 +626,34 @@ local function snapshot_options(opts)
     return o
 end
 
---- load(path [, options]): a ring from a signed snapshot file (`chash build`),
--- checked before use (checksum, structure, options.trusted_keys = { pub
--- paths }, options.min_config_version); mapped read-only, so every worker's
--- ring is the same page-cache pages. The ids are the snapshot's server texts.
--- Named subsets: find(key, name). nil, message if any check fails.
-function _M.load(first, path, opts)
-    if first ~= _M then path, opts = first, path end
-    if type(path) ~= "string" then return nil, "path must be a string" end
-    local o, keep = snapshot_options(opts)
-    if not o then return nil, keep end
-    local out = ffi_new("chash_snapshot*[1]")
-    if lib.chash_snapshot_load(path, o, out) ~= 0 then return nil, last_error() end
-    local snapshot = ffi_gc(out[0], lib.chash_snapshot_free)
-    local _ = keep
+-- Finalizers of the handles a watch serves: the worker's event loop never
+-- frees them (the last reference to a sealed copy unmaps it). They queue the
+-- handle's address; the watch's next check frees the queue in its thread.
+local released = {}
+
+local function release_later(kind)
+    return function(handle)
+        local n = #released
+        released[n + 1] = kind
+        released[n + 2] = tonumber(ffi_cast("uintptr_t", handle))
+    end
+end
+
+local free_snapshot_later, free_ring_later = release_later("s"), release_later("r")
+
+-- A ring object of a snapshot handle it takes ownership of (freed by the
+-- finalizers given): nil, message, check name if it is not a resty ring.
+local function from_snapshot(raw, path, free_snapshot, free_ring)
+    local snapshot = ffi_gc(raw, free_snapshot)
     if lib.chash_snapshot_ring(snapshot, out_ring) ~= 0 then return nil, last_error() end
-    local ring = ffi_gc(out_ring[0], lib.chash_ring_free)
+    local ring = ffi_gc(out_ring[0], free_ring)
     if lib.chash_ring_flavor(ring) ~= FLAVOR_RESTY then
-        return nil, "snapshot '" .. path .. "' is not a resty ring (build it with --mode resty)"
+        return nil, "flavor: snapshot '" .. path
+                    .. "' is not a resty ring (build it with --flavor resty)",
+               check_name(CHECK_FLAVOR)
     end
     local info = ffi_new("chash_snapshot_info")
+    info.size = ffi.sizeof(info)
     lib.chash_snapshot_get_info(snapshot, info)
     local ids, nodes = {}, {}
     for k = 0, lib.chash_ring_num_nodes(ring) - 1 do
@@ -586,55 +661,271 @@ function _M.load(first, path, opts)
         ids[k + 1] = id
         nodes[id] = u32(lib.chash_ring_node_weight(ring, k))
     end
+    local expires = tonumber(info.expires_unix_seconds)
     local self = setmetatable({ nodes = nodes, snapshot = snapshot, path = path,
                                 options = { point_multiple = info.point_multiple },
                                 config_version = tonumber(info.config_version),
-                                mapped = info.mapped == 1 }, mt)
+                                expires = expires ~= 0 and expires or nil,
+                                mode = LOAD_MODE_NAMES[info.mode] or tostring(info.mode) }, mt)
+    self.mapped = self.mode == "map"
     attach(self, ring, ids)
     return self
 end
 
--- The header's first 144 bytes (magic, version, size, config version,
--- creation time, shape, fingerprint, points digest): a new file differs
--- there. Read without loading the file.
-local function peek_header(path)
-    local f = io.open(path, "rb")
-    if not f then return nil end
-    local head = f:read(144)
-    f:close()
-    if not head or #head < 144 or str_sub(head, 1, 8) ~= "CHASHRNG" then return nil end
-    return head
+--- load(path [, options]): a ring from a signed snapshot file (`chash build`),
+-- checked before use (checksum, structure, options.trusted_keys = { pub
+-- paths }, options.min_config_version, options.max_file_bytes, expiry).
+-- options.mode: "sealed" (default: a sealed copy in memory that nothing
+-- done to the file can change), "map" (the file's pages, shared by every
+-- worker; only for files never rewritten in place), "copy". The ids are the
+-- snapshot's server texts. Named subsets: find(key, name). nil, message,
+-- check name if a check fails. It reads the file on the calling thread: at
+-- start (init_worker_by_lua); watch() reloads off the event loop.
+function _M.load(first, path, opts)
+    if first ~= _M then path, opts = first, path end
+    if type(path) ~= "string" then return nil, "path must be a string" end
+    local o, keep = snapshot_options(opts)
+    if not o then return nil, keep end
+    local out = ffi_new("chash_snapshot*[1]")
+    if lib.chash_snapshot_load(path, o, out) ~= 0 then return nil, last_error(), last_check() end
+    local _ = keep
+    return from_snapshot(out[0], path, lib.chash_snapshot_free, lib.chash_ring_free)
 end
 
---- watch(path [, options]): a holder of the newest good snapshot ring.
--- holder.ring is the current ring; holder:check() (from ngx.timer.every)
--- loads the file when its header changed and swaps only after every check
--- passes and its config version is not older: true if swapped, false if
--- unchanged, nil, message if refused (the old ring stays, and the next
--- check loads the file again). Publish files by rename (`chash build`
--- does): the old ring keeps its own mapping.
+-- ---- Watching a snapshot path: the reload policy of libchash -----------------
+
+-- chash_reloader_options of a watch's options; what must stay alive while
+-- they are used.
+local function reloader_options(opts)
+    local load, keys = snapshot_options(opts, 1)
+    if not load then return nil, keys end
+    local o = ffi_new("chash_reloader_options")
+    o.size = ffi.sizeof(o)
+    local flags = 0
+    if opts.share == false then flags = flags + RELOAD_NO_SHARE end
+    if opts.keep_last_good == false then flags = flags + RELOAD_NO_LAST_GOOD end
+    if opts.read_only then flags = flags + RELOAD_NO_WRITE end
+    o.flags = flags
+    o.load = load
+    o.state_dir = opts.state_dir
+    o.name = opts.name
+    return o, { load, keys, opts }
+end
+
+-- Creates a reloader (the first load of the path, or of NAME.good, or the
+-- adoption of a sibling's verified copy): its address as a number, or nil,
+-- message, check name.
+local function new_reloader(path, opts)
+    local o, keep = reloader_options(opts)
+    if not o then return nil, keep end
+    local out = ffi_new("chash_reloader*[1]")
+    if lib.chash_reloader_new(path, o, out) ~= 0 then return nil, last_error(), last_check() end
+    local _ = keep
+    return tonumber(ffi_cast("uintptr_t", out[0]))
+end
+
+--- thread_new(path, options), thread_check(reloader, released): what a
+-- watch runs in nginx's thread pool (ngx.run_worker_thread: a Lua VM of its
+-- own; numbers, strings and tables cross, so the reloader travels as its
+-- address). Every stat, open, read, verification and release of a watched
+-- file happens here.
+function _M.thread_new(path, opts)
+    return new_reloader(path, opts)
+end
+
+-- Frees the handles queued by release_later: "s"/"r", address pairs.
+local function free_released(list)
+    if type(list) ~= "table" then return end
+    for i = 1, #list - 1, 2 do
+        local kind, address = list[i], list[i + 1]
+        if kind == "s" then
+            lib.chash_snapshot_free(ffi_cast("chash_snapshot*", address))
+        elseif kind == "r" then
+            lib.chash_ring_free(ffi_cast("chash_ring*", address))
+        end
+    end
+end
+
+-- One look at the path: "unchanged", "same_ring", "new" (accepted, with its
+-- config version, whether another process verified it, and a state error
+-- or nil), "refused" (check name, message) or "error" (message, check name).
+-- A new file that is not a resty ring is refused with the embedder's check
+-- "flavor", so that it too is never loaded again.
+function _M.thread_check(address, list)
+    free_released(list)
+    local reloader = ffi_cast("chash_reloader*", address)
+    local result = ffi_new("chash_reload_result")
+    result.size = ffi.sizeof(result)
+    if lib.chash_reloader_check(reloader, result) ~= 0 then
+        return "error", last_error(), last_check()
+    end
+    local outcome = result.outcome
+    if outcome == RELOAD_REFUSED then
+        return "refused", check_name(result.check), ffi_string(result.message)
+    elseif outcome == RELOAD_SAME_RING then
+        return "same_ring"
+    elseif outcome ~= RELOAD_NEW then
+        return "unchanged"
+    end
+    local candidate = result.snapshot
+    local flavor = FLAVOR_RESTY
+    if lib.chash_snapshot_ring(candidate, out_ring) == 0 then
+        flavor = lib.chash_ring_flavor(out_ring[0])
+        lib.chash_ring_free(out_ring[0])
+    end
+    lib.chash_snapshot_free(candidate)
+    if flavor ~= FLAVOR_RESTY then
+        local message = "not a resty ring (build it with --flavor resty)"
+        lib.chash_reloader_refuse(reloader, result, CHECK_FLAVOR, message)
+        return "refused", check_name(CHECK_FLAVOR), check_name(CHECK_FLAVOR) .. ": " .. message
+    end
+    local rc = lib.chash_reloader_accept(reloader, result)
+    if rc ~= 0 and rc ~= E_IO then return "error", last_error(), last_check() end
+    return "new", tonumber(result.config_version), result.adopted == 1,
+           rc == E_IO and last_error() or nil
+end
+
+local holder_mt = {}
+holder_mt.__index = holder_mt
+
+-- The ring the reloader serves now, as a ring object whose handles are
+-- released off the event loop. chash_reloader_current is a pointer copy.
+local function served_ring(h)
+    if lib.chash_reloader_current(h.reloader, out_snapshot) ~= 0 then
+        return nil, last_error(), last_check()
+    end
+    return from_snapshot(out_snapshot[0], h.path, free_snapshot_later, free_ring_later)
+end
+
+--- watch(path [, options]): a holder of the newest good snapshot ring of
+-- `path`, by libchash's reload policy (chash_reloader): a file is loaded
+-- with every check when its identity (device, inode, size, mtime) changes;
+-- a refused file is never verified again; versions only go up; with
+-- options.state_dir they persist across restarts and reloads of nginx, the
+-- last good file is kept, and the workers adopt each other's verified
+-- sealed copy (one verification a host).
+--
+-- holder.ring is the current ring. holder:check() (from ngx.timer.every or
+-- a request) looks at the path once IN NGINX'S THREAD POOL
+-- (ngx.run_worker_thread; `thread_pool NAME threads=N;` in nginx.conf's
+-- main context, NAME = options.thread_pool, default "default"): true if it
+-- swapped, false if nothing changed, nil, message, check name if refused
+-- (the old ring stays; the file is not looked at again until it changes).
+-- The event loop only swaps pointers and builds the id table.
+--
+-- Options: those of load (trusted_keys, min_config_version, max_file_bytes,
+-- mode; threads, default 1), state_dir, name, share (default true),
+-- keep_last_good (default true), read_only, thread_pool. Without
+-- ngx.run_worker_thread watch refuses to start: checks never run on the
+-- event loop. The first load runs where watch is called: in init_worker_by_lua
+-- on the worker's own thread before it serves (with a state_dir, a worker
+-- after the first adopts the copy verified by another, O(nodes)); from a
+-- timer or a request, in the thread pool.
 function _M.watch(first, path, opts)
     if first ~= _M then path, opts = first, path end
-    local ring, err = _M.load(path, opts)
-    if not ring then return nil, err end
-    local holder = { ring = ring, path = path, opts = opts, swaps = 0 }
-    holder.seen = peek_header(path)
-    function holder.check(h)
-        local head = peek_header(h.path)
-        if head == nil then return nil, "cannot read the header of " .. h.path end
-        if head == h.seen then return false end
-        local fresh, load_err = _M.load(h.path, h.opts)
-        if not fresh then return nil, load_err end
-        if fresh.config_version < h.ring.config_version then
-            return nil, "config version " .. fresh.config_version .. " is older than "
-                        .. h.ring.config_version
+    if type(path) ~= "string" then return nil, "path must be a string" end
+    opts = opts or {}
+    if type(opts) ~= "table" then return nil, "options must be a table" end
+    local run = ngx and ngx.run_worker_thread
+    if not run then
+        return nil, "chash.resty watch needs ngx.run_worker_thread (lua-nginx-module 0.10.21 or "
+                    .. "later, nginx with threads): its checks never run on the event loop"
+    end
+    local pool = opts.thread_pool or "default"
+    local phase = ngx.get_phase()
+    if phase == "init" then
+        return nil, "call chash.resty watch in init_worker_by_lua or later: one reloader a worker"
+    end
+    local address, err, check
+    if phase == "init_worker" then
+        address, err, check = new_reloader(path, opts)
+    else
+        local ok, ran, a, b, c = pcall(run, pool, "chash.resty", "thread_new", path, opts)
+        if not ok then return nil, "chash.resty watch: " .. tostring(ran) end
+        if not ran then
+            return nil, "chash.resty watch: thread pool '" .. pool .. "': " .. tostring(a)
         end
-        h.ring = fresh
-        h.seen = head
+        address, err, check = a, b, c
+    end
+    if not address then return nil, err, check end
+    local h = setmetatable({ path = path, pool = pool, swaps = 0,
+                             reloader = ffi_gc(ffi_cast("chash_reloader*", address),
+                                               lib.chash_reloader_free),
+                             address = address }, holder_mt)
+    local ring, rerr, rcheck = served_ring(h)
+    if not ring then return nil, rerr, rcheck end
+    h.ring = ring
+    return h
+end
+
+function holder_mt.check(h)
+    if h.checking then return false end  -- another check of this holder is in flight
+    if h.behind then
+        -- The reloader accepted a ring the last check could not take (out
+        -- of memory): take it now.
+        local ring, err, check = served_ring(h)
+        if not ring then return nil, err, check end
+        h.ring, h.behind = ring, nil
         h.swaps = h.swaps + 1
         return true
     end
-    return holder
+    h.checking = true
+    local list = released
+    released = {}
+    local ok, ran, outcome, a, b, c = pcall(ngx.run_worker_thread, h.pool, "chash.resty",
+                                            "thread_check", h.address, list)
+    h.checking = false
+    if not ok then
+        return nil, "chash.resty watch: " .. tostring(ran)
+    end
+    if not ran then
+        -- Nothing ran (no such thread pool, no Lua VM free): the handles of
+        -- `list` may have been freed or not; they are not handed over again.
+        h.error = "chash.resty watch: thread pool '" .. h.pool .. "': " .. tostring(outcome)
+        return nil, h.error
+    end
+    h.error = nil
+    if outcome == "new" then
+        local ring, err, check = served_ring(h)
+        if not ring then
+            h.behind = true
+            return nil, err, check
+        end
+        h.ring = ring
+        h.swaps = h.swaps + 1
+        h.state_error = c
+        return true
+    elseif outcome == "refused" then
+        return nil, b, a
+    elseif outcome == "error" then
+        return nil, a, b
+    end
+    return false
+end
+
+--- holder:report(): what the reload policy has done (chash_reload_report;
+-- memory only, never waits for a check in flight): served_version,
+-- highest_version, accepted, adopted, refused (each file once), last_check
+-- (a check name, nil if none), last_message, serving_last_good,
+-- state_error (a message, nil if none), checking_since.
+function holder_mt.report(h)
+    local r = ffi_new("chash_reload_report")
+    r.size = ffi.sizeof(r)
+    if lib.chash_reloader_report(h.reloader, r) ~= 0 then return nil, last_error() end
+    local since = tonumber(r.checking_since_unix_seconds)
+    return {
+        served_version = tonumber(r.served_version),
+        highest_version = tonumber(r.highest_version),
+        accepted = tonumber(r.accepted),
+        adopted = tonumber(r.adopted),
+        refused = tonumber(r.refused),
+        last_check = r.last_check ~= 0 and check_name(r.last_check) or nil,
+        last_message = ffi_string(r.last_message),
+        last_refused = tonumber(r.last_refused_unix_seconds),
+        serving_last_good = r.serving_last_good == 1,
+        state_error = r.state_error == 1 and ffi_string(r.state_message) or nil,
+        checking_since = since ~= 0 and since or nil,
+    }
 end
 
 -- ---- Migration -------------------------------------------------------------------

@@ -1,0 +1,391 @@
+/*
+ * Walks and picks: a request's walk over a ring (the nginx flavor point
+ * by point, the distinct flavors node by node, a subset's mask), the
+ * flavors' rules for the next peer, and bounded loads.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "ngx_chash_core.h"
+
+
+/* The next point's node of the nginx walk, skipping the points outside the
+ * mask (at most one lap of the ring in all); CHASH_NO_NODE past that. */
+static uint32_t
+ngx_chash_walk_next_point(ngx_chash_walk_t *w)
+{
+    uint32_t  node;
+
+    for ( ;; ) {
+        node = chash_cursor_next(&w->cursor);
+
+        if (w->mask == NULL || node == CHASH_NO_NODE
+            || chash_node_mask_get(w->mask, node))
+        {
+            return node;
+        }
+
+        if (--w->left == 0) {
+            return CHASH_NO_NODE;
+        }
+    }
+}
+
+
+ngx_int_t
+ngx_chash_walk_init(ngx_chash_walk_t *w, ngx_uint_t flavor,
+    const chash_ring *ring, ngx_str_t *key, ngx_pool_t *pool)
+{
+    return ngx_chash_walk_init_masked(w, flavor, ring, NULL, key, pool);
+}
+
+
+ngx_int_t
+ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
+    const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
+    ngx_pool_t *pool)
+{
+    w->flavor = flavor;
+    w->tries = 0;
+    w->ring = ring;
+    w->mask = mask;
+    w->walk = NULL;
+    w->started = 0;
+    w->pool = pool;
+    w->bounded_load = 0;
+    w->passed = 0;
+    w->hash = ngx_crc32_long(key->data, key->len);
+
+    if (flavor != CHASH_FLAVOR_NGINX) {
+        /* distinct: libchash's walk, started when a second node is needed */
+        w->node = CHASH_NO_NODE;
+        return NGX_OK;
+    }
+
+    /* the ring is immutable: no lock, unlike nginx's rlock */
+    if (chash_ring_walk(ring, w->hash, &w->cursor) != CHASH_OK) {
+        return NGX_ERROR;
+    }
+
+    w->left = chash_ring_num_points(ring) + 1;
+    w->node = ngx_chash_walk_next_point(w);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The distinct walk's next node (each node once, in the order of the ring
+ * of the mask's nodes: libchash's chash_walk); CHASH_NO_NODE when every
+ * node came, or with *failed set when the walk's memory could not be
+ * allocated. The first node is a lookup: only a second one starts the
+ * walk, in the request's pool (chash_walk_size bytes: a bit a node), so a
+ * request whose first pick serves allocates nothing.
+ */
+static uint32_t
+ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
+{
+    void      *mem;
+    size_t     size;
+    uint32_t   node;
+
+    if (!w->started) {
+        w->started = 1;
+        w->node = w->mask ? chash_ring_find_available_hash(w->ring, w->mask,
+                                                           w->hash)
+                          : chash_ring_find_hash(w->ring, w->hash);
+        return w->node;
+    }
+
+    if (w->walk == NULL) {
+        if (w->node == CHASH_NO_NODE) {
+            return CHASH_NO_NODE;
+        }
+
+        size = chash_walk_size(w->ring);
+        mem = ngx_palloc(w->pool, size);
+
+        if (mem == NULL
+            || chash_walk_start(mem, size, w->ring, w->mask, w->hash, &w->walk)
+               != CHASH_OK)
+        {
+            *failed = 1;
+            return CHASH_NO_NODE;
+        }
+
+        /* the walk's first node is the one the lookup answered */
+        node = chash_walk_next(w->walk);
+
+        if (node != w->node) {
+            return node;
+        }
+    }
+
+    return chash_walk_next(w->walk);
+}
+
+
+/* The load of node: the active connections of its peers. */
+static uint64_t
+ngx_chash_node_load(const ngx_chash_nodes_t *nodes, uint32_t node,
+    const ngx_chash_peer_ops_t *ops, void *data)
+{
+    uint64_t    load;
+    ngx_uint_t  j;
+
+    load = 0;
+
+    if (node >= nodes->nnodes) {
+        return 0;
+    }
+
+    for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++) {
+        load += ops->conns(data, nodes->node_peers[j]);
+    }
+
+    return load;
+}
+
+
+/*
+ * The bounded-load capacity now; UINT64_MAX when bounded_load is off. As
+ * libchash's bounded-load lookup (chash_ring_find_bounded_load) defines it:
+ * the average is over the available nodes that own points (with a subset,
+ * those of the subset), not over every node of the ring: a down, failed
+ * (max_fails) or drained node takes no load, so it must not shrink the
+ * capacity of the others. A node is available when one of its peers is
+ * live (not down, not failed within fail_timeout); its load is its peers'
+ * connections.
+ */
+static uint64_t
+ngx_chash_capacity(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now)
+{
+    uint64_t    total;
+    uint32_t    node, count;
+    ngx_uint_t  j, live;
+
+    if (w->bounded_load <= 1) {
+        return UINT64_MAX;
+    }
+
+    total = 0;
+    count = 0;
+
+    for (node = 0; node < nodes->nnodes; node++) {
+        if ((w->mask && !chash_node_mask_get(w->mask, node))
+            || !chash_ring_owns_points(w->ring, node))
+        {
+            continue;
+        }
+
+        live = 0;
+
+        for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++)
+        {
+            if (ops->live(data, nodes->node_peers[j], now)) {
+                live = 1;
+                break;
+            }
+        }
+
+        if (live) {
+            total += ngx_chash_node_load(nodes, node, ops, data);
+            count++;
+        }
+    }
+
+    if (count == 0) {
+        return UINT64_MAX;
+    }
+
+    return chash_bounded_load_capacity(total, count, w->bounded_load);
+}
+
+
+/* Whether one of node's peers is usable: a node passed over at the
+ * capacity is counted only if it could have served. */
+static ngx_uint_t
+ngx_chash_node_usable(const ngx_chash_nodes_t *nodes, uint32_t node,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now)
+{
+    ngx_uint_t  j;
+
+    for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++) {
+        if (ops->usable(data, nodes->node_peers[j], now)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * The nginx flavor's step: mirrors ngx_http_upstream_get_chash_peer() of
+ * nginx 1.22.1, step for step: the usable peer of largest current weight
+ * among the point's node's peers, one try a point.
+ */
+static ngx_int_t
+ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now,
+    uint64_t capacity, ngx_log_t *log)
+{
+    ngx_int_t    total, *current, *effective, weight;
+    ngx_int_t    best_i, *best_current;
+    ngx_uint_t   i, j;
+
+    for ( ;; ) {
+
+        /* shown by debug_http or debug_stream: the core serves both */
+        ngx_log_debug1((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                       "chash node:%uD", w->node);
+
+        if (w->node == CHASH_NO_NODE) {
+            /* an empty ring, or no point of the subset */
+            return NGX_CHASH_FALLBACK;
+        }
+
+        /* a node id the ring answers indexes nothing unchecked */
+        if (w->node >= nodes->nnodes) {
+            goto next;
+        }
+
+        if (capacity != UINT64_MAX
+            && ngx_chash_node_load(nodes, w->node, ops, data) >= capacity)
+        {
+            w->passed += ngx_chash_node_usable(nodes, w->node, ops, data, now);
+            goto next;
+        }
+
+        best_i = -1;
+        best_current = NULL;
+        total = 0;
+
+        /* the peers with this point's server text, in list order */
+
+        for (j = nodes->node_first[w->node];
+             j < nodes->node_first[w->node + 1];
+             j++)
+        {
+            i = nodes->node_peers[j];
+
+            if (!ops->usable(data, i, now)) {
+                continue;
+            }
+
+            ops->weights(data, i, &current, &effective, &weight);
+
+            *current += *effective;
+            total += *effective;
+
+            if (*effective < weight) {
+                (*effective)++;
+            }
+
+            if (best_current == NULL || *current > *best_current) {
+                best_current = current;
+                best_i = (ngx_int_t) i;
+            }
+        }
+
+        if (best_current) {
+            *best_current -= total;
+            return best_i;
+        }
+
+    next:
+
+        w->node = ngx_chash_walk_next_point(w);    /* nginx: hp->hash++ */
+        w->tries++;
+
+        if (w->tries > NGX_CHASH_MAX_TRIES) {
+            return NGX_CHASH_FALLBACK;
+        }
+    }
+}
+
+
+/*
+ * The distinct flavors' step (pingora, resty): each node once, in ring
+ * order from the key's point; a node is skipped when its peer is not
+ * usable (or is at the bounded-load capacity). When the walk has visited
+ * every node, no live peer is left (as round robin answers when every peer
+ * failed: "no live upstreams").
+ */
+static ngx_int_t
+ngx_chash_pick_distinct(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now,
+    uint64_t capacity, ngx_log_t *log)
+{
+    uint32_t    node;
+    ngx_uint_t  i, failed;
+
+    failed = 0;
+
+    for ( ;; ) {
+        node = ngx_chash_walk_next_distinct(w, &failed);
+
+        ngx_log_debug1((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                       "chash node:%uD", node);
+
+        if (node == CHASH_NO_NODE) {
+            if (failed) {
+                ngx_log_error(NGX_LOG_ALERT, log, 0,
+                              "chash: no memory for the retry walk");
+            }
+
+            return NGX_CHASH_EXHAUSTED;
+        }
+
+        if (node >= nodes->nnodes) {
+            continue;
+        }
+
+        i = nodes->node_peers[nodes->node_first[node]];
+
+        if (!ops->usable(data, i, now)) {
+            continue;
+        }
+
+        if (capacity == UINT64_MAX || ops->conns(data, i) < capacity) {
+            return (ngx_int_t) i;
+        }
+
+        w->passed++;
+    }
+}
+
+
+/*
+ * One opening for every flavor (the tries limit, the bounded-load capacity
+ * read once a pick), the flavor's step, one closing (the pick's debug
+ * line).
+ */
+ngx_int_t
+ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now, ngx_log_t *log)
+{
+    uint64_t   capacity;
+    ngx_int_t  rc;
+
+    if (w->flavor == CHASH_FLAVOR_NGINX && w->tries > NGX_CHASH_MAX_TRIES) {
+        return NGX_CHASH_FALLBACK;
+    }
+
+    capacity = ngx_chash_capacity(w, nodes, ops, data, now);
+
+    if (w->flavor == CHASH_FLAVOR_NGINX) {
+        rc = ngx_chash_pick_nginx(w, nodes, ops, data, now, capacity, log);
+
+    } else {
+        rc = ngx_chash_pick_distinct(w, nodes, ops, data, now, capacity, log);
+    }
+
+    ngx_log_debug2((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log, 0,
+                   "chash flavor=%s pick:%i", ngx_chash_flavor_name(w->flavor),
+                   rc);
+
+    return rc;
+}

@@ -17,6 +17,9 @@
 //   proxy/    cold: one key lookup after a sweep of 256 KiB or 4 MiB (as
 //             bench_chash's proxy rows), the clock's own cost subtracted;
 //   build/    RingBuilder, the large fleets;
+//   memory/   each fleet's bytes a point in chash and in the program (its
+//             sources' structures, computed), and the resident growth of
+//             building and holding the ring (measured);
 //   libmemcached/  100 servers (Debian's libmemcached asserts past 100 in
 //             KETAMA_WEIGHTED), MD5 keys: memcached_generate_hash one key at
 //             a time against chash's FindNode and FindNodes.
@@ -324,6 +327,42 @@ void BM_Build(benchmark::State& state, size_t index) {
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
+// What a built ring holds: chash's bytes a point (columns, index, node
+// table), the program's own for the same ring (RingStats::program_bytes,
+// computed from its sources, not measured), and the process's resident
+// growth while the ring is held (measured: includes what the builder's
+// scratch left mapped in the allocator, so an upper bound on the ring's).
+uint64_t ResidentBytes() {
+  long pages = 0;
+  long resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<uint64_t>(resident) * 4096;
+}
+
+void BM_Memory(benchmark::State& state, size_t index) {
+  const FleetSpec& spec = Specs()[index];
+  for (auto _ : state) {
+    const uint64_t before = ResidentBytes();
+    Result<Ring> ring = BuildFleet(spec);
+    if (!ring.ok()) return state.SkipWithError(ring.status().ToString().c_str());
+    const uint64_t after = ResidentBytes();
+    const RingStats stats = ComputeRingStats(ring.value());
+    const double points = static_cast<double>(stats.points > 0 ? stats.points : 1);
+    state.counters["points"] = static_cast<double>(stats.points);
+    state.counters["chash_column_bytes_per_point"] = stats.bytes_per_point;
+    state.counters["chash_bytes_per_point"] =
+        static_cast<double>(stats.column_bytes + stats.index_bytes + stats.other_bytes +
+                            stats.collision_table_bytes) /
+        points;
+    state.counters["program_bytes_per_point"] = stats.program_bytes_per_point;
+    state.counters["rss_growth_bytes_per_point"] =
+        static_cast<double>(after > before ? after - before : 0) / points;
+  }
+}
+
 // ---- libmemcached -------------------------------------------------------------------------
 
 #if CHASH_BENCH_LIBMEMCACHED
@@ -430,6 +469,9 @@ void RegisterAll() {
           [i, bytes = bytes](benchmark::State& s) { BM_Proxy(s, i, bytes); })
           ->Iterations(1);
     }
+    reg("memory/" + row, [i](benchmark::State& s) { BM_Memory(s, i); })
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1);
     if (std::string(specs[i].fleet) == "large") {
       reg("build/" + row, [i](benchmark::State& s) { BM_Build(s, i); })
           ->Unit(benchmark::kMillisecond)

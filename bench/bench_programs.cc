@@ -41,6 +41,7 @@
 #include "chash/chash.h"
 #include "dispatch_control.h"
 #include "layout/aligned_array.h"
+#include "proc_memory.h"
 #include "reference/reference_programs.h"
 
 #if CHASH_BENCH_LIBMEMCACHED
@@ -332,15 +333,7 @@ void BM_Build(benchmark::State& state, size_t index) {
 // computed from its sources, not measured), and the process's resident
 // growth while the ring is held (measured: includes what the builder's
 // scratch left mapped in the allocator, so an upper bound on the ring's).
-uint64_t ResidentBytes() {
-  long pages = 0;
-  long resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<uint64_t>(resident) * 4096;
-}
+uint64_t ResidentBytes() { return measure::ProcStatusKb("VmRSS:") * 1024; }
 
 void BM_Memory(benchmark::State& state, size_t index) {
   const FleetSpec& spec = Specs()[index];

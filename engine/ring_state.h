@@ -42,7 +42,7 @@ struct RingState {
 
 // The slot of the first point whose hash is >= `hash`, 0..num_points()
 // (num_points(): none is), on a ring of 32-bit points. For the masked walks,
-// which start from it by their rule (ops/masked_walk.h).
+// which start from it by their rule (routing/masked_walk.h).
 uint32_t LowerBoundSlot(const Ring& ring, uint32_t hash) noexcept;
 
 struct RingFactory {

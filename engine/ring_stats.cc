@@ -6,8 +6,8 @@
 
 #include "builder/flavor_points.h"
 #include "chash/stats.h"
-#include "ops/hash_runs.h"
-#include "ops/ops_internal.h"
+#include "fleet/hash_runs.h"
+#include "identity/throwing_cores.h"
 #include "out_of_memory.h"
 
 namespace chash {

@@ -1,5 +1,5 @@
 // The bounded-load capacity derived from its definition (failover.h), by a
-// route that shares nothing with engine/ops/failover.cc: the balance factor's
+// route that shares nothing with engine/routing/failover.cc: the balance factor's
 // exact binary value read from its IEEE-754 bits, and arbitrary-precision
 // integers (no 128-bit shortcuts, no saturation thresholds), so the only
 // rounding is the one the definition asks for:

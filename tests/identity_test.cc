@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <random>
 
-#include "ops/sha256.h"
+#include "identity/sha256.h"
 #include "test_util.h"
 
 namespace chash {

@@ -22,7 +22,7 @@
 
 #include "cli_run.h"
 #include "layout/columns.h"
-#include "ops/sha256.h"
+#include "identity/sha256.h"
 #include "ring_state.h"
 #include "snapshot/format.h"
 #include "test_util.h"

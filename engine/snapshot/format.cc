@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "ops/sha256.h"
+#include "identity/sha256.h"
 
 namespace chash::internal::snapshot {
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "ops/sha256.h"
+#include "identity/sha256.h"
 #include "read_file.h"
 
 namespace chash::internal {

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "chash/snapshot.h"
-#include "ops/sha256.h"
+#include "identity/sha256.h"
 #include "out_of_memory.h"
 #include "read_file.h"
 #include "snapshot/format.h"

@@ -18,8 +18,8 @@
 #include "flavors.h"
 #include "layout/columns.h"
 #include "out_of_memory.h"
-#include "ops/ops_internal.h"
-#include "ops/sha256.h"
+#include "identity/throwing_cores.h"
+#include "identity/sha256.h"
 #include "ring_state.h"
 #include "snapshot/format.h"
 

@@ -1,4 +1,4 @@
-#include "ops/hash_runs.h"
+#include "fleet/hash_runs.h"
 
 #include "builder/flavor_points.h"
 

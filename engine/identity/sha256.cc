@@ -1,4 +1,4 @@
-#include "ops/sha256.h"
+#include "identity/sha256.h"
 
 #include <sodium/core.h>
 #include <sodium/crypto_hash_sha256.h>

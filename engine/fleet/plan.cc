@@ -6,7 +6,7 @@
 #include <string>
 
 #include "chash/diff.h"
-#include "ops/ops_internal.h"
+#include "identity/throwing_cores.h"
 #include "out_of_memory.h"
 
 namespace chash {

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "chash/failover.h"
-#include "ops/masked_walk.h"
+#include "routing/masked_walk.h"
 
 namespace chash {
 

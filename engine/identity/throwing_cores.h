@@ -2,8 +2,8 @@
 // throw std::bad_alloc; the public calls (identity.h, stats.h) catch it and
 // return their documented sentinel, and the calls that report errors
 // (RingMigration::Create, PlanPointMultiples) turn it into kOutOfMemory.
-#ifndef CHASH_ENGINE_OPS_OPS_INTERNAL_H_
-#define CHASH_ENGINE_OPS_OPS_INTERNAL_H_
+#ifndef CHASH_ENGINE_IDENTITY_THROWING_CORES_H_
+#define CHASH_ENGINE_IDENTITY_THROWING_CORES_H_
 
 #include <array>
 #include <cstdint>
@@ -26,4 +26,4 @@ RingStats ComputeRingStatsOrThrow(const Ring& ring);
 
 }  // namespace chash::internal
 
-#endif  // CHASH_ENGINE_OPS_OPS_INTERNAL_H_
+#endif  // CHASH_ENGINE_IDENTITY_THROWING_CORES_H_

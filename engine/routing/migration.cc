@@ -7,7 +7,7 @@
 #include <new>
 #include <string>
 
-#include "ops/ops_internal.h"
+#include "identity/throwing_cores.h"
 #include "out_of_memory.h"
 
 namespace chash {

@@ -3,8 +3,8 @@
 //
 // Written against the public Ring / PointCursor API only, so it does not
 // depend on the column layout (which the search kernels may change).
-#ifndef CHASH_ENGINE_OPS_MASKED_WALK_H_
-#define CHASH_ENGINE_OPS_MASKED_WALK_H_
+#ifndef CHASH_ENGINE_ROUTING_MASKED_WALK_H_
+#define CHASH_ENGINE_ROUTING_MASKED_WALK_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -230,4 +230,4 @@ uint32_t WalkAvailable(const Ring& ring, uint32_t hash, const IsUp& is_up,
 
 }  // namespace chash::internal
 
-#endif  // CHASH_ENGINE_OPS_MASKED_WALK_H_
+#endif  // CHASH_ENGINE_ROUTING_MASKED_WALK_H_

@@ -21,8 +21,8 @@
 //   nearest              (v_j, v_j + floor(d/2)] -> the last node of group j,
 //                        the rest of the gap -> the first node of group j+1,
 //                        d = v_{j+1} - v_j (the gap past the last group wraps)
-#ifndef CHASH_ENGINE_OPS_HASH_RUNS_H_
-#define CHASH_ENGINE_OPS_HASH_RUNS_H_
+#ifndef CHASH_ENGINE_FLEET_HASH_RUNS_H_
+#define CHASH_ENGINE_FLEET_HASH_RUNS_H_
 
 #include <cstdint>
 #include <vector>
@@ -110,4 +110,4 @@ bool UsesHashRuns(const Ring& ring) noexcept;
 
 }  // namespace chash::internal
 
-#endif  // CHASH_ENGINE_OPS_HASH_RUNS_H_
+#endif  // CHASH_ENGINE_FLEET_HASH_RUNS_H_

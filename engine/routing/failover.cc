@@ -9,7 +9,7 @@
 
 #include "builder/build_nodes.h"
 #include "chash/crc32.h"
-#include "ops/masked_walk.h"
+#include "routing/masked_walk.h"
 #include "out_of_memory.h"
 
 namespace chash {

@@ -3,8 +3,8 @@
 // crypto_hash_sha256 (Debian libsodium-dev); the tests check it against the
 // standard's examples and tests/data/identity against an independent
 // implementation.
-#ifndef CHASH_ENGINE_OPS_SHA256_H_
-#define CHASH_ENGINE_OPS_SHA256_H_
+#ifndef CHASH_ENGINE_IDENTITY_SHA256_H_
+#define CHASH_ENGINE_IDENTITY_SHA256_H_
 
 #include <array>
 #include <cstddef>
@@ -35,4 +35,4 @@ bool EnsureSodium() noexcept;
 
 }  // namespace chash::internal
 
-#endif  // CHASH_ENGINE_OPS_SHA256_H_
+#endif  // CHASH_ENGINE_IDENTITY_SHA256_H_

@@ -7,8 +7,8 @@
 #include <unordered_map>
 
 #include "chash/identity.h"
-#include "ops/hash_runs.h"
-#include "ops/ops_internal.h"
+#include "fleet/hash_runs.h"
+#include "identity/throwing_cores.h"
 #include "out_of_memory.h"
 #include "ring_state.h"
 

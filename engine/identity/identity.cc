@@ -10,8 +10,8 @@
 
 #include "builder/flavor_points.h"
 #include "flavors.h"
-#include "ops/ops_internal.h"
-#include "ops/sha256.h"
+#include "identity/throwing_cores.h"
+#include "identity/sha256.h"
 
 namespace chash {
 namespace {

@@ -326,8 +326,13 @@ http {{
 
     # ---- logs
     def error_log(self):
-        with open(os.path.join(self.prefix, "logs", "error.log"), errors="replace") as f:
-            return f.read()
+        """The error log; what nginx printed instead when it stopped before
+        opening it (a configuration refused at start)."""
+        try:
+            with open(os.path.join(self.prefix, "logs", "error.log"), errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return self.stderr_log() if self.stderr else ""
 
     def stderr_log(self):
         self.stderr.flush()

@@ -62,16 +62,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import stream_harness as sh  # noqa: E402
 
-FAILURES = []
+FAILURES = harness.FAILURES
 CASES = ["inplace", "fifo", "sparse", "tls", "bounded", "respawn", "versions",
          "refused_at_start", "migration"]
 
 
-def check(ok, what):
-    if not ok:
-        FAILURES.append(what)
-        print("FAIL: " + what, flush=True)
-    return ok
+check = harness.check
 
 
 # ------------------------------------------------------------------ helpers
@@ -262,11 +258,7 @@ error_log {p}/logs/error.log notice;
 events {{ worker_connections 4096; }}
 http {{
     access_log off;
-    client_body_temp_path {p}/tmp/body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
+{harness.temp_paths(p)}
     {state}
 {chr(10).join(http_ups)}
     server {{

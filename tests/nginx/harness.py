@@ -117,6 +117,47 @@ class Server:
         return [(host, port)]
 
 
+# ------------------------------------------------------------ shared by suites
+
+# Every check of a suite's process: a failed one is printed at once and
+# counted at the end (main returns nonzero when any failed).
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL: " + what, flush=True)
+    return cond
+
+
+# Names the test hosts file resolves to several loopback addresses.
+MULTI_HOSTS = {
+    "multi1.chash.test": ["127.250.0.1", "127.250.0.2", "::1"],
+    "multi2.chash.test": ["127.250.0.3", "127.250.0.4"],
+}
+
+
+def temp_paths(prefix):
+    """The http{} block's temp paths, inside the test prefix (nginx's own
+    defaults are under /var/lib/nginx)."""
+    return "\n".join("    %s_temp_path %s/tmp/%s;" % (kind, prefix, d) for kind, d in (
+        ("client_body", "body"), ("proxy", "proxy"), ("fastcgi", "fastcgi"),
+        ("uwsgi", "uwsgi"), ("scgi", "scgi")))
+
+
+def with_params(servers, params):
+    return [Server(s.text, s.weight, s.down, params) for s in servers]
+
+
+def with_down(rng, servers, fraction):
+    """A copy with about fraction of the servers down, the first always."""
+    out = [Server(s.text, s.weight, rng.random() < fraction or s.down, s.params)
+           for s in servers]
+    out[0].down = True
+    return out
+
+
 class Upstream:
     def __init__(self, name, balancer, servers, extra="", location_extra=""):
         self.name = name
@@ -182,11 +223,7 @@ error_log {p}/logs/error.log {self.error_level};
 events {{ worker_connections {self.worker_connections}; }}
 http {{
     access_log off;
-    client_body_temp_path {p}/tmp/body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
+{temp_paths(p)}
     {"chash_state_path " + p + "/state;" if self.module else ""}
     log_format t "{LOG_FORMAT}{ring_var}";
 {chr(10).join(u.block() for u in upstreams)}
@@ -326,8 +363,13 @@ http {{
 
     # ---- logs
     def error_log(self):
-        with open(os.path.join(self.prefix, "logs", "error.log"), errors="replace") as f:
-            return f.read()
+        """The error log; what nginx printed instead when it stopped before
+        opening it (a configuration refused at start)."""
+        try:
+            with open(os.path.join(self.prefix, "logs", "error.log"), errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return self.stderr_log() if self.stderr else ""
 
     def stderr_log(self):
         self.stderr.flush()

@@ -56,21 +56,18 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import stream_harness as sh  # noqa: E402
 
-FAILURES = []
+FAILURES = harness.FAILURES
 CASES = ["inplace", "fifo", "sparse", "tls", "bounded", "respawn", "versions",
-         "migration"]
+         "refused_at_start", "migration"]
 
 
-def check(ok, what):
-    if not ok:
-        FAILURES.append(what)
-        print("FAIL: " + what, flush=True)
-    return ok
+check = harness.check
 
 
 # ------------------------------------------------------------------ helpers
@@ -261,11 +258,7 @@ error_log {p}/logs/error.log notice;
 events {{ worker_connections 4096; }}
 http {{
     access_log off;
-    client_body_temp_path {p}/tmp/body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
+{harness.temp_paths(p)}
     {state}
 {chr(10).join(http_ups)}
     server {{
@@ -919,6 +912,56 @@ def case_versions(args, cli, rng, proto, taken):
         rig.cleanup()
 
 
+def case_refused_at_start(args, cli, rng, proto, taken):
+    """A file the module refuses when nginx starts (another flavor than the
+    chash line's) leaves no trace in the state: a later, lower version that
+    the module accepts is served, not refused as a rollback."""
+    rig = Rig(args, workers=1)
+    backends = ports(4, rng, taken)
+    fleet = [("127.0.0.1:%d" % q, 1) for q in backends]
+    path = cli.build(os.path.join(cli.workdir, "%s-refused-at-start.chash" % proto), fleet, 9,
+                     flavor="pingora-v2")
+    name = "%s_refused_at_start" % proto
+    u = {"proto": proto, "name": name,
+         "body": [chash_line(proto, "pingora-v1"), snap_line(args, path, "poll=100ms")]}
+    kw = {"http_backends" if proto == "http" else "stream_backends": backends}
+    try:
+        rig.conf([u], **kw)
+        try:
+            rig.start()
+            started = True
+        except RuntimeError:
+            started = False
+        rig.ngx.proc = None
+        check(not started, "%s: nginx started with a file of another flavor" % name)
+        logs = ""
+        for log in ("error.log", "stderr.log"):
+            try:
+                with open(os.path.join(rig.p, "logs", log), errors="replace") as f:
+                    logs += f.read()
+            except OSError:
+                pass
+        check("check flavor failed" in logs,
+              "%s: the start names the flavor check" % name)
+        leftovers = sorted(f for f in os.listdir(rig.state) if f.endswith((".state", ".good"))) \
+            if os.path.isdir(rig.state) else []
+        check(args.legacy or not leftovers,
+              "%s: the refused file left %s in the state directory" % (name, leftovers))
+        cli.build(path, fleet, 4)
+        rig.conf([u], **kw)
+        try:
+            rig.start()
+            served = rig.workers(name)
+        except RuntimeError as e:
+            served = {"start failed": str(e).splitlines()[-1][:200]}
+        check(list(served.values()) == [4], "%s: version 4 after a refused version 9: %s" %
+              (name, served))
+        print("%s: version 9 of another flavor refused at start, state left %s; version 4 "
+              "then serves %s" % (name, leftovers, list(served.values())), flush=True)
+    finally:
+        rig.cleanup()
+
+
 def case_migration(args, cli, rng, proto, taken):
     """A drain during a 5% migration, old file first and new file first."""
     rig = Rig(args)
@@ -1023,6 +1066,7 @@ def main():
                     globals()["case_" + case](args, cli, rng, proto, taken)
                 except Exception as e:  # a case that could not run fails
                     check(False, "%s %s: %r" % (proto, case, e))
+                    traceback.print_exc()
                 print("-- %s %s: %.1f s" % (proto, case, time.monotonic() - t), flush=True)
     finally:
         if not (FAILURES or args.keep):

@@ -28,22 +28,15 @@ from harness import Nginx, Server, Upstream  # noqa: E402
 
 TRIES = 30  # proxy_next_upstream_tries: past nginx's 20 ring tries into round robin
 
-FAILURES = []
+FAILURES = harness.FAILURES
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL: " + what, flush=True)
-    return cond
+check = harness.check
 
 
 # ---------------------------------------------------------------- server lists
 
-MULTI_HOSTS = {
-    "multi1.chash.test": ["127.250.0.1", "127.250.0.2", "::1"],
-    "multi2.chash.test": ["127.250.0.3", "127.250.0.4"],
-}
+MULTI_HOSTS = harness.MULTI_HOSTS
 
 
 PortPool = harness.PortPool
@@ -94,17 +87,10 @@ def ip_port_servers(rng, ports, n):
     return servers
 
 
-def with_params(servers, params):
-    return [Server(s.text, s.weight, s.down, params) for s in servers]
+with_params = harness.with_params
 
 
-def with_down(rng, servers, fraction):
-    out = [Server(s.text, s.weight, s.down, s.params) for s in servers]
-    for s in out:
-        if rng.random() < fraction:
-            s.down = True
-    out[0].down = True
-    return out
+with_down = harness.with_down
 
 
 def changed(rng, ports, servers):

@@ -44,14 +44,10 @@ TRIES = 30
 SAMPLE_KEYS = 25      # keys whose retries are each checked with `chash route --down`
 SAMPLE_STEPS = 6
 
-FAILURES = []
+FAILURES = harness.FAILURES
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL: " + what, flush=True)
-    return cond
+check = harness.check
 
 
 # ---------------------------------------------------------------- servers
@@ -80,10 +76,7 @@ def resty_servers(rng, ports, n, no_port=False):
     return servers
 
 
-def with_down(rng, servers, fraction):
-    out = [Server(s.text, s.weight, rng.random() < fraction, s.params) for s in servers]
-    out[0].down = True
-    return out
+with_down = harness.with_down
 
 
 def peer_name(text):

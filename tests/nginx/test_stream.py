@@ -40,19 +40,12 @@ from stream_harness import StreamNginx, StreamUpstream  # noqa: E402
 
 TRIES = 30  # proxy_next_upstream_tries: past nginx's 20 ring tries into round robin
 
-FAILURES = []
+FAILURES = harness.FAILURES
 
-MULTI_HOSTS = {
-    "multi1.chash.test": ["127.250.0.1", "127.250.0.2", "::1"],
-    "multi2.chash.test": ["127.250.0.3", "127.250.0.4"],
-}
+MULTI_HOSTS = harness.MULTI_HOSTS
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL: " + what, flush=True)
-    return cond
+check = harness.check
 
 
 PortPool = harness.PortPool
@@ -103,17 +96,10 @@ def stream_servers(rng, ports, n, names=True):
     return servers
 
 
-def with_params(servers, params):
-    return [Server(s.text, s.weight, s.down, params) for s in servers]
+with_params = harness.with_params
 
 
-def with_down(rng, servers, fraction):
-    out = [Server(s.text, s.weight, s.down, s.params) for s in servers]
-    for s in out:
-        if rng.random() < fraction:
-            s.down = True
-    out[0].down = True
-    return out
+with_down = harness.with_down
 
 
 # ---------------------------------------------------------------- nginx ring model
@@ -658,11 +644,7 @@ def both_modules(args, rng, ports):
         for kind, bal in (("hash", "hash $arg_k consistent"), ("chash", "chash $arg_k")))
     http_block = f"""http {{
     access_log off;
-    client_body_temp_path {p}/tmp/body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
+{harness.temp_paths(p)}
     log_format h "$arg_i\\t$upstream_addr\\t$chash_ring";
 {http_ups}
     server {{
@@ -793,11 +775,7 @@ def bounded_load_cases(args, rng, ports):
         p = ngx.prefix
         http_block = f"""http {{
     access_log off;
-    client_body_temp_path {p}/tmp/body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
+{harness.temp_paths(p)}
     upstream h_bl {{ chash $arg_k bounded_load={factor:g}; zone h_bl 1m; {" ".join(sv.line().strip() for sv in servers)} }}
     server {{
         listen 127.0.0.1:{http_port};

@@ -347,11 +347,7 @@ def status_both(args, cli, rng, ports, workdir):
     p = ngx.prefix
     http_block = f"""http {{
     access_log off;
-    client_body_temp_path {p}/tmp/body;
-    proxy_temp_path {p}/tmp/proxy;
-    fastcgi_temp_path {p}/tmp/fastcgi;
-    uwsgi_temp_path {p}/tmp/uwsgi;
-    scgi_temp_path {p}/tmp/scgi;
+{harness.temp_paths(p)}
     chash_state_path {p}/state;
     upstream h_snap {{ chash $arg_k; chash_snapshot {ring} max_fails=0; }}
     server {{

@@ -521,14 +521,102 @@ ngx_chash_state_dir(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 }
 
 
+/* The first generation of a deferred reloader: the path's file, or when
+ * that is refused (by the library or by ngx_chash_gen_make) the last good
+ * one. Accepted only once every check of this module passed. */
+static ngx_int_t
+ngx_chash_first_gen(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
+    ngx_chash_source_t *src, ngx_chash_gen_t **out)
+{
+    int                  rc;
+    u_char               err[NGX_CHASH_ERR_LEN];
+    uint32_t             check;
+    ngx_uint_t           attempt;
+    chash_reload_result  r;
+
+    /* two candidates at most: the path's file, then NAME.good */
+    for (attempt = 0; attempt < 2; attempt++) {
+        ngx_memzero(&r, sizeof(chash_reload_result));
+        r.size = sizeof(chash_reload_result);
+
+        rc = chash_reloader_check(src->reloader, &r);
+
+        if (rc != CHASH_OK) {
+            check = chash_last_check();
+            check = check != CHASH_CHECK_NONE ? check : CHASH_CHECK_IO;
+            ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
+                                     "%V \"%V\": check %s failed: %s",
+                                     &src->directive, &src->path,
+                                     chash_check_name(check),
+                                     ngx_chash_message(check,
+                                                       chash_last_error()));
+            return NGX_ERROR;
+        }
+
+        if (r.outcome == CHASH_RELOAD_REFUSED) {
+            ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
+                                     "%V \"%V\": check %s failed: %s",
+                                     &src->directive, &src->path,
+                                     chash_check_name(r.check),
+                                     ngx_chash_message(r.check, r.message));
+            return NGX_ERROR;
+        }
+
+        if (r.outcome != CHASH_RELOAD_NEW) {
+            ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
+                                     "%V \"%V\": no ring to serve (outcome "
+                                     "%uD)", &src->directive, &src->path,
+                                     r.outcome);
+            return NGX_ERROR;
+        }
+
+        /* takes r.snapshot over, freed on failure */
+        if (ngx_chash_gen_make(src, r.snapshot, out, &check, err,
+                               sizeof(err))
+            == NGX_OK)
+        {
+            /* CHASH_E_IO: served all the same, the state write is retried
+             * at the next check and the report says so */
+            rc = chash_reloader_accept(src->reloader, &r);
+
+            if (rc == CHASH_OK || rc == CHASH_E_IO) {
+                return NGX_OK;
+            }
+
+            ngx_chash_gen_free(*out);
+            *out = NULL;
+            ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%V \"%V\": %s",
+                                     &src->directive, &src->path,
+                                     chash_last_error());
+            return NGX_ERROR;
+        }
+
+        (void) chash_reloader_refuse(src->reloader, &r, check, (char *) err);
+
+        if (attempt > 0 || src->state_dir.len == 0) {
+            ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
+                                     "%V \"%V\": check %s failed: %s",
+                                     &src->directive, &src->path,
+                                     chash_check_name(check), err);
+            break;
+        }
+
+        ngx_chash_upstream_error(cf, NGX_LOG_WARN, up,
+                                 "%V \"%V\": check %s failed: %s; trying "
+                                 "the last good file", &src->directive,
+                                 &src->path, chash_check_name(check), err);
+    }
+
+    return NGX_ERROR;
+}
+
+
 ngx_int_t
 ngx_chash_source_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     ngx_chash_source_t *src)
 {
-    u_char                   err[NGX_CHASH_ERR_LEN];
     uint32_t                 check;
     ngx_chash_gen_t         *gen;
-    chash_snapshot          *snapshot;
     ngx_pool_cleanup_t      *cln;
     chash_reload_report      report;
     chash_snapshot_options   load;
@@ -569,6 +657,11 @@ ngx_chash_source_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
         ro.flags |= CHASH_RELOAD_NO_WRITE;
     }
 
+    /* Deferred: the first file is this module's candidate before anything
+     * persists, so a file nginx refuses (another flavor, an address it
+     * cannot use) never becomes NAME.good or raises NAME.state */
+    ro.flags |= CHASH_RELOAD_DEFER;
+
     if (chash_reloader_new((char *) src->path.data, &ro, &src->reloader)
         != CHASH_OK)
     {
@@ -585,20 +678,7 @@ ngx_chash_source_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     cln->handler = ngx_chash_source_cycle_cleanup;
     cln->data = src;
 
-    if (chash_reloader_current(src->reloader, &snapshot) != CHASH_OK) {
-        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%V \"%V\": %s",
-                                 &src->directive, &src->path,
-                                 chash_last_error());
-        return NGX_ERROR;
-    }
-
-    if (ngx_chash_gen_make(src, snapshot, &gen, &check, err, sizeof(err))
-        != NGX_OK)
-    {
-        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
-                                 "%V \"%V\": check %s failed: %s",
-                                 &src->directive, &src->path,
-                                 chash_check_name(check), err);
+    if (ngx_chash_first_gen(cf, up, src, &gen) != NGX_OK) {
         return NGX_ERROR;
     }
 

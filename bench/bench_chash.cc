@@ -46,6 +46,7 @@
 #include "builder/columns_builder.h"
 #include "builder/parallel.h"
 #include "chash/chash.h"
+#include "cold_lookups.h"
 #include "dispatch_control.h"
 #include "hash/crc32_internal.h"
 #include "layout/aligned_array.h"
@@ -1065,51 +1066,9 @@ void BM_Proxy(benchmark::State& state, size_t ring, ProxyWhat what, size_t pollu
       random_work ? 65536
                   : std::clamp<size_t>((size_t{1} << 33) / std::max<size_t>(pollution, 1), 2048,
                                        65536);
-  uint64_t sink = 0, x = 0x9E3779B97F4A7C15ull;
-  std::vector<double> lookup_ns, clock_ns;
-  lookup_ns.reserve(lookups);
-  clock_ns.reserve(lookups / 4 + 1);
-  size_t base = 0;
-  using Clock = std::chrono::steady_clock;
-  for (auto _ : state) {
-    for (size_t i = 0; i < lookups; ++i) {
-      sink += pollute();
-      const auto t0 = Clock::now();
-      sink += ProxyLookup(f, radix, what, base + i, x, interp);
-      const auto t1 = Clock::now();
-      lookup_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
-      // The clock around nothing, every fourth lookup.
-      if ((i & 3) == 0) {
-        sink += pollute();
-        const auto c0 = Clock::now();
-        const auto c1 = Clock::now();
-        clock_ns.push_back(std::chrono::duration<double, std::nano>(c1 - c0).count());
-      }
-    }
-    base += lookups;
-  }
-  benchmark::DoNotOptimize(sink);
-  // Means without the samples the scheduler interrupted (over 20 us: no
-  // lookup takes that long; a preemption on this shared machine takes ms).
-  const auto mean = [](const std::vector<double>& v, double& dropped) {
-    double sum = 0;
-    size_t kept = 0;
-    for (const double ns : v) {
-      if (ns < 20000) {
-        sum += ns;
-        ++kept;
-      }
-    }
-    dropped += static_cast<double>(v.size() - kept);
-    return kept ? sum / static_cast<double>(kept) : 0;
-  };
-  double dropped = 0;
-  const double clock = mean(clock_ns, dropped);
-  state.counters["ns_per_op"] = mean(lookup_ns, dropped) - clock;
-  state.counters["clock_ns"] = clock;
-  state.counters["dropped"] = dropped;
-  std::nth_element(lookup_ns.begin(), lookup_ns.begin() + lookup_ns.size() / 2, lookup_ns.end());
-  state.counters["median_ns"] = lookup_ns[lookup_ns.size() / 2] - clock;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  TimeColdLookups(state, lookups, pollute,
+                  [&](size_t i) { return ProxyLookup(f, radix, what, i, x, interp); });
   state.counters["pollution_bytes"] = random_work ? 0 : static_cast<double>(pollution);
 }
 

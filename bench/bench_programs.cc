@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "chash/chash.h"
+#include "cold_lookups.h"
 #include "dispatch_control.h"
 #include "layout/aligned_array.h"
 #include "proc_memory.h"
@@ -271,44 +272,9 @@ void BM_Proxy(benchmark::State& state, size_t index, size_t pollution) {
     return sum;
   };
   const size_t lookups = std::clamp<size_t>((size_t{1} << 33) / pollution, 2048, 65536);
-  using Clock = std::chrono::steady_clock;
-  std::vector<double> lookup_ns, clock_ns;
-  lookup_ns.reserve(lookups);
-  uint64_t sink = 0;
-  size_t base = 0;
-  for (auto _ : state) {
-    for (size_t i = 0; i < lookups; ++i) {
-      sink += pollute();
-      const auto t0 = Clock::now();
-      sink += f.ring.FindNode(f.views[(base + i) & (kKeyCount - 1)]);
-      const auto t1 = Clock::now();
-      lookup_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
-      if ((i & 3) == 0) {
-        sink += pollute();
-        const auto c0 = Clock::now();
-        const auto c1 = Clock::now();
-        clock_ns.push_back(std::chrono::duration<double, std::nano>(c1 - c0).count());
-      }
-    }
-    base += lookups;
-  }
-  benchmark::DoNotOptimize(sink);
-  const auto mean = [](const std::vector<double>& v) {
-    double sum = 0;
-    size_t kept = 0;
-    for (const double ns : v) {
-      if (ns < 20000) {  // a preemption, not a lookup
-        sum += ns;
-        ++kept;
-      }
-    }
-    return kept ? sum / static_cast<double>(kept) : 0;
-  };
-  const double clock = mean(clock_ns);
-  state.counters["ns_per_op"] = mean(lookup_ns) - clock;
-  state.counters["clock_ns"] = clock;
-  std::nth_element(lookup_ns.begin(), lookup_ns.begin() + lookup_ns.size() / 2, lookup_ns.end());
-  state.counters["median_ns"] = lookup_ns[lookup_ns.size() / 2] - clock;
+  TimeColdLookups(state, lookups, pollute, [&f](size_t i) -> uint64_t {
+    return f.ring.FindNode(f.views[i & (kKeyCount - 1)]);
+  });
 }
 
 // ---- Builds -----------------------------------------------------------------------------

@@ -5,26 +5,12 @@
 #include <new>
 #include <string>
 
-#include "hwy/contrib/sort/vqsort.h"
 #include "builder/parallel.h"
+#include "builder/sorted_keys.h"
 #include "out_of_memory.h"
 
 namespace chash::internal {
 namespace {
-
-// Highway's vectorized quicksort (hwy::Sorter, the 1.0.3 API). Its scratch
-// buffer is allocated by the constructor and written by every sort, so each
-// build has its own (concurrent builds must not share one).
-bool SortKeys(uint64_t* keys, size_t count) noexcept {
-  if (count < 2) return true;
-  try {
-    const hwy::Sorter sorter;
-    sorter(keys, count, hwy::SortAscending());
-    return true;
-  } catch (const std::bad_alloc&) {
-    return false;
-  }
-}
 
 // Where one part's layout writes, and what it found.
 struct PartOutput {
@@ -130,7 +116,7 @@ size_t CountDistinctHashes(const uint64_t* keys, size_t count) noexcept {
 
 Status BuildColumnsFromKeys(uint64_t* keys, size_t count, Columns& columns,
                             CollisionTable* losers) {
-  if (!SortKeys(keys, count)) {
+  if (!SortKeysInPlace(keys, count)) {
     return internal::OutOfMemory("sorting ring points");
   }
   return BuildColumnsFromSortedKeys(keys, count, columns, losers);

@@ -10,6 +10,7 @@
 #include "hwy/contrib/sort/vqsort.h"
 
 #include "builder/columns_builder.h"
+#include "builder/sorted_keys.h"
 #include "hash/crc32_internal.h"
 
 namespace chash::internal {
@@ -129,17 +130,7 @@ bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys,
       uint64_t* count = cursor.data() + t * buckets;
       ForEachPointKey(run(t), [&](uint64_t key) { ++count[key >> shift]; });
     });
-    std::vector<uint64_t> bucket_start(buckets + 1);
-    uint64_t offset = 0;
-    for (size_t b = 0; b < buckets; ++b) {
-      bucket_start[b] = offset;
-      for (unsigned t = 0; t < threads; ++t) {
-        const uint64_t count = cursor[t * buckets + b];
-        cursor[t * buckets + b] = offset;
-        offset += count;
-      }
-    }
-    bucket_start[buckets] = offset;  // == total
+    const std::vector<uint64_t> bucket_start = CountsToWriteOffsets(cursor, threads, buckets);
     ParallelFor(threads, threads, [&](unsigned t) {
       uint64_t* next = cursor.data() + t * buckets;
       ForEachPointKey(run(t), [&](uint64_t key) { keys[next[key >> shift]++] = key; });

@@ -21,6 +21,22 @@ int BucketBits(uint64_t total) noexcept {
 
 }  // namespace
 
+std::vector<uint64_t> CountsToWriteOffsets(std::vector<uint64_t>& cursor, unsigned threads,
+                                           size_t buckets) {
+  std::vector<uint64_t> bucket_start(buckets + 1);
+  uint64_t offset = 0;
+  for (size_t b = 0; b < buckets; ++b) {
+    bucket_start[b] = offset;
+    for (unsigned t = 0; t < threads; ++t) {
+      const uint64_t n = cursor[t * buckets + b];
+      cursor[t * buckets + b] = offset;
+      offset += n;
+    }
+  }
+  bucket_start[buckets] = offset;
+  return bucket_start;
+}
+
 bool SortKeysInPlace(uint64_t* keys, uint64_t count) noexcept {
   if (count < 2) return true;
   try {
@@ -51,17 +67,7 @@ bool SortKeysInto(const uint64_t* in, uint64_t* out, uint64_t count, unsigned th
       uint64_t* counts = cursor.data() + size_t{t} * buckets;
       for (uint64_t i = begin(t); i < begin(t + 1); ++i) ++counts[in[i] >> shift];
     });
-    std::vector<uint64_t> bucket_start(buckets + 1);
-    uint64_t offset = 0;
-    for (size_t b = 0; b < buckets; ++b) {
-      bucket_start[b] = offset;
-      for (unsigned t = 0; t < threads; ++t) {
-        const uint64_t n = cursor[t * buckets + b];
-        cursor[t * buckets + b] = offset;
-        offset += n;
-      }
-    }
-    bucket_start[buckets] = offset;
+    const std::vector<uint64_t> bucket_start = CountsToWriteOffsets(cursor, threads, buckets);
     ParallelFor(threads, threads, [&](unsigned t) {
       uint64_t* next = cursor.data() + size_t{t} * buckets;
       for (uint64_t i = begin(t); i < begin(t + 1); ++i) out[next[in[i] >> shift]++] = in[i];

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "chash/status.h"
 #include "layout/columns.h"
@@ -20,6 +21,15 @@ namespace chash::internal {
 // VQSort, one sorter a thread). A set of u64 keys has one sorted order, so
 // `out` is bit-identical whatever the thread count. False: out of memory.
 bool SortKeysInto(const uint64_t* in, uint64_t* out, uint64_t count, unsigned threads) noexcept;
+
+// The scatter of a bucketed sort: `cursor` holds, for each of `threads`
+// runs, its count of keys in each of `buckets` buckets (cursor[t * buckets
+// + b]); each becomes where run t writes its first key of bucket b, so that
+// the buckets are in order and, within one, the runs in order. Returns the
+// buckets' starts, buckets + 1 of them (the last is the total). Throws
+// std::bad_alloc.
+std::vector<uint64_t> CountsToWriteOffsets(std::vector<uint64_t>& cursor, unsigned threads,
+                                           size_t buckets);
 
 // Sorts `keys` in place on one thread (VQSort). False: out of memory.
 bool SortKeysInPlace(uint64_t* keys, uint64_t count) noexcept;

@@ -521,6 +521,24 @@ ngx_chash_state_dir(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 }
 
 
+/* The configuration error of the library call that just failed on this
+ * thread, named by its check (io when it names none). */
+static void
+ngx_chash_last_failure(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
+    ngx_chash_source_t *src)
+{
+    uint32_t  check;
+
+    check = chash_last_check();
+    check = check != CHASH_CHECK_NONE ? check : CHASH_CHECK_IO;
+    ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
+                             "%V \"%V\": check %s failed: %s",
+                             &src->directive, &src->path,
+                             chash_check_name(check),
+                             ngx_chash_message(check, chash_last_error()));
+}
+
+
 /* The first generation of a deferred reloader: the path's file, or when
  * that is refused (by the library or by ngx_chash_gen_make) the last good
  * one. Accepted only once every check of this module passed. */
@@ -542,14 +560,7 @@ ngx_chash_first_gen(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
         rc = chash_reloader_check(src->reloader, &r);
 
         if (rc != CHASH_OK) {
-            check = chash_last_check();
-            check = check != CHASH_CHECK_NONE ? check : CHASH_CHECK_IO;
-            ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
-                                     "%V \"%V\": check %s failed: %s",
-                                     &src->directive, &src->path,
-                                     chash_check_name(check),
-                                     ngx_chash_message(check,
-                                                       chash_last_error()));
+            ngx_chash_last_failure(cf, up, src);
             return NGX_ERROR;
         }
 
@@ -615,7 +626,6 @@ ngx_int_t
 ngx_chash_source_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     ngx_chash_source_t *src)
 {
-    uint32_t                 check;
     ngx_chash_gen_t         *gen;
     ngx_pool_cleanup_t      *cln;
     chash_reload_report      report;
@@ -665,13 +675,7 @@ ngx_chash_source_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     if (chash_reloader_new((char *) src->path.data, &ro, &src->reloader)
         != CHASH_OK)
     {
-        check = chash_last_check();
-        check = check != CHASH_CHECK_NONE ? check : CHASH_CHECK_IO;
-        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
-                                 "%V \"%V\": check %s failed: %s",
-                                 &src->directive, &src->path,
-                                 chash_check_name(check),
-                                 ngx_chash_message(check, chash_last_error()));
+        ngx_chash_last_failure(cf, up, src);
         return NGX_ERROR;
     }
 

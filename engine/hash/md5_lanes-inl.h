@@ -42,8 +42,16 @@ HWY_INLINE V I(V b, V c, V d) { return hn::Xor(c, hn::Or(b, hn::Not(d))); }
   a = hn::Add(                                 \
       b, hn::RotateRight<32 - (s)>(hn::Add(hn::Add(a, f(b, c, d)), hn::Add(m, hn::Set(du, k)))))
 
-// One 64-byte block of every lane: m[w] holds word w of each lane's block.
-HWY_INLINE void Block(V& a0, V& b0, V& c0, V& d0, const V* m) {
+// Word w of each lane's block, as a vector: loaded where a step needs it
+// (SVE vectors are sizeless: no array of them), stored at p + w * lanes.
+struct BlockWords {
+  const uint32_t* p;
+  size_t lanes;
+  HWY_INLINE V operator[](size_t w) const { return hn::Load(D(), p + w * lanes); }
+};
+
+// One 64-byte block of every lane.
+HWY_INLINE void Block(V& a0, V& b0, V& c0, V& d0, const BlockWords& m) {
   const D du;
   V a = a0, b = b0, c = c0, d = d0;
   CHASH_MD5_STEP(F, a, b, c, d, m[0], 0xd76aa478u, 7);
@@ -175,10 +183,8 @@ HWY_INLINE void Md5Messages(const std::string_view* HWY_RESTRICT messages, size_
                                        uint32_t{bytes[4 * w + 3]} << 24;
         }
       }
-      V m[16];
-      for (size_t w = 0; w < 16; ++w) m[w] = hn::Load(du, block_words + w * lanes);
       V na = a, nb = b, nc = c, nd = d;
-      Block(na, nb, nc, nd, m);
+      Block(na, nb, nc, nd, BlockWords{block_words, lanes});
       const auto active = hn::Ne(hn::Load(du, remaining), hn::Zero(du));
       a = hn::IfThenElse(active, na, a);
       b = hn::IfThenElse(active, nb, b);

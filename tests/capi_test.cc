@@ -838,7 +838,9 @@ TEST(CApiChecks, NamesAndLastCheck) {
   EXPECT_STREQ(chash_check_name(CHASH_CHECK_CHECKSUM), "checksum");
   EXPECT_STREQ(chash_check_name(CHASH_CHECK_NOT_REGULAR), "not_regular");
   EXPECT_STREQ(chash_check_name(CHASH_CHECK_EMBEDDER), "embedder");
-  EXPECT_STREQ(chash_check_name(CHASH_CHECK_EMBEDDER + 1), "unknown");
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_OPTIONS), "options");
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_LOW_COLUMN), "low_column");
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_LOW_COLUMN + 1), "unknown");
   chash_snapshot* snapshot = nullptr;
   EXPECT_EQ(chash_snapshot_load("/nonexistent/ring.chash", nullptr, &snapshot), CHASH_E_IO);
   EXPECT_EQ(chash_last_check(), CHASH_CHECK_IO);

@@ -101,7 +101,9 @@ static_assert(CHASH_LOAD_MAP == static_cast<uint32_t>(chash::SnapshotLoadMode::k
 static_assert(CHASH_LOAD_COPY == static_cast<uint32_t>(chash::SnapshotLoadMode::kCopy));
 static_assert(CHASH_CHECK_CHECKSUM == static_cast<uint32_t>(chash::SnapshotCheck::kChecksum));
 static_assert(CHASH_CHECK_EMBEDDER == static_cast<uint32_t>(chash::SnapshotCheck::kEmbedder));
-static_assert(CHASH_CHECK_EMBEDDER + 1 == chash::kSnapshotCheckCount);
+static_assert(CHASH_CHECK_OPTIONS == static_cast<uint32_t>(chash::SnapshotCheck::kOptions));
+static_assert(CHASH_CHECK_LOW_COLUMN == static_cast<uint32_t>(chash::SnapshotCheck::kLowColumn));
+static_assert(CHASH_CHECK_LOW_COLUMN + 1 == chash::kSnapshotCheckCount);
 static_assert(CHASH_RELOAD_UNCHANGED == static_cast<uint32_t>(chash::ReloadOutcome::kUnchanged));
 static_assert(CHASH_RELOAD_NEW == static_cast<uint32_t>(chash::ReloadOutcome::kNew));
 static_assert(CHASH_RELOAD_SAME_RING == static_cast<uint32_t>(chash::ReloadOutcome::kSameRing));

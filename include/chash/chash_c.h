@@ -637,6 +637,8 @@ typedef struct chash_snapshot_info {
 #define CHASH_CHECK_ADDRESS 27u          /* an embedder's: addresses it cannot use */
 #define CHASH_CHECK_BACKEND_MISMATCH 28u /* an embedder's: a migration partner's backends */
 #define CHASH_CHECK_EMBEDDER 29u         /* any other check of the embedder */
+#define CHASH_CHECK_OPTIONS 30u          /* 1.4: a flavor options section */
+#define CHASH_CHECK_LOW_COLUMN 31u       /* 1.4: envoy-ring's low halves */
 /* "checksum", "not_regular", ...; "unknown" past the list. Static storage. */
 CHASH_C_API const char *chash_check_name(uint32_t check) CHASH_C_NOEXCEPT;
 /* The check the last failed snapshot call on this thread named (its

@@ -26,9 +26,10 @@ struct FlavorRow {
   std::string_view name;
   LookupRule rule;
   uint8_t key_hash_bits;  // 32, or 64 (Envoy's XXH64)
-  // Named by ParseFlavor, built by the C API and run by the chash tool. The
-  // flavors after resty are not yet: ParseFlavor and the C API's builder
-  // refuse them (their bytes as unknown).
+  // Named by ParseFlavor and run by the chash tool. The flavors after resty
+  // are not yet: ParseFlavor refuses their names. (The C API builds every
+  // flavor of this table: chash_builder_new_with_options takes their
+  // options.)
   bool in_front_ends;
   // Stored in snapshot files and read back from them: every flavor since
   // format 1.4 (the flavors after resty only in 1.4 files and later, with

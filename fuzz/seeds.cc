@@ -773,8 +773,8 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
   }
   add("valid_1_4_maglev_signed", 0, ProgramSnapshotSeedBytes(4, true), "accepted");
   const auto section = [](const std::string& bytes, uint32_t s) -> size_t {
-    const auto* raw = reinterpret_cast<const uint8_t*>(bytes.data());
-    return fmt::LoadU64(raw + fmt::kOffSectionsMore + 16 * (s - fmt::kSectionCount));
+    const auto* at = reinterpret_cast<const uint8_t*>(bytes.data());
+    return fmt::LoadU64(at + fmt::kOffSectionsMore + 16 * (s - fmt::kSectionCount));
   };
   add("v1_4_haproxy_hash_function_checksum_fixed", 1,
       edited(program[0], section(program[0], fmt::kFlavorOptions), 0x08), "refused options");
@@ -795,8 +795,8 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
   add("v1_4_envoy_low_sentinel_checksum_fixed", 1,
       [&] {
         std::string bytes = program[3];
-        const auto* raw = reinterpret_cast<const uint8_t*>(bytes.data());
-        const uint32_t n = fmt::LoadU32(raw + fmt::kOffPoints);
+        const auto* at = reinterpret_cast<const uint8_t*>(bytes.data());
+        const uint32_t n = fmt::LoadU32(at + fmt::kOffPoints);
         bytes[section(bytes, fmt::kLowColumn) + 4 * n] = 0;
         return bytes;
       }(),
@@ -804,21 +804,21 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
   add("v1_4_envoy_low_order_checksum_fixed", 1,
       [&] {
         std::string bytes = program[3];
-        auto* raw = reinterpret_cast<uint8_t*>(bytes.data());
-        const size_t hash = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kHashColumn);
+        auto* at = reinterpret_cast<uint8_t*>(bytes.data());
+        const size_t hash = fmt::LoadU64(at + fmt::kOffSections + 16 * fmt::kHashColumn);
         const size_t low = section(bytes, fmt::kLowColumn);
-        fmt::StoreU32(raw + hash + 4, fmt::LoadU32(raw + hash));
-        fmt::StoreU32(raw + low, 2);
-        fmt::StoreU32(raw + low + 4, 1);
+        fmt::StoreU32(at + hash + 4, fmt::LoadU32(at + hash));
+        fmt::StoreU32(at + low, 2);
+        fmt::StoreU32(at + low + 4, 1);
         return bytes;
       }(),
       "refused low_column");
   add("v1_4_maglev_entry_past_nodes_checksum_fixed", 1,
       [&] {
         std::string bytes = program[4];
-        auto* raw = reinterpret_cast<uint8_t*>(bytes.data());
-        const size_t table = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kNodeColumn);
-        fmt::StoreU16(raw + table + 2 * 66, 6);
+        auto* at = reinterpret_cast<uint8_t*>(bytes.data());
+        const size_t table = fmt::LoadU64(at + fmt::kOffSections + 16 * fmt::kNodeColumn);
+        fmt::StoreU16(at + table + 2 * 66, 6);
         return bytes;
       }(),
       "refused node_column");

@@ -476,6 +476,7 @@ TEST(SnapshotFlavors, HeaderRulesOfThe14Flavors) {
   ExpectRefused(edit(fmt::kOffSectionCount, 8), "header", "8 sections");
   ExpectRefused(edit(fmt::kOffFlavor, 9), "header", "flavor 9");
   ExpectRefused(edit(fmt::kOffReserved14 + 3, 1), "header", "reserved byte after section 9");
+  ExpectRefused(edit(fmt::kOffPointsGenerated + 3, 1), "header", "points dropped");
   const std::string nginx =
       SerializeSnapshot(BuildCase({"nginx", {}, {{"10.0.0.1:80", 1, {}, {}}}}), Fixed()).value();
   std::string bad = nginx;

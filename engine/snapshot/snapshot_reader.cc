@@ -143,6 +143,11 @@ Status ParseFixedHeader(const uint8_t* data, const uint8_t* trailer, uint64_t si
                              " kept + " + std::to_string(info.losers) + " losers of " +
                              std::to_string(info.points_generated) + " generated");
   }
+  // The other programs' rings keep every point (a maglev table: every entry).
+  if (program && info.points != info.points_generated) {
+    return Bad("header", flavor_name + " rings keep every point: " + std::to_string(info.points) +
+                             " kept of " + std::to_string(info.points_generated) + " generated");
+  }
   h.flags = LoadU32(data + kOffFlags);
   if ((h.flags & ~kFlagSigned) != 0) {
     return Bad("header", "unknown flags " + std::to_string(h.flags));

@@ -536,7 +536,9 @@ class SnapshotReloader {
   Status last_error() const;
 
  private:
-  struct Impl;
+  // Hidden as its definition is (reloader.cc): clang refuses a definition
+  // whose visibility differs from the declaration's.
+  struct __attribute__((visibility("hidden"))) Impl;
   explicit SnapshotReloader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

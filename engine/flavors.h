@@ -26,23 +26,29 @@ struct FlavorRow {
   std::string_view name;
   LookupRule rule;
   uint8_t key_hash_bits;  // 32, or 64 (Envoy's XXH64)
-  // Named by ParseFlavor, built by the C API, stored by snapshots and run
-  // by the chash tool. The flavors after resty are C++-only until their C
-  // API and snapshot format exist: the snapshot writer refuses them, the
-  // reader and the C API's builder refuse their bytes as unknown.
+  // Named by ParseFlavor and run by the chash tool. The flavors after resty
+  // are not yet: ParseFlavor refuses their names. (The C API builds every
+  // flavor of this table: chash_builder_new_with_options takes their
+  // options.)
   bool in_front_ends;
+  // Stored in snapshot files and read back from them: every flavor since
+  // format 1.4 (the flavors after resty only in 1.4 files and later, with
+  // their options section; engine/snapshot/FORMAT.md). Apart from
+  // in_front_ends because a front end may carry a flavor only once it can
+  // name it and build it, while a loaded snapshot of it is already exact.
+  bool in_snapshots;
 };
 
 inline constexpr FlavorRow kFlavors[] = {
-    {Flavor::kNginx, 0, "nginx", LookupRule::kSuccessor, 32, true},
-    {Flavor::kPingoraV1, 1, "pingora-v1", LookupRule::kSuccessor, 32, true},
-    {Flavor::kPingoraV2, 2, "pingora-v2", LookupRule::kSuccessor, 32, true},
-    {Flavor::kResty, 3, "resty", LookupRule::kSuccessor, 32, true},
-    {Flavor::kHaproxy, 4, "haproxy", LookupRule::kNearest, 32, false},
-    {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32, false},
-    {Flavor::kVarnishShard, 6, "varnish-shard", LookupRule::kSuccessorClamped, 32, false},
-    {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64, false},
-    {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64, false},
+    {Flavor::kNginx, 0, "nginx", LookupRule::kSuccessor, 32, true, true},
+    {Flavor::kPingoraV1, 1, "pingora-v1", LookupRule::kSuccessor, 32, true, true},
+    {Flavor::kPingoraV2, 2, "pingora-v2", LookupRule::kSuccessor, 32, true, true},
+    {Flavor::kResty, 3, "resty", LookupRule::kSuccessor, 32, true, true},
+    {Flavor::kHaproxy, 4, "haproxy", LookupRule::kNearest, 32, false, true},
+    {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32, false, true},
+    {Flavor::kVarnishShard, 6, "varnish-shard", LookupRule::kSuccessorClamped, 32, false, true},
+    {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64, false, true},
+    {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64, false, true},
 };
 
 // Each byte is the enum's value (and CHASH_FLAVOR_*'s), so messages about
@@ -81,6 +87,19 @@ constexpr std::optional<Flavor> FlavorFromByte(uint8_t byte) noexcept {
     if (row.byte == byte && row.in_front_ends) return row.flavor;
   }
   return std::nullopt;
+}
+
+// A flavor snapshot files carry (FlavorRow::in_snapshots), from its byte.
+constexpr std::optional<Flavor> SnapshotFlavorFromByte(uint8_t byte) noexcept {
+  for (const FlavorRow& row : kFlavors) {
+    if (row.byte == byte && row.in_snapshots) return row.flavor;
+  }
+  return std::nullopt;
+}
+
+constexpr bool InSnapshots(Flavor flavor) noexcept {
+  const FlavorRow* row = FindFlavor(flavor);
+  return row != nullptr && row->in_snapshots;
 }
 
 constexpr bool InFrontEnds(Flavor flavor) noexcept {

@@ -102,7 +102,9 @@ void Ring::CacheColumns() noexcept {
   internal::RingState& state = *state_;
   // Rings made outside RingBuilder (snapshots) know their flavor and
   // multiple; their options say the same.
-  if (!state.raw && internal::InFrontEnds(state.flavor)) {
+  // (Not the other programs' flavors: their options keep the multiple at
+  // 160 while point_multiple reports their own, and a snapshot sets them.)
+  if (!state.raw && static_cast<uint8_t>(state.flavor) <= static_cast<uint8_t>(Flavor::kResty)) {
     state.options.flavor = state.flavor;
     state.options.point_multiple = state.point_multiple;
   }

@@ -1,6 +1,7 @@
 #include "seeds.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 
 #include "address_model.h"
@@ -718,8 +719,9 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
   fmt::StoreU16(reinterpret_cast<uint8_t*>(v1_format_10.data()) + fmt::kOffMinor, 0);
   add("valid_format_1_0_checksum_fixed", 1, v1_format_10, "accepted");
   // The minor byte XOR its own value and another's: that other minor.
-  constexpr uint8_t kToMinor0 = chash::kSnapshotMinorVersion ^ 0;
-  constexpr uint8_t kToMinor1 = chash::kSnapshotMinorVersion ^ 1;
+  // (The seeds above are of the CRC-32 flavors: 1.3 files.)
+  constexpr uint8_t kToMinor0 = fmt::kMinorCrc32Flavors ^ 0;
+  constexpr uint8_t kToMinor1 = fmt::kMinorCrc32Flavors ^ 1;
   add("format_1_0_with_index_checksum_fixed", 1, edited(v1, fmt::kOffMinor, kToMinor0),
       "refused sections");
   const size_t index = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kSearchIndex);
@@ -760,6 +762,68 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
                    16 * fmt::kHashColumn);
   add("signed_flipped_hash_bit", 0, edited(signed_v2, signed_hash_column + 9, 0x02),
       "refused checksum");
+
+  // Format 1.4: the other programs' flavors, valid and damaged behind the
+  // checksum (the options section, envoy-ring's low column, a maglev entry).
+  const char* const program_names[] = {"haproxy", "twemproxy", "varnish", "envoy_ring", "maglev"};
+  std::string program[5];
+  for (int which = 0; which < 5; ++which) {
+    program[which] = ProgramSnapshotSeedBytes(which, false);
+    add((std::string("valid_1_4_") + program_names[which]).c_str(), 0, program[which], "accepted");
+  }
+  add("valid_1_4_maglev_signed", 0, ProgramSnapshotSeedBytes(4, true), "accepted");
+  const auto section = [](const std::string& bytes, uint32_t s) -> size_t {
+    const auto* at = reinterpret_cast<const uint8_t*>(bytes.data());
+    return fmt::LoadU64(at + fmt::kOffSectionsMore + 16 * (s - fmt::kSectionCount));
+  };
+  add("v1_4_haproxy_hash_function_checksum_fixed", 1,
+      edited(program[0], section(program[0], fmt::kFlavorOptions), 0x08), "refused options");
+  add("v1_4_haproxy_server_id_twice_checksum_fixed", 1,
+      [&] {
+        std::string bytes = program[0];
+        const size_t ids = section(bytes, fmt::kFlavorOptions) + fmt::kOptionsHeadBytes;
+        std::memcpy(bytes.data() + ids + 4, bytes.data() + ids, 4);
+        return bytes;
+      }(),
+      "refused options");
+  add("v1_4_twemproxy_label_length_checksum_fixed", 1,
+      edited(program[1], section(program[1], fmt::kFlavorOptions) + fmt::kOptionsHeadBytes + 1,
+             0x40),
+      "refused options");
+  add("v1_4_varnish_replicas_checksum_fixed", 1,
+      edited(program[2], section(program[2], fmt::kFlavorOptions), 0x01), "refused options");
+  add("v1_4_envoy_low_sentinel_checksum_fixed", 1,
+      [&] {
+        std::string bytes = program[3];
+        const auto* at = reinterpret_cast<const uint8_t*>(bytes.data());
+        const uint32_t n = fmt::LoadU32(at + fmt::kOffPoints);
+        bytes[section(bytes, fmt::kLowColumn) + 4 * n] = 0;
+        return bytes;
+      }(),
+      "refused low_column");
+  add("v1_4_envoy_low_order_checksum_fixed", 1,
+      [&] {
+        std::string bytes = program[3];
+        auto* at = reinterpret_cast<uint8_t*>(bytes.data());
+        const size_t hash = fmt::LoadU64(at + fmt::kOffSections + 16 * fmt::kHashColumn);
+        const size_t low = section(bytes, fmt::kLowColumn);
+        fmt::StoreU32(at + hash + 4, fmt::LoadU32(at + hash));
+        fmt::StoreU32(at + low, 2);
+        fmt::StoreU32(at + low + 4, 1);
+        return bytes;
+      }(),
+      "refused low_column");
+  add("v1_4_maglev_entry_past_nodes_checksum_fixed", 1,
+      [&] {
+        std::string bytes = program[4];
+        auto* at = reinterpret_cast<uint8_t*>(bytes.data());
+        const size_t table = fmt::LoadU64(at + fmt::kOffSections + 16 * fmt::kNodeColumn);
+        fmt::StoreU16(at + table + 2 * 66, 6);
+        return bytes;
+      }(),
+      "refused node_column");
+  add("v1_4_as_1_3_checksum_fixed", 1, edited(program[2], fmt::kOffMinor, 0x07),
+      "refused header");
 }
 
 // ---- program_diff ----------------------------------------------------------------------

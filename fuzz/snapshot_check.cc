@@ -32,7 +32,7 @@ std::string CheckRefusal(const Status& status, const std::string& description) {
       "size",        "magic",      "version",     "header",      "sections",
       "checksum",    "min_version", "expired",    "signature",   "label",
       "node_table",  "hash_column", "node_column", "collisions", "subsets",
-      "index",       "fingerprint", "points_digest"};
+      "index",       "fingerprint", "points_digest", "options",   "low_column"};
   for (const char* known : kChecks) {
     if (check == known) return "refused " + check;
   }
@@ -40,8 +40,95 @@ std::string CheckRefusal(const Status& status, const std::string& description) {
   Fail("a refusal names no known check: " + status.ToString(), description);
 }
 
+// Answers in bounds on a ring of the other programs' flavors (1.4): their
+// 64-bit lookups, walks and retries.
+void CheckProgramInBounds(const Ring& ring, const std::string& description) {
+  std::vector<uint64_t> probes = {0, 1, UINT32_MAX, uint64_t{UINT32_MAX} + 1, UINT64_MAX};
+  if (ring.lookup_rule() == LookupRule::kTable) {
+    for (uint64_t i = 0; i < ring.num_points() && i < 4096; ++i) probes.push_back(i);
+  } else {
+    PointCursor cursor = ring.Begin();
+    for (uint64_t i = 0; i < ring.num_points() && i < 4096; ++i, cursor.Advance()) {
+      probes.push_back(cursor.hash64());
+      probes.push_back(cursor.hash64() + 1);
+    }
+  }
+  std::vector<uint32_t> batch(probes.size());
+  ring.FindNodesByHash64(probes, batch);
+  const auto in_bounds = [&](uint32_t node) {
+    return node == Ring::kNoNode || node < ring.num_nodes();
+  };
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const uint32_t node = ring.FindNodeByHash64(probes[i]);
+    if (node != batch[i]) Fail("single and batch 64-bit lookups differ", description);
+    if (!in_bounds(node) || !in_bounds(ring.FindNodeForAttempt(probes[i], 3))) {
+      Fail("a lookup answered node " + std::to_string(node) + " of " +
+               std::to_string(ring.num_nodes()),
+           description);
+    }
+    PointCursor walk = ring.WalkFromHash64(probes[i]);
+    for (int step = 0; step < 3; ++step) {
+      if (!in_bounds(walk.Next())) Fail("a walk left the node table", description);
+    }
+  }
+  for (const char* key : {"", "a", "{t}key"}) {
+    if (!in_bounds(ring.FindNode(key))) Fail("a key lookup left the node table", description);
+  }
+}
+
+// An accepted file of the other programs' flavors: its ring answers as the
+// ring RingBuilder builds from its own node table, options, server ids and
+// labels (the builder is held to the programs by program_diff).
+void CompareWithRebuilt(const Ring& ring, const std::string& description) {
+  RingOptions options = ring.options();
+  options.max_points = kHardMaxPoints;
+  RingBuilder builder(options);
+  const bool twemproxy = options.flavor == Flavor::kKetamaMd5 &&
+                         options.ketama.variant == KetamaVariant::kTwemproxy;
+  for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+    const NodeInfo& node = ring.node(id);
+    NodeOptions extra;
+    extra.server_id = node.server_id;
+    if (twemproxy) extra.name = node.address.host;
+    const Status added = builder.Add(node.address.written, node.weight, extra);
+    if (!added.ok()) Fail("an accepted snapshot's node does not add: " + added.ToString(), description);
+  }
+  Result<Ring> rebuilt = std::move(builder).Build();
+  if (!rebuilt.ok()) {
+    Fail("an accepted snapshot's nodes do not build: " + rebuilt.status().ToString(), description);
+  }
+  const Ring& want = rebuilt.value();
+  if (want.num_points() != ring.num_points()) Fail("point counts differ from the rebuilt ring", description);
+  std::vector<uint64_t> probes = {0, UINT32_MAX, UINT64_MAX};
+  if (want.lookup_rule() == LookupRule::kTable) {
+    for (uint64_t i = 0; i < want.num_points() && i < 4096; ++i) probes.push_back(i);
+  } else {
+    PointCursor cursor = want.Begin();
+    for (uint64_t i = 0; i < want.num_points() && i < 4096; ++i, cursor.Advance()) {
+      probes.push_back(cursor.hash64());
+      probes.push_back(cursor.hash64() - 1);
+      probes.push_back(cursor.hash64() + 1);
+    }
+  }
+  for (const uint64_t probe : probes) {
+    if (want.FindNodeByHash64(probe) != ring.FindNodeByHash64(probe) ||
+        want.FindNodeForAttempt(probe, 2) != ring.FindNodeForAttempt(probe, 2)) {
+      Fail("a loaded ring differs from its rebuilt ring at " + std::to_string(probe), description);
+    }
+  }
+  for (const char* key : {"", "a", "key", "{t}key", "/index.html"}) {
+    if (want.KeyHash(key) != ring.KeyHash(key) || want.FindNode(key) != ring.FindNode(key)) {
+      Fail(std::string("a loaded ring hashes or routes key '") + key + "' otherwise", description);
+    }
+  }
+}
+
 // Answers in bounds: for a ring the digest did not vouch for.
 void CheckInBounds(const Ring& ring, const std::string& description) {
+  if (ring.flavor() > Flavor::kResty) {
+    CheckProgramInBounds(ring, description);
+    return;
+  }
   std::vector<uint32_t> probes = {0, 1, UINT32_MAX - 1, UINT32_MAX};
   PointCursor cursor = ring.Begin();
   for (uint64_t i = 0; i < ring.num_points() && i < 4096; ++i, cursor.Advance()) {
@@ -116,6 +203,11 @@ std::string RunSnapshotCheck(const uint8_t* data, size_t size) {
   }
   const RingSnapshot& snapshot = *loaded.value();
   const Ring& ring = snapshot.ring();
+  if (ring.flavor() > Flavor::kResty) {
+    CheckProgramInBounds(ring, description);
+    CompareWithRebuilt(ring, description);
+    return "accepted";
+  }
 
   // The reference ring of the snapshot's own server list.
   std::vector<reference::Server> servers;
@@ -180,6 +272,50 @@ std::string SnapshotSeedBytes(int flavor, uint32_t multiple, uint32_t nodes, int
   if (sign) options.signing_key = FuzzSigningKey();
   options.store_search_index = store_index;
   Result<std::string> bytes = SerializeSnapshot(ring.value(), options);
+  return bytes.ok() ? bytes.value() : std::string();
+}
+
+std::string ProgramSnapshotSeedBytes(int which, bool sign) {
+  RingOptions options;
+  switch (which) {
+    case 0:
+      options = {.flavor = Flavor::kHaproxy,
+                 .haproxy = {.hash_function = HaproxyHash::kDjb2, .avalanche = true}};
+      break;
+    case 1:
+      options = {.flavor = Flavor::kKetamaMd5,
+                 .ketama = {.variant = KetamaVariant::kTwemproxy, .hash_tag = {'{', '}'}}};
+      break;
+    case 2:
+      options = {.flavor = Flavor::kVarnishShard, .varnish = {.replicas = 3}};
+      break;
+    case 3:
+      options = {.flavor = Flavor::kEnvoyRing,
+                 .envoy_ring = {.minimum_ring_size = 64, .maximum_ring_size = 96}};
+      break;
+    default:
+      options = {.flavor = Flavor::kEnvoyMaglev, .maglev = {.table_size = 67}};
+      break;
+  }
+  RingBuilder builder(options);
+  for (uint32_t i = 0; i < 6; ++i) {
+    NodeOptions extra;
+    if (which == 0 && i % 2 == 0) extra.server_id = 10 + i;
+    const std::string name = "cache-" + std::to_string(i);
+    if (which == 1 && i % 2 == 1) extra.name = name;
+    (void)builder.Add("10.4.0." + std::to_string(i + 1) + ":11211", i == 4 ? 0 : 1 + i % 3, extra);
+  }
+  Result<Ring> ring = std::move(builder).Build();
+  if (!ring.ok()) return {};
+  SnapshotWriteOptions write;
+  write.config_version = 42;
+  write.label = "fuzz seed 1.4";
+  write.created_unix_seconds = 1700000000;
+  NodeMask mask(ring.value().num_nodes(), false);
+  mask.Set(1, true);
+  write.subsets.push_back({"one", mask});
+  if (sign) write.signing_key = FuzzSigningKey();
+  Result<std::string> bytes = SerializeSnapshot(ring.value(), write);
   return bytes.ok() ? bytes.value() : std::string();
 }
 

@@ -19,6 +19,9 @@ namespace chash::fuzz {
 // points-digest load accepts, its ring must answer every probe (each point
 // hash and its neighbours, 0, 2^32-1), every walk, every mask and each
 // stored subset exactly as the reference ring of the node table's servers.
+// A 1.4 file of the other programs' flavors, when accepted, must answer
+// (64-bit lookups, retries, key hashes and routes) as the ring RingBuilder
+// builds from its node table, options, server ids and labels.
 // Returns "accepted" or "refused CHECK" (for the named seeds).
 std::string RunSnapshotCheck(const uint8_t* data, size_t size);
 
@@ -29,6 +32,12 @@ std::string RunSnapshotCheck(const uint8_t* data, size_t size);
 // the search index stored unless `store_index` is false.
 std::string SnapshotSeedBytes(int flavor, uint32_t multiple, uint32_t nodes, int subsets,
                               bool sign, bool store_index = true);
+
+// A small valid 1.4 snapshot of the other programs' flavors: `which` 0
+// haproxy (some ids given), 1 ketama-md5 twemproxy (some names, a hash
+// tag), 2 varnish-shard, 3 envoy-ring (64 to 96 points), 4 envoy-maglev
+// (67 entries); six servers, one drained, one subset.
+std::string ProgramSnapshotSeedBytes(int which, bool sign);
 
 }  // namespace chash::fuzz
 

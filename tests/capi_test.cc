@@ -445,8 +445,8 @@ TEST(CApiBuilder, RefusesBadOptions) {
             chash::ValidateRingOptions({.flavor = chash::Flavor::kPingoraV1, .point_multiple = 16})
                 .message());
   EXPECT_NE(std::string(chash_last_error()).find("pingora-v1"), std::string::npos);
-  EXPECT_EQ(chash_builder_new(7, 0, &builder), CHASH_E_BAD_ARGUMENT);
-  EXPECT_NE(std::string(chash_last_error()).find("unknown flavor 7"), std::string::npos);
+  EXPECT_EQ(chash_builder_new(9, 0, &builder), CHASH_E_BAD_ARGUMENT);
+  EXPECT_NE(std::string(chash_last_error()).find("unknown flavor 9"), std::string::npos);
   EXPECT_EQ(chash_builder_new(UINT32_MAX, 0, &builder), CHASH_E_BAD_ARGUMENT);
   EXPECT_EQ(chash_builder_new(CHASH_FLAVOR_NGINX, 0, nullptr), CHASH_E_NULL_ARGUMENT);
 
@@ -838,7 +838,9 @@ TEST(CApiChecks, NamesAndLastCheck) {
   EXPECT_STREQ(chash_check_name(CHASH_CHECK_CHECKSUM), "checksum");
   EXPECT_STREQ(chash_check_name(CHASH_CHECK_NOT_REGULAR), "not_regular");
   EXPECT_STREQ(chash_check_name(CHASH_CHECK_EMBEDDER), "embedder");
-  EXPECT_STREQ(chash_check_name(CHASH_CHECK_EMBEDDER + 1), "unknown");
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_OPTIONS), "options");
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_LOW_COLUMN), "low_column");
+  EXPECT_STREQ(chash_check_name(CHASH_CHECK_LOW_COLUMN + 1), "unknown");
   chash_snapshot* snapshot = nullptr;
   EXPECT_EQ(chash_snapshot_load("/nonexistent/ring.chash", nullptr, &snapshot), CHASH_E_IO);
   EXPECT_EQ(chash_last_check(), CHASH_CHECK_IO);
@@ -847,6 +849,190 @@ TEST(CApiChecks, NamesAndLastCheck) {
   chash_builder* builder = nullptr;
   EXPECT_EQ(chash_builder_new(99, 0, &builder), CHASH_E_BAD_ARGUMENT);
   EXPECT_EQ(chash_last_check(), CHASH_CHECK_NONE);
+}
+
+}  // namespace
+}  // namespace chash
+
+namespace chash {
+namespace {
+
+// ---- The other programs' flavors from C -------------------------------------------
+
+struct CFlavorCase {
+  const char* title;
+  uint32_t flavor;
+  chash_ring_options c;
+  RingOptions cc;  // the same options in C++: the oracle's
+};
+
+std::vector<CFlavorCase> CFlavorCases() {
+  const auto with = [](auto&& set) {
+    chash_ring_options o{};
+    o.size = sizeof o;
+    set(o);
+    return o;
+  };
+  return {
+      {"haproxy djb2 no avalanche", CHASH_FLAVOR_HAPROXY,
+       with([](chash_ring_options& o) {
+         o.haproxy_hash = CHASH_HAPROXY_HASH_DJB2;
+         o.haproxy_avalanche = 2;
+       }),
+       {.flavor = Flavor::kHaproxy,
+        .haproxy = {.hash_function = HaproxyHash::kDjb2, .avalanche = false}}},
+      {"haproxy default", CHASH_FLAVOR_HAPROXY, with([](chash_ring_options&) {}),
+       {.flavor = Flavor::kHaproxy}},
+      {"twemproxy tag", CHASH_FLAVOR_KETAMA_MD5,
+       with([](chash_ring_options& o) {
+         o.ketama_variant = CHASH_KETAMA_TWEMPROXY;
+         o.ketama_key_hash = 10;  // hsieh
+         o.ketama_default_port = 6379;
+         o.ketama_hash_tag[0] = '{';
+         o.ketama_hash_tag[1] = '}';
+       }),
+       {.flavor = Flavor::kKetamaMd5,
+        .ketama = {.variant = KetamaVariant::kTwemproxy,
+                   .key_hash = KetamaKeyHash::kHsieh,
+                   .default_port = 6379,
+                   .hash_tag = {'{', '}'}}}},
+      {"libmemcached", CHASH_FLAVOR_KETAMA_MD5, with([](chash_ring_options&) {}),
+       {.flavor = Flavor::kKetamaMd5}},
+      {"varnish 9", CHASH_FLAVOR_VARNISH_SHARD,
+       with([](chash_ring_options& o) { o.varnish_replicas = 9; }),
+       {.flavor = Flavor::kVarnishShard, .varnish = {.replicas = 9}}},
+      {"envoy ring murmur", CHASH_FLAVOR_ENVOY_RING,
+       with([](chash_ring_options& o) {
+         o.envoy_hash = 1;
+         o.envoy_minimum_ring_size = 100;
+         o.envoy_maximum_ring_size = 300;
+       }),
+       {.flavor = Flavor::kEnvoyRing,
+        .envoy_ring = {.minimum_ring_size = 100,
+                       .maximum_ring_size = 300,
+                       .hash_function = EnvoyHash::kMurmurHash2}}},
+      {"maglev 307", CHASH_FLAVOR_ENVOY_MAGLEV,
+       with([](chash_ring_options& o) { o.maglev_table_size = 307; }),
+       {.flavor = Flavor::kEnvoyMaglev, .maglev = {.table_size = 307}}},
+  };
+}
+
+// Each flavor built through the C API answers as the C++ RingBuilder's ring
+// of the same options and nodes (that ring is held to the programs by the
+// golden and differential tests): keys, key hashes, 64-bit hashes, retries;
+// and so does its 1.4 snapshot loaded through the C API.
+TEST(CApiFlavors, EveryFlavorAnswersAsTheCppRing) {
+  for (const CFlavorCase& c : CFlavorCases()) {
+    SCOPED_TRACE(c.title);
+    chash_builder* builder = nullptr;
+    ASSERT_EQ(chash_builder_new_with_options(c.flavor, &c.c, &builder), CHASH_OK)
+        << chash_last_error();
+    RingBuilder cc(c.cc);
+    for (uint32_t i = 0; i < 20; ++i) {
+      const std::string address = "10.5.0." + std::to_string(i + 1) + ":11211";
+      const uint32_t weight = i % 6 == 2 ? 0 : 1 + i % 3;
+      const uint32_t server_id = c.flavor == CHASH_FLAVOR_HAPROXY && i % 4 == 0 ? 50 + i : 0;
+      const bool named = c.c.ketama_variant == CHASH_KETAMA_TWEMPROXY && i % 2 == 1;
+      const std::string name = "mc-" + std::to_string(i);
+      ASSERT_EQ(chash_builder_add_node(builder, address.data(), address.size(), weight, server_id,
+                                       named ? name.data() : nullptr, named ? name.size() : 0),
+                CHASH_OK)
+          << chash_builder_error(builder);
+      ASSERT_TRUE(cc.Add(address, weight, {.server_id = server_id,
+                                           .name = named ? std::string_view(name) : ""})
+                      .ok());
+    }
+    chash_ring* built = nullptr;
+    ASSERT_EQ(chash_builder_build(builder, &built), CHASH_OK) << chash_last_error();
+    const RingHandle ring(built);
+    const Ring want = std::move(cc).Build().value();
+    EXPECT_EQ(chash_ring_flavor(ring.get()), c.flavor);
+    EXPECT_EQ(chash_ring_key_hash_bits(ring.get()), want.key_hash_bits());
+    EXPECT_EQ(chash_ring_num_points(ring.get()), want.num_points());
+
+    Result<std::string> bytes = SerializeSnapshot(want, {});
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    chash_snapshot* loaded = nullptr;
+    ASSERT_EQ(chash_snapshot_load_bytes(bytes.value().data(), bytes.value().size(), nullptr,
+                                        &loaded),
+              CHASH_OK)
+        << chash_last_error();
+    const testing::SnapshotHandle snapshot(loaded);
+    chash_ring* from_file = nullptr;
+    ASSERT_EQ(chash_snapshot_ring(snapshot.get(), &from_file), CHASH_OK);
+    const RingHandle file_ring(from_file);
+
+    std::mt19937_64 rng(3);
+    for (int i = 0; i < 3000; ++i) {
+      const std::string key = "/k/" + std::to_string(rng() % 100000) + (i % 4 ? "" : "{t}");
+      const uint64_t hash = want.KeyHash(key);
+      for (const chash_ring* r : {ring.get(), file_ring.get()}) {
+        ASSERT_EQ(chash_ring_key_hash(r, key.data(), key.size()), hash) << key;
+        ASSERT_EQ(chash_ring_find(r, key.data(), key.size()), want.FindNode(key)) << key;
+        ASSERT_EQ(chash_ring_find_hash64(r, hash), want.FindNodeByHash64(hash)) << key;
+        const uint64_t random = want.key_hash_bits() == 64 ? rng() : rng() >> 32;
+        ASSERT_EQ(chash_ring_find_hash64(r, random), want.FindNodeByHash64(random));
+        for (uint32_t attempt = 0; attempt < 3; ++attempt) {
+          ASSERT_EQ(chash_ring_find_attempt(r, hash, attempt),
+                    want.FindNodeForAttempt(hash, attempt));
+        }
+      }
+    }
+  }
+}
+
+TEST(CApiFlavors, BadOptionsAndNodeOptionsAreRefused) {
+  chash_builder* builder = reinterpret_cast<chash_builder*>(1);
+  chash_ring_options o{};
+  o.size = sizeof o;
+  o.haproxy_avalanche = 3;
+  EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_HAPROXY, &o, &builder),
+            CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(builder, nullptr);
+  o.haproxy_avalanche = 0;
+  o.haproxy_hash = 4;
+  EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_HAPROXY, &o, &builder),
+            CHASH_E_BAD_ARGUMENT);
+  o.haproxy_hash = 0;
+  o.varnish_replicas = 5;  // another flavor's option
+  EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_HAPROXY, &o, &builder),
+            CHASH_E_BAD_ARGUMENT);
+  EXPECT_NE(std::string(chash_last_error()).find("varnish"), std::string::npos)
+      << chash_last_error();
+  o.varnish_replicas = 0;
+  o.maglev_table_size = 308;  // not a prime
+  EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_ENVOY_MAGLEV, &o, &builder),
+            CHASH_E_BAD_ARGUMENT);
+  o.maglev_table_size = 0;
+  o.reserved0[1] = 1;
+  EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_KETAMA_MD5, &o, &builder),
+            CHASH_E_BAD_ARGUMENT);
+  o.reserved0[1] = 0;
+  o.size = 4;
+  EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_KETAMA_MD5, &o, &builder),
+            CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_ENVOY_MAGLEV + 1, nullptr, &builder),
+            CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_NGINX, nullptr, nullptr),
+            CHASH_E_NULL_ARGUMENT);
+
+  // NULL options: every default.
+  ASSERT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_NGINX, nullptr, &builder), CHASH_OK);
+  EXPECT_EQ(chash_builder_add_node(builder, "10.0.0.1:80", 11, 1, 7, nullptr, 0),
+            CHASH_E_BAD_ARGUMENT);  // a server id on an nginx ring
+  EXPECT_EQ(chash_builder_add_node(builder, "10.0.0.1:80", 11, 1, 0, nullptr, 3),
+            CHASH_E_NULL_ARGUMENT);
+  EXPECT_EQ(chash_builder_num_nodes(builder), 0u);
+  chash_builder_free(builder);
+  ASSERT_EQ(chash_builder_new(CHASH_FLAVOR_HAPROXY, 0, &builder), CHASH_OK);
+  EXPECT_EQ(chash_builder_add_node(builder, "a", 1, 1, 3, nullptr, 0), CHASH_OK);
+  EXPECT_EQ(chash_builder_add_node(builder, "b", 1, 1, 3, nullptr, 0), CHASH_E_DUPLICATE_NODE);
+  EXPECT_EQ(chash_builder_add_node(builder, "c", 1, 1, 0, "name", 4), CHASH_E_BAD_ARGUMENT);
+  chash_builder_free(builder);
+  EXPECT_EQ(chash_ring_key_hash(nullptr, "a", 1), 0u);
+  EXPECT_EQ(chash_ring_find_hash64(nullptr, 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_find_attempt(nullptr, 1, 1), CHASH_NO_NODE);
+  EXPECT_EQ(chash_ring_key_hash_bits(nullptr), 0u);
 }
 
 }  // namespace

@@ -94,6 +94,16 @@ static_assert(CHASH_FLAVOR_NGINX == static_cast<uint32_t>(chash::Flavor::kNginx)
 static_assert(CHASH_FLAVOR_PINGORA_V1 == static_cast<uint32_t>(chash::Flavor::kPingoraV1));
 static_assert(CHASH_FLAVOR_PINGORA_V2 == static_cast<uint32_t>(chash::Flavor::kPingoraV2));
 static_assert(CHASH_FLAVOR_RESTY == static_cast<uint32_t>(chash::Flavor::kResty));
+static_assert(CHASH_FLAVOR_HAPROXY == static_cast<uint32_t>(chash::Flavor::kHaproxy));
+static_assert(CHASH_FLAVOR_KETAMA_MD5 == static_cast<uint32_t>(chash::Flavor::kKetamaMd5));
+static_assert(CHASH_FLAVOR_VARNISH_SHARD == static_cast<uint32_t>(chash::Flavor::kVarnishShard));
+static_assert(CHASH_FLAVOR_ENVOY_RING == static_cast<uint32_t>(chash::Flavor::kEnvoyRing));
+static_assert(CHASH_FLAVOR_ENVOY_MAGLEV == static_cast<uint32_t>(chash::Flavor::kEnvoyMaglev));
+static_assert(CHASH_HAPROXY_HASH_CRC32 == static_cast<uint32_t>(chash::HaproxyHash::kCrc32));
+static_assert(CHASH_KETAMA_LIBMEMCACHED_SPY_WEIGHTED ==
+              static_cast<uint32_t>(chash::KetamaVariant::kLibmemcachedSpyWeighted));
+static_assert(CHASH_KETAMA_TWEMPROXY == static_cast<uint32_t>(chash::KetamaVariant::kTwemproxy));
+static_assert(CHASH_KETAMA_HASH_MURMUR3 == static_cast<uint32_t>(chash::KetamaKeyHash::kMurmur3));
 static_assert(CHASH_SIDE_OLD == static_cast<uint32_t>(chash::RingSide::kOld));
 static_assert(CHASH_SIDE_NEW == static_cast<uint32_t>(chash::RingSide::kNew));
 static_assert(CHASH_LOAD_SEALED == static_cast<uint32_t>(chash::SnapshotLoadMode::kSealed));
@@ -101,7 +111,9 @@ static_assert(CHASH_LOAD_MAP == static_cast<uint32_t>(chash::SnapshotLoadMode::k
 static_assert(CHASH_LOAD_COPY == static_cast<uint32_t>(chash::SnapshotLoadMode::kCopy));
 static_assert(CHASH_CHECK_CHECKSUM == static_cast<uint32_t>(chash::SnapshotCheck::kChecksum));
 static_assert(CHASH_CHECK_EMBEDDER == static_cast<uint32_t>(chash::SnapshotCheck::kEmbedder));
-static_assert(CHASH_CHECK_EMBEDDER + 1 == chash::kSnapshotCheckCount);
+static_assert(CHASH_CHECK_OPTIONS == static_cast<uint32_t>(chash::SnapshotCheck::kOptions));
+static_assert(CHASH_CHECK_LOW_COLUMN == static_cast<uint32_t>(chash::SnapshotCheck::kLowColumn));
+static_assert(CHASH_CHECK_LOW_COLUMN + 1 == chash::kSnapshotCheckCount);
 static_assert(CHASH_RELOAD_UNCHANGED == static_cast<uint32_t>(chash::ReloadOutcome::kUnchanged));
 static_assert(CHASH_RELOAD_NEW == static_cast<uint32_t>(chash::ReloadOutcome::kNew));
 static_assert(CHASH_RELOAD_SAME_RING == static_cast<uint32_t>(chash::ReloadOutcome::kSameRing));
@@ -351,27 +363,81 @@ uint32_t chash_crc32_extend(uint32_t crc, const void* data, size_t len) noexcept
 
 // ---- Building ---------------------------------------------------------------------
 
+namespace {
+
+// The C struct as RingOptions: a value past an enumeration is kept as it is
+// (uint8_t) only when it fits, else made 0xFF, so that ValidateRingOptions
+// refuses it instead of a conversion wrapping it onto a valid value.
+uint8_t EnumByte(uint32_t value) { return static_cast<uint8_t>(value > 0xFF ? 0xFF : value); }
+
+int NewBuilder(const char* function, uint32_t flavor_value, const chash_ring_options& in,
+               chash_builder** out) {
+  // A flavor value past the enum is refused by the check, not converted.
+  const uint8_t flavor_byte = EnumByte(flavor_value);
+  if (chash::internal::FindFlavor(static_cast<chash::Flavor>(flavor_byte)) == nullptr) {
+    return Fail(Status(StatusCode::kBadArgument,
+                       std::string(function) + ": unknown flavor " +
+                           std::to_string(flavor_value) + " (" +
+                           chash::internal::FlavorByteList(/*all=*/true) + ")"));
+  }
+  if (in.reserved0[0] != 0 || in.reserved0[1] != 0) {
+    return Fail(CHASH_E_BAD_ARGUMENT, std::string(function) + ": reserved0 is not zero");
+  }
+  chash::RingOptions options{
+      .flavor = static_cast<chash::Flavor>(flavor_byte),
+      .point_multiple = in.point_multiple == 0 ? chash::kDefaultPointMultiple : in.point_multiple};
+  options.haproxy.hash_function = static_cast<chash::HaproxyHash>(EnumByte(in.haproxy_hash));
+  if (in.haproxy_avalanche > 2) {
+    return Fail(CHASH_E_BAD_ARGUMENT, std::string(function) + ": haproxy_avalanche " +
+                                          std::to_string(in.haproxy_avalanche) +
+                                          " (0 default, 1 on, 2 off)");
+  }
+  options.haproxy.avalanche = in.haproxy_avalanche != 2;
+  options.haproxy.server_key =
+      static_cast<chash::HaproxyServerKey>(EnumByte(in.haproxy_server_key));
+  options.ketama.variant = static_cast<chash::KetamaVariant>(EnumByte(in.ketama_variant));
+  options.ketama.key_hash = static_cast<chash::KetamaKeyHash>(EnumByte(in.ketama_key_hash));
+  if (in.ketama_default_port != 0) options.ketama.default_port = in.ketama_default_port;
+  options.ketama.hash_tag = {static_cast<char>(in.ketama_hash_tag[0]),
+                             static_cast<char>(in.ketama_hash_tag[1])};
+  if (in.varnish_replicas != 0) options.varnish.replicas = in.varnish_replicas;
+  options.envoy_ring.hash_function = static_cast<chash::EnvoyHash>(EnumByte(in.envoy_hash));
+  if (in.envoy_minimum_ring_size != 0) {
+    options.envoy_ring.minimum_ring_size = in.envoy_minimum_ring_size;
+  }
+  if (in.envoy_maximum_ring_size != 0) {
+    options.envoy_ring.maximum_ring_size = in.envoy_maximum_ring_size;
+  }
+  if (in.maglev_table_size != 0) options.maglev.table_size = in.maglev_table_size;
+  if (Status status = chash::ValidateRingOptions(options); !status.ok()) return Fail(status);
+  *out = new chash_builder(options);
+  return CHASH_OK;
+}
+
+}  // namespace
+
 int chash_builder_new(uint32_t flavor, uint32_t point_multiple, chash_builder** out) noexcept {
   if (out == nullptr) return NullArgument("chash_builder_new", "out");
   *out = nullptr;
-  const uint32_t flavor_value = flavor;
   return Guard([&] {
-    // A flavor value past the enum is refused by the check, not converted.
-    // So are the C++-only flavors (engine/flavors.h): their options and
-    // 64-bit hashes are not in this API yet.
-    const uint8_t flavor_byte = static_cast<uint8_t>(flavor_value > 0xFF ? 0xFF : flavor_value);
-    if (!chash::internal::FlavorFromByte(flavor_byte)) {
-      return Fail(Status(StatusCode::kBadArgument, "unknown flavor " + std::to_string(flavor_value) +
-                                                       " (" + chash::internal::FlavorByteList() +
-                                                       ")"));
-    }
-    const chash::RingOptions options{
-        .flavor = static_cast<chash::Flavor>(flavor_byte),
-        .point_multiple = point_multiple == 0 ? chash::kDefaultPointMultiple : point_multiple};
-    if (Status status = chash::ValidateRingOptions(options); !status.ok()) return Fail(status);
-    *out = new chash_builder(options);
-    return CHASH_OK;
+    chash_ring_options options{};
+    options.size = sizeof options;
+    options.point_multiple = point_multiple;
+    return NewBuilder("chash_builder_new", flavor, options, out);
   });
+}
+
+int chash_builder_new_with_options(uint32_t flavor, const chash_ring_options* options,
+                                   chash_builder** out) noexcept {
+  if (out == nullptr) return NullArgument("chash_builder_new_with_options", "out");
+  *out = nullptr;
+  chash_ring_options in;
+  if (const int code =
+          ReadGrowingStruct("chash_builder_new_with_options", "options", options, in);
+      code != CHASH_OK) {
+    return code;
+  }
+  return Guard([&] { return NewBuilder("chash_builder_new_with_options", flavor, in, out); });
 }
 
 int chash_builder_set_threads(chash_builder* builder, uint32_t threads) noexcept {
@@ -412,9 +478,11 @@ int chash_builder_set_max_points(chash_builder* builder, uint64_t max_points) no
   });
 }
 
-int chash_builder_add(chash_builder* builder, const char* address, size_t address_len,
-                      uint32_t weight) noexcept {
-  if (builder == nullptr) return NullArgument("chash_builder_add", "builder");
+namespace {
+
+int AddNode(const char* function, chash_builder* builder, const char* address,
+            size_t address_len, uint32_t weight, const chash::NodeOptions& node) noexcept {
+  if (builder == nullptr) return NullArgument(function, "builder");
   const int code = Guard([&] {
     builder->error.clear();
     if (address == nullptr) {
@@ -429,7 +497,7 @@ int chash_builder_add(chash_builder* builder, const char* address, size_t addres
                        ": address contains a NUL byte at offset " + std::to_string(nul);
       return CHASH_E_BAD_ADDRESS;
     }
-    const Status status = builder->builder.Add(text, weight);
+    const Status status = builder->builder.Add(text, weight, node);
     if (!status.ok()) builder->error = status.message();
     return CodeOf(status.code());
   });
@@ -446,6 +514,25 @@ int chash_builder_add(chash_builder* builder, const char* address, size_t addres
     }
   }
   return code;
+}
+
+}  // namespace
+
+int chash_builder_add(chash_builder* builder, const char* address, size_t address_len,
+                      uint32_t weight) noexcept {
+  return AddNode("chash_builder_add", builder, address, address_len, weight, {});
+}
+
+int chash_builder_add_node(chash_builder* builder, const char* address, size_t address_len,
+                           uint32_t weight, uint32_t server_id, const char* name,
+                           size_t name_len) noexcept {
+  if (name == nullptr && name_len != 0) {
+    return NullArgument("chash_builder_add_node", "name (with name_len > 0)");
+  }
+  chash::NodeOptions node;
+  node.server_id = server_id;
+  if (name != nullptr) node.name = std::string_view(name, name_len);
+  return AddNode("chash_builder_add_node", builder, address, address_len, weight, node);
 }
 
 uint32_t chash_builder_num_nodes(const chash_builder* builder) noexcept {
@@ -499,6 +586,25 @@ uint32_t chash_ring_find(const chash_ring* ring, const void* key, size_t key_len
 uint32_t chash_ring_find_hash(const chash_ring* ring, uint32_t hash) noexcept {
   if (ring == nullptr) return CHASH_NO_NODE;
   return ring->ring.FindNodeByHash(hash);
+}
+
+uint64_t chash_ring_key_hash(const chash_ring* ring, const void* key, size_t key_len) noexcept {
+  if (ring == nullptr || (key == nullptr && key_len != 0)) return 0;
+  return ring->ring.KeyHash(View(key, key_len));
+}
+
+uint32_t chash_ring_key_hash_bits(const chash_ring* ring) noexcept {
+  return ring == nullptr ? 0 : ring->ring.key_hash_bits();
+}
+
+uint32_t chash_ring_find_hash64(const chash_ring* ring, uint64_t hash) noexcept {
+  if (ring == nullptr) return CHASH_NO_NODE;
+  return ring->ring.FindNodeByHash64(hash);
+}
+
+uint32_t chash_ring_find_attempt(const chash_ring* ring, uint64_t hash, uint32_t attempt) noexcept {
+  if (ring == nullptr) return CHASH_NO_NODE;
+  return ring->ring.FindNodeForAttempt(hash, attempt);
 }
 
 int chash_ring_find_hashes(const chash_ring* ring, const uint32_t* hashes, size_t n,

@@ -14,6 +14,7 @@ constexpr std::array<std::string_view, kSnapshotCheckCount> kCheckNames = {
     "node_table",  "hash_column", "node_column", "collisions", "subsets",
     "index",       "fingerprint", "points_digest", "rollback", "same_version",
     "out_of_memory", "flavor",    "address",     "backend_mismatch", "embedder",
+    "options",     "low_column",
 };
 
 }  // namespace

@@ -18,12 +18,19 @@ namespace chash::internal::snapshot {
 inline constexpr char kMagic[8] = {'C', 'H', 'A', 'S', 'H', 'R', 'N', 'G'};
 inline constexpr size_t kHeaderBytes = 512;
 inline constexpr size_t kTrailerBytes = 128;
+// The sections of every file; files of the other programs' flavors (1.4)
+// have two more (kFlavorOptions, kLowColumn), listed at kOffSectionsMore.
 inline constexpr uint32_t kSectionCount = 8;
+inline constexpr uint32_t kProgramSectionCount = 10;
+inline constexpr uint32_t kMaxSectionCount = kProgramSectionCount;
 inline constexpr size_t kSectionAlign = 64;
 inline constexpr size_t kMaxLabelBytes = 4096;
 inline constexpr size_t kMaxAddressBytes = 4096;
 inline constexpr size_t kMaxSubsetNameBytes = 64;
 inline constexpr uint8_t kHashFunctionKetamaCrc32 = 1;
+// 1.4: the points and key hash are the flavor's, as its options section
+// says (the flavors after resty).
+inline constexpr uint8_t kHashFunctionFlavorOptions = 2;
 
 // The header's tie-break byte: 0 config order, 1 address order (pingora v2),
 // 2 id order (resty). Explicit ranks belong to raw rings, which have no
@@ -78,6 +85,19 @@ inline constexpr size_t kOffExpires = kOffSections + 16 * kSectionCount;  // 272
 inline constexpr size_t kOffReserved = kOffExpires + 8;                     // 280
 // The minor that gave the expiry its meaning: reserved (zero) before.
 inline constexpr uint16_t kMinorWithExpiry = 3;
+// 1.4: sections 8 and 9 ({u64 offset, u64 length} each) of the other
+// programs' flavors' files; reserved (zero) in files of the CRC-32 flavors.
+inline constexpr size_t kOffSectionsMore = kOffReserved;               // 280
+inline constexpr size_t kOffReserved14 = kOffSectionsMore + 16 * 2;    // 312
+// The minor that added the other programs' flavors; the files of nginx,
+// pingora and resty rings are still written as 1.3 (kMinorCrc32Flavors).
+inline constexpr uint16_t kMinorWithProgramFlavors = 4;
+inline constexpr uint16_t kMinorCrc32Flavors = 3;
+
+// The flavor options section (section 8, 1.4): a 64-byte head of the
+// flavor's RingOptions fields (FORMAT.md lists them), then per-node
+// identity: haproxy's server ids, twemproxy's labels.
+inline constexpr size_t kOptionsHeadBytes = 64;
 
 // Search index section (section 7, formats 1.1 and 1.2) field offsets; the
 // level keys start at kIndexHeaderBytes, the table right after them.
@@ -109,6 +129,8 @@ enum Section : uint32_t {
   kLoserNodes = 5,
   kSubsets = 6,
   kSearchIndex = 7,
+  kFlavorOptions = 8,  // 1.4, the other programs' flavors only
+  kLowColumn = 9,      // 1.4: envoy-ring's low halves; empty for the others
 };
 
 inline uint16_t LoadU16(const uint8_t* p) noexcept {

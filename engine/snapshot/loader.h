@@ -23,8 +23,11 @@ namespace internal {
 struct Header {
   SnapshotInfo info;
   uint32_t flags = 0;
-  uint64_t offset[snapshot::kSectionCount] = {};
-  uint64_t length[snapshot::kSectionCount] = {};
+  // Sections 8 and 9 only in files of the other programs' flavors
+  // (section_count 10); zero otherwise.
+  uint64_t offset[snapshot::kMaxSectionCount] = {};
+  uint64_t length[snapshot::kMaxSectionCount] = {};
+  uint32_t section_count = snapshot::kSectionCount;
   uint64_t trailer = 0;
   uint32_t subsets = 0;  // named subsets in the subset section
 };

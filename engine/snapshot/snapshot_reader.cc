@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "builder/columns_builder.h"
+#include "builder/flavor_points.h"
 #include "builder/parallel.h"
 #include "chash/snapshot.h"
 #include "flavors.h"
@@ -52,9 +53,9 @@ struct CopiedBytes {
 };
 
 Result<Flavor> FlavorFromCode(uint8_t code) {
-  if (const std::optional<Flavor> flavor = internal::FlavorFromByte(code)) return *flavor;
+  if (const std::optional<Flavor> flavor = internal::SnapshotFlavorFromByte(code)) return *flavor;
   return Bad("header", "flavor code " + std::to_string(code) + " is none of " +
-                           internal::FlavorByteList());
+                           internal::FlavorByteList(/*all=*/true));
 }
 
 }  // namespace
@@ -93,13 +94,27 @@ Status ParseFixedHeader(const uint8_t* data, const uint8_t* trailer, uint64_t si
   }
   info.config_version = LoadU64(data + kOffConfigVersion);
   info.created_unix_seconds = static_cast<int64_t>(LoadU64(data + kOffCreated));
-  if (data[kOffHashFunction] != kHashFunctionKetamaCrc32) {
+  if (data[kOffHashFunction] != kHashFunctionKetamaCrc32 &&
+      data[kOffHashFunction] != kHashFunctionFlavorOptions) {
     return Bad("header", "hash function " + std::to_string(data[kOffHashFunction]) +
-                             " unknown (1: ketama CRC-32)");
+                             " unknown (1: ketama CRC-32, 2: the flavor's options)");
   }
   Result<Flavor> flavor = FlavorFromCode(data[kOffFlavor]);
   if (!flavor.ok()) return flavor.status();
   info.flavor = flavor.value();
+  // The other programs' flavors (1.4): their points and key hashes are
+  // their options', in section 8; the CRC-32 flavors' are the ketama chain.
+  const bool program = internal::IsProgramFlavor(info.flavor);
+  const std::string flavor_name(FlavorName(info.flavor));
+  if (program && info.minor_version < kMinorWithProgramFlavors) {
+    return Bad("header", flavor_name + " rings need format 1.4; the file says 1." +
+                             std::to_string(info.minor_version));
+  }
+  const uint8_t hash_code = program ? kHashFunctionFlavorOptions : kHashFunctionKetamaCrc32;
+  if (data[kOffHashFunction] != hash_code) {
+    return Bad("header", "hash function " + std::to_string(data[kOffHashFunction]) +
+                             " is not " + flavor_name + "'s (" + std::to_string(hash_code) + ")");
+  }
   info.tie_break = FlavorTieBreak(info.flavor);
   const uint8_t tie_code = TieBreakCode(info.tie_break);
   if (data[kOffTieBreak] != tie_code) {
@@ -107,7 +122,8 @@ Status ParseFixedHeader(const uint8_t* data, const uint8_t* trailer, uint64_t si
                              std::string(FlavorName(info.flavor)) + "'s");
   }
   info.point_multiple = LoadU32(data + kOffMultiple);
-  if (info.point_multiple == 0 ||
+  // The other flavors' multiple is their options' (checked with them).
+  if ((!program && info.point_multiple == 0) ||
       ((info.flavor == Flavor::kNginx || info.flavor == Flavor::kPingoraV1) &&
        info.point_multiple != kDefaultPointMultiple)) {
     return Bad("header", "point multiple " + std::to_string(info.point_multiple) +
@@ -122,24 +138,33 @@ Status ParseFixedHeader(const uint8_t* data, const uint8_t* trailer, uint64_t si
     return Bad("header", std::to_string(info.nodes) + " nodes: must be 1..65,536");
   }
   if (info.points_generated > kHardMaxPoints || info.points > info.points_generated ||
-      info.losers > info.points_generated - info.points) {
+      info.losers > info.points_generated - info.points || (program && info.losers != 0)) {
     return Bad("header", "point counts inconsistent: " + std::to_string(info.points) +
                              " kept + " + std::to_string(info.losers) + " losers of " +
                              std::to_string(info.points_generated) + " generated");
+  }
+  // The other programs' rings keep every point (a maglev table: every entry).
+  if (program && info.points != info.points_generated) {
+    return Bad("header", flavor_name + " rings keep every point: " + std::to_string(info.points) +
+                             " kept of " + std::to_string(info.points_generated) + " generated");
   }
   h.flags = LoadU32(data + kOffFlags);
   if ((h.flags & ~kFlagSigned) != 0) {
     return Bad("header", "unknown flags " + std::to_string(h.flags));
   }
   info.is_signed = (h.flags & kFlagSigned) != 0;
-  if (LoadU32(data + kOffSectionCount) != kSectionCount) {
+  h.section_count = program ? kProgramSectionCount : kSectionCount;
+  if (LoadU32(data + kOffSectionCount) != h.section_count) {
     return Bad("header", "section count " + std::to_string(LoadU32(data + kOffSectionCount)) +
-                             ", not 8");
+                             ", not " + std::to_string(h.section_count) + " (" + flavor_name +
+                             ")");
   }
   // Reserved bytes of the minors this reader knows; a later minor may give
-  // them meaning. The expiry is reserved (zero) before 1.3.
-  const size_t reserved_from =
-      info.minor_version >= kMinorWithExpiry ? kOffReserved : kOffExpires;
+  // them meaning. The expiry is reserved (zero) before 1.3; sections 8 and 9
+  // are listed only in the other programs' flavors' files.
+  const size_t reserved_from = info.minor_version < kMinorWithExpiry ? kOffExpires
+                               : program                            ? kOffReserved14
+                                                                    : kOffReserved;
   if (info.minor_version <= kSnapshotMinorVersion &&
       (data[kOffReserved43] != 0 ||
        !AllZero(data + reserved_from, kHeaderBytes - reserved_from))) {
@@ -159,22 +184,30 @@ Status ParseFixedHeader(const uint8_t* data, const uint8_t* trailer, uint64_t si
   // counts imply; the gaps between them zero.
   h.trailer = size - kTrailerBytes;
   const uint64_t n = info.points;
-  const uint64_t expected[kSectionCount] = {
+  // envoy-maglev: the table of n entries is the node column, without a
+  // sentinel; no hash column. envoy-ring: the low halves, as the hash column.
+  const bool table = info.flavor == Flavor::kEnvoyMaglev;
+  const uint64_t expected[kMaxSectionCount] = {
       UINT64_MAX,
       UINT64_MAX,
-      n == 0 ? 0 : 4 * uint64_t{internal::HashColumnSlots(n)},
-      n == 0 ? 0 : 2 * uint64_t{internal::NodeColumnSlots(n)},
+      n == 0 || table ? 0 : 4 * uint64_t{internal::HashColumnSlots(n)},
+      n == 0 ? 0 : table ? 2 * n : 2 * uint64_t{internal::NodeColumnSlots(n)},
       4 * info.losers,
       2 * info.losers,
       UINT64_MAX,
-      UINT64_MAX};
-  static constexpr const char* kNames[kSectionCount] = {
-      "label", "node table", "hash column", "node column", "loser hashes",
-      "loser nodes", "subsets", "search index"};
+      UINT64_MAX,
+      UINT64_MAX,
+      n == 0 || info.flavor != Flavor::kEnvoyRing ? 0
+                                                  : 4 * uint64_t{internal::HashColumnSlots(n)}};
+  static constexpr const char* kNames[kMaxSectionCount] = {
+      "label",       "node table", "hash column",    "node column", "loser hashes",
+      "loser nodes", "subsets",    "search index",   "flavor options", "low column"};
   uint64_t end = kHeaderBytes;
-  for (uint32_t s = 0; s < kSectionCount; ++s) {
-    const uint64_t offset = LoadU64(data + kOffSections + 16 * s);
-    const uint64_t length = LoadU64(data + kOffSections + 16 * s + 8);
+  for (uint32_t s = 0; s < h.section_count; ++s) {
+    const size_t entry =
+        s < kSectionCount ? kOffSections + 16 * s : kOffSectionsMore + 16 * (s - kSectionCount);
+    const uint64_t offset = LoadU64(data + entry);
+    const uint64_t length = LoadU64(data + entry + 8);
     const std::string name = kNames[s];
     if (offset % kSectionAlign != 0) {
       return Bad("sections", name + " at offset " + std::to_string(offset) +
@@ -208,7 +241,14 @@ Status ParseFixedHeader(const uint8_t* data, const uint8_t* trailer, uint64_t si
     return Bad("sections", "an unsigned file with a key id or signature");
   }
   std::memcpy(info.checksum.data(), trailer + kTrailChecksum, 16);
-  info.column_bytes = h.length[kHashColumn] + h.length[kNodeColumn];
+  if (program && h.length[kFlavorOptions] < kOptionsHeadBytes) {
+    return Bad("sections", "flavor options of " + std::to_string(h.length[kFlavorOptions]) +
+                               " bytes (at least 64)");
+  }
+  if (table && h.length[kSearchIndex] != 0) {
+    return Bad("sections", "a maglev table has no search index");
+  }
+  info.column_bytes = h.length[kHashColumn] + h.length[kNodeColumn] + h.length[kLowColumn];
   info.collision_bytes = h.length[kLoserHashes] + h.length[kLoserNodes];
   info.index_bytes = h.length[kSearchIndex];
   info.other_bytes = size - info.column_bytes - info.collision_bytes - info.index_bytes;
@@ -279,7 +319,7 @@ using internal::Header;
 // before the trailer are zero. O(gaps); copies the label.
 Status CheckSectionGaps(const uint8_t* data, Header& h) {
   uint64_t end = kHeaderBytes;
-  for (uint32_t s = 0; s < kSectionCount; ++s) {
+  for (uint32_t s = 0; s < h.section_count; ++s) {
     if (!AllZero(data + end, h.offset[s] - end)) {
       return Bad("sections", "nonzero bytes before section " + std::to_string(s));
     }
@@ -318,8 +358,132 @@ Status VerifySignature(const uint8_t* data, const Header& h, const PublicKey& si
   return Status();
 }
 
-// The node table: addresses parsed by the flavor, duplicates, weights.
-Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo>& nodes) {
+// What the flavor options section (1.4) holds: the options, and haproxy's
+// server ids or twemproxy's labels, one a node.
+struct ProgramNodes {
+  RingOptions options;
+  std::vector<uint32_t> server_ids;
+  std::vector<std::string> labels;
+};
+
+// The flavor options section: each field in range, the options valid for
+// the flavor (ValidateRingOptions), the head's unused bytes zero, the
+// per-node part exactly N entries, and the header's multiple the options'.
+Status ParseFlavorOptions(const uint8_t* data, const Header& h, ProgramNodes& out) {
+  const SnapshotInfo& info = h.info;
+  const uint8_t* p = data + h.offset[kFlavorOptions];
+  const uint8_t* const end = p + h.length[kFlavorOptions];  // >= the head (ParseFixedHeader)
+  RingOptions& options = out.options;
+  options.flavor = info.flavor;
+  size_t used = 0;
+  const auto bool_byte = [](uint8_t byte) { return byte <= 1; };
+  switch (info.flavor) {
+    case Flavor::kHaproxy:
+      if (!bool_byte(p[1])) return Bad("options", "avalanche " + std::to_string(p[1]) + " is not 0 or 1");
+      options.haproxy.hash_function = static_cast<HaproxyHash>(p[0]);
+      options.haproxy.avalanche = p[1] == 1;
+      options.haproxy.server_key = static_cast<HaproxyServerKey>(p[2]);
+      used = 3;
+      break;
+    case Flavor::kKetamaMd5:
+      options.ketama.variant = static_cast<KetamaVariant>(p[0]);
+      options.ketama.key_hash = static_cast<KetamaKeyHash>(p[1]);
+      options.ketama.hash_tag = {static_cast<char>(p[2]), static_cast<char>(p[3])};
+      options.ketama.default_port = LoadU32(p + 4);
+      used = 8;
+      break;
+    case Flavor::kVarnishShard:
+      options.varnish.replicas = LoadU32(p);
+      used = 4;
+      break;
+    case Flavor::kEnvoyRing:
+      options.envoy_ring.minimum_ring_size = LoadU64(p);
+      options.envoy_ring.maximum_ring_size = LoadU64(p + 8);
+      options.envoy_ring.hash_function = static_cast<EnvoyHash>(p[16]);
+      used = 17;
+      break;
+    case Flavor::kEnvoyMaglev:
+      options.maglev.table_size = LoadU64(p);
+      used = 8;
+      break;
+    default:
+      return Bad("options", "flavor " + std::string(FlavorName(info.flavor)) + " has no options");
+  }
+  if (!AllZero(p + used, kOptionsHeadBytes - used)) {
+    return Bad("options", "unused bytes of the options head are not zero");
+  }
+  // Enumerations past their last value, ranges, and options of another
+  // variant (a hash tag on a libmemcached ring) are the builder's refusals.
+  if (Status valid = ValidateRingOptions(options); !valid.ok()) {
+    if (valid.code() == StatusCode::kOutOfMemory) throw std::bad_alloc();
+    return Bad("options", valid.message());
+  }
+  const uint32_t multiple = info.flavor == Flavor::kHaproxy        ? internal::kHaproxyPointsPerWeight
+                            : info.flavor == Flavor::kVarnishShard ? options.varnish.replicas
+                                                                   : 0;
+  if (info.point_multiple != multiple) {
+    return Bad("options", "point multiple " + std::to_string(info.point_multiple) + " is not " +
+                              std::to_string(multiple) + ", the options'");
+  }
+  if (info.flavor == Flavor::kEnvoyMaglev && info.points != 0 &&
+      info.points != options.maglev.table_size) {
+    return Bad("options", "a table of " + std::to_string(info.points) + " entries; the options say " +
+                              std::to_string(options.maglev.table_size));
+  }
+  p += kOptionsHeadBytes;
+  const uint32_t nodes = info.nodes;
+  if (info.flavor == Flavor::kHaproxy) {
+    if (static_cast<uint64_t>(end - p) != 4 * uint64_t{nodes}) {
+      return Bad("options", "server ids of " + std::to_string(end - p) + " bytes; " +
+                                std::to_string(nodes) + " nodes need " +
+                                std::to_string(4 * uint64_t{nodes}));
+    }
+    std::unordered_set<uint32_t> seen;
+    out.server_ids.reserve(nodes);
+    for (uint32_t id = 0; id < nodes; ++id, p += 4) {
+      const uint32_t server_id = LoadU32(p);
+      if (server_id == 0 || server_id > internal::kHaproxyMaxServerId) {
+        return Bad("options", "node " + std::to_string(id) + ": server id " +
+                                  std::to_string(server_id) + " (HAProxy's are 1..2147483647)");
+      }
+      if (!seen.insert(server_id).second) {
+        return Bad("options", "node " + std::to_string(id) + ": server id " +
+                                  std::to_string(server_id) + " given twice");
+      }
+      out.server_ids.push_back(server_id);
+    }
+    return Status();
+  }
+  if (info.flavor == Flavor::kKetamaMd5 && options.ketama.variant == KetamaVariant::kTwemproxy) {
+    out.labels.reserve(nodes);
+    for (uint32_t id = 0; id < nodes; ++id) {
+      const std::string label = "node " + std::to_string(id);
+      if (end - p < 4) return Bad("options", label + ": the labels end early");
+      const uint32_t length = LoadU32(p);
+      p += 4;
+      if (length == 0 || length > kMaxAddressBytes) {
+        return Bad("options", label + ": a label of " + std::to_string(length) + " bytes");
+      }
+      const uint64_t padded = RoundUp(length, 4);
+      if (static_cast<uint64_t>(end - p) < padded) {
+        return Bad("options", label + ": the label overruns the section");
+      }
+      if (!AllZero(p + length, padded - length)) {
+        return Bad("options", label + ": nonzero padding");
+      }
+      out.labels.emplace_back(reinterpret_cast<const char*>(p), length);
+      p += padded;
+    }
+  }
+  if (p != end) return Bad("options", "bytes left after the options");
+  return Status();
+}
+
+// The node table: addresses parsed by the flavor, duplicates, weights. For
+// the other programs' flavors (`program` set) each node is read as their
+// builder reads it, with its server id or label.
+Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo>& nodes,
+                      const ProgramNodes* program = nullptr) {
   const SnapshotInfo& info = h.info;
   const uint8_t* p = data + h.offset[kNodeTable];
   const uint8_t* const end = p + h.length[kNodeTable];
@@ -344,7 +508,14 @@ Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo
       return Bad("node_table", label + ": nonzero padding");
     }
     p += padded;
-    Result<NodeAddress> address = ParseNodeAddress(info.flavor, written);
+    NodeOptions node;
+    if (program != nullptr) {
+      if (!program->server_ids.empty()) node.server_id = program->server_ids[id];
+      if (!program->labels.empty()) node.name = program->labels[id];
+    }
+    Result<NodeAddress> address =
+        program != nullptr ? internal::ParseProgramNode(program->options, written, weight, node)
+                           : ParseNodeAddress(info.flavor, written);
     if (!address.ok()) {
       // Running out of memory says nothing about the file: not a refusal.
       if (address.status().code() == StatusCode::kOutOfMemory) throw std::bad_alloc();
@@ -354,13 +525,37 @@ Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo
       return Bad("node_table", label + " '" + std::string(written) +
                                    "': a duplicate of an earlier server");
     }
-    generated += uint64_t{weight} * info.point_multiple;
-    if (generated > kHardMaxPoints) {
-      return Bad("node_table", "the weights generate more than 2^31 - 1 points");
+    if (program == nullptr) {
+      generated += uint64_t{weight} * info.point_multiple;
+      if (generated > kHardMaxPoints) {
+        return Bad("node_table", "the weights generate more than 2^31 - 1 points");
+      }
     }
-    nodes.push_back(NodeInfo{std::move(address).value(), weight});
+    nodes.push_back(NodeInfo{std::move(address).value(), weight, node.server_id});
   }
   if (p != end) return Bad("node_table", "bytes left after the last node");
+  if (program != nullptr) {
+    // Their programs count points over the whole node set (weighted
+    // ketama, Envoy): counted here as the builder counts them.
+    uint64_t weights = 0;
+    uint32_t weighted = 0;
+    for (const NodeInfo& n : nodes) {
+      weights += n.weight;
+      weighted += n.weight != 0 ? 1 : 0;
+    }
+    const RingOptions& options = program->options;
+    const bool envoy = info.flavor == Flavor::kEnvoyRing || info.flavor == Flavor::kEnvoyMaglev;
+    if (envoy && weights > UINT32_MAX) {
+      return Bad("node_table", "the weights add up to more than 4294967295");
+    }
+    if (info.flavor == Flavor::kEnvoyMaglev && weighted > options.maglev.table_size) {
+      return Bad("node_table", std::to_string(weighted) + " hosts for a table of " +
+                                   std::to_string(options.maglev.table_size) + " entries");
+    }
+    generated = info.flavor == Flavor::kEnvoyMaglev && weighted == 0
+                    ? 0
+                    : internal::CountProgramPoints(options, nodes).total;
+  }
   if (generated != info.points_generated) {
     return Bad("node_table", "the weights generate " + std::to_string(generated) +
                                  " points, the header says " +
@@ -373,6 +568,8 @@ Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo
 // bit set of the nodes that own points. Always checked, even when the
 // checksum is not: the search relies on the order and the sentinels to stay
 // inside the columns, and callers index the node table with the ids.
+Status CheckNodeIds(const uint16_t* node, uint64_t n, internal::RingState& state);
+
 Status CheckColumns(const uint32_t* hash, const uint16_t* node, uint64_t n,
                     internal::RingState& state) {
   const std::vector<NodeInfo>& nodes = state.nodes;
@@ -396,9 +593,24 @@ Status CheckColumns(const uint32_t* hash, const uint16_t* node, uint64_t n,
       return Bad("hash_column", "sentinel slot " + std::to_string(i) + " is not 2^32 - 1");
     }
   }
-  // Node ids: one store a point into a byte table of all 65,536 ids (no
-  // branch in the loop), then one pass over the table checks each id that
-  // appears against the node count and its weight.
+  if (Status status = CheckNodeIds(node, n, state); !status.ok()) return status;
+  for (uint64_t i = n; i < node_slots; ++i) {
+    if (node[i] != node[0]) {
+      return Bad("node_column", "tail slot " + std::to_string(i) + " is not the first point's node");
+    }
+  }
+  state.has_points = state.owns_points;
+  return Status();
+}
+
+// Node ids: one store a point into a byte table of all 65,536 ids (no
+// branch in the loop), then one pass over the table checks each id that
+// appears against the node count and its weight; sets owns_points,
+// nodes_with_points and has_points (= owns_points: no losers yet).
+Status CheckNodeIds(const uint16_t* node, uint64_t n, internal::RingState& state) {
+  const std::vector<NodeInfo>& nodes = state.nodes;
+  state.owns_points.assign((nodes.size() + 63) / 64, 0);
+  state.nodes_with_points = 0;
   const uint32_t num_nodes = static_cast<uint32_t>(nodes.size());
   std::vector<uint8_t> seen(kMaxNodes, 0);
   for (uint64_t i = 0; i < n; ++i) seen[node[i]] = 1;
@@ -416,12 +628,52 @@ Status CheckColumns(const uint32_t* hash, const uint16_t* node, uint64_t n,
     state.owns_points[id / 64] |= uint64_t{1} << (id % 64);
     ++state.nodes_with_points;
   }
-  for (uint64_t i = n; i < node_slots; ++i) {
-    if (node[i] != node[0]) {
-      return Bad("node_column", "tail slot " + std::to_string(i) + " is not the first point's node");
+  state.has_points = state.owns_points;
+  return Status();
+}
+
+// The columns of the other programs' flavors: hashes ascending with equal
+// ones kept (haproxy, ketama-md5, varnish-shard keep every point, in their
+// program's order within a hash), envoy-ring's 64-bit points (hash, low)
+// ascending, the sentinels, and the tail: the last point's node on
+// varnish-shard rings (no wrap), the first's otherwise. A maglev table has
+// only its n entries. Node ids as CheckColumns checks them.
+Status CheckProgramColumns(const uint32_t* hash, const uint32_t* low, const uint16_t* node,
+                           uint64_t n, internal::RingState& state) {
+  const bool table = state.rule == LookupRule::kTable;
+  if (n > 0 && !table) {
+    const uint64_t hash_slots = internal::HashColumnSlots(n);
+    for (uint64_t i = 1; i < n; ++i) {
+      if (hash[i] < hash[i - 1]) {
+        return Bad("hash_column", "slot " + std::to_string(i) + " (" + std::to_string(hash[i]) +
+                                      ") is below slot " + std::to_string(i - 1) + " (" +
+                                      std::to_string(hash[i - 1]) + ")");
+      }
+      if (low != nullptr && hash[i] == hash[i - 1] && low[i] < low[i - 1]) {
+        return Bad("low_column", "the point at slot " + std::to_string(i) +
+                                     " is below the point before it");
+      }
+    }
+    for (uint64_t i = n; i < hash_slots; ++i) {
+      if (hash[i] != UINT32_MAX) {
+        return Bad("hash_column", "sentinel slot " + std::to_string(i) + " is not 2^32 - 1");
+      }
+      if (low != nullptr && low[i] != UINT32_MAX) {
+        return Bad("low_column", "sentinel slot " + std::to_string(i) + " is not 2^32 - 1");
+      }
     }
   }
-  state.has_points = state.owns_points;
+  if (Status status = CheckNodeIds(node, n, state); !status.ok()) return status;
+  if (n > 0 && !table) {
+    const bool clamped = state.rule == LookupRule::kSuccessorClamped;
+    const uint16_t tail = clamped ? node[n - 1] : node[0];
+    for (uint64_t i = n; i < internal::NodeColumnSlots(n); ++i) {
+      if (node[i] != tail) {
+        return Bad("node_column", "tail slot " + std::to_string(i) + " is not the " +
+                                      (clamped ? "last" : "first") + " point's node");
+      }
+    }
+  }
   return Status();
 }
 
@@ -660,17 +912,49 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     state->point_multiple = info.point_multiple;
     state->tie_break = info.tie_break;
     state->points_generated = info.points_generated;
-    if (Status status = ParseNodeTable(data, h, state->nodes); !status.ok()) {
+    const bool program = internal::IsProgramFlavor(info.flavor);
+    std::optional<ProgramNodes> program_nodes;
+    if (program) {
+      program_nodes.emplace();
+      if (Status status = ParseFlavorOptions(data, h, *program_nodes); !status.ok()) {
+        return signature_first(status);
+      }
+    }
+    if (Status status = ParseNodeTable(data, h, state->nodes,
+                                       program ? &*program_nodes : nullptr);
+        !status.ok()) {
       return signature_first(status);
     }
 
     const uint64_t n = info.points;
     const auto* hash = reinterpret_cast<const uint32_t*>(data + h.offset[kHashColumn]);
     const auto* node = reinterpret_cast<const uint16_t*>(data + h.offset[kNodeColumn]);
+    const uint32_t* low = info.flavor == Flavor::kEnvoyRing && n > 0
+                              ? reinterpret_cast<const uint32_t*>(data + h.offset[kLowColumn])
+                              : nullptr;
+    if (program) {
+      // What a build derives from the options, derived the same way: the
+      // rule, the key hasher (which depends on how many nodes have weight:
+      // one server hashes every key to 0 in some programs), Varnish's
+      // bisection case.
+      const RingOptions& flavor_options = program_nodes->options;
+      uint32_t weighted = 0;
+      for (const NodeInfo& each : state->nodes) weighted += each.weight != 0 ? 1 : 0;
+      state->options = flavor_options;
+      state->rule = FlavorLookupRule(info.flavor);
+      state->key_hasher = internal::ProgramKeyHasher(flavor_options, weighted);
+    }
     if (adopting) {
       ScanOwners(node, n, *state);
-    } else if (Status status = CheckColumns(hash, node, n, *state); !status.ok()) {
+    } else if (Status status = program ? CheckProgramColumns(hash, low, node, n, *state)
+                                       : CheckColumns(hash, node, n, *state);
+               !status.ok()) {
       return signature_first(status);
+    }
+    if (info.flavor == Flavor::kVarnishShard) {
+      bool equal = false;
+      for (uint64_t i = 1; i < n && !equal; ++i) equal = hash[i] == hash[i - 1];
+      state->varnish_bisection = n == 2 || equal;
     }
     const auto* loser_hash = reinterpret_cast<const uint32_t*>(data + h.offset[kLoserHashes]);
     const auto* loser_node = reinterpret_cast<const uint16_t*>(data + h.offset[kLoserNodes]);
@@ -688,10 +972,15 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     if (n == 0 && h.length[kSearchIndex] != 0) {
       return signature_first(Bad("index", "a ring without points has no search index"));
     }
-    if (n > 0) {
+    if (n > 0 && state->rule == LookupRule::kTable) {
+      // A maglev table: its entries, no hash column, no index.
+      state->columns.size = static_cast<uint32_t>(n);
+      state->columns.node.Borrow(node, n);
+    } else if (n > 0) {
       state->columns.size = static_cast<uint32_t>(n);
       state->columns.hash.Borrow(hash, internal::HashColumnSlots(n));
       state->columns.node.Borrow(node, internal::NodeColumnSlots(n));
+      if (low != nullptr) state->columns.low.Borrow(low, internal::HashColumnSlots(n));
       if (Status status = AdoptOrBuildIndex(data, h, state->columns, !adopting); !status.ok()) {
         return signature_first(status);
       }

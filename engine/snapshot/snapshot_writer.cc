@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "builder/flavor_points.h"
 #include "builder/parallel.h"
 #include "chash/snapshot.h"
 #include "flavors.h"
@@ -29,11 +30,76 @@ namespace {
 using namespace internal::snapshot;  // NOLINT: the format's names
 
 struct Layout {
-  uint64_t offset[kSectionCount] = {};
-  uint64_t length[kSectionCount] = {};
+  uint32_t sections = kSectionCount;  // 10 for the other programs' flavors (1.4)
+  uint16_t minor = kMinorCrc32Flavors;
+  uint64_t offset[kMaxSectionCount] = {};
+  uint64_t length[kMaxSectionCount] = {};
   uint64_t trailer = 0;
   uint64_t file_bytes = 0;
 };
+
+bool IsProgram(const Ring& ring) { return internal::IsProgramFlavor(ring.flavor()); }
+
+bool IsTwemproxy(const Ring& ring) {
+  return ring.flavor() == Flavor::kKetamaMd5 &&
+         ring.options().ketama.variant == KetamaVariant::kTwemproxy;
+}
+
+// The flavor options section (FORMAT.md): the 64-byte head, then haproxy's
+// server ids or twemproxy's labels.
+uint64_t OptionsBytes(const Ring& ring) {
+  uint64_t bytes = kOptionsHeadBytes;
+  if (ring.flavor() == Flavor::kHaproxy) bytes += 4 * uint64_t{ring.num_nodes()};
+  if (IsTwemproxy(ring)) {
+    for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+      bytes += 4 + RoundUp(ring.node(id).address.host.size(), 4);
+    }
+  }
+  return bytes;
+}
+
+void FillOptions(const Ring& ring, uint8_t* p) {
+  const RingOptions& options = ring.options();
+  switch (ring.flavor()) {
+    case Flavor::kHaproxy:
+      p[0] = static_cast<uint8_t>(options.haproxy.hash_function);
+      p[1] = options.haproxy.avalanche ? 1 : 0;
+      p[2] = static_cast<uint8_t>(options.haproxy.server_key);
+      p += kOptionsHeadBytes;
+      for (uint32_t id = 0; id < ring.num_nodes(); ++id, p += 4) {
+        StoreU32(p, ring.node(id).server_id);
+      }
+      return;
+    case Flavor::kKetamaMd5:
+      p[0] = static_cast<uint8_t>(options.ketama.variant);
+      p[1] = static_cast<uint8_t>(options.ketama.key_hash);
+      p[2] = static_cast<uint8_t>(options.ketama.hash_tag[0]);
+      p[3] = static_cast<uint8_t>(options.ketama.hash_tag[1]);
+      StoreU32(p + 4, options.ketama.default_port);
+      if (!IsTwemproxy(ring)) return;
+      p += kOptionsHeadBytes;
+      for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+        const std::string& label = ring.node(id).address.host;
+        StoreU32(p, static_cast<uint32_t>(label.size()));
+        std::memcpy(p + 4, label.data(), label.size());
+        p += 4 + RoundUp(label.size(), 4);
+      }
+      return;
+    case Flavor::kVarnishShard:
+      StoreU32(p, options.varnish.replicas);
+      return;
+    case Flavor::kEnvoyRing:
+      StoreU64(p, options.envoy_ring.minimum_ring_size);
+      StoreU64(p + 8, options.envoy_ring.maximum_ring_size);
+      p[16] = static_cast<uint8_t>(options.envoy_ring.hash_function);
+      return;
+    case Flavor::kEnvoyMaglev:
+      StoreU64(p, options.maglev.table_size);
+      return;
+    default:
+      return;
+  }
+}
 
 uint64_t NodeTableBytes(const Ring& ring) {
   uint64_t bytes = 0;
@@ -54,21 +120,31 @@ uint64_t SubsetBytes(const std::vector<NamedSubset>& subsets, uint32_t nodes) {
 Layout PlanLayout(const Ring& ring, const SnapshotWriteOptions& options) {
   const uint64_t n = ring.num_points();
   const uint64_t c = ring.collision_losers().hashes.size();
+  // envoy-maglev's table is the node column, its M entries alone (no
+  // sentinel: a lookup reads entry h mod M); it has no hash column.
+  const bool table = ring.lookup_rule() == LookupRule::kTable;
   Layout layout;
+  if (IsProgram(ring)) {
+    layout.sections = kProgramSectionCount;
+    layout.minor = kMinorWithProgramFlavors;
+    layout.length[kFlavorOptions] = OptionsBytes(ring);
+    layout.length[kLowColumn] =
+        n == 0 || ring.flavor() != Flavor::kEnvoyRing ? 0 : 4 * internal::HashColumnSlots(n);
+  }
   layout.length[kLabel] = options.label.size();
   layout.length[kNodeTable] = NodeTableBytes(ring);
-  layout.length[kHashColumn] = n == 0 ? 0 : 4 * internal::HashColumnSlots(n);
-  layout.length[kNodeColumn] = n == 0 ? 0 : 2 * internal::NodeColumnSlots(n);
+  layout.length[kHashColumn] = n == 0 || table ? 0 : 4 * internal::HashColumnSlots(n);
+  layout.length[kNodeColumn] = n == 0 ? 0 : table ? 2 * n : 2 * internal::NodeColumnSlots(n);
   layout.length[kLoserHashes] = 4 * c;
   layout.length[kLoserNodes] = 2 * c;
   layout.length[kSubsets] = SubsetBytes(options.subsets, ring.num_nodes());
   const internal::SearchIndex& index = internal::RingFactory::StateOf(ring)->columns.index;
   layout.length[kSearchIndex] =
-      n == 0 || !options.store_search_index
+      n == 0 || table || !options.store_search_index
           ? 0
           : kIndexHeaderBytes + 4 * (index.level_key_count() + index.table_entries());
   uint64_t at = kHeaderBytes;
-  for (uint32_t s = 0; s < kSectionCount; ++s) {
+  for (uint32_t s = 0; s < layout.sections; ++s) {
     at = RoundUp(at, kSectionAlign);
     layout.offset[s] = at;
     at += layout.length[s];
@@ -83,14 +159,13 @@ Status CheckWritable(const Ring& ring, const SnapshotWriteOptions& options) {
     return Status(StatusCode::kBadArgument,
                   "a raw-point ring has no server list: only flavor rings have snapshots");
   }
-  if (!internal::InFrontEnds(ring.flavor())) {
-    // Format 1.2 has no field for these flavors' options, key hashes or
-    // 64-bit points and tables: a file would load as another ring.
-    return Status(
-        StatusCode::kBadArgument,
-        std::string(FlavorName(ring.flavor())) + " rings have no snapshot format yet (format " +
-            std::to_string(kSnapshotMajorVersion) + "." + std::to_string(kSnapshotMinorVersion) +
-            " stores nginx, pingora-v1, pingora-v2 and resty rings)");
+  if (!internal::InSnapshots(ring.flavor())) {
+    return Status(StatusCode::kBadArgument,
+                  "flavor " + std::to_string(static_cast<int>(ring.flavor())) +
+                      " has no snapshot format (format " +
+                      std::to_string(kSnapshotMajorVersion) + "." +
+                      std::to_string(kSnapshotMinorVersion) + " stores " +
+                      internal::FlavorByteList(/*all=*/true) + ")");
   }
   if (ring.num_nodes() == 0) {
     return Status(StatusCode::kBadArgument, "the ring has no nodes: nothing to snapshot");
@@ -139,7 +214,7 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
   const CollisionLosers losers = ring.collision_losers();
   std::memcpy(out + kOffMagic, kMagic, sizeof kMagic);
   StoreU16(out + kOffMajor, kSnapshotMajorVersion);
-  StoreU16(out + kOffMinor, kSnapshotMinorVersion);
+  StoreU16(out + kOffMinor, layout.minor);
   StoreU32(out + kOffHeaderBytes, kHeaderBytes);
   StoreU64(out + kOffFileBytes, layout.file_bytes);
   StoreU64(out + kOffConfigVersion, options.config_version);
@@ -150,7 +225,7 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
                 std::chrono::system_clock::now().time_since_epoch())
                 .count();
   StoreU64(out + kOffCreated, static_cast<uint64_t>(created));
-  out[kOffHashFunction] = kHashFunctionKetamaCrc32;
+  out[kOffHashFunction] = IsProgram(ring) ? kHashFunctionFlavorOptions : kHashFunctionKetamaCrc32;
   out[kOffFlavor] = internal::FlavorByte(ring.flavor());
   out[kOffTieBreak] = TieBreakCode(ring.tie_break());
   StoreU32(out + kOffMultiple, ring.point_multiple());
@@ -160,13 +235,17 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
   StoreU32(out + kOffLosers, static_cast<uint32_t>(losers.hashes.size()));
   StoreU32(out + kOffSubsets, static_cast<uint32_t>(options.subsets.size()));
   StoreU32(out + kOffFlags, options.signing_key ? kFlagSigned : 0);
-  StoreU32(out + kOffSectionCount, kSectionCount);
+  StoreU32(out + kOffSectionCount, layout.sections);
   StoreU64(out + kOffExpires, static_cast<uint64_t>(options.expires_unix_seconds));
   std::memcpy(out + kOffFingerprint, fingerprint.bytes.data(), 32);
   std::memcpy(out + kOffPointsDigest, points_digest.bytes.data(), 32);
   for (uint32_t s = 0; s < kSectionCount; ++s) {
     StoreU64(out + kOffSections + 16 * s, layout.offset[s]);
     StoreU64(out + kOffSections + 16 * s + 8, layout.length[s]);
+  }
+  for (uint32_t s = kSectionCount; s < layout.sections; ++s) {
+    StoreU64(out + kOffSectionsMore + 16 * (s - kSectionCount), layout.offset[s]);
+    StoreU64(out + kOffSectionsMore + 16 * (s - kSectionCount) + 8, layout.length[s]);
   }
 
   if (!options.label.empty()) {
@@ -182,12 +261,20 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
   }
   // The columns as the ring holds them, sentinels and tails included (the
   // host is little-endian: the loader refuses others).
-  if (ring.num_points() > 0) {
+  // (A maglev table has no hash column: memcpy's source must not be null.)
+  if (layout.length[kHashColumn] > 0) {
     std::memcpy(out + layout.offset[kHashColumn], state.columns.hash.data(),
                 layout.length[kHashColumn]);
+  }
+  if (layout.length[kNodeColumn] > 0) {
     std::memcpy(out + layout.offset[kNodeColumn], state.columns.node.data(),
                 layout.length[kNodeColumn]);
   }
+  if (layout.length[kLowColumn] > 0) {
+    std::memcpy(out + layout.offset[kLowColumn], state.columns.low.data(),
+                layout.length[kLowColumn]);
+  }
+  if (layout.sections > kSectionCount) FillOptions(ring, out + layout.offset[kFlavorOptions]);
   if (!losers.hashes.empty()) {
     std::memcpy(out + layout.offset[kLoserHashes], losers.hashes.data(),
                 layout.length[kLoserHashes]);
@@ -226,7 +313,7 @@ void Fill(const Ring& ring, const SnapshotWriteOptions& options, const Layout& l
   uint8_t* trailer = out + layout.trailer;
   if (options.signing_key) {
     SignedMessage message;
-    if (!MakeSignedMessage(kSnapshotMinorVersion, out, layout.trailer, internal::BuildThreads(),
+    if (!MakeSignedMessage(layout.minor, out, layout.trailer, internal::BuildThreads(),
                            message)) {
       throw std::bad_alloc();  // a digest context: reported as kOutOfMemory
     }

@@ -48,7 +48,7 @@
  * pointer or size_t: no enum type crosses the ABI (the CHASH_* constants
  * are plain integers).
  *
- * Structs that grow. chash_snapshot_options, chash_snapshot_info,
+ * Structs that grow. chash_ring_options, chash_snapshot_options, chash_snapshot_info,
  * chash_ring_stats, chash_memory_usage, chash_reloader_options,
  * chash_reload_result and chash_reload_report begin with `uint32_t size`:
  * set it to sizeof the struct as your program was compiled, e.g.
@@ -101,6 +101,15 @@ typedef struct chash_snapshot chash_snapshot;
 #define CHASH_FLAVOR_PINGORA_V1 1u /* pingora-ketama Continuum::new */
 #define CHASH_FLAVOR_PINGORA_V2 2u /* pingora-ketama Version::V2 { point_multiple } */
 #define CHASH_FLAVOR_RESTY 3u      /* OpenResty resty.chash (APISIX): opaque ids, CRC32(ID) chains */
+/* The other programs' rings (include/chash/ring.h), with their options in
+ * chash_ring_options (chash_builder_new_with_options). Their keys hash as
+ * their program hashes them: chash_ring_find and chash_ring_key_hash; a
+ * key hash of envoy-ring and envoy-maglev is 64 bits (chash_ring_find_hash64). */
+#define CHASH_FLAVOR_HAPROXY 4u       /* HAProxy `hash-type consistent` */
+#define CHASH_FLAVOR_KETAMA_MD5 5u    /* libmemcached, twemproxy, libketama */
+#define CHASH_FLAVOR_VARNISH_SHARD 6u /* Varnish vmod_directors shard */
+#define CHASH_FLAVOR_ENVOY_RING 7u    /* Envoy RING_HASH */
+#define CHASH_FLAVOR_ENVOY_MAGLEV 8u  /* Envoy MAGLEV */
 
 #define CHASH_OK 0
 #define CHASH_NO_NODE 0xFFFFFFFFu
@@ -201,6 +210,63 @@ CHASH_C_API int chash_builder_build(chash_builder *builder, chash_ring **out) CH
 /* Frees a builder that was never built; NULL is a no-op. */
 CHASH_C_API void chash_builder_free(chash_builder *builder) CHASH_C_NOEXCEPT;
 
+/* The options of a ring (C++ RingOptions), for chash_builder_new_with_options.
+ * A struct that grows ("Structs that grow"): every field 0 is its default,
+ * which is the program's own. A flavor reads only its own fields; the others
+ * must stay 0 (CHASH_E_BAD_ARGUMENT, naming the option). */
+typedef struct chash_ring_options {
+  uint32_t size;           /* sizeof(chash_ring_options) */
+  uint32_t point_multiple; /* pingora-v2, resty; 0 = 160 */
+  /* haproxy: the key hash, CHASH_HAPROXY_HASH_*; avalanche 0 = on (HAProxy's
+   * `hash-type consistent` alone), 1 = on, 2 = off (`hash-type consistent
+   * djb2` without `avalanche`); server key 0 = id x 4096 + j (HAProxy 2.x,
+   * 3.3 on), 1 = HAProxy 3.0-3.2 without commit 03e9a5a1e. */
+  uint32_t haproxy_hash;
+  uint32_t haproxy_avalanche;
+  uint32_t haproxy_server_key;
+  /* ketama-md5: CHASH_KETAMA_*; the key hash, CHASH_KETAMA_HASH_* (0: the
+   * variant's); the port of servers written without one and left out of
+   * labels (0 = 11211); twemproxy's hash_tag, its two bytes (0, 0: none). */
+  uint32_t ketama_variant;
+  uint32_t ketama_key_hash;
+  uint32_t ketama_default_port;
+  uint8_t ketama_hash_tag[2];
+  uint8_t reserved0[2]; /* 0 */
+  uint32_t varnish_replicas; /* varnish-shard; 0 = 67 */
+  uint32_t envoy_hash;       /* envoy-ring's point hash: 0 xxHash, 1 MurmurHash2 */
+  uint64_t envoy_minimum_ring_size; /* 0 = 1024 */
+  uint64_t envoy_maximum_ring_size; /* 0 = 8,388,608 */
+  uint64_t maglev_table_size;       /* a prime; 0 = 65,537 */
+} chash_ring_options;
+#define CHASH_HAPROXY_HASH_SDBM 0u
+#define CHASH_HAPROXY_HASH_DJB2 1u
+#define CHASH_HAPROXY_HASH_WT6 2u
+#define CHASH_HAPROXY_HASH_CRC32 3u
+#define CHASH_KETAMA_LIBMEMCACHED_WEIGHTED 0u
+#define CHASH_KETAMA_LIBMEMCACHED_UNWEIGHTED 1u
+#define CHASH_KETAMA_TWEMPROXY 2u
+#define CHASH_KETAMA_LIBKETAMA 3u
+#define CHASH_KETAMA_LIBMEMCACHED_SPY 4u
+#define CHASH_KETAMA_LIBMEMCACHED_SPY_WEIGHTED 5u
+/* The key hashes, in ring.h's KetamaKeyHash order: 0 default, 1 md5,
+ * 2 one_at_a_time, 3 fnv1a_64, 4 fnv1_64, 5 fnv1_32, 6 fnv1a_32, 7 crc32a,
+ * 8 crc32, 9 crc16, 10 hsieh, 11 murmur, 12 jenkins, 13 murmur3. */
+#define CHASH_KETAMA_HASH_DEFAULT 0u
+#define CHASH_KETAMA_HASH_MURMUR3 13u
+
+/* A builder of any flavor (CHASH_FLAVOR_*) with its options (NULL: every
+ * default). Errors as chash_builder_new, and CHASH_E_BAD_ARGUMENT for an
+ * option out of range or of another flavor (chash_last_error() names it). */
+CHASH_C_API int chash_builder_new_with_options(uint32_t flavor, const chash_ring_options *options,
+                                               chash_builder **out) CHASH_C_NOEXCEPT;
+/* chash_builder_add with what the flavor reads beside the address: haproxy's
+ * server id (`id`, 1..2,147,483,647; 0 = assigned at build as HAProxy
+ * assigns it), twemproxy's server name (name_len 1..4096 bytes; name NULL
+ * or name_len 0: none). Another flavor given either: CHASH_E_BAD_ARGUMENT. */
+CHASH_C_API int chash_builder_add_node(chash_builder *builder, const char *address,
+                                       size_t address_len, uint32_t weight, uint32_t server_id,
+                                       const char *name, size_t name_len) CHASH_C_NOEXCEPT;
+
 /* A point given directly, for rings from your own point generator. */
 typedef struct chash_raw_point {
   uint32_t hash;
@@ -234,6 +300,22 @@ CHASH_C_API uint32_t chash_ring_find(const chash_ring *ring, const void *key,
                                      size_t key_len) CHASH_C_NOEXCEPT;
 /* The same for a precomputed key hash (chash_crc32). O(log16 n). */
 CHASH_C_API uint32_t chash_ring_find_hash(const chash_ring *ring, uint32_t hash) CHASH_C_NOEXCEPT;
+/* The key's hash as the ring's program computes it (CRC32 for nginx,
+ * pingora and resty; the flavor's own for the others, 64 bits for
+ * envoy-ring and envoy-maglev); 0 for a NULL ring or key. */
+CHASH_C_API uint64_t chash_ring_key_hash(const chash_ring *ring, const void *key,
+                                         size_t key_len) CHASH_C_NOEXCEPT;
+/* 32, or 64 for envoy-ring and envoy-maglev rings; 0 for NULL. */
+CHASH_C_API uint32_t chash_ring_key_hash_bits(const chash_ring *ring) CHASH_C_NOEXCEPT;
+/* The node of any flavor's key hash (chash_ring_key_hash's values): the
+ * 64-bit lookup of envoy-ring and envoy-maglev; on 32-bit rings
+ * chash_ring_find_hash, and CHASH_NO_NODE above 2^32 - 1. */
+CHASH_C_API uint32_t chash_ring_find_hash64(const chash_ring *ring, uint64_t hash) CHASH_C_NOEXCEPT;
+/* The node the program picks on retry `attempt` (0: the first pick) when it
+ * retries without being told which node failed (C++ Ring::FindNodeForAttempt:
+ * Envoy's ring and table retries; elsewhere the point `attempt` steps on). */
+CHASH_C_API uint32_t chash_ring_find_attempt(const chash_ring *ring, uint64_t hash,
+                                             uint32_t attempt) CHASH_C_NOEXCEPT;
 /* Batches: out[i] = chash_ring_find_hash(ring, hashes[i]) /
  * chash_ring_find(ring, keys[i], key_lens[i]) for i < n. Lookups in a batch
  * overlap their cache misses: several times faster a key than single calls
@@ -637,6 +719,8 @@ typedef struct chash_snapshot_info {
 #define CHASH_CHECK_ADDRESS 27u          /* an embedder's: addresses it cannot use */
 #define CHASH_CHECK_BACKEND_MISMATCH 28u /* an embedder's: a migration partner's backends */
 #define CHASH_CHECK_EMBEDDER 29u         /* any other check of the embedder */
+#define CHASH_CHECK_OPTIONS 30u          /* 1.4: a flavor options section */
+#define CHASH_CHECK_LOW_COLUMN 31u       /* 1.4: envoy-ring's low halves */
 /* "checksum", "not_regular", ...; "unknown" past the list. Static storage. */
 CHASH_C_API const char *chash_check_name(uint32_t check) CHASH_C_NOEXCEPT;
 /* The check the last failed snapshot call on this thread named (its

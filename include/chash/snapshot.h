@@ -54,8 +54,18 @@
 //   label       not UTF-8 text without NUL
 //   node_table  an entry overruns, an address the flavor refuses, duplicate
 //               servers, or points generated != sum of weight x multiple
-//   hash_column hashes not strictly ascending, or a sentinel slot != UINT32_MAX
+//   options     (1.4) the flavor options section: a field out of range,
+//               options the flavor refuses, a bad or duplicate server id or
+//               twemproxy label, a multiple or table size other than the
+//               options'
+//   hash_column hashes not strictly ascending (not descending for the other
+//               programs' flavors, which keep equal points), or a sentinel
+//               slot != UINT32_MAX
+//   low_column  (1.4, envoy-ring) the 64-bit points (hash, low) descend, or
+//               a sentinel slot != UINT32_MAX
 //   node_column a node id >= N, a node of weight 0, or a tail slot != node 0
+//               (the last point's node on varnish-shard rings; a maglev
+//               table has no tail)
 //   collisions  loser hashes not ascending or not in the column, loser node
 //               ids >= N, a loser equal to its hash's kept point
 //   subsets     a bad name, a duplicate, or mask bits past N
@@ -107,7 +117,12 @@
 namespace chash {
 
 inline constexpr uint16_t kSnapshotMajorVersion = 1;
-inline constexpr uint16_t kSnapshotMinorVersion = 3;
+// The highest minor this library reads and writes. It writes 1.4 only for
+// rings of the other programs' flavors (haproxy, ketama-md5, varnish-shard,
+// envoy-ring, envoy-maglev), which need its sections; nginx, pingora and
+// resty rings are written as 1.3 files, byte for byte what 1.3 writers
+// wrote, so that readers of 1.3 keep reading them.
+inline constexpr uint16_t kSnapshotMinorVersion = 4;
 
 // ---- Keys (Ed25519) ---------------------------------------------------------
 
@@ -239,8 +254,15 @@ enum class SnapshotCheck : uint8_t {
   kAddress = 27,
   kBackendMismatch = 28,
   kEmbedder = 29,
+  // 1.4: the flavor options section of the other programs' flavors (a
+  // field out of range, options the flavor refuses, a bad server id or
+  // label, or a point multiple other than the options'), and envoy-ring's
+  // column of low halves (points not ascending as 64-bit values, a
+  // sentinel slot != UINT32_MAX).
+  kOptions = 30,
+  kLowColumn = 31,
 };
-inline constexpr uint8_t kSnapshotCheckCount = 30;
+inline constexpr uint8_t kSnapshotCheckCount = 32;
 
 // "io", "not_regular", ... as the messages spell them; "unknown" past the
 // enum. Static storage, no allocation.
@@ -514,7 +536,9 @@ class SnapshotReloader {
   Status last_error() const;
 
  private:
-  struct Impl;
+  // Hidden as its definition is (reloader.cc): clang refuses a definition
+  // whose visibility differs from the declaration's.
+  struct __attribute__((visibility("hidden"))) Impl;
   explicit SnapshotReloader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -374,6 +374,17 @@ ngx_chash_gen_make(ngx_chash_source_t *src, chash_snapshot *snapshot,
         goto failed;
     }
 
+    /* Format 1.4 carries the other programs' rings (haproxy, ketama-md5,
+     * ...), which hash keys their own way: this module routes with the
+     * CRC-32 flavors only. */
+    if (gen->info.flavor > CHASH_FLAVOR_RESTY) {
+        *check = CHASH_CHECK_FLAVOR;
+        ngx_snprintf(err, len, "the snapshot's flavor %uD is not one this "
+                     "module routes with (nginx, pingora-v1, pingora-v2, "
+                     "resty)%Z", gen->info.flavor);
+        goto failed;
+    }
+
     if (src->flavor >= 0 && gen->info.flavor != (uint32_t) src->flavor) {
         *check = CHASH_CHECK_FLAVOR;
         ngx_snprintf(err, len, "the snapshot is flavor=%s, the chash "

@@ -84,8 +84,9 @@ TEST(Cli, ErrorsInArguments) {
                    "resty take a point multiple (got 16)");
   ExpectUsageError(RunChash("route --servers " + servers + " --mode pingora-v2 --multiple 0"),
                    "--multiple must be an integer 1..");
-  ExpectUsageError(RunChash("route --servers " + servers + " --mode haproxy"),
-                   "unknown flavor 'haproxy' (expected nginx, pingora-v1, pingora-v2 or resty)");
+  ExpectUsageError(RunChash("route --servers " + servers + " --mode frobnicate"),
+                   "unknown flavor 'frobnicate' (expected nginx, pingora-v1, pingora-v2, resty, "
+                   "haproxy, ketama-md5, varnish-shard, envoy-ring, envoy-maglev)");
   ExpectUsageError(RunChash("route --servers " + servers + " --bogus"), "unknown option '--bogus'");
   ExpectUsageError(RunChash("route --servers /nonexistent/x"), "/nonexistent/x:");
   ExpectUsageError(RunChash("route --servers " + servers + " --keys /nonexistent/k"),
@@ -93,6 +94,122 @@ TEST(Cli, ErrorsInArguments) {
   ExpectUsageError(RunChash("frobnicate"), "unknown command 'frobnicate'");
   const std::string drained = WriteTemp("s9", "10.0.0.1:80 0\n");
   ExpectUsageError(RunChash("route --servers " + drained, "a\n"), "the ring has no points");
+}
+
+// ---- The other programs' flavors -------------------------------------------------------
+// Their answers against every recorded golden set: tests/oracles/cli_golden.py
+// (ctest Oracles.CliRoutesAsTheRealPrograms). Here: one set through the
+// tool from C++, and what the tool refuses.
+
+// `key,ADDR` rows of a golden answers file, comments left out.
+std::vector<std::pair<std::string, std::string>> GoldenRows(const std::string& relative) {
+  std::ifstream in(testing::DataPath(relative), std::ios::binary);
+  EXPECT_TRUE(in.good()) << relative;
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t comma = line.rfind(',');
+    rows.emplace_back(line.substr(0, comma), line.substr(comma + 1));
+  }
+  return rows;
+}
+
+TEST(CliPrograms, HaproxyRoutesAsTheRealHaproxy) {
+  // haproxy 2.6's answers (tests/data/haproxy/sets.txt: default_uri_20,
+  // `hash-type consistent`, balance uri).
+  const auto rows = GoldenRows("haproxy/default_uri_20.csv");
+  ASSERT_GT(rows.size(), 100u);
+  std::string keys, expected;
+  for (const auto& [key, addr] : rows) {
+    keys += key + "\n";
+    expected += key + "," + addr + "\n";
+  }
+  const CliRun run = RunChash("route --flavor haproxy --balance uri --servers " +
+                                  testing::DataPath("haproxy/default_uri_20.servers"),
+                              keys);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, expected);
+  // Without --balance the query string is hashed too: some answers change.
+  const CliRun whole = RunChash("route --flavor haproxy --balance uri-whole --servers " +
+                                    testing::DataPath("haproxy/default_uri_20.servers"),
+                                keys);
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  EXPECT_NE(whole.out, expected);
+}
+
+TEST(CliPrograms, VarnishPrintsTheAddressAndHashesTheName) {
+  // varnishd 7.1's answers for one backend named `only` at 127.0.15.1:80:
+  // every key goes to it (url_single), printed as ADDR.
+  const auto rows = GoldenRows("varnish/url_single.csv");
+  ASSERT_FALSE(rows.empty());
+  const CliRun run = RunChash("route --flavor varnish-shard --servers " +
+                                  testing::DataPath("varnish/url_single.servers"),
+                              rows[0].first + "\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, rows[0].first + "," + rows[0].second + "\n");
+}
+
+TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
+  const std::string servers = WriteTemp("p1", "10.0.0.1:80 1\n10.0.0.2:80 2\n");
+  ExpectUsageError(RunChash("route --flavor haproxy --replicas 3 --servers " + servers, "a\n"),
+                   "--replicas is an option of the varnish-shard flavor, not of haproxy");
+  ExpectUsageError(RunChash("route --servers " + servers + " --table-size 7", "a\n"),
+                   "--table-size is an option of the envoy-maglev flavor, not of nginx");
+  ExpectUsageError(
+      RunChash("stats --flavor varnish-shard --hash-function djb2 --servers " + servers),
+      "--hash-function is an option of the haproxy and envoy-ring flavors, not of varnish-shard");
+  ExpectUsageError(RunChash("route --flavor haproxy --hash-function md5 --servers " + servers,
+                            "a\n"),
+                   "--hash-function must be one of sdbm, djb2, wt6, crc32, got 'md5'");
+  ExpectUsageError(RunChash("route --flavor ketama-md5 --hash-tag {} --servers " + servers, "a\n"),
+                   "--hash-tag is twemproxy's hash_tag: it needs --variant twemproxy");
+  ExpectUsageError(RunChash("route --flavor envoy-maglev --table-size 10 --servers " + servers,
+                            "a\n"),
+                   "--flavor envoy-maglev: ");
+  ExpectUsageError(RunChash("route --flavor envoy-ring --min-ring-size 9 --max-ring-size 8 "
+                            "--servers " + servers, "a\n"),
+                   "--min-ring-size 9 is above --max-ring-size 8");
+  ExpectUsageError(RunChash("route --flavor nginx --balance uri --servers " + servers, "a\n"),
+                   "--balance needs --flavor haproxy");
+  ExpectUsageError(RunChash("route --flavor haproxy --alt 1 --servers " + servers, "a\n"),
+                   "--alt is Varnish's alt=K: it needs --flavor varnish-shard");
+  ExpectUsageError(RunChash("route --flavor varnish-shard --by-hash --servers " + servers,
+                            "4294967296\n12\n"),
+                   "'4294967296' is not a key hash (--by-hash: a decimal integer below 2^32)");
+  ExpectUsageError(RunChash("build --flavor haproxy --out x.chash --servers " + servers),
+                   "the snapshot format does not carry the haproxy flavor yet");
+  ExpectUsageError(RunChash("plan --flavor varnish-shard --servers " + servers),
+                   "plan chooses a point multiple; the varnish-shard flavor");
+  ExpectUsageError(RunChash("route --flavor haproxy --nginx-conf x.conf --upstream u", "a\n"),
+                   "--nginx-conf reads nginx upstreams; the haproxy flavor takes its servers");
+  ExpectUsageError(RunChash("route --ring x.chash --replicas 3", "a\n"),
+                   "--ring and --replicas cannot be combined");
+}
+
+TEST(CliPrograms, ServersFileErrorsNameFileAndLine) {
+  const std::string attr = WriteTemp("p2", "10.0.0.1:80 1 id=3\n10.0.0.2:80 1 ident=x\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + attr),
+                   attr + ":2: the haproxy flavor takes no attribute 'ident' (it takes: id, name)");
+  ExpectUsageError(RunChash("stats --flavor ketama-md5 --servers " + attr),
+                   attr + ":1: the ketama-md5 flavor takes no attribute here (name= is "
+                          "twemproxy's: --variant twemproxy)");
+  const std::string id = WriteTemp("p3", "10.0.0.1:80 1 id=0\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + id),
+                   id + ":1: id '0' must be an integer 1..2147483647");
+  const std::string same_id = WriteTemp("p4", "a 1 id=3\nb 1 id=3\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + same_id), same_id + ":2: ");
+  const std::string real = WriteTemp("p5", "10.0.0.1:80 2.5\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + real),
+                   real + ":1: weight '2.5' is not an integer");
+  EXPECT_EQ(RunChash("stats --flavor varnish-shard --servers " + real).status, 0);
+  const std::string heavy = WriteTemp("p6", "10.0.0.1:80 1\n10.0.0.2:80 300\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + heavy), heavy + ":2: ");
+  const std::string twice = WriteTemp("p7", "a 1 name=x\na 1 name=y\n");
+  ExpectUsageError(RunChash("stats --flavor varnish-shard --servers " + twice),
+                   twice + ":2: 'a' is listed twice (first on line 1)");
+  const std::string not_kv = WriteTemp("p8", "a 1 ident\n");
+  ExpectUsageError(RunChash("stats --flavor varnish-shard --servers " + not_kv),
+                   not_kv + ":1: 'ident' is not key=value");
 }
 
 TEST(Cli, StatsJson) {
@@ -104,6 +221,11 @@ TEST(Cli, StatsJson) {
       << run.out;
 }
 
+// The other programs' flavors' options (tools/cli/program_flavors.h).
+#define PROGRAM_OPTIONS                                                                       \
+  "--hash-function", "--avalanche", "--server-key", "--variant", "--key-hash", "--default-port", \
+      "--hash-tag", "--replicas", "--min-ring-size", "--max-ring-size", "--table-size"
+
 // Every command with every option its parser takes (tools/cli/cmd_*.cc):
 // its help must name each one.
 const std::vector<std::pair<std::string, std::vector<std::string>>>& CommandOptions() {
@@ -112,14 +234,14 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& CommandOpti
        {"--servers", "--flavor", "--multiple", "--keys", "--down", "--subset", "--new-servers",
         "--new-flavor", "--new-multiple", "--rollout", "--scope", "--seed", "--nginx-conf",
         "--upstream", "--new-nginx-conf", "--new-upstream", "--ring", "--trusted-key",
-        "--min-version", "--allow-mismatch"}},
+        "--min-version", "--allow-mismatch", "--balance", "--alt", "--by-hash", PROGRAM_OPTIONS}},
       {"stats",
        {"--servers", "--flavor", "--multiple", "--plot", "--nginx-conf", "--upstream", "--ring",
-        "--trusted-key", "--min-version", "--json"}},
+        "--trusted-key", "--min-version", "--json", PROGRAM_OPTIONS}},
       {"diff",
        {"--servers", "--flavor", "--multiple", "--new-servers", "--new-flavor", "--new-multiple",
         "--rollout", "--new-ring", "--plot", "--nginx-conf", "--upstream", "--new-nginx-conf",
-        "--new-upstream", "--ring", "--trusted-key", "--min-version", "--json"}},
+        "--new-upstream", "--ring", "--trusted-key", "--min-version", "--json", PROGRAM_OPTIONS}},
       {"plan",
        {"--servers", "--flavor", "--multiple", "--cv-target", "--rings", "--multiples",
         "--max-points", "--plot", "--nginx-conf", "--upstream", "--json"}},

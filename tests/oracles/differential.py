@@ -3,7 +3,7 @@
 chash (or, with --model-only, through tests/oracles/models.py), compared answer by
 answer.
 
-    python3 tests/oracles/differential.py --program haproxy --chash build/tools/cli/chash \
+    python3 tests/oracles/differential.py --program haproxy --chash build/tools/chash \
         [--rounds 3] [--seconds 120] [--fleet 100] [--keys 500] [--seed 1] [--save DIR]
     python3 tests/oracles/differential.py --program varnish --model-only
 
@@ -22,8 +22,8 @@ keys.txt, options.txt, real.csv, other.csv) to be replayed with the oracle's
 (a difference, an error of either side, or no round run).
 
 The chash side is one small adapter per program (CHASH_ADAPTERS below): it turns the
-oracle's options into a `chash route` command line. `chash route` does not know these
-flavors yet; adjust the adapters when it does.
+oracle's options into a `chash route` command line (tests/oracles/cli_golden.py runs
+the same adapters on every recorded golden set).
 """
 
 import argparse
@@ -58,48 +58,66 @@ MODELS = {
 
 
 # ---------------------------------------------------------------- chash adapters
-# Each returns the arguments after `chash route --servers FILE --keys FILE`. The
-# flavor names and options are the planned ones (issue 33); change them here.
+# Each returns the arguments after `chash route --servers FILE --keys FILE` that
+# ask chash what the program answers with the oracle's options `o` for the
+# fleet `servers` (tools/cli/README.md, "The other programs' flavors").
 
-def chash_haproxy(o):
-    args = ["--flavor", "haproxy", "--haproxy-balance", o["balance"]]
+def chash_haproxy(o, servers):
+    args = ["--flavor", "haproxy", "--balance", o["balance"]]
+    # `hash-type consistent` alone is chash's default (sdbm with avalanche).
     if o["function"] != "default":
-        args += ["--haproxy-hash", o["function"]]
+        args += ["--hash-function", o["function"]]
         if o["avalanche"]:
-            args.append("--haproxy-avalanche")
+            args.append("--avalanche")
     return args
 
 
-def chash_varnish(o):
-    args = ["--flavor", "varnish-shard", "--varnish-by", o["by"], "--replicas", str(o["replicas"])]
+def chash_varnish(o, servers):
+    args = ["--flavor", "varnish-shard", "--replicas", str(o["replicas"])]
+    if o["by"] == "int":  # by=KEY, key=std.integer(...): the key is the hash
+        args.append("--by-hash")
     if o.get("alt"):
         args += ["--alt", str(o["alt"])]
     return args
 
 
-def chash_twemproxy(o):
-    args = ["--flavor", "twemproxy-ketama", "--key-hash", o["hash"]]
+def chash_twemproxy(o, servers):
+    args = ["--flavor", "ketama-md5", "--variant", "twemproxy", "--key-hash", o["hash"]]
     if o.get("hash_tag"):
         args += ["--hash-tag", o["hash_tag"]]
     return args
 
 
-def chash_libmemcached(o):
-    flavor = {"weighted": "ketama-md5", "ketama": "ketama-libmemcached",
-              "spy": "ketama-spy"}[o["mode"]]
-    args = ["--flavor", flavor]
-    if o["hash"] != "keep":
-        args += ["--key-hash", o["hash"]]
+# libmemcached's MEMCACHED_BEHAVIOR_HASH names -> chash's --key-hash names.
+LIBMEMCACHED_HASHES = {"default": "one_at_a_time", "crc": "crc32"}
+
+
+def chash_libmemcached(o, servers):
+    # A server of weight > 1 turns libmemcached's weighted continuum on in
+    # every consistent mode, while the key hash stays the mode's.
+    heavy = any(float(s.weight) > 1 for s in servers)
+    key_hash = None if o["hash"] == "keep" else LIBMEMCACHED_HASHES.get(o["hash"], o["hash"])
+    if o["mode"] == "weighted":
+        variant = "libmemcached-weighted"
+    elif o["mode"] == "ketama":
+        variant = "libmemcached-weighted" if heavy else "libmemcached-unweighted"
+        if heavy and key_hash is None:
+            key_hash = "one_at_a_time"
+    else:
+        variant = "libmemcached-spy-weighted" if heavy else "libmemcached-spy"
+    args = ["--flavor", "ketama-md5", "--variant", variant]
+    if key_hash is not None:
+        args += ["--key-hash", key_hash]
     return args
 
 
-def chash_envoy(o):
+def chash_envoy(o, servers):
     if o["lb"] == "maglev":
         return ["--flavor", "envoy-maglev", "--table-size", str(o["table_size"]), "--by-hash"]
     args = ["--flavor", "envoy-ring", "--min-ring-size", str(o["min_ring"]),
             "--max-ring-size", str(o["max_ring"]), "--by-hash"]
     if o.get("hash") == "murmur2":
-        args += ["--ring-hash", "murmur2"]
+        args += ["--hash-function", "murmur_hash_2"]
     return args
 
 
@@ -115,7 +133,7 @@ def run_chash(chash, program, servers, keys, o, seconds):
             f.write(common.format_servers(servers))
         with open(kfile, "wb") as f:
             f.write(common.format_keys(keys))
-        cmd = [chash, "route", "--servers", sfile, "--keys", kfile] + CHASH_ADAPTERS[program](o)
+        cmd = [chash, "route", "--servers", sfile, "--keys", kfile] + CHASH_ADAPTERS[program](o, servers)
         r = subprocess.run(common.nice_cmd(cmd, seconds), capture_output=True, timeout=seconds + 10)
     if r.returncode != 0:
         raise common.OracleError(f"chash exited {r.returncode}: {' '.join(cmd[1:])}\n"

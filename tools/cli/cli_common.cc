@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "nginx_conf.h"
@@ -134,10 +136,11 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
                                     std::string_view multiple_option) {
   RingOptions ring_options;
   if (const auto mode = options.Get(mode_option)) {
-    Result<Flavor> flavor = ParseFlavor(*mode);
+    Result<Flavor> flavor = ParseAnyFlavor(*mode);
     if (!flavor.ok()) return flavor.status();
     ring_options.flavor = flavor.value();
   }
+  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
   if (options.Has(multiple_option)) {
     if (Status status = ApplyMultipleOption(options, multiple_option, ring_options);
         !status.ok()) {
@@ -215,11 +218,31 @@ std::string ServersInputName(const Options& options, std::string_view prefix) {
   return *options.Get(choice.value().conf_option) + " upstream " + choice.value().upstream;
 }
 
-Result<ServersInput> ReadServersInput(const Options& options, std::string_view prefix) {
+Result<ServersInput> ReadServersInput(const Options& options, std::string_view prefix,
+                                      const RingOptions* ring) {
   Result<InputChoice> choice = ChooseInput(options, prefix);
   if (!choice.ok()) return choice.status();
   ServersInput input;
   input.name = ServersInputName(options, prefix);
+  if (ring != nullptr && IsProgramFlavor(ring->flavor)) {
+    if (choice.value().servers_option.empty()) {
+      return Status(StatusCode::kBadArgument,
+                    "--" + choice.value().conf_option + " reads nginx upstreams; the " +
+                        std::string(FlavorName(ring->flavor)) +
+                        " flavor takes its servers from --servers FILE");
+    }
+    const std::string path = *options.Get(choice.value().servers_option);
+    std::ifstream file(path, std::ios::binary);
+    if (!file.is_open()) return Status(StatusCode::kIoError, path + ": cannot be opened");
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (file.bad()) return Status(StatusCode::kIoError, path + ": cannot be read");
+    Result<std::vector<ProgramServer>> servers =
+        ParseProgramServers(text.str(), path, *ring, input.servers, input.point_counts);
+    if (!servers.ok()) return servers.status();
+    input.program = std::move(servers).value();
+    return input;
+  }
   if (!choice.value().servers_option.empty()) {
     Result<std::vector<ServerEntry>> servers =
         ReadServersFile(*options.Get(choice.value().servers_option));
@@ -241,7 +264,29 @@ Result<ServersInput> ReadServersInput(const Options& options, std::string_view p
   return input;
 }
 
-Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& options) {
+const std::string& ServerText(const Ring& ring, const ServersInput& input, uint32_t id) {
+  if (!input.program.empty() && id < input.servers.size()) return input.servers[id].address;
+  return ring.node(id).address.written;
+}
+
+Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& ring_options) {
+  if (!input.program.empty()) {
+    RingOptions options = ring_options;
+    if (input.point_counts) options.varnish.replicas = 1;
+    ProgressPhase progress("building " + std::string(FlavorName(options.flavor)) + " ring");
+    RingBuilder builder(options);
+    for (size_t i = 0; i < input.program.size(); ++i) {
+      const ProgramServer& server = input.program[i];
+      Status status = builder.Add(server.hashed, server.weight,
+                                  {.server_id = server.server_id, .name = server.name});
+      if (!status.ok()) {
+        return Status(status.code(), input.name + ":" + std::to_string(input.servers[i].line) +
+                                         ": " + status.message());
+      }
+    }
+    return NameWhatWasBuilt(std::move(builder).Build(), input.name, options);
+  }
+  const RingOptions& options = ring_options;
   if (input.where.empty()) {
     return NameWhatWasBuilt(BuildWithProgress(input.servers, options, input.name), input.name,
                             options);
@@ -294,10 +339,14 @@ Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view
 Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                                  std::vector<NamedSubset>* subsets) {
   if (options.Has("ring")) {
-    for (const char* name : {"servers", "flavor", "multiple", "nginx-conf", "upstream"}) {
+    std::vector<std::string_view> refused = {"servers", "flavor", "multiple", "nginx-conf",
+                                             "upstream"};
+    refused.insert(refused.end(), kProgramValued.begin(), kProgramValued.end());
+    refused.insert(refused.end(), kProgramFlags.begin(), kProgramFlags.end());
+    for (const std::string_view name : refused) {
       if (options.Has(name)) {
         return Status(StatusCode::kBadArgument,
-                      std::string("--ring and --") + name +
+                      "--ring and --" + std::string(name) +
                           " cannot be combined: the snapshot holds the servers and the flavor");
       }
     }
@@ -312,7 +361,7 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
   }
   Result<RingOptions> ring_options = RingOptionsFrom(options, "flavor", "multiple");
   if (!ring_options.ok()) return ring_options.status();
-  Result<ServersInput> read = ReadServersInput(options);
+  Result<ServersInput> read = ReadServersInput(options, "", &ring_options.value());
   if (!read.ok()) return read.status();
   Result<Ring> ring = BuildServersInput(read.value(), ring_options.value());
   if (input != nullptr) *input = std::move(read).value();
@@ -320,14 +369,17 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
 }
 
 Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options) {
-  Result<ServersInput> input = ReadServersInput(options, "new-");
-  if (!input.ok()) return input.status();
   RingOptions ring_options = old_options;
   if (const auto mode = options.Get("new-flavor")) {
-    Result<Flavor> flavor = ParseFlavor(*mode);
+    Result<Flavor> flavor = ParseAnyFlavor(*mode);
     if (!flavor.ok()) return flavor.status();
-    ring_options.flavor = flavor.value();
+    if (flavor.value() != old_options.flavor) {
+      // The program options given are the first ring's flavor's.
+      ring_options = RingOptions{.flavor = flavor.value()};
+    }
   }
+  Result<ServersInput> input = ReadServersInput(options, "new-", &ring_options);
+  if (!input.ok()) return input.status();
   if (!FlavorTakesPointMultiple(ring_options.flavor) ||
       ring_options.flavor != old_options.flavor) {
     ring_options.point_multiple = kDefaultPointMultiple;

@@ -149,6 +149,58 @@ TEST(CliPrograms, VarnishPrintsTheAddressAndHashesTheName) {
   EXPECT_EQ(run.out, rows[0].first + "," + rows[0].second + "\n");
 }
 
+TEST(CliPrograms, HaproxyCfgRoutesAsTheRealHaproxy) {
+  // haproxy-cfg/mixed_25.cfg is haproxy/mixed_25.servers as server lines;
+  // backend `sdbm` sets `hash-type consistent sdbm`, backend `inherits` takes
+  // `hash-type consistent wt6 avalanche` from defaults: the real haproxy's
+  // answers for each are sdbm_uri_25 and wt6_avalanche_uri_25.
+  const std::string cfg = testing::DataPath("haproxy-cfg/mixed_25.cfg");
+  for (const auto& [backend, set] : {std::pair<std::string, std::string>{"sdbm", "sdbm_uri_25"},
+                                     {"inherits", "wt6_avalanche_uri_25"}}) {
+    const auto rows = GoldenRows("haproxy/" + set + ".csv");
+    ASSERT_EQ(rows.size(), 300u) << set;
+    std::string keys, expected;
+    for (const auto& [key, addr] : rows) {
+      keys += key + "\n";
+      expected += key + "," + addr + "\n";
+    }
+    const CliRun run =
+        RunChash("route --haproxy-cfg " + cfg + " --backend " + backend + " --balance uri", keys);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, expected) << backend;
+  }
+  const CliRun stats = RunChash("stats --json --haproxy-cfg " + cfg + " --backend sdbm");
+  EXPECT_EQ(stats.status, 0) << stats.err;
+}
+
+TEST(CliPrograms, HaproxyCfgErrors) {
+  const std::string cfg = testing::DataPath("haproxy-cfg/mixed_25.cfg");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + cfg + " --backend nope", "a\n"),
+                   cfg + ": no backend or listen section named 'nope'");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + cfg, "a\n"), "--haproxy-cfg needs --backend");
+  ExpectUsageError(RunChash("route --backend sdbm --servers x", "a\n"),
+                   "--backend needs --haproxy-cfg FILE");
+  ExpectUsageError(
+      RunChash("route --haproxy-cfg " + cfg + " --backend sdbm --hash-function djb2", "a\n"),
+      "--haproxy-cfg and --hash-function cannot be combined");
+  const std::string map_based = WriteTemp(
+      "h1", "backend b\n  balance uri\n  server a 10.0.0.1:80 weight 2\n");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + map_based + " --backend b", "a\n"),
+                   "uses hash-type map-based (the default): HAProxy keeps no ring for it");
+  const std::string bad = WriteTemp(
+      "h2", "backend b\n  balance uri\n  hash-type consistent\n  server a 10.0.0.1:80 weight 300\n");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + bad + " --backend b", "a\n"),
+                   bad + ":4: weight '300' must be an integer 0..256");
+  const std::string round_robin =
+      WriteTemp("h3", "backend b\n  balance roundrobin\n  hash-type consistent\n  server a x:1\n");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + round_robin + " --backend b", "a\n"),
+                   round_robin + ":2: balance roundrobin does not hash a key");
+  const std::string function = WriteTemp(
+      "h4", "backend b\n  balance uri\n  hash-type consistent md5\n  server a x:1\n");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + function + " --backend b", "a\n"),
+                   function + ":3: hash-type consistent md5: chash knows sdbm, djb2, wt6 and crc32");
+}
+
 TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
   const std::string servers = WriteTemp("p1", "10.0.0.1:80 1\n10.0.0.2:80 2\n");
   ExpectUsageError(RunChash("route --flavor haproxy --replicas 3 --servers " + servers, "a\n"),
@@ -234,10 +286,11 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& CommandOpti
        {"--servers", "--flavor", "--multiple", "--keys", "--down", "--subset", "--new-servers",
         "--new-flavor", "--new-multiple", "--rollout", "--scope", "--seed", "--nginx-conf",
         "--upstream", "--new-nginx-conf", "--new-upstream", "--ring", "--trusted-key",
-        "--min-version", "--allow-mismatch", "--balance", "--alt", "--by-hash", PROGRAM_OPTIONS}},
+        "--min-version", "--allow-mismatch", "--balance", "--alt", "--by-hash", "--haproxy-cfg",
+        "--backend", PROGRAM_OPTIONS}},
       {"stats",
        {"--servers", "--flavor", "--multiple", "--plot", "--nginx-conf", "--upstream", "--ring",
-        "--trusted-key", "--min-version", "--json", PROGRAM_OPTIONS}},
+        "--trusted-key", "--min-version", "--json", "--haproxy-cfg", "--backend", PROGRAM_OPTIONS}},
       {"diff",
        {"--servers", "--flavor", "--multiple", "--new-servers", "--new-flavor", "--new-multiple",
         "--rollout", "--new-ring", "--plot", "--nginx-conf", "--upstream", "--new-nginx-conf",

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "haproxy_conf.h"
 #include "nginx_conf.h"
 #include "proc_memory.h"
 #include "progress.h"
@@ -336,11 +337,49 @@ Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view
   return Status(StatusCode::kOutOfMemory, "loading the ring snapshot: " + ring.status().message());
 }
 
+namespace {
+
+// --haproxy-cfg FILE --backend NAME: the flavor and its options are the
+// config's (only --server-key, which HAProxy version computes the points,
+// may be given).
+Result<Ring> LoadHaproxyBackend(const Options& options, ServersInput* input) {
+  for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple",
+                           "hash-function", "avalanche"}) {
+    if (options.Has(name)) {
+      return Status(StatusCode::kBadArgument,
+                    std::string("--haproxy-cfg and --") + name +
+                        " cannot be combined: the config gives the servers and the hash-type");
+    }
+  }
+  const std::optional<std::string> backend = options.Get("backend");
+  if (!backend) {
+    return Status(StatusCode::kBadArgument, "--haproxy-cfg needs --backend NAME (the backend "
+                                            "or listen section to read)");
+  }
+  const std::string path = *options.Get("haproxy-cfg");
+  Result<HaproxyBackend> read = ReadHaproxyBackend(path, *backend);
+  if (!read.ok()) return read.status();
+  for (const std::string& note : read.value().notes) {
+    std::fprintf(stderr, "chash: note: %s\n", note.c_str());
+  }
+  RingOptions ring_options = read.value().options;
+  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
+  ServersInput servers;
+  servers.name = path + " backend " + *backend;
+  servers.servers = std::move(read.value().servers);
+  servers.program = std::move(read.value().program);
+  Result<Ring> ring = BuildServersInput(servers, ring_options);
+  if (input != nullptr) *input = std::move(servers);
+  return ring;
+}
+
+}  // namespace
+
 Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                                  std::vector<NamedSubset>* subsets) {
   if (options.Has("ring")) {
     std::vector<std::string_view> refused = {"servers", "flavor", "multiple", "nginx-conf",
-                                             "upstream"};
+                                             "upstream", "haproxy-cfg", "backend"};
     refused.insert(refused.end(), kProgramValued.begin(), kProgramValued.end());
     refused.insert(refused.end(), kProgramFlags.begin(), kProgramFlags.end());
     for (const std::string_view name : refused) {
@@ -359,6 +398,10 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                     std::string("--") + name + " applies to a snapshot (--ring RINGFILE)");
     }
   }
+  if (options.Has("backend") && !options.Has("haproxy-cfg")) {
+    return Status(StatusCode::kBadArgument, "--backend needs --haproxy-cfg FILE");
+  }
+  if (options.Has("haproxy-cfg")) return LoadHaproxyBackend(options, input);
   Result<RingOptions> ring_options = RingOptionsFrom(options, "flavor", "multiple");
   if (!ring_options.ok()) return ring_options.status();
   Result<ServersInput> read = ReadServersInput(options, "", &ring_options.value());

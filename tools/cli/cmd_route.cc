@@ -184,6 +184,7 @@ int RunRoute(const Args& args) {
       "nginx-conf", "upstream",   "new-nginx-conf", "new-upstream", "new-ring"};
   valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
   valued.insert(kProgramValued.begin(), kProgramValued.end());
+  valued.insert(kProgramConfigs.begin(), kProgramConfigs.end());
   valued.insert({"balance", "alt"});
   std::set<std::string_view> flags = {"allow-mismatch", "by-hash"};
   flags.insert(kProgramFlags.begin(), kProgramFlags.end());

@@ -52,6 +52,7 @@ int RunStats(const Args& args) {
                                        "plot",    "nginx-conf", "upstream"};
   valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
   valued.insert(kProgramValued.begin(), kProgramValued.end());
+  valued.insert(kProgramConfigs.begin(), kProgramConfigs.end());
   std::set<std::string_view> flags = {"json"};
   flags.insert(kProgramFlags.begin(), kProgramFlags.end());
   Result<Options> options = Options::Parse(args, valued, flags, kSnapshotRepeated);

@@ -26,6 +26,8 @@ inline const std::set<std::string_view> kProgramValued = {
     "hash-function", "server-key", "variant",       "key-hash",      "default-port",
     "hash-tag",      "replicas",   "min-ring-size", "max-ring-size", "table-size"};
 inline const std::set<std::string_view> kProgramFlags = {"avalanche"};
+// The other programs' configs, read instead of --servers (route and stats).
+inline const std::set<std::string_view> kProgramConfigs = {"haproxy-cfg", "backend"};
 
 // Any flavor's name (FlavorName), the other programs' included: the chash
 // library's ParseFlavor names only the flavors snapshots carry.

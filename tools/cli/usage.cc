@@ -54,6 +54,12 @@ constexpr std::string_view kProgramRing = R"(
   --max-ring-size N     envoy-ring: maximum_ring_size (default 8388608)
   --table-size M        envoy-maglev: the table's size, a prime (default
                         65537)
+  --haproxy-cfg FILE    instead of --servers (route, stats): a haproxy.cfg,
+                        with --backend
+  --backend NAME        the backend (or listen) section whose server lines
+                        (weight, id), hash-type consistent and balance make
+                        the ring, defaults inherited; a key is the bytes
+                        HAProxy hashes (--balance uri takes a whole target)
 )";
 
 constexpr std::string_view kSnapshotInput = R"(

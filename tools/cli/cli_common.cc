@@ -10,6 +10,7 @@
 
 #include "haproxy_conf.h"
 #include "nginx_conf.h"
+#include "nutcracker_conf.h"
 #include "proc_memory.h"
 #include "progress.h"
 
@@ -373,13 +374,42 @@ Result<Ring> LoadHaproxyBackend(const Options& options, ServersInput* input) {
   return ring;
 }
 
+// --nutcracker-yml FILE --pool NAME: the pool's servers, hash and hash_tag.
+Result<Ring> LoadNutcrackerPool(const Options& options, ServersInput* input) {
+  for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple", "variant",
+                           "key-hash", "hash-tag", "default-port"}) {
+    if (options.Has(name)) {
+      return Status(StatusCode::kBadArgument,
+                    std::string("--nutcracker-yml and --") + name +
+                        " cannot be combined: the config gives the servers, hash and hash_tag");
+    }
+  }
+  const std::optional<std::string> pool = options.Get("pool");
+  if (!pool) {
+    return Status(StatusCode::kBadArgument, "--nutcracker-yml needs --pool NAME (the pool to read)");
+  }
+  const std::string path = *options.Get("nutcracker-yml");
+  Result<NutcrackerPool> read = ReadNutcrackerPool(path, *pool);
+  if (!read.ok()) return read.status();
+  RingOptions ring_options = read.value().options;
+  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
+  ServersInput servers;
+  servers.name = path + " pool " + *pool;
+  servers.servers = std::move(read.value().servers);
+  servers.program = std::move(read.value().program);
+  Result<Ring> ring = BuildServersInput(servers, ring_options);
+  if (input != nullptr) *input = std::move(servers);
+  return ring;
+}
+
 }  // namespace
 
 Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                                  std::vector<NamedSubset>* subsets) {
   if (options.Has("ring")) {
     std::vector<std::string_view> refused = {"servers", "flavor", "multiple", "nginx-conf",
-                                             "upstream", "haproxy-cfg", "backend"};
+                                             "upstream", "haproxy-cfg", "backend",
+                                             "nutcracker-yml", "pool"};
     refused.insert(refused.end(), kProgramValued.begin(), kProgramValued.end());
     refused.insert(refused.end(), kProgramFlags.begin(), kProgramFlags.end());
     for (const std::string_view name : refused) {
@@ -401,7 +431,14 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
   if (options.Has("backend") && !options.Has("haproxy-cfg")) {
     return Status(StatusCode::kBadArgument, "--backend needs --haproxy-cfg FILE");
   }
+  if (options.Has("pool") && !options.Has("nutcracker-yml")) {
+    return Status(StatusCode::kBadArgument, "--pool needs --nutcracker-yml FILE");
+  }
+  if (options.Has("haproxy-cfg") && options.Has("nutcracker-yml")) {
+    return Status(StatusCode::kBadArgument, "--haproxy-cfg and --nutcracker-yml cannot be combined");
+  }
   if (options.Has("haproxy-cfg")) return LoadHaproxyBackend(options, input);
+  if (options.Has("nutcracker-yml")) return LoadNutcrackerPool(options, input);
   Result<RingOptions> ring_options = RingOptionsFrom(options, "flavor", "multiple");
   if (!ring_options.ok()) return ring_options.status();
   Result<ServersInput> read = ReadServersInput(options, "", &ring_options.value());

@@ -102,6 +102,10 @@ Result<Flavor> ParseAnyFlavor(std::string_view name) {
 
 bool IsProgramFlavor(Flavor flavor) { return !internal::InFrontEnds(flavor); }
 
+Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name) {
+  return Lookup(kKeyHashes, "key-hash", name);
+}
+
 Status ApplyProgramOptions(const Options& options, RingOptions& ring) {
   for (const OptionFlavors& row : ProgramOptionFlavors()) {
     if (options.Has(row.option) &&

@@ -27,13 +27,17 @@ inline const std::set<std::string_view> kProgramValued = {
     "hash-tag",      "replicas",   "min-ring-size", "max-ring-size", "table-size"};
 inline const std::set<std::string_view> kProgramFlags = {"avalanche"};
 // The other programs' configs, read instead of --servers (route and stats).
-inline const std::set<std::string_view> kProgramConfigs = {"haproxy-cfg", "backend"};
+inline const std::set<std::string_view> kProgramConfigs = {"haproxy-cfg", "backend",
+                                                           "nutcracker-yml", "pool"};
 
 // Any flavor's name (FlavorName), the other programs' included: the chash
 // library's ParseFlavor names only the flavors snapshots carry.
 Result<Flavor> ParseAnyFlavor(std::string_view name);
 
 bool IsProgramFlavor(Flavor flavor);
+
+// A --key-hash name (twemproxy's `hash:` names, murmur3, default).
+Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name);
 
 // Reads the program options given into `ring` (whose flavor is set): an
 // option of another flavor is kBadArgument, naming the flavors it belongs to.

@@ -60,6 +60,11 @@ constexpr std::string_view kProgramRing = R"(
                         (weight, id), hash-type consistent and balance make
                         the ring, defaults inherited; a key is the bytes
                         HAProxy hashes (--balance uri takes a whole target)
+  --nutcracker-yml FILE instead of --servers (route, stats): twemproxy's
+                        YAML config, with --pool
+  --pool NAME           the pool whose servers (HOST:PORT:WEIGHT [NAME]),
+                        hash and hash_tag make the ring (distribution: ketama);
+                        route prints HOST:PORT
 )";
 
 constexpr std::string_view kSnapshotInput = R"(

@@ -242,6 +242,45 @@ TEST(CliPrograms, NutcrackerYmlRoutesAsTheRealNutcracker) {
                    no_weight + ":4: '127.0.0.1:11211': expected HOST:PORT:WEIGHT [NAME]");
 }
 
+TEST(CliPrograms, EnvoyClusterRoutesAsEnvoysTests) {
+  // envoy-cluster/clusters.yaml holds the hosts of Envoy's own unit tests
+  // ring_basic, ring_hash_key (envoy.lb hash_key metadata) and
+  // maglev_weighted as clusters; the expected hosts are those tests'
+  // assertions (tests/data/envoy/*.csv: request hash,host).
+  const std::string yaml = testing::DataPath("envoy-cluster/clusters.yaml");
+  const CliRun probe = RunChash("route --by-hash --envoy-cluster " + yaml + " --cluster ring_basic",
+                                "1\n");
+  if (probe.err.find("built without libyaml") != std::string::npos) {
+    GTEST_SKIP() << probe.err;
+  }
+  size_t compared = 0;
+  for (const std::string cluster : {"ring_basic", "ring_hash_key", "maglev_weighted"}) {
+    const auto rows = GoldenRows("envoy/" + cluster + ".csv");
+    ASSERT_FALSE(rows.empty()) << cluster;
+    std::string keys, expected;
+    for (const auto& [key, addr] : rows) {
+      keys += key + "\n";
+      expected += key + "," + addr + "\n";
+    }
+    const CliRun run =
+        RunChash("route --by-hash --envoy-cluster " + yaml + " --cluster " + cluster, keys);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, expected) << cluster;
+    compared += rows.size();
+  }
+  EXPECT_EQ(compared, 60u);
+  ExpectUsageError(RunChash("route --envoy-cluster " + yaml, "1\n"),
+                   "4 clusters (ring_basic, ring_hash_key, maglev_weighted, round_robin): "
+                   "--cluster NAME says which");
+  ExpectUsageError(RunChash("route --envoy-cluster " + yaml + " --cluster round_robin", "1\n"),
+                   "cluster lb_policy is 'ROUND_ROBIN': chash reads RING_HASH and MAGLEV");
+  ExpectUsageError(
+      RunChash("route --envoy-cluster " + yaml + " --cluster ring_basic --table-size 7", "1\n"),
+      "--envoy-cluster and --table-size cannot be combined");
+  ExpectUsageError(RunChash("route --cluster ring_basic --servers x", "1\n"),
+                   "--cluster needs --envoy-cluster FILE");
+}
+
 TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
   const std::string servers = WriteTemp("p1", "10.0.0.1:80 1\n10.0.0.2:80 2\n");
   ExpectUsageError(RunChash("route --flavor haproxy --replicas 3 --servers " + servers, "a\n"),
@@ -328,11 +367,12 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& CommandOpti
         "--new-flavor", "--new-multiple", "--rollout", "--scope", "--seed", "--nginx-conf",
         "--upstream", "--new-nginx-conf", "--new-upstream", "--ring", "--trusted-key",
         "--min-version", "--allow-mismatch", "--balance", "--alt", "--by-hash", "--haproxy-cfg",
-        "--backend", "--nutcracker-yml", "--pool", PROGRAM_OPTIONS}},
+        "--backend", "--nutcracker-yml", "--pool", "--envoy-cluster", "--cluster",
+        PROGRAM_OPTIONS}},
       {"stats",
        {"--servers", "--flavor", "--multiple", "--plot", "--nginx-conf", "--upstream", "--ring",
         "--trusted-key", "--min-version", "--json", "--haproxy-cfg", "--backend",
-        "--nutcracker-yml", "--pool", PROGRAM_OPTIONS}},
+        "--nutcracker-yml", "--pool", "--envoy-cluster", "--cluster", PROGRAM_OPTIONS}},
       {"diff",
        {"--servers", "--flavor", "--multiple", "--new-servers", "--new-flavor", "--new-multiple",
         "--rollout", "--new-ring", "--plot", "--nginx-conf", "--upstream", "--new-nginx-conf",

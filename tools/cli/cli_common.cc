@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "envoy_conf.h"
 #include "haproxy_conf.h"
 #include "nginx_conf.h"
 #include "nutcracker_conf.h"
@@ -402,6 +403,32 @@ Result<Ring> LoadNutcrackerPool(const Options& options, ServersInput* input) {
   return ring;
 }
 
+// --envoy-cluster FILE [--cluster NAME]: the cluster's policy, its options
+// and endpoints.
+Result<Ring> LoadEnvoyCluster(const Options& options, ServersInput* input) {
+  for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple",
+                           "min-ring-size", "max-ring-size", "hash-function", "table-size"}) {
+    if (options.Has(name)) {
+      return Status(StatusCode::kBadArgument,
+                    std::string("--envoy-cluster and --") + name +
+                        " cannot be combined: the cluster gives the endpoints and the policy");
+    }
+  }
+  const std::string path = *options.Get("envoy-cluster");
+  const std::string cluster = options.Get("cluster").value_or("");
+  Result<EnvoyCluster> read = ReadEnvoyCluster(path, cluster);
+  if (!read.ok()) return read.status();
+  RingOptions ring_options = read.value().options;
+  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
+  ServersInput servers;
+  servers.name = path + (cluster.empty() ? "" : " cluster " + cluster);
+  servers.servers = std::move(read.value().servers);
+  servers.program = std::move(read.value().program);
+  Result<Ring> ring = BuildServersInput(servers, ring_options);
+  if (input != nullptr) *input = std::move(servers);
+  return ring;
+}
+
 }  // namespace
 
 Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
@@ -409,7 +436,8 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
   if (options.Has("ring")) {
     std::vector<std::string_view> refused = {"servers", "flavor", "multiple", "nginx-conf",
                                              "upstream", "haproxy-cfg", "backend",
-                                             "nutcracker-yml", "pool"};
+                                             "nutcracker-yml", "pool", "envoy-cluster",
+                                             "cluster"};
     refused.insert(refused.end(), kProgramValued.begin(), kProgramValued.end());
     refused.insert(refused.end(), kProgramFlags.begin(), kProgramFlags.end());
     for (const std::string_view name : refused) {
@@ -434,9 +462,15 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
   if (options.Has("pool") && !options.Has("nutcracker-yml")) {
     return Status(StatusCode::kBadArgument, "--pool needs --nutcracker-yml FILE");
   }
-  if (options.Has("haproxy-cfg") && options.Has("nutcracker-yml")) {
-    return Status(StatusCode::kBadArgument, "--haproxy-cfg and --nutcracker-yml cannot be combined");
+  if (options.Has("cluster") && !options.Has("envoy-cluster")) {
+    return Status(StatusCode::kBadArgument, "--cluster needs --envoy-cluster FILE");
   }
+  if (options.Has("haproxy-cfg") + options.Has("nutcracker-yml") + options.Has("envoy-cluster") >
+      1) {
+    return Status(StatusCode::kBadArgument,
+                  "--haproxy-cfg, --nutcracker-yml and --envoy-cluster cannot be combined");
+  }
+  if (options.Has("envoy-cluster")) return LoadEnvoyCluster(options, input);
   if (options.Has("haproxy-cfg")) return LoadHaproxyBackend(options, input);
   if (options.Has("nutcracker-yml")) return LoadNutcrackerPool(options, input);
   Result<RingOptions> ring_options = RingOptionsFrom(options, "flavor", "multiple");

@@ -107,6 +107,7 @@ Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name) {
 }
 
 Status ApplyProgramOptions(const Options& options, RingOptions& ring) {
+  // Options not given keep `ring`'s values (a config file's, or the defaults).
   for (const OptionFlavors& row : ProgramOptionFlavors()) {
     if (options.Has(row.option) &&
         std::find(row.flavors.begin(), row.flavors.end(), ring.flavor) == row.flavors.end()) {
@@ -142,7 +143,7 @@ Status ApplyProgramOptions(const Options& options, RingOptions& ring) {
         if (!hash.ok()) return hash.status();
         ring.ketama.key_hash = hash.value();
       }
-      Result<uint64_t> port = options.GetUint("default-port", 11211, 1, 65535);
+      Result<uint64_t> port = options.GetUint("default-port", ring.ketama.default_port, 1, 65535);
       if (!port.ok()) return port.status();
       ring.ketama.default_port = static_cast<uint32_t>(port.value());
       if (const auto tag = options.Get("hash-tag")) {
@@ -158,15 +159,15 @@ Status ApplyProgramOptions(const Options& options, RingOptions& ring) {
       break;
     }
     case Flavor::kVarnishShard: {
-      Result<uint64_t> replicas = options.GetUint("replicas", 67, 1, UINT32_MAX);
+      Result<uint64_t> replicas = options.GetUint("replicas", ring.varnish.replicas, 1, UINT32_MAX);
       if (!replicas.ok()) return replicas.status();
       ring.varnish.replicas = static_cast<uint32_t>(replicas.value());
       break;
     }
     case Flavor::kEnvoyRing: {
-      Result<uint64_t> min = options.GetUint("min-ring-size", 1024, 1, 8388608);
+      Result<uint64_t> min = options.GetUint("min-ring-size", ring.envoy_ring.minimum_ring_size, 1, 8388608);
       if (!min.ok()) return min.status();
-      Result<uint64_t> max = options.GetUint("max-ring-size", 8388608, 1, 8388608);
+      Result<uint64_t> max = options.GetUint("max-ring-size", ring.envoy_ring.maximum_ring_size, 1, 8388608);
       if (!max.ok()) return max.status();
       if (min.value() > max.value()) {
         return Bad("--min-ring-size " + std::to_string(min.value()) + " is above --max-ring-size " +
@@ -182,7 +183,7 @@ Status ApplyProgramOptions(const Options& options, RingOptions& ring) {
       break;
     }
     case Flavor::kEnvoyMaglev: {
-      Result<uint64_t> size = options.GetUint("table-size", 65537, 2, 5000011);
+      Result<uint64_t> size = options.GetUint("table-size", ring.maglev.table_size, 2, 5000011);
       if (!size.ok()) return size.status();
       ring.maglev.table_size = size.value();
       break;

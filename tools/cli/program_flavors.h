@@ -28,7 +28,8 @@ inline const std::set<std::string_view> kProgramValued = {
 inline const std::set<std::string_view> kProgramFlags = {"avalanche"};
 // The other programs' configs, read instead of --servers (route and stats).
 inline const std::set<std::string_view> kProgramConfigs = {"haproxy-cfg", "backend",
-                                                           "nutcracker-yml", "pool"};
+                                                           "nutcracker-yml", "pool",
+                                                           "envoy-cluster", "cluster"};
 
 // Any flavor's name (FlavorName), the other programs' included: the chash
 // library's ParseFlavor names only the flavors snapshots carry.
@@ -39,8 +40,9 @@ bool IsProgramFlavor(Flavor flavor);
 // A --key-hash name (twemproxy's `hash:` names, murmur3, default).
 Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name);
 
-// Reads the program options given into `ring` (whose flavor is set): an
-// option of another flavor is kBadArgument, naming the flavors it belongs to.
+// Reads the program options given into `ring` (whose flavor is set; an
+// option not given keeps `ring`'s value, e.g. a config file's): an option of
+// another flavor is kBadArgument, naming the flavors it belongs to.
 Status ApplyProgramOptions(const Options& options, RingOptions& ring);
 
 // A server of a program flavor's servers file: what RingBuilder::Add takes

@@ -65,6 +65,12 @@ constexpr std::string_view kProgramRing = R"(
   --pool NAME           the pool whose servers (HOST:PORT:WEIGHT [NAME]),
                         hash and hash_tag make the ring (distribution: ketama);
                         route prints HOST:PORT
+  --envoy-cluster FILE  instead of --servers (route, stats): Envoy clusters
+                        in YAML (a cluster, `clusters:` or a bootstrap)
+  --cluster NAME        the RING_HASH or MAGLEV cluster to read (default:
+                        the only one): its lb config and lb_endpoints
+                        (weights, hash_key metadata, hostname); route prints
+                        ADDRESS:PORT
 )";
 
 constexpr std::string_view kSnapshotInput = R"(

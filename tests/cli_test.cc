@@ -356,7 +356,8 @@ TEST(Cli, StatsJson) {
 // The other programs' flavors' options (tools/cli/program_flavors.h).
 #define PROGRAM_OPTIONS                                                                       \
   "--hash-function", "--avalanche", "--server-key", "--variant", "--key-hash", "--default-port", \
-      "--hash-tag", "--replicas", "--min-ring-size", "--max-ring-size", "--table-size"
+      "--hash-tag", "--replicas", "--min-ring-size", "--max-ring-size", "--table-size",      \
+      "--use-hostname-for-hashing"
 
 // Every command with every option its parser takes (tools/cli/cmd_*.cc):
 // its help must name each one.

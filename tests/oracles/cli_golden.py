@@ -28,13 +28,9 @@ DATA = os.path.join(HERE, "..", "data")
 
 # Envoy sets whose hosts need what the servers file does not carry yet.
 SKIPPED = {
-    "envoy/ring_hostname": "use_hostname_for_hashing (hostname= is not read)",
-    "envoy/ring_hash_key": "use_hostname_for_hashing (hostname= is not read)",
     "envoy/ring_locality_tiny": "locality weights",
     "envoy/ring_host_locality_tiny": "locality weights",
     "envoy/ring_lopsided": "locality weights",
-    "envoy/maglev_hostname": "use_hostname_for_hashing (hostname= is not read)",
-    "envoy/maglev_hash_key": "use_hostname_for_hashing (hostname= is not read)",
     "envoy/maglev_locality_same": "locality weights",
     "envoy/maglev_locality_different": "locality weights",
 }
@@ -93,7 +89,7 @@ def main():
                 continue  # an expectation set without routed keys (check_models.py's)
             if program == "envoy":
                 o = envoy_options(options)
-                if "use_hostname" in o or "locality_weights" in o:
+                if "locality_weights" in o:
                     skipped.append(what)
                     continue
             else:

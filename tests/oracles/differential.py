@@ -113,11 +113,14 @@ def chash_libmemcached(o, servers):
 
 def chash_envoy(o, servers):
     if o["lb"] == "maglev":
-        return ["--flavor", "envoy-maglev", "--table-size", str(o["table_size"]), "--by-hash"]
+        return ["--flavor", "envoy-maglev", "--table-size", str(o["table_size"]), "--by-hash"] + \
+            (["--use-hostname-for-hashing"] if o.get("use_hostname") else [])
     args = ["--flavor", "envoy-ring", "--min-ring-size", str(o["min_ring"]),
             "--max-ring-size", str(o["max_ring"]), "--by-hash"]
     if o.get("hash") == "murmur2":
         args += ["--hash-function", "murmur_hash_2"]
+    if o.get("use_hostname"):
+        args.append("--use-hostname-for-hashing")
     return args
 
 

@@ -241,7 +241,8 @@ Result<ServersInput> ReadServersInput(const Options& options, std::string_view p
     text << file.rdbuf();
     if (file.bad()) return Status(StatusCode::kIoError, path + ": cannot be read");
     Result<std::vector<ProgramServer>> servers =
-        ParseProgramServers(text.str(), path, *ring, input.servers, input.point_counts);
+        ParseProgramServers(text.str(), path, *ring, input.servers, input.point_counts,
+                            options.Has("use-hostname-for-hashing"));
     if (!servers.ok()) return servers.status();
     input.program = std::move(servers).value();
     return input;
@@ -407,7 +408,8 @@ Result<Ring> LoadNutcrackerPool(const Options& options, ServersInput* input) {
 // and endpoints.
 Result<Ring> LoadEnvoyCluster(const Options& options, ServersInput* input) {
   for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple",
-                           "min-ring-size", "max-ring-size", "hash-function", "table-size"}) {
+                           "min-ring-size", "max-ring-size", "hash-function", "table-size",
+                           "use-hostname-for-hashing"}) {
     if (options.Has(name)) {
       return Status(StatusCode::kBadArgument,
                     std::string("--envoy-cluster and --") + name +

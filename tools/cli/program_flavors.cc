@@ -74,6 +74,7 @@ const std::vector<OptionFlavors>& ProgramOptionFlavors() {
       {"min-ring-size", {Flavor::kEnvoyRing}},
       {"max-ring-size", {Flavor::kEnvoyRing}},
       {"table-size", {Flavor::kEnvoyMaglev}},
+      {"use-hostname-for-hashing", {Flavor::kEnvoyRing, Flavor::kEnvoyMaglev}},
   };
   return kTable;
 }
@@ -211,7 +212,7 @@ std::vector<std::string_view> Attributes(const RingOptions& ring) {
       return {"name", "ident"};
     case Flavor::kEnvoyRing:
     case Flavor::kEnvoyMaglev:
-      return {"hash_key"};
+      return {"hash_key", "hostname"};
     default:
       return {};
   }
@@ -238,7 +239,7 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
                                                        std::string_view source,
                                                        const RingOptions& ring,
                                                        std::vector<ServerEntry>& entries,
-                                                       bool& point_counts) {
+                                                       bool& point_counts, bool use_hostname) {
   const std::vector<std::string_view> allowed = Attributes(ring);
   const bool varnish = ring.flavor == Flavor::kVarnishShard;
   std::vector<ProgramServer> servers;
@@ -321,6 +322,11 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
     } else if (const auto it = attrs.find("name"); it != attrs.end() &&
                                                     ring.flavor == Flavor::kKetamaMd5) {
       server.name = it->second;
+    }
+    // Envoy hashes the host's hostname with use_hostname_for_hashing, and
+    // its envoy.lb hash_key metadata over either.
+    if (const auto it = attrs.find("hostname"); it != attrs.end() && use_hostname) {
+      server.hashed = it->second;
     }
     if (const auto it = attrs.find("hash_key"); it != attrs.end()) server.hashed = it->second;
     if (const auto [it, fresh] = line_of_addr.emplace(entry.address, number); !fresh) {

@@ -25,7 +25,7 @@ class Options;
 inline const std::set<std::string_view> kProgramValued = {
     "hash-function", "server-key", "variant",       "key-hash",      "default-port",
     "hash-tag",      "replicas",   "min-ring-size", "max-ring-size", "table-size"};
-inline const std::set<std::string_view> kProgramFlags = {"avalanche"};
+inline const std::set<std::string_view> kProgramFlags = {"avalanche", "use-hostname-for-hashing"};
 // The other programs' configs, read instead of --servers (route and stats).
 inline const std::set<std::string_view> kProgramConfigs = {"haproxy-cfg", "backend",
                                                            "nutcracker-yml", "pool",
@@ -65,7 +65,8 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
                                                        std::string_view source,
                                                        const RingOptions& ring,
                                                        std::vector<ServerEntry>& entries,
-                                                       bool& point_counts);
+                                                       bool& point_counts,
+                                                       bool use_hostname = false);
 
 }  // namespace chash::cli
 

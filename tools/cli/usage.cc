@@ -54,6 +54,8 @@ constexpr std::string_view kProgramRing = R"(
   --max-ring-size N     envoy-ring: maximum_ring_size (default 8388608)
   --table-size M        envoy-maglev: the table's size, a prime (default
                         65537)
+  --use-hostname-for-hashing  envoy-ring, envoy-maglev: hash a server's
+                        hostname= instead of ADDR (a hash_key= wins over both)
   --haproxy-cfg FILE    instead of --servers (route, stats): a haproxy.cfg,
                         with --backend
   --backend NAME        the backend (or listen) section whose server lines
@@ -368,7 +370,8 @@ servers file:
   accepted), ketama-md5 --variant twemproxy name=NAME (hashed instead of
   the address), varnish-shard name= and ident= (the ring hashes ident, else
   name, else ADDR; a weight may be a REAL such as 2.5), envoy-ring and
-  envoy-maglev hash_key=K (hashed instead of ADDR).
+  envoy-maglev hash_key=K (hashed instead of ADDR) and hostname=H (hashed
+  with --use-hostname-for-hashing).
 
 exit status:
   0 on success; 2 on any error (a bad option, file, server or snapshot), with

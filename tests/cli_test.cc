@@ -316,6 +316,23 @@ TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
                    "--nginx-conf reads nginx upstreams; the haproxy flavor takes its servers");
   ExpectUsageError(RunChash("route --ring x.chash --replicas 3", "a\n"),
                    "--ring and --replicas cannot be combined");
+  // A weighted ketama ring's points depend on every server: no mask answers
+  // what libmemcached answers without one.
+  const std::string down = WriteTemp("p9", "10.0.0.1:80\n");
+  ExpectUsageError(RunChash("route --flavor ketama-md5 --servers " + servers + " --down " + down,
+                            "a\n"),
+                   "--down and --subset: the ketama-md5 ring's points depend on every server");
+}
+
+TEST(CliPrograms, DownListsNameServersByAddr) {
+  // Varnish hashes the backends' names; --down names them by ADDR, as route
+  // prints them. With one of two backends down, every key takes the other.
+  const std::string servers = WriteTemp("p10", "w1:80 1 name=web1\nw2:80 1 name=web2\n");
+  const std::string down = WriteTemp("p11", "w1:80\n");
+  const CliRun run = RunChash(
+      "route --flavor varnish-shard --servers " + servers + " --down " + down, "a\nb\nc\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "a,w2:80\nb,w2:80\nc,w2:80\n");
 }
 
 TEST(CliPrograms, ServersFileErrorsNameFileAndLine) {

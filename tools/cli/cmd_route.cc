@@ -45,11 +45,14 @@ void AppendLine(OutputBuffer& out, std::string_view key, const std::string& addr
   out.Append('\n');
 }
 
-// Node ids by address as written in the servers file.
-std::unordered_map<std::string, uint32_t> IdsByAddress(const Ring& ring) {
+// Node ids by address as written in the servers file (ADDR for the other
+// programs' flavors, whose rings may hash a name instead).
+std::unordered_map<std::string, uint32_t> IdsByAddress(const Ring& ring,
+                                                       const ServersInput* input = nullptr) {
   std::unordered_map<std::string, uint32_t> ids;
   for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
-    ids.emplace(ring.node(id).address.written, id);
+    ids.emplace(input != nullptr ? ServerText(ring, *input, id) : ring.node(id).address.written,
+                id);
   }
   return ids;
 }
@@ -57,10 +60,11 @@ std::unordered_map<std::string, uint32_t> IdsByAddress(const Ring& ring) {
 // The addresses of a --down / --subset file, one a line as written in the
 // servers file ('#' comments, blank lines and a weight column allowed).
 Result<std::vector<uint32_t>> ReadAddressList(const std::string& path, const Ring& ring,
-                                              const std::string& servers_path) {
+                                              const std::string& servers_path,
+                                              const ServersInput& input) {
   Result<std::vector<ServerEntry>> entries = ReadServersFile(path);
   if (!entries.ok()) return entries.status();
-  const std::unordered_map<std::string, uint32_t> ids = IdsByAddress(ring);
+  const std::unordered_map<std::string, uint32_t> ids = IdsByAddress(ring, &input);
   std::vector<uint32_t> listed;
   for (const ServerEntry& entry : entries.value()) {
     const auto it = ids.find(entry.address);
@@ -77,6 +81,7 @@ Result<std::vector<uint32_t>> ReadAddressList(const std::string& path, const Rin
 // The availability mask of --down and --subset (both may be given). With
 // --ring, --subset names a subset stored in the snapshot.
 Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring,
+                                 const ServersInput& input,
                                  const std::vector<NamedSubset>& stored) {
   const std::string servers_path =
       options.Has("ring") ? *options.Get("ring") : ServersInputName(options);
@@ -96,12 +101,12 @@ Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring,
     }
     mask = found->mask;
   } else if (const auto path = options.Get("subset")) {
-    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path);
+    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path, input);
     if (!ids.ok()) return ids.status();
     for (const uint32_t id : ids.value()) mask.Set(id, true);
   }
   if (const auto path = options.Get("down")) {
-    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path);
+    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path, input);
     if (!ids.ok()) return ids.status();
     for (const uint32_t id : ids.value()) mask.Set(id, false);
   }
@@ -314,7 +319,14 @@ int RunRoute(const Args& args) {
   }
   NodeMask mask;
   if (masked && !migrating) {
-    Result<NodeMask> built = MaskFromOptions(opts, ring.value(), stored_subsets);
+    if (!FlavorMasksExactly(ring.value().options())) {
+      return Fail("route", "--down and --subset: the " +
+                               std::string(FlavorName(ring.value().flavor())) +
+                               " ring's points depend on every server (its program rebuilds "
+                               "without the servers that are out): route a servers file without "
+                               "them instead");
+    }
+    Result<NodeMask> built = MaskFromOptions(opts, ring.value(), input, stored_subsets);
     if (!built.ok()) return Fail("route", built.status().message());
     mask = std::move(built).value();
     router = [&](const std::vector<std::string_view>& keys, OutputBuffer& out) {

@@ -84,8 +84,9 @@ TEST(Cli, ErrorsInArguments) {
                    "resty take a point multiple (got 16)");
   ExpectUsageError(RunChash("route --servers " + servers + " --mode pingora-v2 --multiple 0"),
                    "--multiple must be an integer 1..");
-  ExpectUsageError(RunChash("route --servers " + servers + " --mode haproxy"),
-                   "unknown flavor 'haproxy' (expected nginx, pingora-v1, pingora-v2 or resty)");
+  ExpectUsageError(RunChash("route --servers " + servers + " --mode frobnicate"),
+                   "unknown flavor 'frobnicate' (expected nginx, pingora-v1, pingora-v2, resty, "
+                   "haproxy, ketama-md5, varnish-shard, envoy-ring, envoy-maglev)");
   ExpectUsageError(RunChash("route --servers " + servers + " --bogus"), "unknown option '--bogus'");
   ExpectUsageError(RunChash("route --servers /nonexistent/x"), "/nonexistent/x:");
   ExpectUsageError(RunChash("route --servers " + servers + " --keys /nonexistent/k"),
@@ -93,6 +94,271 @@ TEST(Cli, ErrorsInArguments) {
   ExpectUsageError(RunChash("frobnicate"), "unknown command 'frobnicate'");
   const std::string drained = WriteTemp("s9", "10.0.0.1:80 0\n");
   ExpectUsageError(RunChash("route --servers " + drained, "a\n"), "the ring has no points");
+}
+
+// ---- The other programs' flavors -------------------------------------------------------
+// Their answers against every recorded golden set: tests/oracles/cli_golden.py
+// (ctest Oracles.CliRoutesAsTheRealPrograms). Here: one set through the
+// tool from C++, and what the tool refuses.
+
+// `key,ADDR` rows of a golden answers file, comments left out.
+std::vector<std::pair<std::string, std::string>> GoldenRows(const std::string& relative) {
+  std::ifstream in(testing::DataPath(relative), std::ios::binary);
+  EXPECT_TRUE(in.good()) << relative;
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t comma = line.rfind(',');
+    rows.emplace_back(line.substr(0, comma), line.substr(comma + 1));
+  }
+  return rows;
+}
+
+TEST(CliPrograms, HaproxyRoutesAsTheRealHaproxy) {
+  // haproxy 2.6's answers (tests/data/haproxy/sets.txt: default_uri_20,
+  // `hash-type consistent`, balance uri).
+  const auto rows = GoldenRows("haproxy/default_uri_20.csv");
+  ASSERT_GT(rows.size(), 100u);
+  std::string keys, expected;
+  for (const auto& [key, addr] : rows) {
+    keys += key + "\n";
+    expected += key + "," + addr + "\n";
+  }
+  const CliRun run = RunChash("route --flavor haproxy --balance uri --servers " +
+                                  testing::DataPath("haproxy/default_uri_20.servers"),
+                              keys);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, expected);
+  // Without --balance the query string is hashed too: some answers change.
+  const CliRun whole = RunChash("route --flavor haproxy --balance uri-whole --servers " +
+                                    testing::DataPath("haproxy/default_uri_20.servers"),
+                                keys);
+  ASSERT_EQ(whole.status, 0) << whole.err;
+  EXPECT_NE(whole.out, expected);
+}
+
+TEST(CliPrograms, VarnishPrintsTheAddressAndHashesTheName) {
+  // varnishd 7.1's answers for one backend named `only` at 127.0.15.1:80:
+  // every key goes to it (url_single), printed as ADDR.
+  const auto rows = GoldenRows("varnish/url_single.csv");
+  ASSERT_FALSE(rows.empty());
+  const CliRun run = RunChash("route --flavor varnish-shard --servers " +
+                                  testing::DataPath("varnish/url_single.servers"),
+                              rows[0].first + "\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, rows[0].first + "," + rows[0].second + "\n");
+}
+
+TEST(CliPrograms, HaproxyCfgRoutesAsTheRealHaproxy) {
+  // haproxy-cfg/mixed_25.cfg is haproxy/mixed_25.servers as server lines;
+  // backend `sdbm` sets `hash-type consistent sdbm`, backend `inherits` takes
+  // `hash-type consistent wt6 avalanche` from defaults: the real haproxy's
+  // answers for each are sdbm_uri_25 and wt6_avalanche_uri_25.
+  const std::string cfg = testing::DataPath("haproxy-cfg/mixed_25.cfg");
+  for (const auto& [backend, set] : {std::pair<std::string, std::string>{"sdbm", "sdbm_uri_25"},
+                                     {"inherits", "wt6_avalanche_uri_25"}}) {
+    const auto rows = GoldenRows("haproxy/" + set + ".csv");
+    ASSERT_EQ(rows.size(), 300u) << set;
+    std::string keys, expected;
+    for (const auto& [key, addr] : rows) {
+      keys += key + "\n";
+      expected += key + "," + addr + "\n";
+    }
+    const CliRun run =
+        RunChash("route --haproxy-cfg " + cfg + " --backend " + backend + " --balance uri", keys);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, expected) << backend;
+  }
+  const CliRun stats = RunChash("stats --json --haproxy-cfg " + cfg + " --backend sdbm");
+  EXPECT_EQ(stats.status, 0) << stats.err;
+}
+
+TEST(CliPrograms, HaproxyCfgErrors) {
+  const std::string cfg = testing::DataPath("haproxy-cfg/mixed_25.cfg");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + cfg + " --backend nope", "a\n"),
+                   cfg + ": no backend or listen section named 'nope'");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + cfg, "a\n"), "--haproxy-cfg needs --backend");
+  ExpectUsageError(RunChash("route --backend sdbm --servers x", "a\n"),
+                   "--backend needs --haproxy-cfg FILE");
+  ExpectUsageError(
+      RunChash("route --haproxy-cfg " + cfg + " --backend sdbm --hash-function djb2", "a\n"),
+      "--haproxy-cfg and --hash-function cannot be combined");
+  const std::string map_based = WriteTemp(
+      "h1", "backend b\n  balance uri\n  server a 10.0.0.1:80 weight 2\n");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + map_based + " --backend b", "a\n"),
+                   "uses hash-type map-based (the default): HAProxy keeps no ring for it");
+  const std::string bad = WriteTemp(
+      "h2", "backend b\n  balance uri\n  hash-type consistent\n  server a 10.0.0.1:80 weight 300\n");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + bad + " --backend b", "a\n"),
+                   bad + ":4: weight '300' must be an integer 0..256");
+  const std::string round_robin =
+      WriteTemp("h3", "backend b\n  balance roundrobin\n  hash-type consistent\n  server a x:1\n");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + round_robin + " --backend b", "a\n"),
+                   round_robin + ":2: balance roundrobin does not hash a key");
+  const std::string function = WriteTemp(
+      "h4", "backend b\n  balance uri\n  hash-type consistent md5\n  server a x:1\n");
+  ExpectUsageError(RunChash("route --haproxy-cfg " + function + " --backend b", "a\n"),
+                   function + ":3: hash-type consistent md5: chash knows sdbm, djb2, wt6 and crc32");
+}
+
+TEST(CliPrograms, NutcrackerYmlRoutesAsTheRealNutcracker) {
+  // nutcracker-yml/pools.yml holds twemproxy/named_20.servers (pool `named`,
+  // hash: crc32a) and weights_100.servers (pool `tagged`, no hash: the
+  // default fnv1a_64, hash_tag "{}") as the oracle configured nutcracker 0.5:
+  // the real nutcracker's answers are crc32a_20 and fnv1a_64_tag_100.
+  const std::string yml = testing::DataPath("nutcracker-yml/pools.yml");
+  // Native builds require libyaml (tools/cli/CMakeLists.txt); a cross build
+  // given none says so, and this test is then reported skipped.
+  const CliRun probe = RunChash("route --nutcracker-yml " + yml + " --pool named", "a\n");
+  if (probe.err.find("built without libyaml") != std::string::npos) {
+    GTEST_SKIP() << probe.err;
+  }
+  for (const auto& [pool, set] : {std::pair<std::string, std::string>{"named", "crc32a_20"},
+                                  {"tagged", "fnv1a_64_tag_100"}}) {
+    const auto rows = GoldenRows("twemproxy/" + set + ".csv");
+    ASSERT_GE(rows.size(), 300u) << set;
+    std::string keys, expected;
+    for (const auto& [key, addr] : rows) {
+      keys += key + "\n";
+      expected += key + "," + addr + "\n";
+    }
+    const CliRun run = RunChash("route --nutcracker-yml " + yml + " --pool " + pool, keys);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, expected) << pool;
+  }
+  ExpectUsageError(RunChash("route --nutcracker-yml " + yml + " --pool modula", "a\n"),
+                   "distribution modula: twemproxy keeps no ring for it");
+  ExpectUsageError(RunChash("route --nutcracker-yml " + yml + " --pool nope", "a\n"),
+                   yml + ": no pool named 'nope'");
+  ExpectUsageError(RunChash("route --nutcracker-yml " + yml, "a\n"),
+                   "--nutcracker-yml needs --pool NAME");
+  ExpectUsageError(RunChash("route --nutcracker-yml " + yml + " --pool named --key-hash md5", "a\n"),
+                   "--nutcracker-yml and --key-hash cannot be combined");
+  const std::string bad = WriteTemp("y1", "a:\n  servers: [\n");
+  ExpectUsageError(RunChash("route --nutcracker-yml " + bad + " --pool a", "a\n"), bad + ":");
+  const std::string no_weight =
+      WriteTemp("y2", "a:\n  distribution: ketama\n  servers:\n   - 127.0.0.1:11211\n");
+  ExpectUsageError(RunChash("route --nutcracker-yml " + no_weight + " --pool a", "a\n"),
+                   no_weight + ":4: '127.0.0.1:11211': expected HOST:PORT:WEIGHT [NAME]");
+}
+
+TEST(CliPrograms, EnvoyClusterRoutesAsEnvoysTests) {
+  // envoy-cluster/clusters.yaml holds the hosts of Envoy's own unit tests
+  // ring_basic, ring_hash_key (envoy.lb hash_key metadata) and
+  // maglev_weighted as clusters; the expected hosts are those tests'
+  // assertions (tests/data/envoy/*.csv: request hash,host).
+  const std::string yaml = testing::DataPath("envoy-cluster/clusters.yaml");
+  const CliRun probe = RunChash("route --by-hash --envoy-cluster " + yaml + " --cluster ring_basic",
+                                "1\n");
+  if (probe.err.find("built without libyaml") != std::string::npos) {
+    GTEST_SKIP() << probe.err;
+  }
+  size_t compared = 0;
+  for (const std::string cluster : {"ring_basic", "ring_hash_key", "maglev_weighted"}) {
+    const auto rows = GoldenRows("envoy/" + cluster + ".csv");
+    ASSERT_FALSE(rows.empty()) << cluster;
+    std::string keys, expected;
+    for (const auto& [key, addr] : rows) {
+      keys += key + "\n";
+      expected += key + "," + addr + "\n";
+    }
+    const CliRun run =
+        RunChash("route --by-hash --envoy-cluster " + yaml + " --cluster " + cluster, keys);
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, expected) << cluster;
+    compared += rows.size();
+  }
+  EXPECT_EQ(compared, 60u);
+  ExpectUsageError(RunChash("route --envoy-cluster " + yaml, "1\n"),
+                   "4 clusters (ring_basic, ring_hash_key, maglev_weighted, round_robin): "
+                   "--cluster NAME says which");
+  ExpectUsageError(RunChash("route --envoy-cluster " + yaml + " --cluster round_robin", "1\n"),
+                   "cluster lb_policy is 'ROUND_ROBIN': chash reads RING_HASH and MAGLEV");
+  ExpectUsageError(
+      RunChash("route --envoy-cluster " + yaml + " --cluster ring_basic --table-size 7", "1\n"),
+      "--envoy-cluster and --table-size cannot be combined");
+  ExpectUsageError(RunChash("route --cluster ring_basic --servers x", "1\n"),
+                   "--cluster needs --envoy-cluster FILE");
+}
+
+TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
+  const std::string servers = WriteTemp("p1", "10.0.0.1:80 1\n10.0.0.2:80 2\n");
+  ExpectUsageError(RunChash("route --flavor haproxy --replicas 3 --servers " + servers, "a\n"),
+                   "--replicas is an option of the varnish-shard flavor, not of haproxy");
+  ExpectUsageError(RunChash("route --servers " + servers + " --table-size 7", "a\n"),
+                   "--table-size is an option of the envoy-maglev flavor, not of nginx");
+  ExpectUsageError(
+      RunChash("stats --flavor varnish-shard --hash-function djb2 --servers " + servers),
+      "--hash-function is an option of the haproxy and envoy-ring flavors, not of varnish-shard");
+  ExpectUsageError(RunChash("route --flavor haproxy --hash-function md5 --servers " + servers,
+                            "a\n"),
+                   "--hash-function must be one of sdbm, djb2, wt6, crc32, got 'md5'");
+  ExpectUsageError(RunChash("route --flavor ketama-md5 --hash-tag {} --servers " + servers, "a\n"),
+                   "--hash-tag is twemproxy's hash_tag: it needs --variant twemproxy");
+  ExpectUsageError(RunChash("route --flavor envoy-maglev --table-size 10 --servers " + servers,
+                            "a\n"),
+                   "--flavor envoy-maglev: ");
+  ExpectUsageError(RunChash("route --flavor envoy-ring --min-ring-size 9 --max-ring-size 8 "
+                            "--servers " + servers, "a\n"),
+                   "--min-ring-size 9 is above --max-ring-size 8");
+  ExpectUsageError(RunChash("route --flavor nginx --balance uri --servers " + servers, "a\n"),
+                   "--balance needs --flavor haproxy");
+  ExpectUsageError(RunChash("route --flavor haproxy --alt 1 --servers " + servers, "a\n"),
+                   "--alt is Varnish's alt=K: it needs --flavor varnish-shard");
+  ExpectUsageError(RunChash("route --flavor varnish-shard --by-hash --servers " + servers,
+                            "4294967296\n12\n"),
+                   "'4294967296' is not a key hash (--by-hash: a decimal integer below 2^32)");
+  ExpectUsageError(RunChash("build --flavor haproxy --out x.chash --servers " + servers),
+                   "the snapshot format does not carry the haproxy flavor yet");
+  ExpectUsageError(RunChash("plan --flavor varnish-shard --servers " + servers),
+                   "plan chooses a point multiple; the varnish-shard flavor");
+  ExpectUsageError(RunChash("route --flavor haproxy --nginx-conf x.conf --upstream u", "a\n"),
+                   "--nginx-conf reads nginx upstreams; the haproxy flavor takes its servers");
+  ExpectUsageError(RunChash("route --ring x.chash --replicas 3", "a\n"),
+                   "--ring and --replicas cannot be combined");
+  // A weighted ketama ring's points depend on every server: no mask answers
+  // what libmemcached answers without one.
+  const std::string down = WriteTemp("p9", "10.0.0.1:80\n");
+  ExpectUsageError(RunChash("route --flavor ketama-md5 --servers " + servers + " --down " + down,
+                            "a\n"),
+                   "--down and --subset: the ketama-md5 ring's points depend on every server");
+}
+
+TEST(CliPrograms, DownListsNameServersByAddr) {
+  // Varnish hashes the backends' names; --down names them by ADDR, as route
+  // prints them. With one of two backends down, every key takes the other.
+  const std::string servers = WriteTemp("p10", "w1:80 1 name=web1\nw2:80 1 name=web2\n");
+  const std::string down = WriteTemp("p11", "w1:80\n");
+  const CliRun run = RunChash(
+      "route --flavor varnish-shard --servers " + servers + " --down " + down, "a\nb\nc\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "a,w2:80\nb,w2:80\nc,w2:80\n");
+}
+
+TEST(CliPrograms, ServersFileErrorsNameFileAndLine) {
+  const std::string attr = WriteTemp("p2", "10.0.0.1:80 1 id=3\n10.0.0.2:80 1 ident=x\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + attr),
+                   attr + ":2: the haproxy flavor takes no attribute 'ident' (it takes: id, name)");
+  ExpectUsageError(RunChash("stats --flavor ketama-md5 --servers " + attr),
+                   attr + ":1: the ketama-md5 flavor takes no attribute here (name= is "
+                          "twemproxy's: --variant twemproxy)");
+  const std::string id = WriteTemp("p3", "10.0.0.1:80 1 id=0\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + id),
+                   id + ":1: id '0' must be an integer 1..2147483647");
+  const std::string same_id = WriteTemp("p4", "a 1 id=3\nb 1 id=3\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + same_id), same_id + ":2: ");
+  const std::string real = WriteTemp("p5", "10.0.0.1:80 2.5\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + real),
+                   real + ":1: weight '2.5' is not an integer");
+  EXPECT_EQ(RunChash("stats --flavor varnish-shard --servers " + real).status, 0);
+  const std::string heavy = WriteTemp("p6", "10.0.0.1:80 1\n10.0.0.2:80 300\n");
+  ExpectUsageError(RunChash("stats --flavor haproxy --servers " + heavy), heavy + ":2: ");
+  const std::string twice = WriteTemp("p7", "a 1 name=x\na 1 name=y\n");
+  ExpectUsageError(RunChash("stats --flavor varnish-shard --servers " + twice),
+                   twice + ":2: 'a' is listed twice (first on line 1)");
+  const std::string not_kv = WriteTemp("p8", "a 1 ident\n");
+  ExpectUsageError(RunChash("stats --flavor varnish-shard --servers " + not_kv),
+                   not_kv + ":1: 'ident' is not key=value");
 }
 
 TEST(Cli, StatsJson) {
@@ -104,6 +370,12 @@ TEST(Cli, StatsJson) {
       << run.out;
 }
 
+// The other programs' flavors' options (tools/cli/program_flavors.h).
+#define PROGRAM_OPTIONS                                                                       \
+  "--hash-function", "--avalanche", "--server-key", "--variant", "--key-hash", "--default-port", \
+      "--hash-tag", "--replicas", "--min-ring-size", "--max-ring-size", "--table-size",      \
+      "--use-hostname-for-hashing"
+
 // Every command with every option its parser takes (tools/cli/cmd_*.cc):
 // its help must name each one.
 const std::vector<std::pair<std::string, std::vector<std::string>>>& CommandOptions() {
@@ -112,14 +384,17 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& CommandOpti
        {"--servers", "--flavor", "--multiple", "--keys", "--down", "--subset", "--new-servers",
         "--new-flavor", "--new-multiple", "--rollout", "--scope", "--seed", "--nginx-conf",
         "--upstream", "--new-nginx-conf", "--new-upstream", "--ring", "--trusted-key",
-        "--min-version", "--allow-mismatch"}},
+        "--min-version", "--allow-mismatch", "--balance", "--alt", "--by-hash", "--haproxy-cfg",
+        "--backend", "--nutcracker-yml", "--pool", "--envoy-cluster", "--cluster",
+        PROGRAM_OPTIONS}},
       {"stats",
        {"--servers", "--flavor", "--multiple", "--plot", "--nginx-conf", "--upstream", "--ring",
-        "--trusted-key", "--min-version", "--json"}},
+        "--trusted-key", "--min-version", "--json", "--haproxy-cfg", "--backend",
+        "--nutcracker-yml", "--pool", "--envoy-cluster", "--cluster", PROGRAM_OPTIONS}},
       {"diff",
        {"--servers", "--flavor", "--multiple", "--new-servers", "--new-flavor", "--new-multiple",
         "--rollout", "--new-ring", "--plot", "--nginx-conf", "--upstream", "--new-nginx-conf",
-        "--new-upstream", "--ring", "--trusted-key", "--min-version", "--json"}},
+        "--new-upstream", "--ring", "--trusted-key", "--min-version", "--json", PROGRAM_OPTIONS}},
       {"plan",
        {"--servers", "--flavor", "--multiple", "--cv-target", "--rings", "--multiples",
         "--max-points", "--plot", "--nginx-conf", "--upstream", "--json"}},

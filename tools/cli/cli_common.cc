@@ -4,9 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
+#include "envoy_conf.h"
+#include "haproxy_conf.h"
 #include "nginx_conf.h"
+#include "nutcracker_conf.h"
 #include "proc_memory.h"
 #include "progress.h"
 
@@ -134,10 +139,11 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
                                     std::string_view multiple_option) {
   RingOptions ring_options;
   if (const auto mode = options.Get(mode_option)) {
-    Result<Flavor> flavor = ParseFlavor(*mode);
+    Result<Flavor> flavor = ParseAnyFlavor(*mode);
     if (!flavor.ok()) return flavor.status();
     ring_options.flavor = flavor.value();
   }
+  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
   if (options.Has(multiple_option)) {
     if (Status status = ApplyMultipleOption(options, multiple_option, ring_options);
         !status.ok()) {
@@ -215,11 +221,32 @@ std::string ServersInputName(const Options& options, std::string_view prefix) {
   return *options.Get(choice.value().conf_option) + " upstream " + choice.value().upstream;
 }
 
-Result<ServersInput> ReadServersInput(const Options& options, std::string_view prefix) {
+Result<ServersInput> ReadServersInput(const Options& options, std::string_view prefix,
+                                      const RingOptions* ring) {
   Result<InputChoice> choice = ChooseInput(options, prefix);
   if (!choice.ok()) return choice.status();
   ServersInput input;
   input.name = ServersInputName(options, prefix);
+  if (ring != nullptr && IsProgramFlavor(ring->flavor)) {
+    if (choice.value().servers_option.empty()) {
+      return Status(StatusCode::kBadArgument,
+                    "--" + choice.value().conf_option + " reads nginx upstreams; the " +
+                        std::string(FlavorName(ring->flavor)) +
+                        " flavor takes its servers from --servers FILE");
+    }
+    const std::string path = *options.Get(choice.value().servers_option);
+    std::ifstream file(path, std::ios::binary);
+    if (!file.is_open()) return Status(StatusCode::kIoError, path + ": cannot be opened");
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (file.bad()) return Status(StatusCode::kIoError, path + ": cannot be read");
+    Result<std::vector<ProgramServer>> servers =
+        ParseProgramServers(text.str(), path, *ring, input.servers, input.point_counts,
+                            options.Has("use-hostname-for-hashing"));
+    if (!servers.ok()) return servers.status();
+    input.program = std::move(servers).value();
+    return input;
+  }
   if (!choice.value().servers_option.empty()) {
     Result<std::vector<ServerEntry>> servers =
         ReadServersFile(*options.Get(choice.value().servers_option));
@@ -241,7 +268,29 @@ Result<ServersInput> ReadServersInput(const Options& options, std::string_view p
   return input;
 }
 
-Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& options) {
+const std::string& ServerText(const Ring& ring, const ServersInput& input, uint32_t id) {
+  if (!input.program.empty() && id < input.servers.size()) return input.servers[id].address;
+  return ring.node(id).address.written;
+}
+
+Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& ring_options) {
+  if (!input.program.empty()) {
+    RingOptions options = ring_options;
+    if (input.point_counts) options.varnish.replicas = 1;
+    ProgressPhase progress("building " + std::string(FlavorName(options.flavor)) + " ring");
+    RingBuilder builder(options);
+    for (size_t i = 0; i < input.program.size(); ++i) {
+      const ProgramServer& server = input.program[i];
+      Status status = builder.Add(server.hashed, server.weight,
+                                  {.server_id = server.server_id, .name = server.name});
+      if (!status.ok()) {
+        return Status(status.code(), input.name + ":" + std::to_string(input.servers[i].line) +
+                                         ": " + status.message());
+      }
+    }
+    return NameWhatWasBuilt(std::move(builder).Build(), input.name, options);
+  }
+  const RingOptions& options = ring_options;
   if (input.where.empty()) {
     return NameWhatWasBuilt(BuildWithProgress(input.servers, options, input.name), input.name,
                             options);
@@ -291,13 +340,112 @@ Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view
   return Status(StatusCode::kOutOfMemory, "loading the ring snapshot: " + ring.status().message());
 }
 
+namespace {
+
+// --haproxy-cfg FILE --backend NAME: the flavor and its options are the
+// config's (only --server-key, which HAProxy version computes the points,
+// may be given).
+Result<Ring> LoadHaproxyBackend(const Options& options, ServersInput* input) {
+  for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple",
+                           "hash-function", "avalanche"}) {
+    if (options.Has(name)) {
+      return Status(StatusCode::kBadArgument,
+                    std::string("--haproxy-cfg and --") + name +
+                        " cannot be combined: the config gives the servers and the hash-type");
+    }
+  }
+  const std::optional<std::string> backend = options.Get("backend");
+  if (!backend) {
+    return Status(StatusCode::kBadArgument, "--haproxy-cfg needs --backend NAME (the backend "
+                                            "or listen section to read)");
+  }
+  const std::string path = *options.Get("haproxy-cfg");
+  Result<HaproxyBackend> read = ReadHaproxyBackend(path, *backend);
+  if (!read.ok()) return read.status();
+  for (const std::string& note : read.value().notes) {
+    std::fprintf(stderr, "chash: note: %s\n", note.c_str());
+  }
+  RingOptions ring_options = read.value().options;
+  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
+  ServersInput servers;
+  servers.name = path + " backend " + *backend;
+  servers.servers = std::move(read.value().servers);
+  servers.program = std::move(read.value().program);
+  Result<Ring> ring = BuildServersInput(servers, ring_options);
+  if (input != nullptr) *input = std::move(servers);
+  return ring;
+}
+
+// --nutcracker-yml FILE --pool NAME: the pool's servers, hash and hash_tag.
+Result<Ring> LoadNutcrackerPool(const Options& options, ServersInput* input) {
+  for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple", "variant",
+                           "key-hash", "hash-tag", "default-port"}) {
+    if (options.Has(name)) {
+      return Status(StatusCode::kBadArgument,
+                    std::string("--nutcracker-yml and --") + name +
+                        " cannot be combined: the config gives the servers, hash and hash_tag");
+    }
+  }
+  const std::optional<std::string> pool = options.Get("pool");
+  if (!pool) {
+    return Status(StatusCode::kBadArgument, "--nutcracker-yml needs --pool NAME (the pool to read)");
+  }
+  const std::string path = *options.Get("nutcracker-yml");
+  Result<NutcrackerPool> read = ReadNutcrackerPool(path, *pool);
+  if (!read.ok()) return read.status();
+  RingOptions ring_options = read.value().options;
+  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
+  ServersInput servers;
+  servers.name = path + " pool " + *pool;
+  servers.servers = std::move(read.value().servers);
+  servers.program = std::move(read.value().program);
+  Result<Ring> ring = BuildServersInput(servers, ring_options);
+  if (input != nullptr) *input = std::move(servers);
+  return ring;
+}
+
+// --envoy-cluster FILE [--cluster NAME]: the cluster's policy, its options
+// and endpoints.
+Result<Ring> LoadEnvoyCluster(const Options& options, ServersInput* input) {
+  for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple",
+                           "min-ring-size", "max-ring-size", "hash-function", "table-size",
+                           "use-hostname-for-hashing"}) {
+    if (options.Has(name)) {
+      return Status(StatusCode::kBadArgument,
+                    std::string("--envoy-cluster and --") + name +
+                        " cannot be combined: the cluster gives the endpoints and the policy");
+    }
+  }
+  const std::string path = *options.Get("envoy-cluster");
+  const std::string cluster = options.Get("cluster").value_or("");
+  Result<EnvoyCluster> read = ReadEnvoyCluster(path, cluster);
+  if (!read.ok()) return read.status();
+  RingOptions ring_options = read.value().options;
+  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
+  ServersInput servers;
+  servers.name = path + (cluster.empty() ? "" : " cluster " + cluster);
+  servers.servers = std::move(read.value().servers);
+  servers.program = std::move(read.value().program);
+  Result<Ring> ring = BuildServersInput(servers, ring_options);
+  if (input != nullptr) *input = std::move(servers);
+  return ring;
+}
+
+}  // namespace
+
 Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                                  std::vector<NamedSubset>* subsets) {
   if (options.Has("ring")) {
-    for (const char* name : {"servers", "flavor", "multiple", "nginx-conf", "upstream"}) {
+    std::vector<std::string_view> refused = {"servers", "flavor", "multiple", "nginx-conf",
+                                             "upstream", "haproxy-cfg", "backend",
+                                             "nutcracker-yml", "pool", "envoy-cluster",
+                                             "cluster"};
+    refused.insert(refused.end(), kProgramValued.begin(), kProgramValued.end());
+    refused.insert(refused.end(), kProgramFlags.begin(), kProgramFlags.end());
+    for (const std::string_view name : refused) {
       if (options.Has(name)) {
         return Status(StatusCode::kBadArgument,
-                      std::string("--ring and --") + name +
+                      "--ring and --" + std::string(name) +
                           " cannot be combined: the snapshot holds the servers and the flavor");
       }
     }
@@ -310,9 +458,26 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                     std::string("--") + name + " applies to a snapshot (--ring RINGFILE)");
     }
   }
+  if (options.Has("backend") && !options.Has("haproxy-cfg")) {
+    return Status(StatusCode::kBadArgument, "--backend needs --haproxy-cfg FILE");
+  }
+  if (options.Has("pool") && !options.Has("nutcracker-yml")) {
+    return Status(StatusCode::kBadArgument, "--pool needs --nutcracker-yml FILE");
+  }
+  if (options.Has("cluster") && !options.Has("envoy-cluster")) {
+    return Status(StatusCode::kBadArgument, "--cluster needs --envoy-cluster FILE");
+  }
+  if (options.Has("haproxy-cfg") + options.Has("nutcracker-yml") + options.Has("envoy-cluster") >
+      1) {
+    return Status(StatusCode::kBadArgument,
+                  "--haproxy-cfg, --nutcracker-yml and --envoy-cluster cannot be combined");
+  }
+  if (options.Has("envoy-cluster")) return LoadEnvoyCluster(options, input);
+  if (options.Has("haproxy-cfg")) return LoadHaproxyBackend(options, input);
+  if (options.Has("nutcracker-yml")) return LoadNutcrackerPool(options, input);
   Result<RingOptions> ring_options = RingOptionsFrom(options, "flavor", "multiple");
   if (!ring_options.ok()) return ring_options.status();
-  Result<ServersInput> read = ReadServersInput(options);
+  Result<ServersInput> read = ReadServersInput(options, "", &ring_options.value());
   if (!read.ok()) return read.status();
   Result<Ring> ring = BuildServersInput(read.value(), ring_options.value());
   if (input != nullptr) *input = std::move(read).value();
@@ -320,14 +485,17 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
 }
 
 Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options) {
-  Result<ServersInput> input = ReadServersInput(options, "new-");
-  if (!input.ok()) return input.status();
   RingOptions ring_options = old_options;
   if (const auto mode = options.Get("new-flavor")) {
-    Result<Flavor> flavor = ParseFlavor(*mode);
+    Result<Flavor> flavor = ParseAnyFlavor(*mode);
     if (!flavor.ok()) return flavor.status();
-    ring_options.flavor = flavor.value();
+    if (flavor.value() != old_options.flavor) {
+      // The program options given are the first ring's flavor's.
+      ring_options = RingOptions{.flavor = flavor.value()};
+    }
   }
+  Result<ServersInput> input = ReadServersInput(options, "new-", &ring_options);
+  if (!input.ok()) return input.status();
   if (!FlavorTakesPointMultiple(ring_options.flavor) ||
       ring_options.flavor != old_options.flavor) {
     ring_options.point_multiple = kDefaultPointMultiple;

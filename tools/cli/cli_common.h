@@ -13,6 +13,7 @@
 
 #include "chash/chash.h"
 #include "chash/operators.h"
+#include "program_flavors.h"
 
 namespace chash::cli {
 
@@ -63,11 +64,22 @@ struct ServersInput {
   std::vector<ServerEntry> servers;  // config order
   std::vector<std::string> where;    // nginx configs: each server's "FILE:LINE"
   std::vector<std::string> down;     // nginx configs: the servers marked `down`
+  // The other programs' flavors: each server as the ring takes it (servers[i]
+  // keeps ADDR as written, what the tool prints); empty for the others.
+  std::vector<ProgramServer> program;
+  bool point_counts = false;  // varnish-shard REAL weights: built with replicas 1
 };
-Result<ServersInput> ReadServersInput(const Options& options, std::string_view prefix = "");
+// `ring` (if given) is the ring's options: a program flavor's servers file
+// is read with its attributes (program_flavors.h), and an nginx config is
+// refused for it.
+Result<ServersInput> ReadServersInput(const Options& options, std::string_view prefix = "",
+                                      const RingOptions* ring = nullptr);
 // What ReadServersInput would call its servers, without reading them.
 std::string ServersInputName(const Options& options, std::string_view prefix = "");
 // Builds the ring of `input`; errors name the server's file and line.
+// The text the tool prints for node `id`: ADDR as written in the servers
+// file (a program flavor's ring hashes other text for some servers).
+const std::string& ServerText(const Ring& ring, const ServersInput& input, uint32_t id);
 Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& options);
 
 // The options a snapshot-reading command accepts beside --ring (route,

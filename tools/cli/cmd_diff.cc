@@ -41,7 +41,10 @@ int RunDiff(const Args& args) {
       "rollout",  "new-ring",   "plot",     "nginx-conf",     "upstream",    "new-nginx-conf",
       "new-upstream"};
   valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
-  Result<Options> parsed = Options::Parse(args, valued, {"json"}, kSnapshotRepeated);
+  valued.insert(kProgramValued.begin(), kProgramValued.end());
+  std::set<std::string_view> flags = {"json"};
+  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
+  Result<Options> parsed = Options::Parse(args, valued, flags, kSnapshotRepeated);
   if (!parsed.ok()) return Fail("diff", parsed.status().message());
   const Options& options = parsed.value();
   Result<RingOptions> old_options = RingOptionsFrom(options, "flavor", "multiple");

@@ -48,6 +48,13 @@ int RunPlan(const Args& args) {
       {"json"});
   if (!parsed.ok()) return Fail("plan", parsed.status().message());
   const Options& options = parsed.value();
+  if (const auto flavor = options.Get("flavor")) {
+    Result<Flavor> named = ParseAnyFlavor(*flavor);
+    if (named.ok() && IsProgramFlavor(named.value())) {
+      return Fail("plan", "plan chooses a point multiple; the " + *flavor +
+                              " flavor's points are its program's (use chash stats and diff)");
+    }
+  }
   Result<ServersInput> input = ReadServersInput(options);
   if (!input.ok()) return Fail("plan", input.status().message());
   const std::optional<std::string> path = input.value().name;

@@ -45,11 +45,14 @@ void AppendLine(OutputBuffer& out, std::string_view key, const std::string& addr
   out.Append('\n');
 }
 
-// Node ids by address as written in the servers file.
-std::unordered_map<std::string, uint32_t> IdsByAddress(const Ring& ring) {
+// Node ids by address as written in the servers file (ADDR for the other
+// programs' flavors, whose rings may hash a name instead).
+std::unordered_map<std::string, uint32_t> IdsByAddress(const Ring& ring,
+                                                       const ServersInput* input = nullptr) {
   std::unordered_map<std::string, uint32_t> ids;
   for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
-    ids.emplace(ring.node(id).address.written, id);
+    ids.emplace(input != nullptr ? ServerText(ring, *input, id) : ring.node(id).address.written,
+                id);
   }
   return ids;
 }
@@ -57,10 +60,11 @@ std::unordered_map<std::string, uint32_t> IdsByAddress(const Ring& ring) {
 // The addresses of a --down / --subset file, one a line as written in the
 // servers file ('#' comments, blank lines and a weight column allowed).
 Result<std::vector<uint32_t>> ReadAddressList(const std::string& path, const Ring& ring,
-                                              const std::string& servers_path) {
+                                              const std::string& servers_path,
+                                              const ServersInput& input) {
   Result<std::vector<ServerEntry>> entries = ReadServersFile(path);
   if (!entries.ok()) return entries.status();
-  const std::unordered_map<std::string, uint32_t> ids = IdsByAddress(ring);
+  const std::unordered_map<std::string, uint32_t> ids = IdsByAddress(ring, &input);
   std::vector<uint32_t> listed;
   for (const ServerEntry& entry : entries.value()) {
     const auto it = ids.find(entry.address);
@@ -77,6 +81,7 @@ Result<std::vector<uint32_t>> ReadAddressList(const std::string& path, const Rin
 // The availability mask of --down and --subset (both may be given). With
 // --ring, --subset names a subset stored in the snapshot.
 Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring,
+                                 const ServersInput& input,
                                  const std::vector<NamedSubset>& stored) {
   const std::string servers_path =
       options.Has("ring") ? *options.Get("ring") : ServersInputName(options);
@@ -96,12 +101,12 @@ Result<NodeMask> MaskFromOptions(const Options& options, const Ring& ring,
     }
     mask = found->mask;
   } else if (const auto path = options.Get("subset")) {
-    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path);
+    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path, input);
     if (!ids.ok()) return ids.status();
     for (const uint32_t id : ids.value()) mask.Set(id, true);
   }
   if (const auto path = options.Get("down")) {
-    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path);
+    Result<std::vector<uint32_t>> ids = ReadAddressList(*path, ring, servers_path, input);
     if (!ids.ok()) return ids.status();
     for (const uint32_t id : ids.value()) mask.Set(id, false);
   }
@@ -147,6 +152,34 @@ uint32_t NginxSkipDown(const Ring& ring, std::string_view key, const std::vector
   return Ring::kNoNode;  // unreachable: DownServers leaves a server with points up
 }
 
+// What HAProxy hashes of a request for `balance uri` (the path before the
+// first '?'), `balance uri whole` (all of it) and `balance hdr(NAME)` (the
+// header's first comma-separated value, spaces and tabs trimmed).
+std::string_view HaproxyKeyBytes(std::string_view key, std::string_view balance) {
+  if (balance == "uri") return key.substr(0, key.find('?'));
+  if (balance == "uri-whole") return key;
+  std::string_view value = key.substr(0, key.find(','));
+  const size_t first = value.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  value = value.substr(first);
+  return value.substr(0, value.find_last_not_of(" \t") + 1);
+}
+
+// A key given as its hash (--by-hash): decimal, below 2^bits.
+bool ParseKeyHash(std::string_view text, uint32_t bits, uint64_t& hash) {
+  if (text.empty() || text.size() > 20) return false;
+  uint64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > (UINT64_MAX - digit) / 10) return false;
+    value = value * 10 + digit;
+  }
+  if (bits < 64 && value >> bits != 0) return false;
+  hash = value;
+  return true;
+}
+
 }  // namespace
 
 int RunRoute(const Args& args) {
@@ -155,7 +188,12 @@ int RunRoute(const Args& args) {
       "new-servers", "new-flavor",  "new-multiple", "rollout", "scope", "seed",
       "nginx-conf", "upstream",   "new-nginx-conf", "new-upstream", "new-ring"};
   valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
-  Result<Options> options = Options::Parse(args, valued, {"allow-mismatch"}, kSnapshotRepeated);
+  valued.insert(kProgramValued.begin(), kProgramValued.end());
+  valued.insert(kProgramConfigs.begin(), kProgramConfigs.end());
+  valued.insert({"balance", "alt"});
+  std::set<std::string_view> flags = {"allow-mismatch", "by-hash"};
+  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
+  Result<Options> options = Options::Parse(args, valued, flags, kSnapshotRepeated);
   if (!options.ok()) return Fail("route", options.status().message());
   const Options& opts = options.value();
   ServersInput input;
@@ -205,9 +243,62 @@ int RunRoute(const Args& args) {
     nodes.resize(keys.size());
     ring.value().FindNodes(keys, nodes);
     for (size_t i = 0; i < keys.size(); ++i) {
-      AppendLine(out, keys[i], ring.value().node(nodes[i]).address.written);
+      AppendLine(out, keys[i], ServerText(ring.value(), input, nodes[i]));
     }
   };
+  // How the other programs take a request's key: HAProxy's balance, a key
+  // given as its hash (Varnish's by=KEY with an integer, Envoy's request
+  // hash), Varnish's alt=K.
+  const Flavor flavor = ring.value().flavor();
+  const bool by_hash = opts.Has("by-hash");
+  const std::string balance = opts.Get("balance").value_or("");
+  if (opts.Has("balance")) {
+    if (flavor != Flavor::kHaproxy) return Fail("route", "--balance needs --flavor haproxy");
+    if (balance != "uri" && balance != "uri-whole" && balance != "hdr") {
+      return Fail("route", "--balance must be uri, uri-whole or hdr, got '" + balance + "'");
+    }
+    if (by_hash) return Fail("route", "--balance and --by-hash cannot be combined");
+  }
+  Result<uint64_t> alt = opts.GetUint("alt", 0, 0, kMaxNodes - 1);
+  if (!alt.ok()) return Fail("route", alt.status().message());
+  if (opts.Has("alt") && flavor != Flavor::kVarnishShard) {
+    return Fail("route", "--alt is Varnish's alt=K: it needs --flavor varnish-shard");
+  }
+  const bool program_lookup = by_hash || opts.Has("balance") || opts.Has("alt");
+  if (program_lookup && (masked || migrating || !input.down.empty())) {
+    return Fail("route", "--by-hash, --balance and --alt cannot be combined with --down, "
+                         "--subset or --rollout");
+  }
+  std::string bad_key;  // set by the router: a --by-hash key that is no hash
+  if (program_lookup) {
+    router = [&](const std::vector<std::string_view>& keys, OutputBuffer& out) {
+      const Ring& r = ring.value();
+      for (const std::string_view key : keys) {
+        if (!bad_key.empty()) return;
+        uint64_t hash = 0;
+        if (by_hash) {
+          if (!ParseKeyHash(key, r.key_hash_bits(), hash)) {
+            bad_key = std::string(key.substr(0, 80));
+            return;
+          }
+        } else {
+          hash = r.KeyHash(opts.Has("balance") ? HaproxyKeyBytes(key, balance) : key);
+        }
+        uint32_t node = r.FindNodeByHash64(hash);
+        if (alt.value() > 0) {
+          // alt=K: the K-th other distinct backend walking up from the key's
+          // point; past the last distinct one, the last.
+          DistinctNodeWalk walk = r.WalkDistinctFromHash64(hash);
+          for (uint64_t k = 0; k <= alt.value(); ++k) {
+            const uint32_t next = walk.Next();
+            if (next == Ring::kNoNode) break;
+            node = next;
+          }
+        }
+        AppendLine(out, key, ServerText(r, input, node));
+      }
+    };
+  }
   // Servers the nginx config marks `down`: nginx still builds their points
   // and skips them at request time, walking the ring point by point.
   uint64_t round_robin_keys = 0;
@@ -228,14 +319,21 @@ int RunRoute(const Args& args) {
   }
   NodeMask mask;
   if (masked && !migrating) {
-    Result<NodeMask> built = MaskFromOptions(opts, ring.value(), stored_subsets);
+    if (!FlavorMasksExactly(ring.value().options())) {
+      return Fail("route", "--down and --subset: the " +
+                               std::string(FlavorName(ring.value().flavor())) +
+                               " ring's points depend on every server (its program rebuilds "
+                               "without the servers that are out): route a servers file without "
+                               "them instead");
+    }
+    Result<NodeMask> built = MaskFromOptions(opts, ring.value(), input, stored_subsets);
     if (!built.ok()) return Fail("route", built.status().message());
     mask = std::move(built).value();
     router = [&](const std::vector<std::string_view>& keys, OutputBuffer& out) {
       nodes.resize(keys.size());
       FindAvailableNodes(ring.value(), mask, keys, nodes);
       for (size_t i = 0; i < keys.size(); ++i) {
-        AppendLine(out, keys[i], ring.value().node(nodes[i]).address.written);
+        AppendLine(out, keys[i], ServerText(ring.value(), input, nodes[i]));
       }
     };
   }
@@ -354,6 +452,13 @@ int RunRoute(const Args& args) {
     router(keys, out);
     keys.clear();
     consumed = line_start;
+    if (!bad_key.empty()) {
+      if (fd != STDIN_FILENO) close(fd);
+      out.Flush();
+      return Fail("route", keys_name + ": '" + bad_key + "' is not a key hash (--by-hash: a "
+                           "decimal integer below 2^" +
+                               std::to_string(ring.value().key_hash_bits()) + ")");
+    }
   }
   if (fd != STDIN_FILENO) close(fd);
   out.Flush();

@@ -126,6 +126,13 @@ int RunBuild(const Args& args) {
       {"no-index", "allow-empty", "allow-expired"}, {"subset"});
   if (!parsed.ok()) return Fail("build", parsed.status().message());
   const Options& options = parsed.value();
+  if (const auto flavor = options.Get("flavor")) {
+    Result<Flavor> named = ParseAnyFlavor(*flavor);
+    if (named.ok() && IsProgramFlavor(named.value())) {
+      return Fail("build", "the snapshot format does not carry the " + *flavor +
+                               " flavor yet: route, stats and diff build its ring from --servers");
+    }
+  }
   const std::optional<std::string> out = options.Get("out");
   if (!out) return Fail("build", "--out RINGFILE is required");
   SnapshotWriteOptions write;

@@ -51,7 +51,11 @@ int RunStats(const Args& args) {
   std::set<std::string_view> valued = {"servers", "flavor",       "multiple",
                                        "plot",    "nginx-conf", "upstream"};
   valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
-  Result<Options> options = Options::Parse(args, valued, {"json"}, kSnapshotRepeated);
+  valued.insert(kProgramValued.begin(), kProgramValued.end());
+  valued.insert(kProgramConfigs.begin(), kProgramConfigs.end());
+  std::set<std::string_view> flags = {"json"};
+  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
+  Result<Options> options = Options::Parse(args, valued, flags, kSnapshotRepeated);
   if (!options.ok()) return Fail("stats", options.status().message());
   Result<Ring> ring = LoadRingFromOptions(options.value());
   if (!ring.ok()) return Fail("stats", ring.status().message());

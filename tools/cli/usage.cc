@@ -22,9 +22,57 @@ constexpr std::string_view kRingShape = R"(
   --flavor F            nginx (default), pingora-v1, pingora-v2 or resty
                         (OpenResty's resty.chash: the first field of a
                         servers line is an opaque id, hashed as is);
-                        --mode F is the old spelling, still accepted
+                        --mode F is the old spelling, still accepted. With
+                        --servers (not in snapshots yet): haproxy,
+                        ketama-md5, varnish-shard, envoy-ring, envoy-maglev,
+                        the other programs' rings (route, stats and diff)
   --multiple K          points per weight unit, pingora-v2 and resty only
                         (default 160)
+)";
+
+// The other programs' rings, each option named after its RingOptions field;
+// an option of another flavor is an error.
+constexpr std::string_view kProgramRing = R"(
+  --hash-function H     haproxy: sdbm, djb2, wt6 or crc32 (`hash-type
+                        consistent H`; without it sdbm with avalanche);
+                        envoy-ring: xx_hash (default) or murmur_hash_2
+  --avalanche           haproxy: `hash-type consistent H avalanche`
+  --server-key K        haproxy: id (default) or id-unfixed-30 (HAProxy
+                        3.0-3.2 without the lb-chash key fix)
+  --variant V           ketama-md5: libmemcached-weighted (default),
+                        libmemcached-unweighted, twemproxy, libketama,
+                        libmemcached-spy or libmemcached-spy-weighted
+  --key-hash H          ketama-md5: default (the variant's), md5,
+                        one_at_a_time, fnv1a_64, fnv1_64, fnv1_32, fnv1a_32,
+                        crc32a, crc32, crc16, hsieh, murmur, jenkins, murmur3
+  --default-port P      ketama-md5: the port left out of labels and given to
+                        servers without one (default 11211)
+  --hash-tag XY         ketama-md5 --variant twemproxy: hash_tag "XY"
+  --replicas N          varnish-shard: points a backend of weight 1 gets
+                        (default 67)
+  --min-ring-size N     envoy-ring: minimum_ring_size (default 1024)
+  --max-ring-size N     envoy-ring: maximum_ring_size (default 8388608)
+  --table-size M        envoy-maglev: the table's size, a prime (default
+                        65537)
+  --use-hostname-for-hashing  envoy-ring, envoy-maglev: hash a server's
+                        hostname= instead of ADDR (a hash_key= wins over both)
+  --haproxy-cfg FILE    instead of --servers (route, stats): a haproxy.cfg,
+                        with --backend
+  --backend NAME        the backend (or listen) section whose server lines
+                        (weight, id), hash-type consistent and balance make
+                        the ring, defaults inherited; a key is the bytes
+                        HAProxy hashes (--balance uri takes a whole target)
+  --nutcracker-yml FILE instead of --servers (route, stats): twemproxy's
+                        YAML config, with --pool
+  --pool NAME           the pool whose servers (HOST:PORT:WEIGHT [NAME]),
+                        hash and hash_tag make the ring (distribution: ketama);
+                        route prints HOST:PORT
+  --envoy-cluster FILE  instead of --servers (route, stats): Envoy clusters
+                        in YAML (a cluster, `clusters:` or a bootstrap)
+  --cluster NAME        the RING_HASH or MAGLEV cluster to read (default:
+                        the only one): its lb config and lb_endpoints
+                        (weights, hash_key metadata, hostname); route prints
+                        ADDRESS:PORT
 )";
 
 constexpr std::string_view kSnapshotInput = R"(
@@ -63,6 +111,7 @@ struct Command {
   std::string_view options;      // its own options
   bool servers_input = false;    // kServersInput
   bool ring_shape = false;       // kRingShape
+  bool program_ring = false;     // kProgramRing
   bool snapshot_input = false;   // kSnapshotInput
   bool new_ring = false;         // kNewRing
   bool fleet_shape = false;      // kFleetShape
@@ -72,7 +121,8 @@ constexpr std::array kCommands = {
     Command{
         .name = "route",
         .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME | --ring RINGFILE)\n"
-                    "       [--flavor F] [--multiple K] [--keys FILE] [--down FILE] [--subset FILE|NAME]\n"
+                    "       [--flavor F] [--multiple K] [flavor options] [--keys FILE] [--down FILE]\n"
+                    "       [--subset FILE|NAME] [--balance B] [--alt K] [--by-hash]\n"
                     "       [--rollout F [--new-servers NEW | --new-ring RINGFILE] [--new-flavor F2]\n"
                     "        [--new-multiple K2] [--scope in|out] [--seed N] [--allow-mismatch]]",
         .summary = "route keys to servers",
@@ -98,16 +148,24 @@ counted on stderr.)",
   --seed N              seed of the rollout's key hash (default 0)
   --allow-mismatch      allow old and new rings from different server sets
                         (rolling back would then not restore the old routes)
+  --balance B           haproxy: what HAProxy hashes of the key: uri (the
+                        path before '?'), uri-whole, hdr (the first
+                        comma-separated value, blanks trimmed)
+  --alt K               varnish-shard: Varnish's alt=K, the K-th other
+                        backend up the ring
+  --by-hash             each key is its hash in decimal (Varnish's by=KEY
+                        with an integer, Envoy's request hash)
 )",
         .servers_input = true,
         .ring_shape = true,
+        .program_ring = true,
         .snapshot_input = true,
         .new_ring = true,
     },
     Command{
         .name = "stats",
         .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME | --ring RINGFILE)\n"
-                    "       [--flavor F] [--multiple K] [--json] [--plot FILE.svg]",
+                    "       [--flavor F] [--multiple K] [flavor options] [--json] [--plot FILE.svg]",
         .summary = "points, collisions, memory, evenness and identity of a ring",
         .description =
             R"(Builds (or maps) the ring and prints its points, collisions, memory, build
@@ -122,13 +180,14 @@ digest (the points as built) and backends (the servers and weights).)",
 )",
         .servers_input = true,
         .ring_shape = true,
+        .program_ring = true,
         .snapshot_input = true,
     },
     Command{
         .name = "diff",
         .synopsis = "(--servers OLD | --nginx-conf FILE --upstream NAME | --ring RINGFILE)\n"
                     "       [--new-servers NEW | --new-nginx-conf FILE | --new-upstream NAME | --new-ring RINGFILE]\n"
-                    "       [--flavor F] [--multiple K] [--new-flavor F2] [--new-multiple K2]\n"
+                    "       [--flavor F] [--multiple K] [flavor options] [--new-flavor F2] [--new-multiple K2]\n"
                     "       [--rollout F] [--json] [--plot FILE.svg]",
         .summary = "the exact share of keys that moves between two rings",
         .description =
@@ -145,6 +204,7 @@ by address, so the rings may differ in flavor, multiple, order and members.)",
 )",
         .servers_input = true,
         .ring_shape = true,
+        .program_ring = true,
         .snapshot_input = true,
         .new_ring = true,
     },
@@ -305,6 +365,13 @@ servers file:
   id, owns no points); '#' starts a comment; blank lines are skipped. ADDR as
   in an nginx server line: 10.0.0.1:443, [::1]:7777, 127.0.0.2, unix:/path,
   name:port (the pingora flavors need IP:PORT).
+  The other programs' flavors read "ADDR [WEIGHT] [key=value ...]": ADDR is
+  what route prints; haproxy takes id=N (the server's id; name= is
+  accepted), ketama-md5 --variant twemproxy name=NAME (hashed instead of
+  the address), varnish-shard name= and ident= (the ring hashes ident, else
+  name, else ADDR; a weight may be a REAL such as 2.5), envoy-ring and
+  envoy-maglev hash_key=K (hashed instead of ADDR) and hostname=H (hashed
+  with --use-hostname-for-hashing).
 
 exit status:
   0 on success; 2 on any error (a bad option, file, server or snapshot), with
@@ -344,6 +411,7 @@ void PrintUsage(const Command& command, Form form, std::FILE* out) {
   for (const auto& [taken, block] : {std::pair{command.servers_input, kServersInput},
                                      std::pair{command.snapshot_input, kSnapshotInput},
                                      std::pair{command.ring_shape, kRingShape},
+                                     std::pair{command.program_ring, kProgramRing},
                                      std::pair{command.fleet_shape, kFleetShape},
                                      std::pair{!command.options.empty(), command.options},
                                      std::pair{command.new_ring, kNewRing}}) {

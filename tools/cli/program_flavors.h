@@ -1,0 +1,73 @@
+// The other programs' flavors in the chash tool (issue 33): haproxy,
+// ketama-md5, varnish-shard, envoy-ring, envoy-maglev. Their options are
+// named after RingOptions' fields; their servers file is the oracles'
+// (tests/oracles/README.md): `ADDR [WEIGHT] [key=value ...]`, ADDR is what
+// the tool prints for the server, the attributes are what the program
+// knows of it beside the address.
+#ifndef CHASH_TOOLS_CLI_PROGRAM_FLAVORS_H_
+#define CHASH_TOOLS_CLI_PROGRAM_FLAVORS_H_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chash/chash.h"
+#include "chash/servers_file.h"
+
+namespace chash::cli {
+
+class Options;
+
+// The valued options and flags of the program flavors' rings (every
+// command that builds a ring from --servers takes them).
+inline const std::set<std::string_view> kProgramValued = {
+    "hash-function", "server-key", "variant",       "key-hash",      "default-port",
+    "hash-tag",      "replicas",   "min-ring-size", "max-ring-size", "table-size"};
+inline const std::set<std::string_view> kProgramFlags = {"avalanche", "use-hostname-for-hashing"};
+// The other programs' configs, read instead of --servers (route and stats).
+inline const std::set<std::string_view> kProgramConfigs = {"haproxy-cfg", "backend",
+                                                           "nutcracker-yml", "pool",
+                                                           "envoy-cluster", "cluster"};
+
+// Any flavor's name (FlavorName), the other programs' included: the chash
+// library's ParseFlavor names only the flavors snapshots carry.
+Result<Flavor> ParseAnyFlavor(std::string_view name);
+
+bool IsProgramFlavor(Flavor flavor);
+
+// A --key-hash name (twemproxy's `hash:` names, murmur3, default).
+Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name);
+
+// Reads the program options given into `ring` (whose flavor is set; an
+// option not given keeps `ring`'s value, e.g. a config file's): an option of
+// another flavor is kBadArgument, naming the flavors it belongs to.
+Status ApplyProgramOptions(const Options& options, RingOptions& ring);
+
+// A server of a program flavor's servers file: what RingBuilder::Add takes
+// (`hashed`: the address, or varnish's ident or name, or Envoy's hash_key),
+// and the ADDR the tool prints.
+struct ProgramServer {
+  std::string hashed;
+  uint32_t weight = 1;
+  uint32_t server_id = 0;  // haproxy id=
+  std::string name;        // twemproxy name=
+};
+
+// Parses a program flavor's servers file into `entries` (ADDR as written,
+// the weight, the line) and the servers as the ring takes them. Varnish
+// REAL weights (`2.5`) become point counts trunc(replicas x max(w, 1)), as
+// Varnish counts them, and `point_counts` is set: the ring is then built
+// with replicas 1 (its points are numbered 0..count-1 either way). Errors
+// name "SOURCE:LINE".
+Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
+                                                       std::string_view source,
+                                                       const RingOptions& ring,
+                                                       std::vector<ServerEntry>& entries,
+                                                       bool& point_counts,
+                                                       bool use_hostname = false);
+
+}  // namespace chash::cli
+
+#endif  // CHASH_TOOLS_CLI_PROGRAM_FLAVORS_H_

@@ -16,7 +16,7 @@
 #include "chash/identity.h"
 #include "chash/snapshot.h"
 #include "layout/columns.h"
-#include "ops/sha256.h"
+#include "identity/sha256.h"
 #include "snapshot/format.h"
 #include "test_util.h"
 

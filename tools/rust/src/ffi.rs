@@ -197,6 +197,8 @@ pub const CHASH_CHECK_FLAVOR: u32 = 26;
 pub const CHASH_CHECK_ADDRESS: u32 = 27;
 pub const CHASH_CHECK_BACKEND_MISMATCH: u32 = 28;
 pub const CHASH_CHECK_EMBEDDER: u32 = 29;
+pub const CHASH_CHECK_OPTIONS: u32 = 30;
+pub const CHASH_CHECK_LOW_COLUMN: u32 = 31;
 
 #[repr(C)]
 pub struct chash_reloader {

@@ -263,6 +263,10 @@ pub enum SnapshotCheck {
     BackendMismatch,
     /// Any other check of an embedder.
     Embedder,
+    /// Format 1.4: a flavor options section (the other programs' rings).
+    Options,
+    /// Format 1.4: envoy-ring's low halves of its 64-bit points.
+    LowColumn,
     /// A check of a newer library this crate does not name: its code.
     Unknown(u32),
 }
@@ -270,7 +274,7 @@ pub enum SnapshotCheck {
 impl SnapshotCheck {
     // Each check beside its code in the header (tests/header_sync.rs checks
     // the codes).
-    const BY_CODE: [(u32, SnapshotCheck); 30] = [
+    const BY_CODE: [(u32, SnapshotCheck); 32] = [
         (ffi::CHASH_CHECK_NONE, SnapshotCheck::None),
         (ffi::CHASH_CHECK_IO, SnapshotCheck::Io),
         (ffi::CHASH_CHECK_NOT_REGULAR, SnapshotCheck::NotRegular),
@@ -301,6 +305,8 @@ impl SnapshotCheck {
         (ffi::CHASH_CHECK_ADDRESS, SnapshotCheck::Address),
         (ffi::CHASH_CHECK_BACKEND_MISMATCH, SnapshotCheck::BackendMismatch),
         (ffi::CHASH_CHECK_EMBEDDER, SnapshotCheck::Embedder),
+        (ffi::CHASH_CHECK_OPTIONS, SnapshotCheck::Options),
+        (ffi::CHASH_CHECK_LOW_COLUMN, SnapshotCheck::LowColumn),
     ];
 
     /// The check of a `CHASH_CHECK_*` code; [`SnapshotCheck::Unknown`] past

@@ -137,6 +137,50 @@ TEST(CliPrograms, HaproxyRoutesAsTheRealHaproxy) {
   EXPECT_NE(whole.out, expected);
 }
 
+TEST(CliPrograms, SnapshotsOfProgramRingsRouteAsTheRealPrograms) {
+  // The real haproxy 2.6's answers (default_uri_20, balance uri) and the real
+  // nutcracker 0.5's (crc32a_20: named servers, whose points come from their
+  // names), through a snapshot file built by `chash build` and through its
+  // republication by `build --from` (the ids and names travel in the file).
+  const std::string dir = ::testing::TempDir();
+  struct Case {
+    std::string set, servers, build_options, route_options;
+  };
+  for (const Case& c :
+       {Case{"haproxy/default_uri_20", "haproxy/default_uri_20.servers", "--flavor haproxy",
+             "--balance uri"},
+        Case{"twemproxy/crc32a_20", "twemproxy/named_20.servers",
+             "--flavor ketama-md5 --variant twemproxy --key-hash crc32a", ""}}) {
+    const auto rows = GoldenRows(c.set + ".csv");
+    ASSERT_GE(rows.size(), 100u) << c.set;
+    std::string keys, expected;
+    for (const auto& [key, addr] : rows) {
+      keys += key + "\n";
+      expected += key + "," + addr + "\n";
+    }
+    const std::string first = dir + "/program_v3.chash";
+    const std::string second = dir + "/program_v4.chash";
+    const CliRun built = RunChash("build " + c.build_options + " --servers " +
+                                  testing::DataPath(c.servers) + " --config-version 3 --out " +
+                                  first);
+    ASSERT_EQ(built.status, 0) << built.err;
+    const CliRun republished =
+        RunChash("build --from " + first + " --above " + first + " --out " + second);
+    ASSERT_EQ(republished.status, 0) << republished.err;
+    for (const std::string& ring : {first, second}) {
+      const CliRun run = RunChash("route --ring " + ring + " " + c.route_options, keys);
+      ASSERT_EQ(run.status, 0) << run.err;
+      EXPECT_EQ(run.out, expected) << c.set << " through " << ring;
+    }
+    const CliRun refused = RunChash("build --from " + first + " --above " + first +
+                                    " --hash-function djb2 --out " + second);
+    EXPECT_NE(refused.status, 0);
+    EXPECT_NE(refused.err.find("cannot be combined"), std::string::npos) << refused.err;
+    std::remove(first.c_str());
+    std::remove(second.c_str());
+  }
+}
+
 TEST(CliPrograms, VarnishPrintsTheAddressAndHashesTheName) {
   // varnishd 7.1's answers for one backend named `only` at 127.0.15.1:80:
   // every key goes to it (url_single), printed as ADDR.
@@ -308,8 +352,9 @@ TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
   ExpectUsageError(RunChash("route --flavor varnish-shard --by-hash --servers " + servers,
                             "4294967296\n12\n"),
                    "'4294967296' is not a key hash (--by-hash: a decimal integer below 2^32)");
-  ExpectUsageError(RunChash("build --flavor haproxy --out x.chash --servers " + servers),
-                   "the snapshot format does not carry the haproxy flavor yet");
+  ExpectUsageError(RunChash("build --flavor haproxy --table-size 17 --out x.chash --servers " +
+                            servers),
+                   "--table-size");
   ExpectUsageError(RunChash("plan --flavor varnish-shard --servers " + servers),
                    "plan chooses a point multiple; the varnish-shard flavor");
   ExpectUsageError(RunChash("route --flavor haproxy --nginx-conf x.conf --upstream u", "a\n"),

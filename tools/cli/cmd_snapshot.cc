@@ -2,6 +2,9 @@
 // files (include/chash/snapshot.h).
 #include <cerrno>
 #include <ctime>
+#include <set>
+#include <string_view>
+#include <vector>
 #include <cstdio>
 #include <unordered_map>
 
@@ -120,19 +123,16 @@ int RunKeygen(const Args& args) {
 }
 
 int RunBuild(const Args& args) {
-  Result<Options> parsed = Options::Parse(
-      args, {"servers", "flavor", "multiple", "subset", "config-version", "label", "sign", "out",
-             "from", "above", "expires"},
-      {"no-index", "allow-empty", "allow-expired"}, {"subset"});
+  std::set<std::string_view> valued = {"servers", "flavor", "multiple", "subset",
+                                        "config-version", "label", "sign", "out", "from",
+                                        "above", "expires"};
+  valued.insert(kProgramValued.begin(), kProgramValued.end());
+  valued.insert(kProgramConfigs.begin(), kProgramConfigs.end());
+  std::set<std::string_view> flags = {"no-index", "allow-empty", "allow-expired"};
+  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
+  Result<Options> parsed = Options::Parse(args, valued, flags, {"subset"});
   if (!parsed.ok()) return Fail("build", parsed.status().message());
   const Options& options = parsed.value();
-  if (const auto flavor = options.Get("flavor")) {
-    Result<Flavor> named = ParseAnyFlavor(*flavor);
-    if (named.ok() && IsProgramFlavor(named.value())) {
-      return Fail("build", "the snapshot format does not carry the " + *flavor +
-                               " flavor yet: route, stats and diff build its ring from --servers");
-    }
-  }
   const std::optional<std::string> out = options.Get("out");
   if (!out) return Fail("build", "--out RINGFILE is required");
   SnapshotWriteOptions write;
@@ -174,10 +174,14 @@ int RunBuild(const Args& args) {
   if (const auto from = options.Get("from")) {
     // A new version of an existing snapshot's servers: how a rollback is
     // published (the old ring, under a higher config version).
-    for (const char* name : {"servers", "flavor", "multiple"}) {
+    std::vector<std::string_view> refused = {"servers", "flavor", "multiple"};
+    refused.insert(refused.end(), kProgramValued.begin(), kProgramValued.end());
+    refused.insert(refused.end(), kProgramConfigs.begin(), kProgramConfigs.end());
+    refused.insert(refused.end(), kProgramFlags.begin(), kProgramFlags.end());
+    for (const std::string_view name : refused) {
       if (options.Has(name)) {
-        return Fail("build", std::string("--from takes the servers and flavor from the snapshot; "
-                                         "--") + name + " cannot be combined with it");
+        return Fail("build", "--from takes the servers and flavor from the snapshot; --" +
+                                 std::string(name) + " cannot be combined with it");
       }
     }
     if (!options.Has("config-version") && !options.Has("above")) {
@@ -189,17 +193,24 @@ int RunBuild(const Args& args) {
     std::vector<NamedSubset> subsets;
     Result<Ring> old = LoadSnapshotRing(*from, {}, &info, &subsets);
     if (!old.ok()) return Fail("build", old.status().message());
-    RingBuilder builder({.flavor = info.flavor, .point_multiple = info.point_multiple,
-                         .max_points = kHardMaxPoints});
-    for (uint32_t id = 0; id < old.value().num_nodes(); ++id) {
-      const NodeInfo& node = old.value().node(id);
-      if (Status status = builder.Add(node.address.written, node.weight); !status.ok()) {
-        return Fail("build", status.message());
+    if (IsProgramFlavor(info.flavor)) {
+      // Its options and the servers' identities (ids, names) are in the
+      // file's options section, not in its addresses: the ring loaded, with
+      // every check, is the ring to republish.
+      ring = std::move(old).value();
+    } else {
+      RingBuilder builder({.flavor = info.flavor, .point_multiple = info.point_multiple,
+                           .max_points = kHardMaxPoints});
+      for (uint32_t id = 0; id < old.value().num_nodes(); ++id) {
+        const NodeInfo& node = old.value().node(id);
+        if (Status status = builder.Add(node.address.written, node.weight); !status.ok()) {
+          return Fail("build", status.message());
+        }
       }
+      Result<Ring> rebuilt = std::move(builder).Build();
+      if (!rebuilt.ok()) return Fail("build", rebuilt.status().message());
+      ring = std::move(rebuilt).value();
     }
-    Result<Ring> rebuilt = std::move(builder).Build();
-    if (!rebuilt.ok()) return Fail("build", rebuilt.status().message());
-    ring = std::move(rebuilt).value();
     if (!options.Has("subset")) write.subsets = std::move(subsets);
     if (!options.Has("label")) write.label = info.label;
   } else {

@@ -22,10 +22,10 @@ constexpr std::string_view kRingShape = R"(
   --flavor F            nginx (default), pingora-v1, pingora-v2 or resty
                         (OpenResty's resty.chash: the first field of a
                         servers line is an opaque id, hashed as is);
-                        --mode F is the old spelling, still accepted. With
-                        --servers (not in snapshots yet): haproxy,
-                        ketama-md5, varnish-shard, envoy-ring, envoy-maglev,
-                        the other programs' rings (route, stats and diff)
+                        --mode F is the old spelling, still accepted; and
+                        the other programs' rings: haproxy, ketama-md5,
+                        varnish-shard, envoy-ring, envoy-maglev (snapshot
+                        format 1.4; plan refuses them)
   --multiple K          points per weight unit, pingora-v2 and resty only
                         (default 160)
 )";
@@ -56,18 +56,18 @@ constexpr std::string_view kProgramRing = R"(
                         65537)
   --use-hostname-for-hashing  envoy-ring, envoy-maglev: hash a server's
                         hostname= instead of ADDR (a hash_key= wins over both)
-  --haproxy-cfg FILE    instead of --servers (route, stats): a haproxy.cfg,
+  --haproxy-cfg FILE    instead of --servers (route, stats, build): a haproxy.cfg,
                         with --backend
   --backend NAME        the backend (or listen) section whose server lines
                         (weight, id), hash-type consistent and balance make
                         the ring, defaults inherited; a key is the bytes
                         HAProxy hashes (--balance uri takes a whole target)
-  --nutcracker-yml FILE instead of --servers (route, stats): twemproxy's
+  --nutcracker-yml FILE instead of --servers (route, stats, build): twemproxy's
                         YAML config, with --pool
   --pool NAME           the pool whose servers (HOST:PORT:WEIGHT [NAME]),
                         hash and hash_tag make the ring (distribution: ketama);
                         route prints HOST:PORT
-  --envoy-cluster FILE  instead of --servers (route, stats): Envoy clusters
+  --envoy-cluster FILE  instead of --servers (route, stats, build): Envoy clusters
                         in YAML (a cluster, `clusters:` or a bootstrap)
   --cluster NAME        the RING_HASH or MAGLEV cluster to read (default:
                         the only one): its lb config and lb_endpoints
@@ -308,8 +308,11 @@ it would route no key.)",
                         4.7% of the columns, and shared by every process
                         that maps the file)
   --from OLD_RINGFILE   take the servers, flavor and subsets of a snapshot
+                        (the other programs' rings: their options and the
+                        servers' ids and names too)
 )",
         .ring_shape = true,
+        .program_ring = true,
     },
     Command{
         .name = "inspect",

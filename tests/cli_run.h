@@ -23,6 +23,15 @@ struct CliRun {
   std::string err;  // stderr
 };
 
+// The value of "key": in a one-line JSON object (numbers and strings only).
+inline std::string JsonField(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\":");
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size() + 3;
+  if (json[start] == '"') return json.substr(start + 1, json.find('"', start + 1) - start - 1);
+  return json.substr(start, json.find_first_of(",}", start) - start);
+}
+
 // This process's prefix in the test temp folder. ctest runs each test case
 // as its own process, in parallel: names carry the pid.
 inline std::string TempPrefix() {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <string>
 #include <utility>
+#include <sstream>
 #include <vector>
 
 #include "chash/version.h"
@@ -14,6 +15,7 @@ namespace chash {
 namespace {
 
 using testing::CliRun;
+using testing::JsonField;
 using testing::RunChash;
 using testing::WriteTemp;
 
@@ -179,6 +181,71 @@ TEST(CliPrograms, SnapshotsOfProgramRingsRouteAsTheRealPrograms) {
     std::remove(first.c_str());
     std::remove(second.c_str());
   }
+}
+
+TEST(CliPrograms, MigrationFromHaproxyStartsOnHaproxysPlacement) {
+  // The walkthrough of tools/cli/README.md: a fleet moves from HAProxy's
+  // ring to a pingora-v2 ring over the same servers. At rollout 0 every key
+  // is where the real haproxy 2.6 sent it (default_uri_20; keys without a
+  // query string, which `balance uri` hashes whole); at 100% where the new
+  // ring sends it; at 5% the keys that move are the share `diff` expects.
+  const std::string servers = testing::DataPath("haproxy/default_uri_20.servers");
+  const std::string dir = ::testing::TempDir();
+  const std::string plain = dir + "/migration_new.servers";
+  {
+    std::ifstream in(servers);
+    std::ofstream out(plain);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line[0] != '#') out << line.substr(0, line.find(" id=")) << "\n";
+    }
+  }
+  const std::string migrate = "route --flavor haproxy --servers " + servers +
+                              " --new-flavor pingora-v2 --new-servers " + plain + " --rollout ";
+  std::string keys, expected;
+  size_t golden = 0;
+  for (const auto& [key, addr] : GoldenRows("haproxy/default_uri_20.csv")) {
+    if (key.find('?') != std::string::npos) continue;
+    keys += key + "\n";
+    expected += key + "," + addr + ",old\n";
+    ++golden;
+  }
+  ASSERT_GT(golden, 50u);
+  const CliRun start = RunChash(migrate + "0%", keys);
+  ASSERT_EQ(start.status, 0) << start.err;
+  EXPECT_EQ(start.out, expected);
+
+  std::string many;
+  for (int i = 0; i < 20000; ++i) many += "/objects/" + std::to_string(i) + "\n";
+  const CliRun old_ring = RunChash("route --flavor haproxy --servers " + servers, many);
+  const CliRun new_ring = RunChash("route --flavor pingora-v2 --servers " + plain, many);
+  const CliRun done = RunChash(migrate + "100%", many);
+  const CliRun five = RunChash(migrate + "5%", many);
+  for (const CliRun* run : {&old_ring, &new_ring, &done, &five}) ASSERT_EQ(run->status, 0) << run->err;
+  const auto answers = [](const std::string& out) {
+    std::vector<std::string> servers_of;
+    std::istringstream lines(out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      const size_t a = line.find(',');
+      const size_t b = line.find(',', a + 1);
+      servers_of.push_back(line.substr(a + 1, b == std::string::npos ? b : b - a - 1));
+    }
+    return servers_of;
+  };
+  EXPECT_EQ(answers(done.out), answers(new_ring.out));
+  const std::vector<std::string> before = answers(old_ring.out), during = answers(five.out);
+  ASSERT_EQ(before.size(), during.size());
+  size_t moved = 0;
+  for (size_t i = 0; i < before.size(); ++i) moved += before[i] != during[i];
+  const CliRun diff = RunChash("diff --flavor haproxy --servers " + servers +
+                               " --new-flavor pingora-v2 --new-servers " + plain +
+                               " --rollout 5% --json");
+  ASSERT_EQ(diff.status, 0) << diff.err;
+  const double expected_share = std::stod(JsonField(diff.out, "moved_fraction_at_rollout"));
+  EXPECT_NEAR(static_cast<double>(moved) / 20000.0, expected_share, 0.01)
+      << moved << " of 20,000 keys moved";
+  std::remove(plain.c_str());
 }
 
 TEST(CliPrograms, VarnishPrintsTheAddressAndHashesTheName) {

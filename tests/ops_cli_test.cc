@@ -14,17 +14,9 @@ using testing::CliRun;
 using testing::DataPath;
 using testing::LoadServers;
 using testing::RunChash;
+using testing::JsonField;
 using testing::SplitLines;
 using testing::WriteTemp;
-
-// The value of "key": in a one-line JSON object (numbers and strings only).
-std::string JsonField(const std::string& json, const std::string& key) {
-  const size_t at = json.find("\"" + key + "\":");
-  if (at == std::string::npos) return "";
-  size_t start = at + key.size() + 3;
-  if (json[start] == '"') return json.substr(start + 1, json.find('"', start + 1) - start - 1);
-  return json.substr(start, json.find_first_of(",}", start) - start);
-}
 
 TEST(DiffCli, JsonAgreesWithTheLibrary) {
   const std::string servers = DataPath("pingora/servers_50.txt");

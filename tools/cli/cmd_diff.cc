@@ -101,7 +101,7 @@ int RunDiff(const Args& args) {
   if (options.Has("json") || options.Has("plot")) {
     std::string json =
         "{\"moved_fraction\":" + JsonNumber(diff.moved_fraction()) +
-        ",\"moved_hashes\":" + std::to_string(diff.moved_hashes) +
+        ",\"exact\":" + (diff.exact ? "true" : "false") + ",\"moved_hashes\":" + std::to_string(diff.moved_hashes) +
         ",\"key_space\":" + std::to_string(kKeySpace) + ",\"rollout\":" + JsonNumber(rollout) +
         ",\"moved_fraction_at_rollout\":" + JsonNumber(diff.moved_fraction_at(rollout)) +
         ",\"old\":" + RingJson(old_ring.value(), old_path) +
@@ -138,9 +138,17 @@ int RunDiff(const Args& args) {
   }
   PrintRing("old ring", old_ring.value(), old_path);
   PrintRing("new ring", new_ring.value(), new_path);
-  std::printf("moved     %s of the key space (%s of %s key hashes), exact\n",
-              Percent(diff.moved_fraction()).c_str(), WithCommas(diff.moved_hashes).c_str(),
-              WithCommas(kKeySpace).c_str());
+  if (diff.exact) {
+    std::printf("moved     %s of the key space (%s of %s key hashes), exact\n",
+                Percent(diff.moved_fraction()).c_str(), WithCommas(diff.moved_hashes).c_str(),
+                WithCommas(kKeySpace).c_str());
+  } else {
+    // The rings hash a key with different functions: a key's two answers
+    // are independent draws, so this is an expectation, not a count.
+    std::printf("moved     %s of keys expected (the rings hash keys differently: each key's "
+                "two answers taken as independent)\n",
+                Percent(diff.moved_fraction()).c_str());
+  }
   if (options.Has("rollout")) {
     std::printf("rollout   at %s of keys on the new ring: %s of keys expected to move\n",
                 Percent(rollout).c_str(), Percent(diff.moved_fraction_at(rollout)).c_str());

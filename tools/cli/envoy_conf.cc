@@ -1,13 +1,10 @@
 #include "envoy_conf.h"
 
-#include <cstdio>
-#include <memory>
 #include <string_view>
+#include <vector>
 #include <utility>
 
-#if CHASH_WITH_YAML
-#include <yaml.h>
-#endif
+#include "yaml_document.h"
 
 namespace chash::cli {
 namespace {
@@ -27,44 +24,20 @@ Result<EnvoyCluster> ReadEnvoyCluster(const std::string&, const std::string&) {
 
 namespace {
 
-struct DocumentDeleter {
-  void operator()(yaml_document_t* document) const {
-    yaml_document_delete(document);
-    delete document;
-  }
-};
-
+// The document with the integer fields Envoy's protos write as scalars or
+// as {value: N} wrappers.
 class Yaml {
  public:
-  Yaml(yaml_document_t* document, std::string path) : document_(document), path_(std::move(path)) {}
+  explicit Yaml(const YamlDocument& document) : document_(document) {}
 
   yaml_node_t* Get(yaml_node_t* mapping, std::string_view key) const {
-    if (mapping == nullptr || mapping->type != YAML_MAPPING_NODE) return nullptr;
-    for (yaml_node_pair_t* pair = mapping->data.mapping.pairs.start;
-         pair < mapping->data.mapping.pairs.top; ++pair) {
-      if (Scalar(yaml_document_get_node(document_, pair->key)) == key) {
-        return yaml_document_get_node(document_, pair->value);
-      }
-    }
-    return nullptr;
+    return document_.Get(mapping, key);
   }
   std::vector<yaml_node_t*> Items(yaml_node_t* sequence) const {
-    std::vector<yaml_node_t*> items;
-    if (sequence == nullptr || sequence->type != YAML_SEQUENCE_NODE) return items;
-    for (yaml_node_item_t* item = sequence->data.sequence.items.start;
-         item < sequence->data.sequence.items.top; ++item) {
-      items.push_back(yaml_document_get_node(document_, *item));
-    }
-    return items;
+    return document_.Items(sequence);
   }
-  static std::string Scalar(const yaml_node_t* node) {
-    if (node == nullptr || node->type != YAML_SCALAR_NODE) return {};
-    return std::string(reinterpret_cast<const char*>(node->data.scalar.value),
-                       node->data.scalar.length);
-  }
-  std::string Where(const yaml_node_t* node) const {
-    return path_ + ":" + std::to_string(node->start_mark.line + 1);
-  }
+  static std::string Scalar(const yaml_node_t* node) { return YamlDocument::Scalar(node); }
+  std::string Where(const yaml_node_t* node) const { return document_.Where(node); }
   // A uint64 scalar (or a {value: N} wrapper) in [min, max]; `fallback` if absent.
   Result<uint64_t> Uint(yaml_node_t* mapping, std::string_view key, uint64_t fallback,
                         uint64_t min, uint64_t max) const {
@@ -76,39 +49,24 @@ class Yaml {
                  text.find_first_not_of("0123456789") == std::string::npos;
     const uint64_t value = valid ? std::stoull(text) : 0;
     if (!valid || value < min || value > max) {
-      return Bad((node ? Where(node) : path_) + ": " + std::string(key) + " must be an integer " +
-                 std::to_string(min) + ".." + std::to_string(max) + ", got '" + text + "'");
+      return Bad((node ? Where(node) : document_.path()) + ": " + std::string(key) +
+                 " must be an integer " + std::to_string(min) + ".." + std::to_string(max) +
+                 ", got '" + text + "'");
     }
     return value;
   }
 
  private:
-  yaml_document_t* document_;
-  std::string path_;
+  const YamlDocument& document_;
 };
 
 }  // namespace
 
 Result<EnvoyCluster> ReadEnvoyCluster(const std::string& path, const std::string& name) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                        &std::fclose);
-  if (!file) return Status(StatusCode::kIoError, path + ": cannot be opened");
-  yaml_parser_t parser;
-  if (yaml_parser_initialize(&parser) == 0) {
-    return Status(StatusCode::kOutOfMemory, "out of memory: starting the YAML parser");
-  }
-  yaml_parser_set_input_file(&parser, file.get());
-  std::unique_ptr<yaml_document_t, DocumentDeleter> document(new yaml_document_t);
-  if (yaml_parser_load(&parser, document.get()) == 0) {
-    const std::string message = path + ":" + std::to_string(parser.problem_mark.line + 1) +
-                                ": YAML: " + (parser.problem ? parser.problem : "unreadable");
-    yaml_parser_delete(&parser);
-    delete document.release();  // yaml_parser_load frees what it loaded on failure
-    return Bad(message);
-  }
-  yaml_parser_delete(&parser);
-  const Yaml yaml(document.get(), path);
-  yaml_node_t* root = yaml_document_get_root_node(document.get());
+  Result<YamlDocument> loaded = YamlDocument::Load(path);
+  if (!loaded.ok()) return loaded.status();
+  const Yaml yaml(loaded.value());
+  yaml_node_t* root = loaded.value().root();
   std::vector<yaml_node_t*> clusters;
   if (yaml_node_t* list = yaml.Get(yaml.Get(root, "static_resources"), "clusters")) {
     clusters = yaml.Items(list);

@@ -193,24 +193,11 @@ int RunBuild(const Args& args) {
     std::vector<NamedSubset> subsets;
     Result<Ring> old = LoadSnapshotRing(*from, {}, &info, &subsets);
     if (!old.ok()) return Fail("build", old.status().message());
-    if (IsProgramFlavor(info.flavor)) {
-      // Its options and the servers' identities (ids, names) are in the
-      // file's options section, not in its addresses: the ring loaded, with
-      // every check, is the ring to republish.
-      ring = std::move(old).value();
-    } else {
-      RingBuilder builder({.flavor = info.flavor, .point_multiple = info.point_multiple,
-                           .max_points = kHardMaxPoints});
-      for (uint32_t id = 0; id < old.value().num_nodes(); ++id) {
-        const NodeInfo& node = old.value().node(id);
-        if (Status status = builder.Add(node.address.written, node.weight); !status.ok()) {
-          return Fail("build", status.message());
-        }
-      }
-      Result<Ring> rebuilt = std::move(builder).Build();
-      if (!rebuilt.ok()) return Fail("build", rebuilt.status().message());
-      ring = std::move(rebuilt).value();
-    }
+    // The ring loaded, with every check, is the ring to republish: its
+    // flavor, options and the servers' identities (HAProxy's ids,
+    // twemproxy's names) come with it, which its addresses alone would not
+    // give a rebuild.
+    ring = std::move(old).value();
     if (!options.Has("subset")) write.subsets = std::move(subsets);
     if (!options.Has("label")) write.label = info.label;
   } else {

@@ -342,6 +342,21 @@ Result<Ring> LoadRingFromSnapshotOption(const Options& options, std::string_view
 
 namespace {
 
+// The ring of a program's config (read.options, servers, program): the
+// command line's program options apply on top, as to a servers file.
+Result<Ring> BuildConfigRing(const Options& options, RingOptions ring_options, std::string name,
+                             std::vector<ServerEntry> entries, std::vector<ProgramServer> program,
+                             ServersInput* input) {
+  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
+  ServersInput servers;
+  servers.name = std::move(name);
+  servers.servers = std::move(entries);
+  servers.program = std::move(program);
+  Result<Ring> ring = BuildServersInput(servers, ring_options);
+  if (input != nullptr) *input = std::move(servers);
+  return ring;
+}
+
 // --haproxy-cfg FILE --backend NAME: the flavor and its options are the
 // config's (only --server-key, which HAProxy version computes the points,
 // may be given).
@@ -365,15 +380,8 @@ Result<Ring> LoadHaproxyBackend(const Options& options, ServersInput* input) {
   for (const std::string& note : read.value().notes) {
     std::fprintf(stderr, "chash: note: %s\n", note.c_str());
   }
-  RingOptions ring_options = read.value().options;
-  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
-  ServersInput servers;
-  servers.name = path + " backend " + *backend;
-  servers.servers = std::move(read.value().servers);
-  servers.program = std::move(read.value().program);
-  Result<Ring> ring = BuildServersInput(servers, ring_options);
-  if (input != nullptr) *input = std::move(servers);
-  return ring;
+  return BuildConfigRing(options, read.value().options, path + " backend " + *backend,
+                         std::move(read.value().servers), std::move(read.value().program), input);
 }
 
 // --nutcracker-yml FILE --pool NAME: the pool's servers, hash and hash_tag.
@@ -393,15 +401,8 @@ Result<Ring> LoadNutcrackerPool(const Options& options, ServersInput* input) {
   const std::string path = *options.Get("nutcracker-yml");
   Result<NutcrackerPool> read = ReadNutcrackerPool(path, *pool);
   if (!read.ok()) return read.status();
-  RingOptions ring_options = read.value().options;
-  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
-  ServersInput servers;
-  servers.name = path + " pool " + *pool;
-  servers.servers = std::move(read.value().servers);
-  servers.program = std::move(read.value().program);
-  Result<Ring> ring = BuildServersInput(servers, ring_options);
-  if (input != nullptr) *input = std::move(servers);
-  return ring;
+  return BuildConfigRing(options, read.value().options, path + " pool " + *pool,
+                         std::move(read.value().servers), std::move(read.value().program), input);
 }
 
 // --envoy-cluster FILE [--cluster NAME]: the cluster's policy, its options
@@ -420,15 +421,9 @@ Result<Ring> LoadEnvoyCluster(const Options& options, ServersInput* input) {
   const std::string cluster = options.Get("cluster").value_or("");
   Result<EnvoyCluster> read = ReadEnvoyCluster(path, cluster);
   if (!read.ok()) return read.status();
-  RingOptions ring_options = read.value().options;
-  if (Status status = ApplyProgramOptions(options, ring_options); !status.ok()) return status;
-  ServersInput servers;
-  servers.name = path + (cluster.empty() ? "" : " cluster " + cluster);
-  servers.servers = std::move(read.value().servers);
-  servers.program = std::move(read.value().program);
-  Result<Ring> ring = BuildServersInput(servers, ring_options);
-  if (input != nullptr) *input = std::move(servers);
-  return ring;
+  return BuildConfigRing(options, read.value().options,
+                         path + (cluster.empty() ? "" : " cluster " + cluster),
+                         std::move(read.value().servers), std::move(read.value().program), input);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "chash/address.h"
 #include "chash/servers_file.h"
 #include "fuzz_data.h"
+#include "flavors.h"
 #include "fuzz_support.h"
 #include "reference/reference_ring.h"
 
@@ -111,10 +112,10 @@ size_t RunParserCheck(const uint8_t* data, size_t size) {
       CompareAddress(flavor, text, description);
       ++compared;
     }
-    // ParseFlavor takes exactly the four names FlavorName gives.
+    // ParseFlavor takes exactly the names of the flavor table.
     const Result<Flavor> flavor = ParseFlavor(text);
-    const bool is_name =
-        text == "nginx" || text == "pingora-v1" || text == "pingora-v2" || text == "resty";
+    bool is_name = false;
+    for (const internal::FlavorRow& row : internal::kFlavors) is_name = is_name || text == row.name;
     if (flavor.ok() != is_name || (is_name && FlavorName(flavor.value()) != text) ||
         (!flavor.ok() && flavor.status().code() != StatusCode::kBadArgument)) {
       Fail("ParseFlavor(" + Printable(text) + ") gives " + flavor.status().ToString(), description);

@@ -96,12 +96,22 @@ TEST(PingoraAddress, SocketOrderPutsIpv4FirstThenBytesThenPort) {
 }
 
 TEST(Flavor, NamesRoundTrip) {
-  for (const Flavor flavor : {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2}) {
-    Result<Flavor> parsed = ParseFlavor(FlavorName(flavor));
-    ASSERT_TRUE(parsed.ok());
-    EXPECT_EQ(parsed.value(), flavor);
+  const Flavor every_flavor[] = {Flavor::kNginx,        Flavor::kPingoraV1, Flavor::kPingoraV2,
+                                 Flavor::kResty,        Flavor::kHaproxy,   Flavor::kKetamaMd5,
+                                 Flavor::kVarnishShard, Flavor::kEnvoyRing, Flavor::kEnvoyMaglev};
+  const std::string_view names[] = {"nginx",      "pingora-v1",    "pingora-v2",
+                                    "resty",      "haproxy",       "ketama-md5",
+                                    "varnish-shard", "envoy-ring", "envoy-maglev"};
+  for (size_t i = 0; i < std::size(every_flavor); ++i) {
+    EXPECT_EQ(FlavorName(every_flavor[i]), names[i]);
+    Result<Flavor> parsed = ParseFlavor(names[i]);
+    ASSERT_TRUE(parsed.ok()) << names[i];
+    EXPECT_EQ(parsed.value(), every_flavor[i]);
   }
-  EXPECT_EQ(ParseFlavor("pingora").status().code(), StatusCode::kBadArgument);
+  const Result<Flavor> unknown = ParseFlavor("pingora");
+  EXPECT_EQ(unknown.status().code(), StatusCode::kBadArgument);
+  EXPECT_NE(unknown.status().message().find("envoy-maglev"), std::string::npos)
+      << unknown.status().ToString();
 }
 
 // ---- nginx's own parsers -------------------------------------------------------

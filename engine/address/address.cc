@@ -399,12 +399,12 @@ std::string_view FlavorName(Flavor flavor) noexcept {
 
 Result<Flavor> ParseFlavor(std::string_view name) {
   for (const internal::FlavorRow& row : internal::kFlavors) {
-    if (name == row.name && row.in_front_ends) return row.flavor;
+    if (name == row.name) return row.flavor;
   }
   return internal::CatchOutOfMemory("reporting an unknown flavor", [&]() -> Result<Flavor> {
     return Status(StatusCode::kBadArgument, "unknown flavor '" + std::string(name) +
                                                 "' (expected " +
-                                                std::string(internal::kFlavorList) + ")");
+                                                internal::FlavorNameList() + ")");
   });
 }
 

@@ -13,17 +13,12 @@
 #include <vector>
 
 #include "chash/ring.h"
+#include "flavors.h"  // IsProgramFlavor: the flavors this file builds
 #include "hash/program_hashes.h"
 
 namespace chash::internal {
 
 struct RingState;
-
-// The flavors after resty: those this file builds.
-constexpr bool IsProgramFlavor(Flavor flavor) noexcept {
-  return static_cast<uint8_t>(flavor) > static_cast<uint8_t>(Flavor::kResty) &&
-         static_cast<uint8_t>(flavor) <= static_cast<uint8_t>(Flavor::kEnvoyMaglev);
-}
 
 // libmemcached's KETAMA and KETAMA_SPY: 100 points a server, each the key
 // hash of its label; the other ketama variants make 4 points an MD5 digest.

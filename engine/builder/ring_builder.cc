@@ -46,7 +46,7 @@ Status ValidateRingOptionsOrThrow(const RingOptions& options) {
   if (internal::FindFlavor(options.flavor) == nullptr) {
     return Status(StatusCode::kBadArgument,
                   "unknown flavor " + std::to_string(static_cast<int>(options.flavor)) + " (" +
-                      internal::FlavorByteList(/*all=*/true) + ")");
+                      internal::FlavorByteList() + ")");
   }
   if (options.point_multiple == 0) {
     return Status(StatusCode::kBadMultiple, "point multiple must be at least 1");

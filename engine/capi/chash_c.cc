@@ -378,7 +378,7 @@ int NewBuilder(const char* function, uint32_t flavor_value, const chash_ring_opt
     return Fail(Status(StatusCode::kBadArgument,
                        std::string(function) + ": unknown flavor " +
                            std::to_string(flavor_value) + " (" +
-                           chash::internal::FlavorByteList(/*all=*/true) + ")"));
+                           chash::internal::FlavorByteList() + ")"));
   }
   if (in.reserved0[0] != 0 || in.reserved0[1] != 0) {
     return Fail(CHASH_E_BAD_ARGUMENT, std::string(function) + ": reserved0 is not zero");

@@ -53,9 +53,9 @@ struct CopiedBytes {
 };
 
 Result<Flavor> FlavorFromCode(uint8_t code) {
-  if (const std::optional<Flavor> flavor = internal::SnapshotFlavorFromByte(code)) return *flavor;
+  if (const std::optional<Flavor> flavor = internal::FlavorFromByte(code)) return *flavor;
   return Bad("header", "flavor code " + std::to_string(code) + " is none of " +
-                           internal::FlavorByteList(/*all=*/true));
+                           internal::FlavorByteList());
 }
 
 }  // namespace

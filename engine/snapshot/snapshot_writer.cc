@@ -159,13 +159,13 @@ Status CheckWritable(const Ring& ring, const SnapshotWriteOptions& options) {
     return Status(StatusCode::kBadArgument,
                   "a raw-point ring has no server list: only flavor rings have snapshots");
   }
-  if (!internal::InSnapshots(ring.flavor())) {
+  if (internal::FindFlavor(ring.flavor()) == nullptr) {
     return Status(StatusCode::kBadArgument,
                   "flavor " + std::to_string(static_cast<int>(ring.flavor())) +
                       " has no snapshot format (format " +
                       std::to_string(kSnapshotMajorVersion) + "." +
                       std::to_string(kSnapshotMinorVersion) + " stores " +
-                      internal::FlavorByteList(/*all=*/true) + ")");
+                      internal::FlavorByteList() + ")");
   }
   if (ring.num_nodes() == 0) {
     return Status(StatusCode::kBadArgument, "the ring has no nodes: nothing to snapshot");

@@ -45,10 +45,8 @@ enum class Flavor : uint8_t {
 // "nginx", "pingora-v1", "pingora-v2", "resty", "haproxy", "ketama-md5",
 // "varnish-shard", "envoy-ring", "envoy-maglev"; "unknown" past the enum.
 std::string_view FlavorName(Flavor flavor) noexcept;
-// The flavors the C API, snapshots and the chash tool name today: nginx,
-// pingora-v1, pingora-v2 and resty (the others are named by FlavorName and
-// built from C++; their front-end names come with their C API and snapshot
-// format). kBadArgument for any other name.
+// The flavor FlavorName names so (every flavor); kBadArgument for any other
+// name.
 Result<Flavor> ParseFlavor(std::string_view name);
 
 // Rust `SocketAddr` order, the pingora v2 tie-break: every IPv4 address sorts

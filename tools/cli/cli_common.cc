@@ -139,7 +139,7 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
                                     std::string_view multiple_option) {
   RingOptions ring_options;
   if (const auto mode = options.Get(mode_option)) {
-    Result<Flavor> flavor = ParseAnyFlavor(*mode);
+    Result<Flavor> flavor = ParseFlavor(*mode);
     if (!flavor.ok()) return flavor.status();
     ring_options.flavor = flavor.value();
   }
@@ -482,7 +482,7 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
 Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options) {
   RingOptions ring_options = old_options;
   if (const auto mode = options.Get("new-flavor")) {
-    Result<Flavor> flavor = ParseAnyFlavor(*mode);
+    Result<Flavor> flavor = ParseFlavor(*mode);
     if (!flavor.ok()) return flavor.status();
     if (flavor.value() != old_options.flavor) {
       // The program options given are the first ring's flavor's.

@@ -49,7 +49,7 @@ int RunPlan(const Args& args) {
   if (!parsed.ok()) return Fail("plan", parsed.status().message());
   const Options& options = parsed.value();
   if (const auto flavor = options.Get("flavor")) {
-    Result<Flavor> named = ParseAnyFlavor(*flavor);
+    Result<Flavor> named = ParseFlavor(*flavor);
     if (named.ok() && IsProgramFlavor(named.value())) {
       return Fail("plan", "plan chooses a point multiple; the " + *flavor +
                               " flavor's points are its program's (use chash stats and diff)");

@@ -92,16 +92,6 @@ Status Bad(std::string message) { return Status(StatusCode::kBadArgument, std::m
 
 }  // namespace
 
-Result<Flavor> ParseAnyFlavor(std::string_view name) {
-  std::string names;
-  for (const internal::FlavorRow& row : internal::kFlavors) {
-    if (row.name == name) return row.flavor;
-    names += (names.empty() ? "" : ", ") + std::string(row.name);
-  }
-  return Bad("unknown flavor '" + std::string(name) + "' (expected " + names + ")");
-}
-
-bool IsProgramFlavor(Flavor flavor) { return !internal::InFrontEnds(flavor); }
 
 Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name) {
   return Lookup(kKeyHashes, "key-hash", name);

@@ -15,6 +15,7 @@
 
 #include "chash/chash.h"
 #include "chash/servers_file.h"
+#include "flavors.h"  // engine/: every flavor as a row (chash_internal)
 
 namespace chash::cli {
 
@@ -31,11 +32,9 @@ inline const std::set<std::string_view> kProgramConfigs = {"haproxy-cfg", "backe
                                                            "nutcracker-yml", "pool",
                                                            "envoy-cluster", "cluster"};
 
-// Any flavor's name (FlavorName), the other programs' included: the chash
-// library's ParseFlavor names only the flavors snapshots carry.
-Result<Flavor> ParseAnyFlavor(std::string_view name);
-
-bool IsProgramFlavor(Flavor flavor);
+// The other programs' flavors: their options and servers files are this
+// file's.
+using internal::IsProgramFlavor;
 
 // A --key-hash name (twemproxy's `hash:` names, murmur3, default).
 Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name);

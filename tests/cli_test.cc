@@ -284,6 +284,40 @@ TEST(CliPrograms, HaproxyCfgRoutesAsTheRealHaproxy) {
   EXPECT_EQ(stats.status, 0) << stats.err;
 }
 
+TEST(CliPrograms, DiffReadsAHaproxyCfg) {
+  // The backend's ring against the same servers written as a servers file
+  // with the same hash-type: nothing moves. The new ring takes the old one's
+  // flavor and hash settings unless --new-flavor names another.
+  const std::string cfg = testing::DataPath("haproxy-cfg/mixed_25.cfg");
+  const std::string servers = testing::DataPath("haproxy/mixed_25.servers");
+  const CliRun same =
+      RunChash("diff --haproxy-cfg " + cfg + " --backend sdbm --new-servers " + servers);
+  ASSERT_EQ(same.status, 0) << same.err;
+  EXPECT_NE(same.out.find("old ring  " + cfg + " backend sdbm: haproxy"), std::string::npos)
+      << same.out;
+  EXPECT_NE(same.out.find("moved     0.000000% of the key space"), std::string::npos) << same.out;
+
+  const std::string plain = ::testing::TempDir() + "/diff_cfg_plain.servers";
+  {
+    std::ifstream in(servers);
+    std::ofstream out(plain);
+    std::string line;
+    while (std::getline(in, line)) {
+      // ADDR WEIGHT, without HAProxy's id= and name=
+      std::istringstream fields(line);
+      std::string addr, weight;
+      if (!line.empty() && line[0] != '#' && fields >> addr >> weight) {
+        out << addr << " " << weight << "\n";
+      }
+    }
+  }
+  const CliRun v2 = RunChash("diff --haproxy-cfg " + cfg +
+                             " --backend sdbm --new-flavor pingora-v2 --new-servers " + plain);
+  ASSERT_EQ(v2.status, 0) << v2.err;
+  EXPECT_NE(v2.out.find(": pingora-v2, 160 points per weight unit"), std::string::npos) << v2.out;
+  EXPECT_EQ(v2.out.find("moved     0.000000% of the key space"), std::string::npos) << v2.out;
+}
+
 TEST(CliPrograms, HaproxyCfgErrors) {
   const std::string cfg = testing::DataPath("haproxy-cfg/mixed_25.cfg");
   ExpectUsageError(RunChash("route --haproxy-cfg " + cfg + " --backend nope", "a\n"),

@@ -8,6 +8,7 @@
 
 #include "out_of_memory.h"
 #include "read_file.h"
+#include "text_lines.h"
 
 namespace chash {
 namespace {
@@ -21,15 +22,10 @@ std::string Where(std::string_view source, size_t line) {
 Result<std::vector<ServerEntry>> ParseServersTextOrThrow(std::string_view text,
                                                          std::string_view source_name) {
   std::vector<ServerEntry> entries;
+  TextLines lines(text);
+  std::string_view line;
   size_t line_number = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  while (lines.Next(line, line_number)) {
     if (const size_t hash = line.find('#'); hash != std::string_view::npos) {
       line = line.substr(0, hash);
     }

@@ -135,6 +135,17 @@ Status ApplyMultipleOption(const Options& options, std::string_view multiple_opt
 
 }  // namespace
 
+Result<Options> ParseRingCommandOptions(const std::vector<std::string_view>& args,
+                                        std::set<std::string_view> valued,
+                                        std::set<std::string_view> flags) {
+  valued.insert({"servers", "flavor", "multiple", "nginx-conf", "upstream"});
+  for (const auto* names : {&kSnapshotValued, &kProgramValued, &kProgramConfigs}) {
+    valued.insert(names->begin(), names->end());
+  }
+  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
+  return Options::Parse(args, valued, flags, kSnapshotRepeated);
+}
+
 Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mode_option,
                                     std::string_view multiple_option) {
   RingOptions ring_options;
@@ -357,17 +368,30 @@ Result<Ring> BuildConfigRing(const Options& options, RingOptions ring_options, s
   return ring;
 }
 
+// The options a program's config gives, refused beside --`config`:
+// `why` says what the config gives.
+Status RefuseBesideConfig(const Options& options, std::string_view config,
+                          std::initializer_list<std::string_view> given, std::string_view why) {
+  for (const std::string_view name : given) {
+    if (options.Has(name)) {
+      return Status(StatusCode::kBadArgument, "--" + std::string(config) + " and --" +
+                                                  std::string(name) +
+                                                  " cannot be combined: " + std::string(why));
+    }
+  }
+  return Status();
+}
+
 // --haproxy-cfg FILE --backend NAME: the flavor and its options are the
 // config's (only --server-key, which HAProxy version computes the points,
 // may be given).
 Result<Ring> LoadHaproxyBackend(const Options& options, ServersInput* input) {
-  for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple",
-                           "hash-function", "avalanche"}) {
-    if (options.Has(name)) {
-      return Status(StatusCode::kBadArgument,
-                    std::string("--haproxy-cfg and --") + name +
-                        " cannot be combined: the config gives the servers and the hash-type");
-    }
+  if (Status refused = RefuseBesideConfig(
+          options, "haproxy-cfg",
+          {"servers", "nginx-conf", "upstream", "flavor", "multiple", "hash-function", "avalanche"},
+          "the config gives the servers and the hash-type");
+      !refused.ok()) {
+    return refused;
   }
   const std::optional<std::string> backend = options.Get("backend");
   if (!backend) {
@@ -386,13 +410,13 @@ Result<Ring> LoadHaproxyBackend(const Options& options, ServersInput* input) {
 
 // --nutcracker-yml FILE --pool NAME: the pool's servers, hash and hash_tag.
 Result<Ring> LoadNutcrackerPool(const Options& options, ServersInput* input) {
-  for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple", "variant",
-                           "key-hash", "hash-tag", "default-port"}) {
-    if (options.Has(name)) {
-      return Status(StatusCode::kBadArgument,
-                    std::string("--nutcracker-yml and --") + name +
-                        " cannot be combined: the config gives the servers, hash and hash_tag");
-    }
+  if (Status refused =
+          RefuseBesideConfig(options, "nutcracker-yml",
+                             {"servers", "nginx-conf", "upstream", "flavor", "multiple", "variant",
+                              "key-hash", "hash-tag", "default-port"},
+                             "the config gives the servers, hash and hash_tag");
+      !refused.ok()) {
+    return refused;
   }
   const std::optional<std::string> pool = options.Get("pool");
   if (!pool) {
@@ -408,14 +432,13 @@ Result<Ring> LoadNutcrackerPool(const Options& options, ServersInput* input) {
 // --envoy-cluster FILE [--cluster NAME]: the cluster's policy, its options
 // and endpoints.
 Result<Ring> LoadEnvoyCluster(const Options& options, ServersInput* input) {
-  for (const char* name : {"servers", "nginx-conf", "upstream", "flavor", "multiple",
-                           "min-ring-size", "max-ring-size", "hash-function", "table-size",
-                           "use-hostname-for-hashing"}) {
-    if (options.Has(name)) {
-      return Status(StatusCode::kBadArgument,
-                    std::string("--envoy-cluster and --") + name +
-                        " cannot be combined: the cluster gives the endpoints and the policy");
-    }
+  if (Status refused = RefuseBesideConfig(
+          options, "envoy-cluster",
+          {"servers", "nginx-conf", "upstream", "flavor", "multiple", "min-ring-size",
+           "max-ring-size", "hash-function", "table-size", "use-hostname-for-hashing"},
+          "the cluster gives the endpoints and the policy");
+      !refused.ok()) {
+    return refused;
   }
   const std::string path = *options.Get("envoy-cluster");
   const std::string cluster = options.Get("cluster").value_or("");
@@ -503,6 +526,15 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
   return BuildServersInput(input.value(), ring_options);
 }
 
+RingOptions FirstRingOptions(const Options& options, const Ring& ring) {
+  if (!options.Has("ring")) return ring.options();
+  // A mapped snapshot is a raw ring: its options are the defaults.
+  RingOptions snapshot_options;
+  snapshot_options.flavor = ring.flavor();
+  snapshot_options.point_multiple = ring.point_multiple();
+  return snapshot_options;
+}
+
 Result<FleetShape> FleetShapeFrom(const Options& options) {
   Result<uint64_t> nodes = options.GetUint("nodes", 2048, 1, kMaxNodes);
   Result<uint64_t> weight = options.GetUint("weight", 625, 1, UINT32_MAX);
@@ -574,6 +606,12 @@ std::string JsonNumber(double value) {
 }
 
 uint64_t PeakRssBytes() { return measure::ProcStatusKb("VmHWM:") * 1024; }
+
+std::string Percent(double fraction, int decimals) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f%%", decimals, 100 * fraction);
+  return text;
+}
 
 std::string WithCommas(uint64_t value) {
   std::string digits = std::to_string(value);

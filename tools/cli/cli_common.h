@@ -88,6 +88,14 @@ inline const std::set<std::string_view> kSnapshotValued = {"ring", "trusted-key"
                                                            "threads", "max-size"};
 inline const std::set<std::string_view> kSnapshotRepeated = {"trusted-key"};
 
+// The options of a command that reads a ring every way (route, stats,
+// diff): --servers, --nginx-conf/--upstream, --flavor, --multiple, the
+// snapshot's (kSnapshotValued), the other programs' rings' and configs'
+// (program_flavors.h), and the command's own `valued` and `flags`.
+Result<Options> ParseRingCommandOptions(const std::vector<std::string_view>& args,
+                                        std::set<std::string_view> valued,
+                                        std::set<std::string_view> flags);
+
 // --trusted-key PUB..., --min-version N, --threads N and --max-size BYTES as
 // load options.
 Result<SnapshotLoadOptions> SnapshotLoadOptionsFrom(const Options& options);
@@ -113,6 +121,10 @@ Result<RingOptions> RingOptionsFrom(const Options& options, std::string_view mod
 // --new-multiple K (default: --multiple when both rings are pingora-v2,
 // else 160). `old_options` is the first ring's.
 Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& old_options);
+// The first ring's options, as LoadNewRingFromOptions takes them: a
+// snapshot's (--ring) flavor and multiple, or the options `ring` was built
+// with (a servers file's, or a program config's hash settings).
+RingOptions FirstRingOptions(const Options& options, const Ring& ring);
 
 // The built-in synthetic fleet of `chash demo` and `chash bench` (the
 // addresses tools/fleet prints): servers 10.0.(i / 256).(i % 256):443, all of
@@ -139,6 +151,8 @@ uint64_t PeakRssBytes();
 
 // "204,800,000".
 std::string WithCommas(uint64_t value);
+// A fraction as a percentage with `decimals` decimals: "12.5000%".
+std::string Percent(double fraction, int decimals);
 
 }  // namespace chash::cli
 

@@ -12,11 +12,7 @@
 namespace chash::cli {
 namespace {
 
-std::string Percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6f%%", 100 * fraction);
-  return text;
-}
+std::string Percent(double fraction) { return cli::Percent(fraction, 6); }
 
 double Share(uint64_t hashes) { return static_cast<double>(hashes) / kKeySpace; }
 
@@ -36,27 +32,17 @@ void PrintRing(const char* label, const Ring& ring, const std::string& path) {
 }  // namespace
 
 int RunDiff(const Args& args) {
-  std::set<std::string_view> valued = {
-      "servers",  "flavor",       "multiple", "new-servers",    "new-flavor",    "new-multiple",
-      "rollout",  "new-ring",   "plot",     "nginx-conf",     "upstream",    "new-nginx-conf",
-      "new-upstream"};
-  valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
-  valued.insert(kProgramValued.begin(), kProgramValued.end());
-  std::set<std::string_view> flags = {"json"};
-  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
-  Result<Options> parsed = Options::Parse(args, valued, flags, kSnapshotRepeated);
+  Result<Options> parsed =
+      ParseRingCommandOptions(args,
+                              {"new-servers", "new-flavor", "new-multiple", "rollout", "new-ring",
+                               "plot", "new-nginx-conf", "new-upstream"},
+                              {"json"});
   if (!parsed.ok()) return Fail("diff", parsed.status().message());
   const Options& options = parsed.value();
-  Result<RingOptions> old_options = RingOptionsFrom(options, "flavor", "multiple");
-  if (!old_options.ok()) return Fail("diff", old_options.status().message());
-  Result<Ring> old_ring = LoadRingFromOptions(options);
+  ServersInput old_input;
+  Result<Ring> old_ring = LoadRingFromOptions(options, &old_input);
   if (!old_ring.ok()) return Fail("diff", old_ring.status().message());
-  // Snapshots (--ring, --new-ring) carry their own mode and multiple.
-  RingOptions old_ring_options = old_options.value();
-  if (options.Has("ring")) {
-    old_ring_options.flavor = old_ring.value().flavor();
-    old_ring_options.point_multiple = old_ring.value().point_multiple();
-  }
+  const RingOptions old_ring_options = FirstRingOptions(options, old_ring.value());
   if (options.Has("new-ring") &&
       (options.Has("new-servers") || options.Has("new-nginx-conf") || options.Has("new-upstream") ||
        options.Has("new-flavor") || options.Has("new-multiple"))) {
@@ -86,8 +72,7 @@ int RunDiff(const Args& args) {
     if (!fraction.ok()) return Fail("diff", fraction.status().message());
     rollout = fraction.value();
   }
-  const std::string old_path =
-      options.Has("ring") ? *options.Get("ring") : ServersInputName(options);
+  const std::string old_path = options.Has("ring") ? *options.Get("ring") : old_input.name;
   const std::string new_path =
       options.Has("new-ring") ? *options.Get("new-ring") : ServersInputName(options, "new-");
 

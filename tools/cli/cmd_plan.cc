@@ -13,11 +13,7 @@
 namespace chash::cli {
 namespace {
 
-std::string Percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4f%%", 100 * fraction);
-  return text;
-}
+std::string Percent(double fraction) { return cli::Percent(fraction, 4); }
 
 Result<std::vector<uint32_t>> ParseMultiples(const std::string& text) {
   std::vector<uint32_t> multiples;

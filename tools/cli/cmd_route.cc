@@ -183,17 +183,11 @@ bool ParseKeyHash(std::string_view text, uint32_t bits, uint64_t& hash) {
 }  // namespace
 
 int RunRoute(const Args& args) {
-  std::set<std::string_view> valued = {
-      "servers",  "flavor",         "multiple", "keys",  "down",       "subset",
-      "new-servers", "new-flavor",  "new-multiple", "rollout", "scope", "seed",
-      "nginx-conf", "upstream",   "new-nginx-conf", "new-upstream", "new-ring"};
-  valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
-  valued.insert(kProgramValued.begin(), kProgramValued.end());
-  valued.insert(kProgramConfigs.begin(), kProgramConfigs.end());
-  valued.insert({"balance", "alt"});
-  std::set<std::string_view> flags = {"allow-mismatch", "by-hash"};
-  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
-  Result<Options> options = Options::Parse(args, valued, flags, kSnapshotRepeated);
+  Result<Options> options = ParseRingCommandOptions(
+      args,
+      {"keys", "down", "subset", "new-servers", "new-flavor", "new-multiple", "rollout", "scope",
+       "seed", "new-nginx-conf", "new-upstream", "new-ring", "balance", "alt"},
+      {"allow-mismatch", "by-hash"});
   if (!options.ok()) return Fail("route", options.status().message());
   const Options& opts = options.value();
   ServersInput input;
@@ -340,12 +334,10 @@ int RunRoute(const Args& args) {
   std::unique_ptr<RingMigration> migration;
   NodeMask side_masks[2];
   if (migrating) {
-    Result<RingOptions> old_options = RingOptionsFrom(opts, "flavor", "multiple");
-    if (!old_options.ok()) return Fail("route", old_options.status().message());
     std::vector<NamedSubset> new_subsets;
-    Result<Ring> new_ring = opts.Has("new-ring")
-                                ? LoadRingFromSnapshotOption(opts, "new-ring", &new_subsets)
-                                : LoadNewRingFromOptions(opts, old_options.value());
+    Result<Ring> new_ring =
+        opts.Has("new-ring") ? LoadRingFromSnapshotOption(opts, "new-ring", &new_subsets)
+                             : LoadNewRingFromOptions(opts, FirstRingOptions(opts, ring.value()));
     if (!new_ring.ok()) return Fail("route", new_ring.status().message());
     Result<double> rollout = ParseFraction("rollout", *opts.Get("rollout"));
     if (!rollout.ok()) return Fail("route", rollout.status().message());

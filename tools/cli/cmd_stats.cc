@@ -48,14 +48,7 @@ std::string SharesJson(const std::vector<NodeShare>& shares) {
 }  // namespace
 
 int RunStats(const Args& args) {
-  std::set<std::string_view> valued = {"servers", "flavor",       "multiple",
-                                       "plot",    "nginx-conf", "upstream"};
-  valued.insert(kSnapshotValued.begin(), kSnapshotValued.end());
-  valued.insert(kProgramValued.begin(), kProgramValued.end());
-  valued.insert(kProgramConfigs.begin(), kProgramConfigs.end());
-  std::set<std::string_view> flags = {"json"};
-  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
-  Result<Options> options = Options::Parse(args, valued, flags, kSnapshotRepeated);
+  Result<Options> options = ParseRingCommandOptions(args, {"plot"}, {"json"});
   if (!options.ok()) return Fail("stats", options.status().message());
   Result<Ring> ring = LoadRingFromOptions(options.value());
   if (!ring.ok()) return Fail("stats", ring.status().message());

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "text_lines.h"  // engine/
+
 namespace chash::cli {
 namespace {
 
@@ -69,14 +71,10 @@ Result<HaproxyBackend> ReadHaproxyBackend(const std::string& path, const std::st
   HaproxyBackend result;
   result.options.flavor = Flavor::kHaproxy;
   std::vector<std::pair<size_t, std::vector<std::string>>> server_lines;
+  TextLines lines(text);
+  std::string_view line;
   size_t number = 0;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + start, end - start);
-    start = end + 1;
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  while (lines.Next(line, number)) {
     const std::vector<std::string> words = Words(line);
     if (words.empty()) continue;
     const std::string where = path + ":" + std::to_string(number);
@@ -163,10 +161,10 @@ Result<HaproxyBackend> ReadHaproxyBackend(const std::string& path, const std::st
     result.balance += (result.balance.empty() ? "" : " ") + word;
   }
 
-  for (const auto& [line, words] : server_lines) {
-    const std::string where = path + ":" + std::to_string(line);
+  for (const auto& [line_number, words] : server_lines) {
+    const std::string where = path + ":" + std::to_string(line_number);
     if (words.size() < 3) return Bad(where + ": server NAME ADDRESS expected");
-    ServerEntry entry{words[2], own.default_weight.value_or(1), line};
+    ServerEntry entry{words[2], own.default_weight.value_or(1), line_number};
     ProgramServer server;
     server.hashed = words[2];
     bool out_of_ring = false;

@@ -8,6 +8,7 @@
 
 #include "cli_common.h"
 #include "flavors.h"  // engine/: every flavor as a row (chash_internal)
+#include "text_lines.h"  // engine/
 
 namespace chash::cli {
 namespace {
@@ -54,6 +55,28 @@ Result<Enum> Lookup(const Named<Enum> (&table)[N], std::string_view option,
   }
   return Status(StatusCode::kBadArgument, "--" + std::string(option) + " must be one of " +
                                               names + ", got '" + std::string(text) + "'");
+}
+
+// --option NAME, if given, into `field` (one of the table's names).
+template <typename Enum, size_t N>
+Status SetNamed(const Options& options, std::string_view option, const Named<Enum> (&table)[N],
+                Enum& field) {
+  if (const auto text = options.Get(option)) {
+    Result<Enum> value = Lookup(table, option, *text);
+    if (!value.ok()) return value.status();
+    field = value.value();
+  }
+  return Status();
+}
+
+// --option N, if given, into `field` (kept otherwise), within [min, max].
+template <typename Uint>
+Status SetUint(const Options& options, std::string_view option, uint64_t min, uint64_t max,
+               Uint& field) {
+  Result<uint64_t> value = options.GetUint(option, field, min, max);
+  if (!value.ok()) return value.status();
+  field = static_cast<Uint>(value.value());
+  return Status();
 }
 
 // Which flavors each program option belongs to.
@@ -107,36 +130,22 @@ Status ApplyProgramOptions(const Options& options, RingOptions& ring) {
                  ", not of " + std::string(FlavorName(ring.flavor)));
     }
   }
+  Status status;
   switch (ring.flavor) {
     case Flavor::kHaproxy:
       // HAProxy's `hash-type consistent` alone is sdbm with avalanche;
       // naming a function drops the avalanche unless `avalanche` follows.
-      if (const auto text = options.Get("hash-function")) {
-        Result<HaproxyHash> hash = Lookup(kHaproxyHashes, "hash-function", *text);
-        if (!hash.ok()) return hash.status();
-        ring.haproxy.hash_function = hash.value();
-        ring.haproxy.avalanche = options.Has("avalanche");
-      }
-      if (const auto text = options.Get("server-key")) {
-        Result<HaproxyServerKey> key = Lookup(kServerKeys, "server-key", *text);
-        if (!key.ok()) return key.status();
-        ring.haproxy.server_key = key.value();
-      }
+      if (options.Has("hash-function")) ring.haproxy.avalanche = options.Has("avalanche");
+      status = SetNamed(options, "hash-function", kHaproxyHashes, ring.haproxy.hash_function);
+      if (status.ok())
+        status = SetNamed(options, "server-key", kServerKeys, ring.haproxy.server_key);
       break;
-    case Flavor::kKetamaMd5: {
-      if (const auto text = options.Get("variant")) {
-        Result<KetamaVariant> variant = Lookup(kVariants, "variant", *text);
-        if (!variant.ok()) return variant.status();
-        ring.ketama.variant = variant.value();
-      }
-      if (const auto text = options.Get("key-hash")) {
-        Result<KetamaKeyHash> hash = Lookup(kKeyHashes, "key-hash", *text);
-        if (!hash.ok()) return hash.status();
-        ring.ketama.key_hash = hash.value();
-      }
-      Result<uint64_t> port = options.GetUint("default-port", ring.ketama.default_port, 1, 65535);
-      if (!port.ok()) return port.status();
-      ring.ketama.default_port = static_cast<uint32_t>(port.value());
+    case Flavor::kKetamaMd5:
+      status = SetNamed(options, "variant", kVariants, ring.ketama.variant);
+      if (status.ok()) status = SetNamed(options, "key-hash", kKeyHashes, ring.ketama.key_hash);
+      if (status.ok())
+        status = SetUint(options, "default-port", 1, 65535, ring.ketama.default_port);
+      if (!status.ok()) return status;
       if (const auto tag = options.Get("hash-tag")) {
         if (tag->size() != 2) {
           return Bad("--hash-tag must be two bytes (twemproxy's hash_tag: \"{}\"), got '" + *tag +
@@ -148,40 +157,30 @@ Status ApplyProgramOptions(const Options& options, RingOptions& ring) {
         ring.ketama.hash_tag = {(*tag)[0], (*tag)[1]};
       }
       break;
-    }
-    case Flavor::kVarnishShard: {
-      Result<uint64_t> replicas = options.GetUint("replicas", ring.varnish.replicas, 1, UINT32_MAX);
-      if (!replicas.ok()) return replicas.status();
-      ring.varnish.replicas = static_cast<uint32_t>(replicas.value());
+    case Flavor::kVarnishShard:
+      status = SetUint(options, "replicas", 1, UINT32_MAX, ring.varnish.replicas);
       break;
-    }
-    case Flavor::kEnvoyRing: {
-      Result<uint64_t> min = options.GetUint("min-ring-size", ring.envoy_ring.minimum_ring_size, 1, 8388608);
-      if (!min.ok()) return min.status();
-      Result<uint64_t> max = options.GetUint("max-ring-size", ring.envoy_ring.maximum_ring_size, 1, 8388608);
-      if (!max.ok()) return max.status();
-      if (min.value() > max.value()) {
-        return Bad("--min-ring-size " + std::to_string(min.value()) + " is above --max-ring-size " +
-                   std::to_string(max.value()));
+    case Flavor::kEnvoyRing:
+      status = SetUint(options, "min-ring-size", 1, 8388608, ring.envoy_ring.minimum_ring_size);
+      if (status.ok()) {
+        status = SetUint(options, "max-ring-size", 1, 8388608, ring.envoy_ring.maximum_ring_size);
       }
-      ring.envoy_ring.minimum_ring_size = min.value();
-      ring.envoy_ring.maximum_ring_size = max.value();
-      if (const auto text = options.Get("hash-function")) {
-        Result<EnvoyHash> hash = Lookup(kEnvoyHashes, "hash-function", *text);
-        if (!hash.ok()) return hash.status();
-        ring.envoy_ring.hash_function = hash.value();
+      if (status.ok() && ring.envoy_ring.minimum_ring_size > ring.envoy_ring.maximum_ring_size) {
+        return Bad("--min-ring-size " + std::to_string(ring.envoy_ring.minimum_ring_size) +
+                   " is above --max-ring-size " +
+                   std::to_string(ring.envoy_ring.maximum_ring_size));
+      }
+      if (status.ok()) {
+        status = SetNamed(options, "hash-function", kEnvoyHashes, ring.envoy_ring.hash_function);
       }
       break;
-    }
-    case Flavor::kEnvoyMaglev: {
-      Result<uint64_t> size = options.GetUint("table-size", ring.maglev.table_size, 2, 5000011);
-      if (!size.ok()) return size.status();
-      ring.maglev.table_size = size.value();
+    case Flavor::kEnvoyMaglev:
+      status = SetUint(options, "table-size", 2, 5000011, ring.maglev.table_size);
       break;
-    }
     default:
       break;
   }
+  if (!status.ok()) return status;
   const Status valid = ValidateRingOptions(ring);
   if (!valid.ok()) return Status(valid.code(), "--flavor " + std::string(FlavorName(ring.flavor)) +
                                                    ": " + valid.message());
@@ -235,16 +234,11 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
   std::vector<ProgramServer> servers;
   std::vector<std::string> weights;  // as written
   std::map<std::string, size_t> line_of_addr;
+  TextLines lines(text);
+  std::string_view line;
   size_t number = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++number;
+  while (lines.Next(line, number)) {
     line = line.substr(0, line.find('#'));
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const std::string where = std::string(source) + ":" + std::to_string(number);
     std::vector<std::string_view> fields;
     for (size_t i = 0; i < line.size();) {

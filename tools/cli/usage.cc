@@ -56,19 +56,20 @@ constexpr std::string_view kProgramRing = R"(
                         65537)
   --use-hostname-for-hashing  envoy-ring, envoy-maglev: hash a server's
                         hostname= instead of ADDR (a hash_key= wins over both)
-  --haproxy-cfg FILE    instead of --servers (route, stats, build): a haproxy.cfg,
-                        with --backend
+  --haproxy-cfg FILE    instead of --servers (route, stats, diff, build): a
+                        haproxy.cfg, with --backend
   --backend NAME        the backend (or listen) section whose server lines
                         (weight, id), hash-type consistent and balance make
                         the ring, defaults inherited; a key is the bytes
                         HAProxy hashes (--balance uri takes a whole target)
-  --nutcracker-yml FILE instead of --servers (route, stats, build): twemproxy's
-                        YAML config, with --pool
+  --nutcracker-yml FILE instead of --servers (route, stats, diff, build):
+                        twemproxy's YAML config, with --pool
   --pool NAME           the pool whose servers (HOST:PORT:WEIGHT [NAME]),
                         hash and hash_tag make the ring (distribution: ketama);
                         route prints HOST:PORT
-  --envoy-cluster FILE  instead of --servers (route, stats, build): Envoy clusters
-                        in YAML (a cluster, `clusters:` or a bootstrap)
+  --envoy-cluster FILE  instead of --servers (route, stats, diff, build): Envoy
+                        clusters in YAML (a cluster, `clusters:` or a
+                        bootstrap)
   --cluster NAME        the RING_HASH or MAGLEV cluster to read (default:
                         the only one): its lb config and lb_endpoints
                         (weights, hash_key metadata, hostname); route prints
@@ -103,18 +104,24 @@ constexpr std::string_view kFleetShape = R"(
   --multiple K          pingora-v2 points per weight unit (default 16)
 )";
 
+// The option blocks several commands share, printed in this order around
+// the command's own options (kNewRing after them).
+enum Block : unsigned {
+  kTakesServers = 1u << 0,   // kServersInput
+  kTakesSnapshot = 1u << 1,  // kSnapshotInput
+  kTakesShape = 1u << 2,     // kRingShape
+  kTakesProgram = 1u << 3,   // kProgramRing
+  kTakesFleet = 1u << 4,     // kFleetShape
+  kTakesNewRing = 1u << 5,   // kNewRing
+};
+
 struct Command {
   std::string_view name;
   std::string_view synopsis;     // after "chash NAME"
   std::string_view summary;      // one line, for the overview
   std::string_view description;  // what it does and prints
   std::string_view options;      // its own options
-  bool servers_input = false;    // kServersInput
-  bool ring_shape = false;       // kRingShape
-  bool program_ring = false;     // kProgramRing
-  bool snapshot_input = false;   // kSnapshotInput
-  bool new_ring = false;         // kNewRing
-  bool fleet_shape = false;      // kFleetShape
+  unsigned blocks = 0;           // the shared option blocks it takes (Block)
 };
 
 constexpr std::array kCommands = {
@@ -156,11 +163,7 @@ counted on stderr.)",
   --by-hash             each key is its hash in decimal (Varnish's by=KEY
                         with an integer, Envoy's request hash)
 )",
-        .servers_input = true,
-        .ring_shape = true,
-        .program_ring = true,
-        .snapshot_input = true,
-        .new_ring = true,
+        .blocks = kTakesServers | kTakesSnapshot | kTakesShape | kTakesProgram | kTakesNewRing,
     },
     Command{
         .name = "stats",
@@ -178,10 +181,7 @@ digest (the points as built) and backends (the servers and weights).)",
   --plot FILE.svg       each server's share over its weight share, sorted,
                         with the CV bands
 )",
-        .servers_input = true,
-        .ring_shape = true,
-        .program_ring = true,
-        .snapshot_input = true,
+        .blocks = kTakesServers | kTakesSnapshot | kTakesShape | kTakesProgram,
     },
     Command{
         .name = "diff",
@@ -202,11 +202,7 @@ by address, so the rings may differ in flavor, multiple, order and members.)",
   --json                one JSON object (fields in tools/cli/README.md)
   --plot FILE.svg       per server, old and new share, moved out and in
 )",
-        .servers_input = true,
-        .ring_shape = true,
-        .program_ring = true,
-        .snapshot_input = true,
-        .new_ring = true,
+        .blocks = kTakesServers | kTakesSnapshot | kTakesShape | kTakesProgram | kTakesNewRing,
     },
     Command{
         .name = "plan",
@@ -230,8 +226,7 @@ within the target.)",
   --plot FILE.svg       CV measured and predicted against K, ring bytes,
                         the current ring, the recommended K and the target
 )",
-        .servers_input = true,
-        .ring_shape = true,
+        .blocks = kTakesServers | kTakesShape,
     },
     Command{
         .name = "demo",
@@ -242,7 +237,7 @@ within the target.)",
 ring of a built-in fleet (2,048 servers x weight 625 by default) and
 compares their points, collisions, memory and evenness.)",
         .options = {},
-        .fleet_shape = true,
+        .blocks = kTakesFleet,
     },
     Command{
         .name = "bench",
@@ -258,7 +253,7 @@ batched, by key), CRC32, and the baselines in the same huge-page memory.)",
   --threads T           also time T threads on the one ring (default 1)
   --json                one JSON object (fields in tools/cli/README.md)
 )",
-        .fleet_shape = true,
+        .blocks = kTakesFleet,
     },
     Command{
         .name = "keygen",
@@ -311,8 +306,7 @@ it would route no key.)",
                         (the other programs' rings: their options and the
                         servers' ids and names too)
 )",
-        .ring_shape = true,
-        .program_ring = true,
+        .blocks = kTakesShape | kTakesProgram,
     },
     Command{
         .name = "inspect",
@@ -411,13 +405,14 @@ void PrintUsage(const Command& command, Form form, std::FILE* out) {
   Put(command.description, out);
   Put(form == Form::kManual ? "\n\n" : "\n\noptions:\n", out);
   // Each block is a raw string that starts with a newline.
-  for (const auto& [taken, block] : {std::pair{command.servers_input, kServersInput},
-                                     std::pair{command.snapshot_input, kSnapshotInput},
-                                     std::pair{command.ring_shape, kRingShape},
-                                     std::pair{command.program_ring, kProgramRing},
-                                     std::pair{command.fleet_shape, kFleetShape},
+  const auto takes = [&command](Block block) { return (command.blocks & block) != 0; };
+  for (const auto& [taken, block] : {std::pair{takes(kTakesServers), kServersInput},
+                                     std::pair{takes(kTakesSnapshot), kSnapshotInput},
+                                     std::pair{takes(kTakesShape), kRingShape},
+                                     std::pair{takes(kTakesProgram), kProgramRing},
+                                     std::pair{takes(kTakesFleet), kFleetShape},
                                      std::pair{!command.options.empty(), command.options},
-                                     std::pair{command.new_ring, kNewRing}}) {
+                                     std::pair{takes(kTakesNewRing), kNewRing}}) {
     if (taken) Put(block.substr(1), out);
   }
 }

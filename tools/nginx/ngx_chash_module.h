@@ -18,14 +18,16 @@
  *     #define NGX_CHASH_DEFAULT_PORT     80
  *     #define NGX_CHASH_PROTO_NAME       "http"
  *     #define NGX_CHASH_SSL              NGX_HTTP_SSL
+ *     #define NGX_CHASH_LOCATION_CONF_ENTRIES  , NULL, NULL
  *
  *     #include "ngx_chash_module.h"
  *     #include "ngx_chash_module_peer.c"
  *     #include "ngx_chash_module_conf.c"
  *
- * then declares its ngx_module_t (ngx_chash_proto(upstream_chash_module))
- * with NGX_CHASH_MODULE_COMMANDS and the body's handlers, and adds what only
- * its protocol has (HTTP's chash_status location). Compiled into each
+ * then its command table (NGX_CHASH_MODULE_COMMANDS and what only its
+ * protocol has: HTTP's chash_status location) and NGX_CHASH_MODULE_DEFINE,
+ * which declares the module context and the ngx_module_t
+ * (ngx_chash_proto(upstream_chash_module)) over the body's handlers. Compiled into each
  * module, the body is type-checked against that protocol's own structures:
  * no cast from one peer type to the other, no table of calls at run time.
  * Everything in the body is static: each .so has its own copy, as it has
@@ -198,6 +200,40 @@ extern ngx_module_t  ngx_chash_module;
       NGX_CHASH_PROTO(MAIN_CONF_OFFSET),                                     \
       0,                                                                     \
       NULL },
+
+
+/*
+ * The module context and the module. NGX_CHASH_LOCATION_CONF_ENTRIES is
+ * what the protocol's context has after the server configuration: HTTP's
+ * two location-configuration NULLs (with their leading comma), nothing for
+ * stream.
+ */
+#define NGX_CHASH_MODULE_DEFINE(commands)                                    \
+                                                                             \
+static ngx_chash_proto(module_t)  ngx_chash_module_ctx = {                   \
+    ngx_chash_module_add_variables,        /* preconfiguration */            \
+    ngx_chash_module_postconfiguration,    /* postconfiguration */           \
+    ngx_chash_module_create_main_conf,     /* create main configuration */   \
+    NULL,                                  /* init main configuration */     \
+    ngx_chash_module_create_conf,          /* create server configuration */ \
+    NULL                                   /* merge server configuration */  \
+    NGX_CHASH_LOCATION_CONF_ENTRIES                                          \
+};                                                                           \
+                                                                             \
+ngx_module_t  ngx_chash_module = {                                           \
+    NGX_MODULE_V1,                                                           \
+    &ngx_chash_module_ctx,                 /* module context */              \
+    commands,                              /* module directives */           \
+    NGX_CHASH_PROTO(MODULE),               /* module type */                 \
+    NULL,                                  /* init master */                 \
+    NULL,                                  /* init module */                 \
+    ngx_chash_module_init_process,         /* init process */                \
+    NULL,                                  /* init thread */                 \
+    NULL,                                  /* exit thread */                 \
+    NULL,                                  /* exit process */                \
+    NULL,                                  /* exit master */                 \
+    NGX_MODULE_V1_PADDING                                                    \
+}
 
 
 #endif /* NGX_CHASH_MODULE_H_INCLUDED_ */

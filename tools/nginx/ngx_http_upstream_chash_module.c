@@ -45,6 +45,8 @@
 #define NGX_CHASH_DEFAULT_PORT      80
 #define NGX_CHASH_PROTO_NAME        "http"
 #define NGX_CHASH_SSL               NGX_HTTP_SSL
+/* create and merge location configuration: none */
+#define NGX_CHASH_LOCATION_CONF_ENTRIES  , NULL, NULL
 
 #include "ngx_chash_module.h"
 #include "ngx_chash_module_peer.c"
@@ -70,35 +72,7 @@ static ngx_command_t  ngx_http_upstream_chash_commands[] = {
 };
 
 
-static ngx_http_module_t  ngx_http_upstream_chash_module_ctx = {
-    ngx_chash_module_add_variables,        /* preconfiguration */
-    ngx_chash_module_postconfiguration,    /* postconfiguration */
-
-    ngx_chash_module_create_main_conf,     /* create main configuration */
-    NULL,                                  /* init main configuration */
-
-    ngx_chash_module_create_conf,          /* create server configuration */
-    NULL,                                  /* merge server configuration */
-
-    NULL,                                  /* create location configuration */
-    NULL                                   /* merge location configuration */
-};
-
-
-ngx_module_t  ngx_http_upstream_chash_module = {
-    NGX_MODULE_V1,
-    &ngx_http_upstream_chash_module_ctx,   /* module context */
-    ngx_http_upstream_chash_commands,      /* module directives */
-    NGX_HTTP_MODULE,                       /* module type */
-    NULL,                                  /* init master */
-    NULL,                                  /* init module */
-    ngx_chash_module_init_process,         /* init process */
-    NULL,                                  /* init thread */
-    NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
-    NULL,                                  /* exit master */
-    NGX_MODULE_V1_PADDING
-};
+NGX_CHASH_MODULE_DEFINE(ngx_http_upstream_chash_commands);
 
 
 /* chash_status: GET and HEAD, JSON, or ?format=prometheus */

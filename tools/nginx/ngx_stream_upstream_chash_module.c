@@ -38,6 +38,7 @@
 #define NGX_CHASH_DEFAULT_PORT      0
 #define NGX_CHASH_PROTO_NAME        "stream"
 #define NGX_CHASH_SSL               NGX_STREAM_SSL
+#define NGX_CHASH_LOCATION_CONF_ENTRIES  /* stream has no locations */
 
 #include "ngx_chash_module.h"
 #include "ngx_chash_module_peer.c"
@@ -52,29 +53,4 @@ static ngx_command_t  ngx_stream_upstream_chash_commands[] = {
 };
 
 
-static ngx_stream_module_t  ngx_stream_upstream_chash_module_ctx = {
-    ngx_chash_module_add_variables,        /* preconfiguration */
-    ngx_chash_module_postconfiguration,    /* postconfiguration */
-
-    ngx_chash_module_create_main_conf,     /* create main configuration */
-    NULL,                                  /* init main configuration */
-
-    ngx_chash_module_create_conf,          /* create server configuration */
-    NULL                                   /* merge server configuration */
-};
-
-
-ngx_module_t  ngx_stream_upstream_chash_module = {
-    NGX_MODULE_V1,
-    &ngx_stream_upstream_chash_module_ctx, /* module context */
-    ngx_stream_upstream_chash_commands,    /* module directives */
-    NGX_STREAM_MODULE,                     /* module type */
-    NULL,                                  /* init master */
-    NULL,                                  /* init module */
-    ngx_chash_module_init_process,         /* init process */
-    NULL,                                  /* init thread */
-    NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
-    NULL,                                  /* exit master */
-    NGX_MODULE_V1_PADDING
-};
+NGX_CHASH_MODULE_DEFINE(ngx_stream_upstream_chash_commands);

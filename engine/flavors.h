@@ -1,7 +1,8 @@
 // Every flavor once, as data: its name (FlavorName, ParseFlavor, the CLI's
 // --flavor, the nginx module's flavor=), the byte it is written as (a
 // snapshot header's offset 41, RingFingerprint's serialization), how it
-// answers a key hash (LookupRule) and how wide its key hashes are. The byte
+// answers a key hash (LookupRule), how wide its key hashes are and which
+// node keeps a point two nodes hash to (FlavorTieBreak). The byte
 // format is fixed: a byte never changes meaning, and new flavors are
 // appended. Snapshots (format 1.4 for the flavors after resty) and the C
 // API carry every flavor; the nginx module refuses the flavors after resty
@@ -28,18 +29,20 @@ struct FlavorRow {
   std::string_view name;
   LookupRule rule;
   uint8_t key_hash_bits;  // 32, or 64 (Envoy's XXH64)
+  TieBreak tie_break;     // which of two nodes on one hash keeps the point
 };
 
 inline constexpr FlavorRow kFlavors[] = {
-    {Flavor::kNginx, 0, "nginx", LookupRule::kSuccessor, 32},
-    {Flavor::kPingoraV1, 1, "pingora-v1", LookupRule::kSuccessor, 32},
-    {Flavor::kPingoraV2, 2, "pingora-v2", LookupRule::kSuccessor, 32},
-    {Flavor::kResty, 3, "resty", LookupRule::kSuccessor, 32},
-    {Flavor::kHaproxy, 4, "haproxy", LookupRule::kNearest, 32},
-    {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32},
-    {Flavor::kVarnishShard, 6, "varnish-shard", LookupRule::kSuccessorClamped, 32},
-    {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64},
-    {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64},
+    {Flavor::kNginx, 0, "nginx", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder},
+    {Flavor::kPingoraV1, 1, "pingora-v1", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder},
+    {Flavor::kPingoraV2, 2, "pingora-v2", LookupRule::kSuccessor, 32, TieBreak::kAddressOrder},
+    {Flavor::kResty, 3, "resty", LookupRule::kSuccessor, 32, TieBreak::kIdOrder},
+    {Flavor::kHaproxy, 4, "haproxy", LookupRule::kNearest, 32, TieBreak::kConfigOrder},
+    {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder},
+    {Flavor::kVarnishShard, 6, "varnish-shard", LookupRule::kSuccessorClamped, 32,
+     TieBreak::kConfigOrder},
+    {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64, TieBreak::kConfigOrder},
+    {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64, TieBreak::kConfigOrder},
 };
 
 // Each byte is the enum's value (and CHASH_FLAVOR_*'s), so messages about

@@ -1,13 +1,11 @@
 #include "builder/point_chains.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <new>
 #include <vector>
 
 #include "builder/parallel.h"
-#include "hwy/contrib/sort/vqsort.h"
 
 #include "builder/columns_builder.h"
 #include "builder/sorted_keys.h"
@@ -102,10 +100,7 @@ bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys,
     threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(chains.size())));
     if (bits == 0) {
       GeneratePointKeys(chains, keys);
-      if (total >= 2) {
-        const hwy::Sorter sorter;
-        sorter(keys, total, hwy::SortAscending());
-      }
+      if (!SortKeysInPlace(keys, total)) return false;
       parts = OnePart(total, CountDistinctHashes(keys, total));
       return true;
     }
@@ -139,22 +134,12 @@ bool GenerateSortedPointKeys(std::span<const PointChain> chains, uint64_t* keys,
     // bucket: the buckets' distinct counts add up, counted while in cache,
     // and a cut between buckets never splits a run.
     std::vector<uint64_t> bucket_distinct(buckets, 0);
-    std::atomic<size_t> next_bucket{0};
-    std::atomic<bool> failed{false};
-    ParallelFor(threads, threads, [&](unsigned) {
-      try {
-        const hwy::Sorter sorter;
-        for (size_t b; (b = next_bucket.fetch_add(1, std::memory_order_relaxed)) < buckets;) {
-          uint64_t* bucket = keys + bucket_start[b];
-          const uint64_t size = bucket_start[b + 1] - bucket_start[b];
-          if (size > 1) sorter(bucket, size, hwy::SortAscending());
-          bucket_distinct[b] = CountDistinctHashes(bucket, size);
-        }
-      } catch (const std::bad_alloc&) {
-        failed.store(true, std::memory_order_relaxed);
-      }
-    });
-    if (failed.load(std::memory_order_relaxed)) return false;
+    if (!SortEachBucket(keys, bucket_start, threads,
+                        [&](size_t b, const uint64_t* bucket, uint64_t size) {
+                          bucket_distinct[b] = CountDistinctHashes(bucket, size);
+                        })) {
+      return false;
+    }
     // One part a thread, each cut at the first bucket boundary at or past
     // its share of the keys.
     parts.key_begin.assign(1, 0);

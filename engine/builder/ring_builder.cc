@@ -114,14 +114,8 @@ Status PointsOutOfMemory(uint64_t points) noexcept {
 }  // namespace
 
 TieBreak FlavorTieBreak(Flavor flavor) noexcept {
-  switch (flavor) {
-    case Flavor::kPingoraV2:
-      return TieBreak::kAddressOrder;
-    case Flavor::kResty:
-      return TieBreak::kIdOrder;
-    default:
-      return TieBreak::kConfigOrder;
-  }
+  const internal::FlavorRow* row = internal::FindFlavor(flavor);
+  return row == nullptr ? TieBreak::kConfigOrder : row->tie_break;
 }
 
 bool FlavorTakesPointMultiple(Flavor flavor) noexcept {

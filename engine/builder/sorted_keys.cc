@@ -48,6 +48,27 @@ bool SortKeysInPlace(uint64_t* keys, uint64_t count) noexcept {
   }
 }
 
+bool SortEachBucket(uint64_t* keys, const std::vector<uint64_t>& bucket_start, unsigned threads,
+                    const std::function<void(size_t, const uint64_t*, uint64_t)>& sorted) noexcept {
+  const size_t buckets = bucket_start.size() - 1;
+  std::atomic<size_t> next_bucket{0};
+  std::atomic<bool> failed{false};
+  ParallelFor(threads, threads, [&](unsigned) {
+    try {
+      const hwy::Sorter sorter;
+      for (size_t b; (b = next_bucket.fetch_add(1, std::memory_order_relaxed)) < buckets;) {
+        uint64_t* bucket = keys + bucket_start[b];
+        const uint64_t size = bucket_start[b + 1] - bucket_start[b];
+        if (size > 1) sorter(bucket, size, hwy::SortAscending());
+        if (sorted) sorted(b, bucket, size);
+      }
+    } catch (const std::bad_alloc&) {
+      failed.store(true, std::memory_order_relaxed);
+    }
+  });
+  return !failed.load(std::memory_order_relaxed);
+}
+
 bool SortKeysInto(const uint64_t* in, uint64_t* out, uint64_t count, unsigned threads) noexcept {
   try {
     const int bits = BucketBits(count);
@@ -72,20 +93,7 @@ bool SortKeysInto(const uint64_t* in, uint64_t* out, uint64_t count, unsigned th
       uint64_t* next = cursor.data() + size_t{t} * buckets;
       for (uint64_t i = begin(t); i < begin(t + 1); ++i) out[next[in[i] >> shift]++] = in[i];
     });
-    std::atomic<size_t> next_bucket{0};
-    std::atomic<bool> failed{false};
-    ParallelFor(threads, threads, [&](unsigned) {
-      try {
-        const hwy::Sorter sorter;
-        for (size_t b; (b = next_bucket.fetch_add(1, std::memory_order_relaxed)) < buckets;) {
-          const uint64_t size = bucket_start[b + 1] - bucket_start[b];
-          if (size > 1) sorter(out + bucket_start[b], size, hwy::SortAscending());
-        }
-      } catch (const std::bad_alloc&) {
-        failed.store(true, std::memory_order_relaxed);
-      }
-    });
-    return !failed.load(std::memory_order_relaxed);
+    return SortEachBucket(out, bucket_start, threads, nullptr);
   } catch (const std::bad_alloc&) {
     return false;
   }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "chash/status.h"
@@ -30,6 +31,14 @@ bool SortKeysInto(const uint64_t* in, uint64_t* out, uint64_t count, unsigned th
 // std::bad_alloc.
 std::vector<uint64_t> CountsToWriteOffsets(std::vector<uint64_t>& cursor, unsigned threads,
                                            size_t buckets);
+
+// The sort of a bucketed sort: every bucket of `keys` (its starts as
+// CountsToWriteOffsets returns them) sorted on its own, by `threads` threads
+// taking buckets in turn, one VQSort a thread; then `sorted(b, bucket,
+// size)`, if given, on the thread that sorted bucket b, while it is in
+// cache. False: out of memory.
+bool SortEachBucket(uint64_t* keys, const std::vector<uint64_t>& bucket_start, unsigned threads,
+                    const std::function<void(size_t, const uint64_t*, uint64_t)>& sorted) noexcept;
 
 // Sorts `keys` in place on one thread (VQSort). False: out of memory.
 bool SortKeysInPlace(uint64_t* keys, uint64_t count) noexcept;

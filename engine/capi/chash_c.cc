@@ -28,6 +28,7 @@
 #include "chash/stats.h"
 #include "chash/status.h"
 #include "flavors.h"
+#include "identity/hex.h"
 #include "status_codes.h"
 
 struct chash_builder {
@@ -1143,12 +1144,7 @@ int chash_ring_backend_fingerprint(const chash_ring* ring, uint8_t* out) noexcep
 int chash_fingerprint_hex(const uint8_t* fingerprint, char* out) noexcept {
   if (fingerprint == nullptr) return NullArgument("chash_fingerprint_hex", "fingerprint");
   if (out == nullptr) return NullArgument("chash_fingerprint_hex", "out");
-  constexpr char kDigits[] = "0123456789abcdef";
-  for (int i = 0; i < CHASH_FINGERPRINT_SIZE; ++i) {
-    out[2 * i] = kDigits[fingerprint[i] >> 4];
-    out[2 * i + 1] = kDigits[fingerprint[i] & 15];
-  }
-  out[2 * CHASH_FINGERPRINT_SIZE] = '\0';
+  sodium_bin2hex(out, 2 * CHASH_FINGERPRINT_SIZE + 1, fingerprint, CHASH_FINGERPRINT_SIZE);
   return CHASH_OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include "builder/flavor_points.h"
 #include "flavors.h"
+#include "identity/hex.h"
 #include "identity/throwing_cores.h"
 #include "identity/sha256.h"
 
@@ -190,7 +191,7 @@ Fingerprint FromDigest(const std::array<uint8_t, 32>& digest) {
 
 std::string Fingerprint::Hex() const noexcept {
   try {
-    return internal::HexOrThrow(bytes);
+    return internal::HexOrThrow(bytes.data(), bytes.size());
   } catch (...) {
     return std::string();
   }
@@ -198,26 +199,11 @@ std::string Fingerprint::Hex() const noexcept {
 
 std::string Fingerprint::Short() const noexcept {
   try {
-    return internal::HexOrThrow(bytes).substr(0, 16);
+    return internal::HexOrThrow(bytes.data(), bytes.size()).substr(0, 16);
   } catch (...) {
     return std::string();
   }
 }
-
-namespace internal {
-
-std::string HexOrThrow(const std::array<uint8_t, 32>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(64);
-  for (const uint8_t byte : bytes) {
-    hex.push_back(kDigits[byte >> 4]);
-    hex.push_back(kDigits[byte & 0xF]);
-  }
-  return hex;
-}
-
-}  // namespace internal
 
 Fingerprint Sha256(std::string_view bytes) noexcept {
   internal::Sha256Hasher hasher;

@@ -15,7 +15,6 @@
 
 namespace chash::internal {
 
-std::string HexOrThrow(const std::array<uint8_t, 32>& bytes);
 std::string RingIdentityBytesOrThrow(const Ring& ring);
 std::string PointsDigestBytesOrThrow(const Ring& ring);
 std::string BackendIdentityBytesOrThrow(const Ring& ring);

@@ -19,6 +19,23 @@ uint32_t WordsFor(uint32_t num_nodes) { return (num_nodes + 63) / 64; }
 
 constexpr auto kAlways = [](uint32_t) { return true; };
 
+// A batch under a mask: every answer kMaskRefused on a ring that masks
+// inexactly; else the ring's own answers (one batched search, `find_all`),
+// each then passed through `settle(i, answer)`, which walks on from an
+// unavailable one. Allocates nothing.
+template <typename Input, typename FindAll, typename Settle>
+size_t MaskedBatch(const Ring& ring, std::span<const Input> inputs, std::span<uint32_t> out,
+                   const FindAll& find_all, const Settle& settle) noexcept {
+  if (!MasksExactly(ring)) {
+    const size_t count = std::min(inputs.size(), out.size());
+    std::fill_n(out.begin(), count, kMaskRefused);
+    return count;
+  }
+  const size_t count = find_all(inputs, out);
+  for (size_t i = 0; i < count; ++i) out[i] = settle(i, out[i]);
+  return count;
+}
+
 }  // namespace
 
 // ---- NodeMask ---------------------------------------------------------------------
@@ -113,31 +130,21 @@ uint32_t FindAvailableNode(const Ring& ring, const NodeMask& mask, std::string_v
 size_t FindAvailableNodesByHash(const Ring& ring, const NodeMask& mask,
                                 std::span<const uint32_t> hashes,
                                 std::span<uint32_t> out) noexcept {
-  if (!MasksExactly(ring)) {
-    const size_t count = std::min(hashes.size(), out.size());
-    std::fill_n(out.begin(), count, kMaskRefused);
-    return count;
-  }
-  const size_t count = ring.FindNodesByHash(hashes, out);
-  for (size_t i = 0; i < count; ++i) {
-    if (!mask.available(out[i])) out[i] = FindAvailableNodeByHash(ring, mask, hashes[i]);
-  }
-  return count;
+  return MaskedBatch(
+      ring, hashes, out, [&](auto in, auto answers) { return ring.FindNodesByHash(in, answers); },
+      [&](size_t i, uint32_t node) {
+        return mask.available(node) ? node : FindAvailableNodeByHash(ring, mask, hashes[i]);
+      });
 }
 
 size_t FindAvailableNodes(const Ring& ring, const NodeMask& mask,
                           std::span<const std::string_view> keys,
                           std::span<uint32_t> out) noexcept {
-  if (!MasksExactly(ring)) {
-    const size_t count = std::min(keys.size(), out.size());
-    std::fill_n(out.begin(), count, kMaskRefused);
-    return count;
-  }
-  const size_t count = ring.FindNodes(keys, out);
-  for (size_t i = 0; i < count; ++i) {
-    if (!mask.available(out[i])) out[i] = FindAvailableNode(ring, mask, keys[i]);
-  }
-  return count;
+  return MaskedBatch(
+      ring, keys, out, [&](auto in, auto answers) { return ring.FindNodes(in, answers); },
+      [&](size_t i, uint32_t node) {
+        return mask.available(node) ? node : FindAvailableNode(ring, mask, keys[i]);
+      });
 }
 
 // ---- AvailabilityMask ---------------------------------------------------------------
@@ -264,23 +271,17 @@ uint32_t AvailabilityMask::FindNode(const Ring& ring, std::string_view key) cons
 
 size_t AvailabilityMask::FindNodes(const Ring& ring, std::span<const std::string_view> keys,
                                    std::span<uint32_t> out) const noexcept {
-  if (!MasksExactly(ring)) {
-    const size_t count = std::min(keys.size(), out.size());
-    std::fill_n(out.begin(), count, kMaskRefused);
-    return count;
-  }
   // The unmasked answers, then each key under one mask.
-  const size_t count = ring.FindNodes(keys, out);
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t plain = out[i];
-    out[i] = ReadConsistent([&](const auto& is_up, const Buffer& buffer) {
-      if (is_up(plain)) return plain;
-      if (buffer.available.load(std::memory_order_relaxed) == 0) return Ring::kNoNode;
-      return internal::WalkAvailable(ring, static_cast<uint32_t>(ring.KeyHash(keys[i])), is_up,
-                                     kAlways);
-    });
-  }
-  return count;
+  return MaskedBatch(
+      ring, keys, out, [&](auto in, auto answers) { return ring.FindNodes(in, answers); },
+      [&](size_t i, uint32_t plain) {
+        return ReadConsistent([&](const auto& is_up, const Buffer& buffer) {
+          if (is_up(plain)) return plain;
+          if (buffer.available.load(std::memory_order_relaxed) == 0) return Ring::kNoNode;
+          return internal::WalkAvailable(ring, static_cast<uint32_t>(ring.KeyHash(keys[i])),
+                                         is_up, kAlways);
+        });
+      });
 }
 
 // ---- Bounded loads --------------------------------------------------------------------

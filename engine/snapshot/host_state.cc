@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "identity/hex.h"
 #include "identity/sha256.h"
 #include "read_file.h"
 
@@ -38,32 +39,7 @@ bool ValidNameBytes(std::string_view name) {
   });
 }
 
-std::string Hex(const uint8_t* bytes, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out += kDigits[bytes[i] >> 4];
-    out += kDigits[bytes[i] & 15];
-  }
-  return out;
-}
-
-bool FromHex(std::string_view text, uint8_t* out, size_t n) {
-  if (text.size() != 2 * n) return false;
-  const auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    const int high = digit(text[2 * i]);
-    const int low = digit(text[2 * i + 1]);
-    if (high < 0 || low < 0) return false;
-    out[i] = static_cast<uint8_t>(high << 4 | low);
-  }
-  return true;
-}
+std::string Hex(const uint8_t* bytes, size_t n) { return internal::HexOrThrow(bytes, n); }
 
 // "key value" lines after a magic line; false if the magic differs.
 bool ParseRecord(const std::string& text, std::string_view magic,
@@ -265,7 +241,7 @@ Result<PersistedState> HostState::ReadState() const {
   uint64_t version = 0;
   if (!ParseRecord(text.value(), kStateMagic, fields) ||
       !ParseU64(fields, "highest_version", version) || fields.count("fingerprint") == 0 ||
-      !FromHex(fields["fingerprint"], state.fingerprint.bytes.data(), 32)) {
+      !internal::ParseHex(fields["fingerprint"], state.fingerprint.bytes.data(), 32)) {
     return IoFailure(path, "damaged (not a chash reload state): remove it to start afresh, "
                            "which also forgets the highest version served",
                      0);
@@ -304,7 +280,7 @@ ShareRecord HostState::ReadShare() const noexcept {
     if (!text.ok()) return record;
     std::map<std::string, std::string> fields;
     if (!ParseRecord(text.value(), kShareMagic, fields)) return record;
-    if (fields.count("policy") == 0 || !FromHex(fields["policy"], record.policy.data(), 32)) {
+    if (fields.count("policy") == 0 || !internal::ParseHex(fields["policy"], record.policy.data(), 32)) {
       return record;
     }
     uint64_t pid = 0, fd = 0, device = 0, inode = 0, size = 0, version = 0;
@@ -312,7 +288,7 @@ ShareRecord HostState::ReadShare() const noexcept {
         ParseU64(fields, "copy_device", device) && ParseU64(fields, "copy_inode", inode) &&
         ParseU64(fields, "copy_size", size) && ParseU64(fields, "config_version", version) &&
         ParseIdentity(fields, "source_", record.source) && fields.count("fingerprint") != 0 &&
-        FromHex(fields["fingerprint"], record.fingerprint.bytes.data(), 32) && pid > 0 &&
+        internal::ParseHex(fields["fingerprint"], record.fingerprint.bytes.data(), 32) && pid > 0 &&
         fd <= INT32_MAX) {
       record.has_copy = true;
       record.pid = static_cast<pid_t>(pid);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "chash/snapshot.h"
+#include "identity/hex.h"
 #include "identity/sha256.h"
 #include "out_of_memory.h"
 #include "read_file.h"
@@ -19,33 +20,7 @@ namespace {
 constexpr std::string_view kPublicTag = "chash-ed25519-public";
 constexpr std::string_view kSecretTag = "chash-ed25519-secret";
 
-std::string Hex(const uint8_t* bytes, size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * size);
-  for (size_t i = 0; i < size; ++i) {
-    out.push_back(kDigits[bytes[i] >> 4]);
-    out.push_back(kDigits[bytes[i] & 0xF]);
-  }
-  return out;
-}
-
-bool FromHex(std::string_view text, uint8_t* out, size_t size) {
-  if (text.size() != 2 * size) return false;
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < size; ++i) {
-    const int hi = digit(text[2 * i]);
-    const int lo = digit(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out[i] = static_cast<uint8_t>(hi * 16 + lo);
-  }
-  return true;
-}
+std::string Hex(const uint8_t* bytes, size_t size) { return internal::HexOrThrow(bytes, size); }
 
 // "TAG KEYID HEX\n" -> the HEX field after checking the tag.
 Result<std::string> KeyField(const std::string& path, std::string_view tag) {
@@ -152,7 +127,7 @@ Result<PublicKey> ReadPublicKeyFile(const std::string& path) {
     Result<std::string> field = KeyField(path, kPublicTag);
     if (!field.ok()) return field.status();
     PublicKey key;
-    if (!FromHex(field.value(), key.bytes.data(), key.bytes.size())) {
+    if (!internal::ParseHex(field.value(), key.bytes.data(), key.bytes.size())) {
       return Status(StatusCode::kBadArgument, path + ": the key is not 64 hex digits");
     }
     return key;
@@ -164,7 +139,7 @@ Result<SecretKey> ReadSecretKeyFile(const std::string& path) {
     Result<std::string> field = KeyField(path, kSecretTag);
     if (!field.ok()) return field.status();
     SecretKey key;
-    if (!FromHex(field.value(), key.bytes.data(), key.bytes.size())) {
+    if (!internal::ParseHex(field.value(), key.bytes.data(), key.bytes.size())) {
       return Status(StatusCode::kBadArgument, path + ": the key is not 128 hex digits");
     }
     // The public half must be the seed's: a corrupted file would sign with a

@@ -25,10 +25,12 @@ constexpr const char* kCurrent = "#000000";
 constexpr const char* kOld = "#1f77b4";
 constexpr const char* kNew = "#ff7f0e";
 
-std::string Format(const char* format, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
+using svg::Format;
+
+// A point of a plan plot: its series, its K and its value, as data-*
+// attributes (what tests and readers of the SVG look up).
+Attrs PlanPoint(std::string_view series, const std::string& k, std::string value) {
+  return {{"data-series", std::string(series)}, {"data-k", k}, {"data-value", std::move(value)}};
 }
 
 std::string PercentLabel(double fraction) {
@@ -191,19 +193,13 @@ std::string PlanSvg(const Plan& plan, const RingOptions& current,
     }
     const double b = static_cast<double>(row.bytes_per_ring);
     doc.Rect(px - 3.5, y2.Map(b) - 3.5, 7, 7, std::string("fill=\"") + kBytes + "\"",
-             {{"data-series", "bytes_per_ring"},
-              {"data-k", k},
-              {"data-value", std::to_string(row.bytes_per_ring)}});
-    Attrs predicted = {{"data-series", "cv_predicted"},
-                       {"data-k", k},
-                       {"data-value", JsonNumber(row.stats.cv_predicted)}};
+             PlanPoint("bytes_per_ring", k, std::to_string(row.bytes_per_ring)));
+    Attrs predicted = PlanPoint("cv_predicted", k, JsonNumber(row.stats.cv_predicted));
     const double py = LogY(y, row.stats.cv_predicted, predicted);
     doc.Circle(px, py, 4,
                std::string("fill=\"#ffffff\" stroke=\"") + kFormula + "\" stroke-width=\"1.5\"",
                predicted);
-    Attrs measured = {{"data-series", "cv_measured"},
-                      {"data-k", k},
-                      {"data-value", JsonNumber(row.stats.cv_measured)}};
+    Attrs measured = PlanPoint("cv_measured", k, JsonNumber(row.stats.cv_measured));
     const double my = LogY(y, row.stats.cv_measured, measured);
     doc.Circle(px, my, 4.5, std::string("fill=\"") + kMeasured + "\"", measured);
   }
@@ -224,19 +220,14 @@ std::string PlanSvg(const Plan& plan, const RingOptions& current,
   const double cx = x.Map(current.point_multiple);
   doc.Rect(cx - 4, y2.Map(static_cast<double>(plan.current_bytes)) - 4, 8, 8,
            std::string("fill=\"none\" stroke=\"") + kCurrent + "\" stroke-width=\"1.5\"",
-           {{"data-series", "current_bytes"},
-            {"data-k", ck},
-            {"data-value", std::to_string(plan.current_bytes)}});
-  Attrs cur_predicted = {{"data-series", "current_cv_predicted"},
-                         {"data-k", ck},
-                         {"data-value", JsonNumber(plan.current.cv_predicted)}};
+           PlanPoint("current_bytes", ck, std::to_string(plan.current_bytes)));
+  Attrs cur_predicted =
+      PlanPoint("current_cv_predicted", ck, JsonNumber(plan.current.cv_predicted));
   const double cpy = LogY(y, plan.current.cv_predicted, cur_predicted);
   doc.Circle(cx, cpy, 5,
              std::string("fill=\"none\" stroke=\"") + kCurrent + "\" stroke-width=\"1.5\"",
              cur_predicted);
-  Attrs cur_measured = {{"data-series", "current_cv_measured"},
-                        {"data-k", ck},
-                        {"data-value", JsonNumber(plan.current.cv_measured)}};
+  Attrs cur_measured = PlanPoint("current_cv_measured", ck, JsonNumber(plan.current.cv_measured));
   const double cmy = LogY(y, plan.current.cv_measured, cur_measured);
   Diamond(doc, cx, cmy, 7, std::string("fill=\"") + kCurrent + "\" stroke=\"" + kCurrent + "\"",
           cur_measured);

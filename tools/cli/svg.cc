@@ -12,13 +12,13 @@ constexpr const char* kFont = "font-family=\"DejaVu Sans,Verdana,sans-serif\"";
 constexpr const char* kAxisColor = "#333333";
 constexpr const char* kGridColor = "#e2e2e2";
 
+}  // namespace
+
 std::string Format(const char* format, double value) {
   char text[64];
   std::snprintf(text, sizeof text, format, value);
   return text;
 }
-
-}  // namespace
 
 std::string Escape(std::string_view text, bool attribute) {
   std::string out;

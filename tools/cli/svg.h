@@ -21,6 +21,9 @@ std::string Num(double value);
 
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
+// `value` through snprintf's `format` (one double), for labels and data-*.
+std::string Format(const char* format, double value);
+
 class Document {
  public:
   Document(double width, double height);

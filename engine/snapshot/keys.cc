@@ -38,6 +38,21 @@ Result<std::string> KeyField(const std::string& path, std::string_view tag) {
   return std::string(line.substr(second + 1));
 }
 
+// The key in the file at `path` tagged `tag`: its HEX field as the key's
+// bytes, exactly 2 digits a byte.
+template <typename Key>
+Result<Key> ReadKeyFile(const std::string& path, std::string_view tag) {
+  Result<std::string> field = KeyField(path, tag);
+  if (!field.ok()) return field.status();
+  Key key;
+  if (!internal::ParseHex(field.value(), key.bytes.data(), key.bytes.size())) {
+    return Status(StatusCode::kBadArgument, path + ": the key is not " +
+                                                std::to_string(2 * key.bytes.size()) +
+                                                " hex digits");
+  }
+  return key;
+}
+
 // Creates `path` (refused if it exists) holding `text`; 0 or the errno.
 // Allocates nothing; a file it created and could not fill is removed.
 int WriteWholeFile(const std::string& path, const std::string& text, mode_t mode) noexcept {
@@ -124,24 +139,15 @@ Status WriteKeyFiles(const SecretKey& key, const std::string& base) {
 
 Result<PublicKey> ReadPublicKeyFile(const std::string& path) {
   return internal::CatchOutOfMemory("reading a public key", path, [&]() -> Result<PublicKey> {
-    Result<std::string> field = KeyField(path, kPublicTag);
-    if (!field.ok()) return field.status();
-    PublicKey key;
-    if (!internal::ParseHex(field.value(), key.bytes.data(), key.bytes.size())) {
-      return Status(StatusCode::kBadArgument, path + ": the key is not 64 hex digits");
-    }
-    return key;
+    return ReadKeyFile<PublicKey>(path, kPublicTag);
   });
 }
 
 Result<SecretKey> ReadSecretKeyFile(const std::string& path) {
   return internal::CatchOutOfMemory("reading a secret key", path, [&]() -> Result<SecretKey> {
-    Result<std::string> field = KeyField(path, kSecretTag);
-    if (!field.ok()) return field.status();
-    SecretKey key;
-    if (!internal::ParseHex(field.value(), key.bytes.data(), key.bytes.size())) {
-      return Status(StatusCode::kBadArgument, path + ": the key is not 128 hex digits");
-    }
+    Result<SecretKey> read = ReadKeyFile<SecretKey>(path, kSecretTag);
+    if (!read.ok()) return read.status();
+    const SecretKey& key = read.value();
     // The public half must be the seed's: a corrupted file would sign with a
     // key nobody trusts.
     internal::EnsureSodium();
@@ -151,7 +157,7 @@ Result<SecretKey> ReadSecretKeyFile(const std::string& path) {
     if (again != key.bytes) {
       return Status(StatusCode::kBadArgument, path + ": the secret key is damaged");
     }
-    return key;
+    return read;
   });
 }
 

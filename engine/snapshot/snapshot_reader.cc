@@ -46,6 +46,26 @@ bool AllZero(const uint8_t* p, uint64_t size) {
   return true;
 }
 
+// A text of `length` bytes at p, zero-padded to a multiple of 4, that must
+// end by `end`: its view, with p moved past the padding. Errors name the
+// `check`, the entry (`label`) and what the text is (`noun`).
+Result<std::string_view> ReadPaddedText(const uint8_t*& p, const uint8_t* end, uint32_t length,
+                                        std::string_view check, const std::string& label,
+                                        std::string_view noun) {
+  const std::string what = label + ": " + std::string(noun);
+  if (length == 0 || length > kMaxAddressBytes) {
+    return Bad(check, what + " of " + std::to_string(length) + " bytes");
+  }
+  const uint64_t padded = RoundUp(length, 4);
+  if (static_cast<uint64_t>(end - p) < padded) {
+    return Bad(check, what + " overruns the " + std::string(check));
+  }
+  if (!AllZero(p + length, padded - length)) return Bad(check, label + ": nonzero padding");
+  const std::string_view text(reinterpret_cast<const char*>(p), length);
+  p += padded;
+  return text;
+}
+
 // Anonymous memory a load from bytes copies them into: 64-byte aligned,
 // huge-page backed when large (as a built ring's columns).
 struct CopiedBytes {
@@ -461,18 +481,9 @@ Status ParseFlavorOptions(const uint8_t* data, const Header& h, ProgramNodes& ou
       if (end - p < 4) return Bad("options", label + ": the labels end early");
       const uint32_t length = LoadU32(p);
       p += 4;
-      if (length == 0 || length > kMaxAddressBytes) {
-        return Bad("options", label + ": a label of " + std::to_string(length) + " bytes");
-      }
-      const uint64_t padded = RoundUp(length, 4);
-      if (static_cast<uint64_t>(end - p) < padded) {
-        return Bad("options", label + ": the label overruns the section");
-      }
-      if (!AllZero(p + length, padded - length)) {
-        return Bad("options", label + ": nonzero padding");
-      }
-      out.labels.emplace_back(reinterpret_cast<const char*>(p), length);
-      p += padded;
+      Result<std::string_view> text = ReadPaddedText(p, end, length, "options", label, "a label");
+      if (!text.ok()) return text.status();
+      out.labels.emplace_back(text.value());
     }
   }
   if (p != end) return Bad("options", "bytes left after the options");
@@ -496,18 +507,9 @@ Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo
     const uint32_t weight = LoadU32(p);
     const uint32_t length = LoadU32(p + 4);
     p += 8;
-    if (length == 0 || length > kMaxAddressBytes) {
-      return Bad("node_table", label + ": address of " + std::to_string(length) + " bytes");
-    }
-    const uint64_t padded = RoundUp(length, 4);
-    if (static_cast<uint64_t>(end - p) < padded) {
-      return Bad("node_table", label + ": the address overruns the table");
-    }
-    const std::string_view written(reinterpret_cast<const char*>(p), length);
-    if (!AllZero(p + length, padded - length)) {
-      return Bad("node_table", label + ": nonzero padding");
-    }
-    p += padded;
+    Result<std::string_view> text = ReadPaddedText(p, end, length, "node_table", label, "address");
+    if (!text.ok()) return text.status();
+    const std::string_view written = text.value();
     NodeOptions node;
     if (program != nullptr) {
       if (!program->server_ids.empty()) node.server_id = program->server_ids[id];

@@ -212,6 +212,12 @@ static const char  *ngx_chash_families[NGX_CHASH_F_COUNT][3] = {
 };
 
 
+/* Seconds since `since` (0: not since anything), never below 0 when the
+ * clock steps back. */
+#define ngx_chash_age(now, since)                                            \
+    ((since) ? ngx_max((now) - (time_t) (since), 0) : 0)
+
+
 #define ngx_chash_sample(p, f, set, u)                                       \
     p = ngx_sprintf(p, "%s{%supstream=\"", ngx_chash_families[f][0],         \
                     (set) ? "protocol=\"stream\"," : "");                    \
@@ -346,9 +352,7 @@ ngx_chash_status_prom_upstream(u_char *p, ngx_uint_t f, ngx_uint_t set,
         case NGX_CHASH_F_LOADING:
             ngx_chash_sample(p, f, set, u);
             p = ngx_sprintf(p, "\",worker=\"%uA\"} %T\n", s->pid,
-                            s->loading_since
-                            ? ngx_max(now - (time_t) s->loading_since, 0)
-                            : 0);
+                            ngx_chash_age(now, s->loading_since));
             break;
 
         case NGX_CHASH_F_GENERATIONS:
@@ -360,9 +364,7 @@ ngx_chash_status_prom_upstream(u_char *p, ngx_uint_t f, ngx_uint_t set,
         case NGX_CHASH_F_RETIRED:
             ngx_chash_sample(p, f, set, u);
             p = ngx_sprintf(p, "\",worker=\"%uA\"} %T\n", s->pid,
-                            s->oldest_retired
-                            ? ngx_max(now - (time_t) s->oldest_retired, 0)
-                            : 0);
+                            ngx_chash_age(now, s->oldest_retired));
             break;
 
         default: /* NGX_CHASH_F_STATE */

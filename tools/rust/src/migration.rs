@@ -4,11 +4,11 @@
 
 use std::fmt;
 use std::os::raw::c_char;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::owned::{check, Owned};
 use crate::ring::Ring;
-use crate::{ffi, last_error, Error, NO_BUCKET};
+use crate::{bucket, ffi, Error};
 
 /// A rollout of 100%, in parts per million.
 pub const ROLLOUT_SCALE: u32 = ffi::CHASH_ROLLOUT_SCALE;
@@ -70,21 +70,9 @@ pub struct MigrationCounters {
 /// }
 /// ```
 pub struct Migration {
-    raw: NonNull<ffi::chash_migration>,
+    raw: Owned<ffi::chash_migration>,
     old: Arc<Ring>,
     new: Arc<Ring>,
-}
-
-// SAFETY: the C migration's lookups and controls are documented thread-safe
-// and lock-free; it is freed once, in Drop.
-unsafe impl Send for Migration {}
-unsafe impl Sync for Migration {}
-
-impl Drop for Migration {
-    fn drop(&mut self) {
-        // SAFETY: freed once, after the last borrow.
-        unsafe { ffi::chash_migration_free(self.raw.as_ptr()) }
-    }
 }
 
 impl fmt::Debug for Migration {
@@ -94,14 +82,6 @@ impl fmt::Debug for Migration {
             .field("rollout_ppm", &self.rollout_ppm())
             .field("counters", &self.counters())
             .finish()
-    }
-}
-
-fn check(code: i32) -> Result<(), Error> {
-    if code == ffi::CHASH_OK {
-        Ok(())
-    } else {
-        Err(Error::from_code(code, last_error()))
     }
 }
 
@@ -139,10 +119,9 @@ impl Migration {
         // references); out is a valid out-pointer.
         let code =
             unsafe { ffi::chash_migration_new(old.raw(), new.raw(), seed, allow.into(), &mut out) };
-        match NonNull::new(out) {
-            Some(raw) if code == ffi::CHASH_OK => Ok(Migration { raw, old, new }),
-            _ => Err(Error::from_code(code, last_error())),
-        }
+        // SAFETY: on success a new migration, owned here.
+        let raw = unsafe { Owned::new(code, out) }.map_err(Error::last)?;
+        Ok(Migration { raw, old, new })
     }
 
     /// Sets the share of keys on the new ring, 0.0 ..= 1.0
@@ -199,7 +178,7 @@ impl Migration {
         let node = unsafe {
             ffi::chash_migration_find(self.raw.as_ptr(), key.as_ptr().cast(), key.len(), &mut side)
         };
-        (node != NO_BUCKET).then_some(Route { side: side_of(side), bucket: node as usize })
+        bucket(node).map(|bucket| Route { side: side_of(side), bucket })
     }
 
     /// The address of the key's server and the side that answered.
@@ -241,8 +220,8 @@ impl Migration {
             };
             debug_assert_eq!(code, ffi::CHASH_OK);
             for (i, slot) in out.iter_mut().enumerate().take(chunk.len()) {
-                *slot = (nodes[i] != NO_BUCKET)
-                    .then_some(Route { side: side_of(sides[i].into()), bucket: nodes[i] as usize });
+                *slot =
+                    bucket(nodes[i]).map(|bucket| Route { side: side_of(sides[i].into()), bucket });
             }
         }
     }

@@ -600,25 +600,29 @@ impl Continuum {
     }
 }
 
-// Calls `find(keys, key_lens, n, out)` on chunks of 256 keys, their pointers
-// and lengths in arrays on the stack: batch lookups without heap allocation.
-fn for_key_chunks<K: AsRef<[u8]>>(
+/// Keys a batch lookup passes to the library at once.
+const KEY_CHUNK: usize = 256;
+
+// Calls `find(keys, key_lens, out)` on chunks of KEY_CHUNK keys, their
+// pointers and lengths in arrays on the stack, `out` the chunk's answers (as
+// many as its keys): batch lookups without heap allocation. `what` names the
+// caller in the panic when `out` is shorter than `keys`.
+fn for_key_chunks<K: AsRef<[u8]>, T>(
     what: &str,
     keys: &[K],
-    out: &mut [u32],
-    mut find: impl FnMut(*const *const c_char, *const usize, usize, *mut u32) -> c_int,
+    out: &mut [T],
+    mut find: impl FnMut(*const *const c_char, *const usize, &mut [T]) -> c_int,
 ) {
     assert!(out.len() >= keys.len(), "{what}: out holds {} < {} keys", out.len(), keys.len());
-    const CHUNK: usize = 256;
-    let mut pointers = [std::ptr::null::<c_char>(); CHUNK];
-    let mut lengths = [0usize; CHUNK];
-    for (chunk, out) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+    let mut pointers = [std::ptr::null::<c_char>(); KEY_CHUNK];
+    let mut lengths = [0usize; KEY_CHUNK];
+    for (chunk, out) in keys.chunks(KEY_CHUNK).zip(out.chunks_mut(KEY_CHUNK)) {
         for (i, key) in chunk.iter().enumerate() {
             let key = key.as_ref();
             pointers[i] = key.as_ptr().cast();
             lengths[i] = key.len();
         }
-        let code = find(pointers.as_ptr(), lengths.as_ptr(), chunk.len(), out.as_mut_ptr());
+        let code = find(pointers.as_ptr(), lengths.as_ptr(), &mut out[..chunk.len()]);
         // Only NULL arguments fail, and none is NULL here.
         debug_assert_eq!(code, ffi::CHASH_OK, "{what}: {}", strerror(code));
     }

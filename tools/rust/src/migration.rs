@@ -3,12 +3,11 @@
 //! flavor, multiple) rolls out to a growing fraction of the keys.
 
 use std::fmt;
-use std::os::raw::c_char;
 use std::sync::Arc;
 
 use crate::owned::{check, Owned};
 use crate::ring::Ring;
-use crate::{bucket, ffi, Error};
+use crate::{bucket, ffi, for_key_chunks, Error, KEY_CHUNK};
 
 /// A rollout of 100%, in parts per million.
 pub const ROLLOUT_SCALE: u32 = ffi::CHASH_ROLLOUT_SCALE;
@@ -194,36 +193,26 @@ impl Migration {
     ///
     /// If `out` is shorter than `keys`.
     pub fn routes<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [Option<Route>]) {
-        assert!(out.len() >= keys.len(), "routes: out holds {} < {} keys", out.len(), keys.len());
-        const CHUNK: usize = 256;
-        let mut pointers = [std::ptr::null::<c_char>(); CHUNK];
-        let mut lengths = [0usize; CHUNK];
-        let mut nodes = [0u32; CHUNK];
-        let mut sides = [0u8; CHUNK];
-        for (chunk, out) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            for (i, key) in chunk.iter().enumerate() {
-                let key = key.as_ref();
-                pointers[i] = key.as_ptr().cast();
-                lengths[i] = key.len();
-            }
-            // SAFETY: chunk.len() keys and lengths; nodes and sides hold as
-            // many.
+        let (mut nodes, mut sides) = ([0u32; KEY_CHUNK], [0u8; KEY_CHUNK]);
+        for_key_chunks("routes", keys, out, |keys, lens, out| {
+            // SAFETY: out.len() keys and lengths (for_key_chunks); nodes and
+            // sides hold as many.
             let code = unsafe {
                 ffi::chash_migration_find_keys(
                     self.raw.as_ptr(),
-                    pointers.as_ptr(),
-                    lengths.as_ptr(),
-                    chunk.len(),
+                    keys,
+                    lens,
+                    out.len(),
                     nodes.as_mut_ptr(),
                     sides.as_mut_ptr(),
                 )
             };
-            debug_assert_eq!(code, ffi::CHASH_OK);
-            for (i, slot) in out.iter_mut().enumerate().take(chunk.len()) {
+            for (i, slot) in out.iter_mut().enumerate() {
                 *slot =
                     bucket(nodes[i]).map(|bucket| Route { side: side_of(sides[i].into()), bucket });
             }
-        }
+            code
+        });
     }
 
     /// Lookups answered by each ring so far.

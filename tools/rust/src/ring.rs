@@ -250,7 +250,8 @@ impl Ring {
         out: &mut [u32],
     ) {
         let ring = self.raw();
-        for_key_chunks(what, keys, out, |keys, lens, n, out| {
+        for_key_chunks(what, keys, out, |keys, lens, out| {
+            let (n, out) = (out.len(), out.as_mut_ptr());
             // SAFETY: n valid keys and lengths, out holds n (for_key_chunks);
             // as find.
             unsafe {

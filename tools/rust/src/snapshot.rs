@@ -97,51 +97,46 @@ pub struct LoadOptions {
     trusted_keys: Vec<PublicKey>,
 }
 
+// Setters of a builder: `self` with `field` set to the argument.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $field:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.$field = $arg;
+            self
+        }
+    )*};
+}
+
 impl LoadOptions {
     pub fn new() -> Self {
         Self::default()
     }
 
-    pub fn mode(mut self, mode: LoadMode) -> Self {
-        self.mode = mode;
-        self
-    }
+    setters! {
+        mode(mode: LoadMode) => mode;
 
-    /// Skips the checksum pass (files this process verified before); every
-    /// structural check still runs.
-    pub fn skip_checksum(mut self, skip: bool) -> Self {
-        self.skip_checksum = skip;
-        self
-    }
+        /// Skips the checksum pass (files this process verified before); every
+        /// structural check still runs.
+        skip_checksum(skip: bool) => skip_checksum;
 
-    /// Also recomputes the points digest (SHA-256 of every point: seconds
-    /// for 200M points) and compares it with the header's
-    /// ([`SnapshotCheck::PointsDigest`]).
-    pub fn verify_points_digest(mut self, verify: bool) -> Self {
-        self.verify_points_digest = verify;
-        self
-    }
+        /// Also recomputes the points digest (SHA-256 of every point: seconds
+        /// for 200M points) and compares it with the header's
+        /// ([`SnapshotCheck::PointsDigest`]).
+        verify_points_digest(verify: bool) => verify_points_digest;
 
-    /// Threads a load may hash on, the caller's included: 0 (the default)
-    /// = the CPUs this process may run on (at most 64), 1 = the calling
-    /// thread only.
-    pub fn threads(mut self, threads: u32) -> Self {
-        self.threads = threads;
-        self
-    }
+        /// Threads a load may hash on, the caller's included: 0 (the default)
+        /// = the CPUs this process may run on (at most 64), 1 = the calling
+        /// thread only.
+        threads(threads: u32) => threads;
 
-    /// Refuses a snapshot whose config version is lower
-    /// ([`SnapshotCheck::MinVersion`]).
-    pub fn min_config_version(mut self, version: u64) -> Self {
-        self.min_config_version = version;
-        self
-    }
+        /// Refuses a snapshot whose config version is lower
+        /// ([`SnapshotCheck::MinVersion`]).
+        min_config_version(version: u64) => min_config_version;
 
-    /// Refuses a larger file before a byte of its body is read
-    /// ([`SnapshotCheck::MaxSize`]); 0 (the default) = 2 GiB.
-    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
-        self.max_file_bytes = bytes;
-        self
+        /// Refuses a larger file before a byte of its body is read
+        /// ([`SnapshotCheck::MaxSize`]); 0 (the default) = 2 GiB.
+        max_file_bytes(bytes: u64) => max_file_bytes;
     }
 
     /// Adds a key the snapshot may be signed by. With one key or more, an

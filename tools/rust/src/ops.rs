@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use crate::owned::{check, sized, Owned};
 use crate::ring::Among;
-use crate::{bucket, ffi, Continuum, Error, ErrorKind, NO_BUCKET};
+use crate::{ffi, Continuum, Error, ErrorKind};
 
 /// Bytes of a fingerprint (SHA-256).
 pub const FINGERPRINT_SIZE: usize = ffi::CHASH_FINGERPRINT_SIZE;
@@ -145,8 +145,8 @@ impl Availability {
         self.bucket_idx(ring, hash_key).map(|i| ring.addrs[i])
     }
 
-    /// Batch form of [`Availability::bucket_idx`]; [`NO_BUCKET`] where no
-    /// available bucket has a point.
+    /// Batch form of [`Availability::bucket_idx`];
+    /// [`NO_BUCKET`](crate::NO_BUCKET) where no available bucket has a point.
     ///
     /// # Panics
     ///
@@ -194,18 +194,6 @@ pub struct MemoryUsage {
     pub collision_table_bytes: u64,
 }
 
-pub(crate) fn memory_usage(ring: *const ffi::chash_ring) -> Result<MemoryUsage, Error> {
-    let mut raw: ffi::chash_memory_usage = sized();
-    // SAFETY: a live ring; raw is a sized out-struct.
-    check(unsafe { ffi::chash_ring_memory_usage(ring, &mut raw) })?;
-    Ok(MemoryUsage {
-        column_bytes: raw.column_bytes,
-        other_bytes: raw.other_bytes,
-        index_bytes: raw.index_bytes,
-        collision_table_bytes: raw.collision_table_bytes,
-    })
-}
-
 impl Continuum {
     /// The bytes the ring holds, O(1).
     pub fn memory_usage(&self) -> Result<MemoryUsage, Error> {
@@ -229,8 +217,8 @@ impl Continuum {
         self.ring.bucket_idx_available_by_hash(hash, mask)
     }
 
-    /// Masked lookups in a batch: `out[i]` for `keys[i]`, [`NO_BUCKET`] when
-    /// no available bucket has a point.
+    /// Masked lookups in a batch: `out[i]` for `keys[i]`,
+    /// [`NO_BUCKET`](crate::NO_BUCKET) when no available bucket has a point.
     ///
     /// # Panics
     ///
@@ -324,45 +312,4 @@ pub fn bounded_load_capacity(total_load: u64, buckets: usize, balance_factor: f6
     // SAFETY: a pure function of its arguments.
     let capacity = unsafe { ffi::chash_bounded_load_capacity(total_load, buckets, balance_factor) };
     (capacity != 0).then_some(capacity)
-}
-
-pub(crate) fn find_bounded_load(
-    ring: *const ffi::chash_ring,
-    hash: u32,
-    loads: &[u64],
-    balance_factor: f64,
-    mask: Option<&NodeMask>,
-) -> Result<Option<usize>, Error> {
-    let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
-    let mut node = NO_BUCKET;
-    // SAFETY: loads.len() loads; the ring (and mask) are alive.
-    let code = unsafe {
-        ffi::chash_ring_find_bounded_load(
-            ring,
-            hash,
-            loads.as_ptr(),
-            loads.len(),
-            balance_factor,
-            mask,
-            &mut node,
-        )
-    };
-    check(code)?;
-    Ok(bucket(node))
-}
-
-pub(crate) fn find_under_capacity(
-    ring: *const ffi::chash_ring,
-    hash: u32,
-    loads: &[u64],
-    capacity: u64,
-    mask: Option<&NodeMask>,
-) -> Option<usize> {
-    let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
-    // SAFETY: loads.len() loads (the pointer is never read when empty); the
-    // ring (and mask) are alive.
-    let node = unsafe {
-        ffi::chash_ring_find_under_capacity(ring, hash, loads.as_ptr(), loads.len(), capacity, mask)
-    };
-    bucket(node)
 }

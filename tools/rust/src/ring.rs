@@ -7,10 +7,11 @@ use std::fmt;
 use std::os::raw::c_int;
 
 use crate::ops::{Availability, NodeMask};
-use crate::owned::{check, Owned};
+use crate::owned::{check, sized, Owned};
 use crate::walk::{AvailableBuckets, Losers, PointIter, Walk};
 use crate::{
     bucket, crc32, ffi, for_key_chunks, Builder, Continuum, Error, ErrorKind, FINGERPRINT_SIZE,
+    NO_BUCKET,
 };
 
 /// How a ring hashes its servers into points.
@@ -456,7 +457,22 @@ impl Ring {
         balance_factor: f64,
         mask: Option<&NodeMask>,
     ) -> Result<Option<usize>, Error> {
-        crate::ops::find_bounded_load(self.raw(), crc32(key), loads, balance_factor, mask)
+        let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
+        let mut node = NO_BUCKET;
+        // SAFETY: loads.len() loads; the ring (and mask) are alive.
+        let code = unsafe {
+            ffi::chash_ring_find_bounded_load(
+                self.raw(),
+                crc32(key),
+                loads.as_ptr(),
+                loads.len(),
+                balance_factor,
+                mask,
+                &mut node,
+            )
+        };
+        check(code)?;
+        Ok(bucket(node))
     }
 
     /// The first bucket in the (masked) walk from `key`'s point whose load
@@ -470,13 +486,34 @@ impl Ring {
         capacity: u64,
         mask: Option<&NodeMask>,
     ) -> Option<usize> {
-        crate::ops::find_under_capacity(self.raw(), crc32(key), loads, capacity, mask)
+        let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
+        // SAFETY: loads.len() loads (the pointer is never read when empty); the
+        // ring (and mask) are alive.
+        let node = unsafe {
+            ffi::chash_ring_find_under_capacity(
+                self.raw(),
+                crc32(key),
+                loads.as_ptr(),
+                loads.len(),
+                capacity,
+                mask,
+            )
+        };
+        bucket(node)
     }
 
     /// The bytes the ring holds, O(1) (a snapshot's ring: its columns are
     /// the sealed copy's or the file's pages).
     pub fn memory_usage(&self) -> Result<crate::MemoryUsage, Error> {
-        crate::ops::memory_usage(self.raw())
+        let mut raw: ffi::chash_memory_usage = sized();
+        // SAFETY: the ring is alive; raw is a sized out-struct.
+        check(unsafe { ffi::chash_ring_memory_usage(self.raw(), &mut raw) })?;
+        Ok(crate::MemoryUsage {
+            column_bytes: raw.column_bytes,
+            other_bytes: raw.other_bytes,
+            index_bytes: raw.index_bytes,
+            collision_table_bytes: raw.collision_table_bytes,
+        })
     }
 
     /// SHA-256 of what routes keys: equal fingerprints route every key alike.

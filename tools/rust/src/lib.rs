@@ -279,6 +279,21 @@ impl Error {
         let message = detail.filter(|m| !m.is_empty()).unwrap_or_else(|| strerror(code));
         Error { kind, message }
     }
+
+    // The error of a call that failed on this thread with `code`, with the
+    // library's message of it (chash_last_error).
+    fn last(code: c_int) -> Self {
+        Error::from_code(code, last_error())
+    }
+}
+
+// Ok for a call that returned CHASH_OK, else its Error::last.
+fn check(code: c_int) -> Result<(), Error> {
+    if code == ffi::CHASH_OK {
+        Ok(())
+    } else {
+        Err(Error::last(code))
+    }
 }
 
 impl fmt::Display for Error {

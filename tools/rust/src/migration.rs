@@ -5,9 +5,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::owned::{check, Owned};
+use crate::owned::Owned;
 use crate::ring::Ring;
-use crate::{bucket, ffi, for_key_chunks, Error, KEY_CHUNK};
+use crate::{bucket, check, ffi, for_key_chunks, Error, KEY_CHUNK};
 
 /// A rollout of 100%, in parts per million.
 pub const ROLLOUT_SCALE: u32 = ffi::CHASH_ROLLOUT_SCALE;

@@ -3,9 +3,9 @@
 
 use std::net::SocketAddr;
 
-use crate::owned::{check, sized, Owned};
+use crate::owned::{sized, Owned};
 use crate::ring::Among;
-use crate::{ffi, Continuum, Error, ErrorKind};
+use crate::{check, ffi, Continuum, Error, ErrorKind};
 
 /// Bytes of a fingerprint (SHA-256).
 pub const FINGERPRINT_SIZE: usize = ffi::CHASH_FINGERPRINT_SIZE;

@@ -1,12 +1,11 @@
 //! [`Owned`]: a handle of the C library (a ring, a mask, a snapshot, ...)
-//! owned by one Rust value and freed once, when it is dropped; the calls
-//! that turn a status into an [`Error`]; the caller-allocated structs the
-//! library fills ([`sized`]).
+//! owned by one Rust value and freed once, when it is dropped; and the
+//! caller-allocated structs the library fills ([`sized`]).
 
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 
-use crate::{ffi, last_error, Error};
+use crate::ffi;
 
 /// A C object type and the library's call that frees it.
 ///
@@ -98,23 +97,6 @@ impl<T: Free> Drop for Owned<T> {
     fn drop(&mut self) {
         // SAFETY: a live handle owned here alone, freed once.
         unsafe { T::free(self.0.as_ptr()) }
-    }
-}
-
-impl Error {
-    /// The error of a call that failed on this thread with `code`, with the
-    /// library's message of it (`chash_last_error`).
-    pub(crate) fn last(code: c_int) -> Error {
-        Error::from_code(code, last_error())
-    }
-}
-
-/// `Ok` for a call that returned CHASH_OK, else its [`Error::last`].
-pub(crate) fn check(code: c_int) -> Result<(), Error> {
-    if code == ffi::CHASH_OK {
-        Ok(())
-    } else {
-        Err(Error::last(code))
     }
 }
 

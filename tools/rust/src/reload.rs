@@ -164,7 +164,7 @@ impl Candidate<'_> {
                 message.as_ptr(),
             )
         };
-        crate::owned::check(code)
+        crate::check(code)
     }
 }
 

@@ -7,11 +7,11 @@ use std::fmt;
 use std::os::raw::c_int;
 
 use crate::ops::{Availability, NodeMask};
-use crate::owned::{check, sized, Owned};
+use crate::owned::{sized, Owned};
 use crate::walk::{AvailableBuckets, Losers, PointIter, Walk};
 use crate::{
-    bucket, crc32, ffi, for_key_chunks, Builder, Continuum, Error, ErrorKind, FINGERPRINT_SIZE,
-    NO_BUCKET,
+    bucket, check, crc32, ffi, for_key_chunks, Builder, Continuum, Error, ErrorKind,
+    FINGERPRINT_SIZE, NO_BUCKET,
 };
 
 /// How a ring hashes its servers into points.
@@ -204,8 +204,8 @@ impl Ring {
         self.bucket_idx(key).and_then(|idx| self.address(idx))
     }
 
-    /// Buckets of many keys at once: `out[i]` for `keys[i]`,
-    /// [`NO_BUCKET`](crate::NO_BUCKET) on an empty ring. No heap allocation.
+    /// Buckets of many keys at once: `out[i]` for `keys[i]`, [`NO_BUCKET`]
+    /// on an empty ring. No heap allocation.
     ///
     /// # Panics
     ///
@@ -217,7 +217,8 @@ impl Ring {
     // The lookups of `key` (find), of a key whose CRC32 is `hash`
     // (find_hash) and of many keys (find_keys; `what` names the public call
     // in its panic) among the buckets `among`: every lookup of a Ring, a
-    // Continuum and an Availability.
+    // Continuum and an Availability (inlined: `among` is known at each call).
+    #[inline]
     pub(crate) fn find(&self, key: &[u8], among: Among<'_>) -> Option<usize> {
         let (ring, key_len, key) = (self.raw(), key.len(), key.as_ptr().cast());
         // SAFETY: the key is a valid slice; the ring, mask and availability
@@ -231,6 +232,7 @@ impl Ring {
         })
     }
 
+    #[inline]
     pub(crate) fn find_hash(&self, hash: u32, among: Among<'_>) -> Option<usize> {
         let ring = self.raw();
         // SAFETY: as find.
@@ -428,8 +430,8 @@ impl Ring {
     }
 
     /// [`Ring::bucket_idx_published`] in a batch, every key under the same
-    /// published mask: `out[i]` for `keys[i]`, [`NO_BUCKET`](crate::NO_BUCKET)
-    /// where no available bucket has a point.
+    /// published mask: `out[i]` for `keys[i]`, [`NO_BUCKET`] where no
+    /// available bucket has a point.
     ///
     /// # Panics
     ///

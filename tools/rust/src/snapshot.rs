@@ -10,9 +10,9 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use crate::ops::NodeMask;
-use crate::owned::{check, sized, Owned};
+use crate::owned::{sized, Owned};
 use crate::ring::{Flavor, Ring};
-use crate::{c_text, ffi, last_error, Continuum, Error, ErrorKind};
+use crate::{c_text, check, ffi, last_error, Continuum, Error, ErrorKind};
 
 /// Bytes of an Ed25519 public key.
 pub const PUBLIC_KEY_SIZE: usize = ffi::CHASH_PUBLIC_KEY_SIZE;

@@ -5,35 +5,25 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 
-#[repr(C)]
-pub struct chash_builder {
-    _private: [u8; 0],
+// Opaque C objects: only pointers to them cross the API.
+macro_rules! opaque {
+    ($($(#[$meta:meta])* $name:ident),* $(,)?) => {$(
+        $(#[$meta])*
+        #[repr(C)]
+        pub struct $name {
+            _private: [u8; 0],
+        }
+    )*};
 }
 
-#[repr(C)]
-pub struct chash_ring {
-    _private: [u8; 0],
-}
-
-#[repr(C)]
-pub struct chash_node_mask {
-    _private: [u8; 0],
-}
-
-#[repr(C)]
-pub struct chash_availability {
-    _private: [u8; 0],
-}
-
-#[repr(C)]
-pub struct chash_migration {
-    _private: [u8; 0],
-}
-
-#[repr(C)]
-pub struct chash_snapshot {
-    _private: [u8; 0],
-}
+opaque!(
+    chash_builder,
+    chash_ring,
+    chash_node_mask,
+    chash_availability,
+    chash_migration,
+    chash_snapshot
+);
 
 /// Flavors (`CHASH_FLAVOR_*`): plain `uint32_t` constants.
 pub const CHASH_FLAVOR_NGINX: u32 = 0;
@@ -77,13 +67,12 @@ pub struct chash_cursor {
     pub opaque: [u64; 4],
 }
 
-/// The failover walk over distinct nodes: it lives in memory the caller
-/// provides (`chash_walk_size` bytes, 8-byte aligned); only pointers to it
-/// cross the API.
-#[repr(C)]
-pub struct chash_walk {
-    _private: [u8; 0],
-}
+opaque!(
+    /// The failover walk over distinct nodes: it lives in memory the caller
+    /// provides (`chash_walk_size` bytes, 8-byte aligned); only pointers to it
+    /// cross the API.
+    chash_walk,
+);
 
 /// `chash_memory_usage`: the bytes a ring holds.
 #[repr(C)]
@@ -200,10 +189,7 @@ pub const CHASH_CHECK_EMBEDDER: u32 = 29;
 pub const CHASH_CHECK_OPTIONS: u32 = 30;
 pub const CHASH_CHECK_LOW_COLUMN: u32 = 31;
 
-#[repr(C)]
-pub struct chash_reloader {
-    _private: [u8; 0],
-}
+opaque!(chash_reloader);
 
 /// `chash_reloader_options.flags`.
 pub const CHASH_RELOAD_NO_SHARE: u32 = 1;

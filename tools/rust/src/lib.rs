@@ -118,6 +118,7 @@
 mod ffi;
 mod migration;
 mod ops;
+mod owned;
 mod reload;
 mod ring;
 mod snapshot;
@@ -139,7 +140,8 @@ use std::ffi::CStr;
 use std::fmt;
 use std::net::SocketAddr;
 use std::os::raw::{c_char, c_int};
-use std::ptr::NonNull;
+
+use owned::Owned;
 
 /// 160 points per weight unit: nginx's and pingora v1's multiple.
 pub const DEFAULT_POINT_MULTIPLE: u32 = 160;
@@ -149,6 +151,11 @@ pub const MAX_BUCKETS: usize = 65_536;
 
 /// The answer of the batch lookups when the ring has no points.
 pub const NO_BUCKET: u32 = ffi::CHASH_NO_NODE;
+
+// A node id the library answers as a bucket index; None for NO_BUCKET.
+fn bucket(node: u32) -> Option<usize> {
+    (node != NO_BUCKET).then_some(node as usize)
+}
 
 /// A server and its weight (pingora-ketama's `Bucket`).
 #[derive(Clone, Debug, Eq, PartialEq, PartialOrd, Ord, Hash)]
@@ -272,6 +279,21 @@ impl Error {
         let message = detail.filter(|m| !m.is_empty()).unwrap_or_else(|| strerror(code));
         Error { kind, message }
     }
+
+    // The error of a call that failed on this thread with `code`, with the
+    // library's message of it (chash_last_error).
+    fn last(code: c_int) -> Self {
+        Error::from_code(code, last_error())
+    }
+}
+
+// Ok for a call that returned CHASH_OK, else its Error::last.
+fn check(code: c_int) -> Result<(), Error> {
+    if code == ffi::CHASH_OK {
+        Ok(())
+    } else {
+        Err(Error::last(code))
+    }
 }
 
 impl fmt::Display for Error {
@@ -323,22 +345,15 @@ fn hashed_address(addr: &SocketAddr) -> String {
     }
 }
 
-struct Builder(NonNull<ffi::chash_builder>);
+struct Builder(Owned<ffi::chash_builder>);
 
 impl Builder {
     fn new(flavor: u32, point_multiple: u32) -> Result<Self, Error> {
         let mut out = std::ptr::null_mut();
         // SAFETY: out is a valid out-pointer.
         let code = unsafe { ffi::chash_builder_new(flavor, point_multiple, &mut out) };
-        match NonNull::new(out) {
-            Some(builder) if code == ffi::CHASH_OK => Ok(Builder(builder)),
-            _ => Err(Error::from_code(code, last_error())),
-        }
-    }
-
-    fn error(&self, code: c_int) -> Error {
-        // SAFETY: the builder is alive.
-        Error::from_code(code, c_text(unsafe { ffi::chash_builder_error(self.0.as_ptr()) }))
+        // SAFETY: on success a new builder, owned here.
+        unsafe { Owned::new(code, out) }.map(Builder).map_err(Error::last)
     }
 
     fn add(&mut self, address: &str, weight: u32) -> Result<(), Error> {
@@ -347,57 +362,37 @@ impl Builder {
             ffi::chash_builder_add(self.0.as_ptr(), address.as_ptr().cast(), address.len(), weight)
         };
         if code == ffi::CHASH_OK {
-            Ok(())
-        } else {
-            Err(self.error(code))
+            return Ok(());
         }
+        // SAFETY: the builder is alive; its message names the server.
+        Err(Error::from_code(code, c_text(unsafe { ffi::chash_builder_error(self.0.as_ptr()) })))
     }
 
-    fn build(self) -> Result<NonNull<ffi::chash_ring>, Error> {
+    fn build(self) -> Result<Ring, Error> {
         // Build frees the builder on success and on error alike; a failed
         // build leaves its message in chash_last_error.
-        let builder = std::mem::ManuallyDrop::new(self);
+        let builder = self.0.into_raw();
         let mut out = std::ptr::null_mut();
-        // SAFETY: build consumes the builder (never used again: ManuallyDrop).
-        let code = unsafe { ffi::chash_builder_build(builder.0.as_ptr(), &mut out) };
-        match NonNull::new(out) {
-            Some(ring) if code == ffi::CHASH_OK => Ok(ring),
-            _ => Err(Error::from_code(code, last_error())),
-        }
-    }
-}
-
-impl Drop for Builder {
-    fn drop(&mut self) {
-        // SAFETY: a builder not consumed by build is freed once.
-        unsafe { ffi::chash_builder_free(self.0.as_ptr()) }
+        // SAFETY: build consumes the builder (into_raw: never freed here).
+        let code = unsafe { ffi::chash_builder_build(builder, &mut out) };
+        // SAFETY: on success a new ring, owned by the Ring.
+        unsafe { Owned::new(code, out) }.map(Ring::new).map_err(Error::last)
     }
 }
 
 /// The consistent-hash ring (pingora-ketama's `Continuum`).
+// A pingora-flavored Ring and its buckets' SocketAddrs: the lookups the two
+// share are the Ring's.
 pub struct Continuum {
-    ring: NonNull<ffi::chash_ring>,
+    ring: Ring,
     addrs: Box<[SocketAddr]>,
-    points: usize,
-}
-
-// SAFETY: the C ring is immutable after build; its lookups are documented
-// safe from any number of threads.
-unsafe impl Send for Continuum {}
-unsafe impl Sync for Continuum {}
-
-impl Drop for Continuum {
-    fn drop(&mut self) {
-        // SAFETY: the ring is freed once, after its last borrow.
-        unsafe { ffi::chash_ring_free(self.ring.as_ptr()) }
-    }
 }
 
 impl fmt::Debug for Continuum {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Continuum")
             .field("buckets", &self.addrs.len())
-            .field("points", &self.points)
+            .field("points", &self.ring.num_points())
             .finish()
     }
 }
@@ -461,20 +456,11 @@ impl Continuum {
         }
         let ring = builder.build()?;
         let addrs: Box<[SocketAddr]> = buckets.iter().map(|b| b.node).collect();
-        // SAFETY: the ring was just built.
-        let points = unsafe { ffi::chash_ring_num_points(ring.as_ptr()) } as usize;
-        Ok(Continuum { ring, addrs, points })
+        Ok(Continuum { ring, addrs })
     }
 
     fn raw(&self) -> *const ffi::chash_ring {
-        self.ring.as_ptr()
-    }
-
-    fn cursor_at_hash(&self, hash: u32) -> ffi::chash_cursor {
-        let mut cursor = ffi::chash_cursor::default();
-        // SAFETY: the ring is alive; the cursor is caller-allocated.
-        unsafe { ffi::chash_ring_walk(self.raw(), hash, &mut cursor) };
-        cursor
+        self.ring.raw()
     }
 
     /// The position of the point `input` lands on (the first point at or
@@ -490,10 +476,10 @@ impl Continuum {
 
     /// [`Continuum::node_idx`] of a key whose CRC32 is `hash`.
     pub fn node_idx_by_hash(&self, hash: u32) -> usize {
-        if self.points == 0 {
+        if self.num_points() == 0 {
             return 0;
         }
-        let cursor = self.cursor_at_hash(hash);
+        let cursor = self.ring.cursor_at(hash);
         // SAFETY: the cursor stands on one of this ring's points.
         unsafe { ffi::chash_cursor_hash(&cursor) as usize }
     }
@@ -506,7 +492,7 @@ impl Continuum {
     /// The points from `hash_key`'s in ring order, forever (repeats
     /// included): pingora's failover walk. Empty on an empty ring.
     pub fn node_iter(&self, hash_key: &[u8]) -> NodeIterator<'_> {
-        NodeIterator { cursor: self.cursor_at_hash(crc32(hash_key)), continuum: self }
+        NodeIterator { buckets: self.ring.point_iter(hash_key), addrs: &self.addrs }
     }
 
     /// The server of the point at position `*idx` (from
@@ -515,8 +501,8 @@ impl Continuum {
     /// position past `u32::MAX`. O(log n) a call; [`Continuum::node_iter`]
     /// walks in O(1) a step.
     pub fn get_addr(&self, idx: &mut usize) -> Option<&SocketAddr> {
-        let hash = u32::try_from(*idx).ok().filter(|_| self.points > 0)?;
-        let mut cursor = self.cursor_at_hash(hash);
+        let hash = u32::try_from(*idx).ok().filter(|_| self.num_points() > 0)?;
+        let mut cursor = self.ring.cursor_at(hash);
         // SAFETY: the cursor walks this ring's points.
         let node = unsafe { ffi::chash_cursor_next(&mut cursor) };
         *idx = unsafe { ffi::chash_cursor_hash(&cursor) } as usize;
@@ -536,9 +522,7 @@ impl Continuum {
 
     /// [`Continuum::distinct_iter`] from a key whose CRC32 is `hash`.
     pub fn distinct_iter_by_hash(&self, hash: u32) -> DistinctNodeIterator<'_> {
-        // SAFETY: the ring outlives the walk (the borrow of self); no mask.
-        let walk = unsafe { walk::Walk::start(self.raw(), std::ptr::null(), hash) };
-        DistinctNodeIterator { walk, continuum: self }
+        DistinctNodeIterator { buckets: self.ring.distinct_iter_by_hash(hash), addrs: &self.addrs }
     }
 
     /// Each server `mask` leaves available once, in the order the ring of
@@ -560,25 +544,18 @@ impl Continuum {
         hash: u32,
         mask: &'a NodeMask,
     ) -> impl Iterator<Item = &'a SocketAddr> + 'a {
-        // SAFETY: the ring is alive for 'a, the walk's lifetime.
-        let walk = unsafe { AvailableBuckets::new(self.raw(), hash, mask) };
-        walk.map(move |idx| &self.addrs[idx])
+        self.ring.distinct_iter_available_by_hash(hash, mask).map(move |idx| &self.addrs[idx])
     }
 
     /// The index in the `buckets` slice of `hash_key`'s server; `None` when
     /// the ring has no points.
     pub fn bucket_idx(&self, hash_key: &[u8]) -> Option<usize> {
-        // SAFETY: the key is a valid slice; the ring is alive.
-        let node =
-            unsafe { ffi::chash_ring_find(self.raw(), hash_key.as_ptr().cast(), hash_key.len()) };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.ring.bucket_idx(hash_key)
     }
 
     /// The bucket index of a key whose CRC32 is `hash`.
     pub fn bucket_idx_by_hash(&self, hash: u32) -> Option<usize> {
-        // SAFETY: the ring is alive.
-        let node = unsafe { ffi::chash_ring_find_hash(self.raw(), hash) };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.ring.bucket_idx_by_hash(hash)
     }
 
     /// Bucket indices of many keys at once (several times the throughput of
@@ -589,10 +566,7 @@ impl Continuum {
     ///
     /// If `out` is shorter than `keys`.
     pub fn bucket_idxs<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [u32]) {
-        for_key_chunks("bucket_idxs", keys, out, |keys, lens, n, out| {
-            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
-            unsafe { ffi::chash_ring_find_keys(self.raw(), keys, lens, n, out) }
-        });
+        self.ring.find_keys("bucket_idxs", keys, ring::Among::All, out);
     }
 
     /// Bucket indices of many key hashes at once: `out[i]` for `hashes[i]`.
@@ -627,74 +601,76 @@ impl Continuum {
     /// Points on the ring, after collisions: a walk returns to its start
     /// after this many steps.
     pub fn num_points(&self) -> usize {
-        self.points
+        self.ring.num_points()
     }
 
     /// Points generated (the sum of weight × multiple), before collisions.
     pub fn points_generated(&self) -> u64 {
-        // SAFETY: the ring is alive.
-        unsafe { ffi::chash_ring_points_generated(self.raw()) }
+        self.ring.points_generated()
     }
 
     /// The weight of bucket `idx`, as given.
     pub fn weight(&self, idx: usize) -> Option<u32> {
-        // SAFETY: the ring is alive; idx is checked first.
-        (idx < self.addrs.len())
-            .then(|| unsafe { ffi::chash_ring_node_weight(self.raw(), idx as u32) })
+        self.ring.weight(idx)
     }
 }
 
-// Calls `find(keys, key_lens, n, out)` on chunks of 256 keys, their pointers
-// and lengths in arrays on the stack: batch lookups without heap allocation.
-fn for_key_chunks<K: AsRef<[u8]>>(
+/// Keys a batch lookup passes to the library at once.
+const KEY_CHUNK: usize = 256;
+
+// Calls `find(keys, key_lens, out)` on chunks of KEY_CHUNK keys, their
+// pointers and lengths in arrays on the stack, `out` the chunk's answers (as
+// many as its keys): batch lookups without heap allocation. `what` names the
+// caller in the panic when `out` is shorter than `keys`.
+fn for_key_chunks<K: AsRef<[u8]>, T>(
     what: &str,
     keys: &[K],
-    out: &mut [u32],
-    mut find: impl FnMut(*const *const c_char, *const usize, usize, *mut u32) -> c_int,
+    out: &mut [T],
+    mut find: impl FnMut(*const *const c_char, *const usize, &mut [T]) -> c_int,
 ) {
     assert!(out.len() >= keys.len(), "{what}: out holds {} < {} keys", out.len(), keys.len());
-    const CHUNK: usize = 256;
-    let mut pointers = [std::ptr::null::<c_char>(); CHUNK];
-    let mut lengths = [0usize; CHUNK];
-    for (chunk, out) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
+    let mut pointers = [std::ptr::null::<c_char>(); KEY_CHUNK];
+    let mut lengths = [0usize; KEY_CHUNK];
+    for (chunk, out) in keys.chunks(KEY_CHUNK).zip(out.chunks_mut(KEY_CHUNK)) {
         for (i, key) in chunk.iter().enumerate() {
             let key = key.as_ref();
             pointers[i] = key.as_ptr().cast();
             lengths[i] = key.len();
         }
-        let code = find(pointers.as_ptr(), lengths.as_ptr(), chunk.len(), out.as_mut_ptr());
+        let code = find(pointers.as_ptr(), lengths.as_ptr(), &mut out[..chunk.len()]);
         // Only NULL arguments fail, and none is NULL here.
         debug_assert_eq!(code, ffi::CHASH_OK, "{what}: {}", strerror(code));
     }
 }
 
-/// The points from a key's in ring order (pingora-ketama's `NodeIterator`).
-/// Endless on a non-empty ring.
-pub struct NodeIterator<'a> {
-    cursor: ffi::chash_cursor,
-    continuum: &'a Continuum,
+// A public iterator of a continuum's servers: `$buckets`, an iterator of
+// its ring's bucket indices, through the continuum's addresses.
+macro_rules! servers_of {
+    ($(#[$meta:meta])* $name:ident($buckets:ident)) => {
+        $(#[$meta])*
+        pub struct $name<'a> {
+            buckets: $buckets<'a>,
+            addrs: &'a [SocketAddr],
+        }
+
+        impl<'a> Iterator for $name<'a> {
+            type Item = &'a SocketAddr;
+
+            fn next(&mut self) -> Option<Self::Item> {
+                let addrs = self.addrs;
+                self.buckets.next().and_then(|idx| addrs.get(idx))
+            }
+        }
+    };
 }
 
-impl<'a> Iterator for NodeIterator<'a> {
-    type Item = &'a SocketAddr;
+servers_of!(
+    /// The points from a key's in ring order (pingora-ketama's `NodeIterator`).
+    /// Endless on a non-empty ring.
+    NodeIterator(PointIter)
+);
 
-    fn next(&mut self) -> Option<Self::Item> {
-        // SAFETY: the cursor walks the borrowed ring's points.
-        let node = unsafe { ffi::chash_cursor_next(&mut self.cursor) };
-        self.continuum.addrs.get(node as usize)
-    }
-}
-
-/// Each server once from a key's point (see [`Continuum::distinct_iter`]).
-pub struct DistinctNodeIterator<'a> {
-    walk: walk::Walk,
-    continuum: &'a Continuum,
-}
-
-impl<'a> Iterator for DistinctNodeIterator<'a> {
-    type Item = &'a SocketAddr;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.walk.next_bucket().and_then(|idx| self.continuum.addrs.get(idx))
-    }
-}
+servers_of!(
+    /// Each server once from a key's point (see [`Continuum::distinct_iter`]).
+    DistinctNodeIterator(DistinctBuckets)
+);

@@ -3,12 +3,11 @@
 //! flavor, multiple) rolls out to a growing fraction of the keys.
 
 use std::fmt;
-use std::os::raw::c_char;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::owned::Owned;
 use crate::ring::Ring;
-use crate::{ffi, last_error, Error, NO_BUCKET};
+use crate::{bucket, check, ffi, for_key_chunks, Error, KEY_CHUNK};
 
 /// A rollout of 100%, in parts per million.
 pub const ROLLOUT_SCALE: u32 = ffi::CHASH_ROLLOUT_SCALE;
@@ -70,21 +69,9 @@ pub struct MigrationCounters {
 /// }
 /// ```
 pub struct Migration {
-    raw: NonNull<ffi::chash_migration>,
+    raw: Owned<ffi::chash_migration>,
     old: Arc<Ring>,
     new: Arc<Ring>,
-}
-
-// SAFETY: the C migration's lookups and controls are documented thread-safe
-// and lock-free; it is freed once, in Drop.
-unsafe impl Send for Migration {}
-unsafe impl Sync for Migration {}
-
-impl Drop for Migration {
-    fn drop(&mut self) {
-        // SAFETY: freed once, after the last borrow.
-        unsafe { ffi::chash_migration_free(self.raw.as_ptr()) }
-    }
 }
 
 impl fmt::Debug for Migration {
@@ -94,14 +81,6 @@ impl fmt::Debug for Migration {
             .field("rollout_ppm", &self.rollout_ppm())
             .field("counters", &self.counters())
             .finish()
-    }
-}
-
-fn check(code: i32) -> Result<(), Error> {
-    if code == ffi::CHASH_OK {
-        Ok(())
-    } else {
-        Err(Error::from_code(code, last_error()))
     }
 }
 
@@ -139,10 +118,9 @@ impl Migration {
         // references); out is a valid out-pointer.
         let code =
             unsafe { ffi::chash_migration_new(old.raw(), new.raw(), seed, allow.into(), &mut out) };
-        match NonNull::new(out) {
-            Some(raw) if code == ffi::CHASH_OK => Ok(Migration { raw, old, new }),
-            _ => Err(Error::from_code(code, last_error())),
-        }
+        // SAFETY: on success a new migration, owned here.
+        let raw = unsafe { Owned::new(code, out) }.map_err(Error::last)?;
+        Ok(Migration { raw, old, new })
     }
 
     /// Sets the share of keys on the new ring, 0.0 ..= 1.0
@@ -199,7 +177,7 @@ impl Migration {
         let node = unsafe {
             ffi::chash_migration_find(self.raw.as_ptr(), key.as_ptr().cast(), key.len(), &mut side)
         };
-        (node != NO_BUCKET).then_some(Route { side: side_of(side), bucket: node as usize })
+        bucket(node).map(|bucket| Route { side: side_of(side), bucket })
     }
 
     /// The address of the key's server and the side that answered.
@@ -215,36 +193,26 @@ impl Migration {
     ///
     /// If `out` is shorter than `keys`.
     pub fn routes<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [Option<Route>]) {
-        assert!(out.len() >= keys.len(), "routes: out holds {} < {} keys", out.len(), keys.len());
-        const CHUNK: usize = 256;
-        let mut pointers = [std::ptr::null::<c_char>(); CHUNK];
-        let mut lengths = [0usize; CHUNK];
-        let mut nodes = [0u32; CHUNK];
-        let mut sides = [0u8; CHUNK];
-        for (chunk, out) in keys.chunks(CHUNK).zip(out.chunks_mut(CHUNK)) {
-            for (i, key) in chunk.iter().enumerate() {
-                let key = key.as_ref();
-                pointers[i] = key.as_ptr().cast();
-                lengths[i] = key.len();
-            }
-            // SAFETY: chunk.len() keys and lengths; nodes and sides hold as
-            // many.
+        let (mut nodes, mut sides) = ([0u32; KEY_CHUNK], [0u8; KEY_CHUNK]);
+        for_key_chunks("routes", keys, out, |keys, lens, out| {
+            // SAFETY: out.len() keys and lengths (for_key_chunks); nodes and
+            // sides hold as many.
             let code = unsafe {
                 ffi::chash_migration_find_keys(
                     self.raw.as_ptr(),
-                    pointers.as_ptr(),
-                    lengths.as_ptr(),
-                    chunk.len(),
+                    keys,
+                    lens,
+                    out.len(),
                     nodes.as_mut_ptr(),
                     sides.as_mut_ptr(),
                 )
             };
-            debug_assert_eq!(code, ffi::CHASH_OK);
-            for (i, slot) in out.iter_mut().enumerate().take(chunk.len()) {
-                *slot = (nodes[i] != NO_BUCKET)
-                    .then_some(Route { side: side_of(sides[i].into()), bucket: nodes[i] as usize });
+            for (i, slot) in out.iter_mut().enumerate() {
+                *slot =
+                    bucket(nodes[i]).map(|bucket| Route { side: side_of(sides[i].into()), bucket });
             }
-        }
+            code
+        });
     }
 
     /// Lookups answered by each ring so far.

@@ -2,9 +2,10 @@
 //! unavailable buckets without a rebuild), ring statistics and fingerprints.
 
 use std::net::SocketAddr;
-use std::ptr::NonNull;
 
-use crate::{ffi, for_key_chunks, last_error, Continuum, Error, ErrorKind, NO_BUCKET};
+use crate::owned::{sized, Owned};
+use crate::ring::Among;
+use crate::{check, ffi, Continuum, Error, ErrorKind};
 
 /// Bytes of a fingerprint (SHA-256).
 pub const FINGERPRINT_SIZE: usize = ffi::CHASH_FINGERPRINT_SIZE;
@@ -12,26 +13,26 @@ pub const FINGERPRINT_SIZE: usize = ffi::CHASH_FINGERPRINT_SIZE;
 /// Which buckets are available, by bucket index: the masked lookups answer
 /// exactly what the ring of the available buckets alone would answer.
 /// A plain value: change it while no lookup uses it (`&mut`).
-pub struct NodeMask(NonNull<ffi::chash_node_mask>);
+pub struct NodeMask(Owned<ffi::chash_node_mask>);
 
-// SAFETY: the mask is plain memory; `&self` calls only read it.
-unsafe impl Send for NodeMask {}
-unsafe impl Sync for NodeMask {}
+// `len` as the C API's count of buckets; an error naming `what` past
+// MAX_BUCKETS.
+fn bucket_count(len: usize, what: &str) -> Result<u32, Error> {
+    u32::try_from(len)
+        .ok()
+        .filter(|&n| n as usize <= crate::MAX_BUCKETS)
+        .ok_or_else(|| Error::new(ErrorKind::TooManyNodes, format!("{what} {len} buckets")))
+}
 
 impl NodeMask {
     /// A mask of `len` buckets (at most 65,536), all available or none.
     pub fn new(len: usize, available: bool) -> Result<Self, Error> {
-        let len =
-            u32::try_from(len).ok().filter(|&n| n as usize <= crate::MAX_BUCKETS).ok_or_else(
-                || Error::new(ErrorKind::TooManyNodes, format!("a mask of {len} buckets")),
-            )?;
+        let len = bucket_count(len, "a mask of")?;
         let mut out = std::ptr::null_mut();
         // SAFETY: out is a valid out-pointer.
         let code = unsafe { ffi::chash_node_mask_new(len, available.into(), &mut out) };
-        match NonNull::new(out) {
-            Some(mask) if code == ffi::CHASH_OK => Ok(NodeMask(mask)),
-            _ => Err(Error::from_code(code, last_error())),
-        }
+        // SAFETY: on success a new mask, owned here.
+        unsafe { Owned::new(code, out) }.map(NodeMask).map_err(Error::last)
     }
 
     /// A mask of every bucket of `continuum`, all available.
@@ -44,12 +45,7 @@ impl NodeMask {
     pub fn set(&mut self, idx: usize, available: bool) -> Result<(), Error> {
         let node = u32::try_from(idx).unwrap_or(u32::MAX);
         // SAFETY: the mask is alive and exclusively borrowed.
-        let code = unsafe { ffi::chash_node_mask_set(self.0.as_ptr(), node, available.into()) };
-        if code == ffi::CHASH_OK {
-            Ok(())
-        } else {
-            Err(Error::from_code(code, last_error()))
-        }
+        check(unsafe { ffi::chash_node_mask_set(self.0.as_ptr(), node, available.into()) })
     }
 
     /// Whether bucket `idx` is available (false past `len()`).
@@ -88,58 +84,33 @@ impl NodeMask {
         self.0.as_ptr()
     }
 
-    /// Takes ownership of a mask handle.
-    ///
-    /// # Safety
-    ///
-    /// `raw` is a live mask handle no one else frees.
-    pub(crate) unsafe fn from_raw(raw: NonNull<ffi::chash_node_mask>) -> NodeMask {
+    /// The NodeMask of a mask handle.
+    pub(crate) fn from_raw(raw: Owned<ffi::chash_node_mask>) -> NodeMask {
         NodeMask(raw)
-    }
-}
-
-impl Drop for NodeMask {
-    fn drop(&mut self) {
-        // SAFETY: freed once.
-        unsafe { ffi::chash_node_mask_free(self.0.as_ptr()) }
     }
 }
 
 /// A [`NodeMask`] published atomically while lookups run: health checkers
 /// publish from any thread (`&self`), lookups take no lock and each answers
 /// under exactly one published mask. Share it in an `Arc`.
-pub struct Availability(NonNull<ffi::chash_availability>);
-
-// SAFETY: the C object is documented thread-safe for publish and lookups.
-unsafe impl Send for Availability {}
-unsafe impl Sync for Availability {}
+pub struct Availability(Owned<ffi::chash_availability>);
 
 impl Availability {
     /// `len` buckets (at most 65,536), all available, version 0.
     pub fn new(len: usize) -> Result<Self, Error> {
-        let len =
-            u32::try_from(len).ok().filter(|&n| n as usize <= crate::MAX_BUCKETS).ok_or_else(
-                || Error::new(ErrorKind::TooManyNodes, format!("availability of {len} buckets")),
-            )?;
+        let len = bucket_count(len, "availability of")?;
         let mut out = std::ptr::null_mut();
         // SAFETY: out is a valid out-pointer.
         let code = unsafe { ffi::chash_availability_new(len, &mut out) };
-        match NonNull::new(out) {
-            Some(availability) if code == ffi::CHASH_OK => Ok(Availability(availability)),
-            _ => Err(Error::from_code(code, last_error())),
-        }
+        // SAFETY: on success a new availability, owned here.
+        unsafe { Owned::new(code, out) }.map(Availability).map_err(Error::last)
     }
 
     /// Replaces the mask (its length must be this one's); the version then
     /// increments. Any thread; publishers serialize on a mutex.
     pub fn publish(&self, mask: &NodeMask) -> Result<(), Error> {
         // SAFETY: both are alive; the C call synchronizes publishers.
-        let code = unsafe { ffi::chash_availability_publish(self.0.as_ptr(), mask.0.as_ptr()) };
-        if code == ffi::CHASH_OK {
-            Ok(())
-        } else {
-            Err(Error::from_code(code, last_error()))
-        }
+        check(unsafe { ffi::chash_availability_publish(self.0.as_ptr(), mask.raw()) })
     }
 
     pub(crate) fn raw(&self) -> *const ffi::chash_availability {
@@ -158,25 +129,15 @@ impl Availability {
         // SAFETY: valid out-pointers; alive.
         let code =
             unsafe { ffi::chash_availability_snapshot(self.0.as_ptr(), &mut out, &mut version) };
-        match NonNull::new(out) {
-            Some(mask) if code == ffi::CHASH_OK => Ok((NodeMask(mask), version)),
-            _ => Err(Error::from_code(code, last_error())),
-        }
+        // SAFETY: on success a new mask, owned here.
+        let mask = unsafe { Owned::new(code, out) }.map_err(Error::last)?;
+        Ok((NodeMask(mask), version))
     }
 
     /// The bucket index of `hash_key` on `ring` under the current mask
     /// ([`Continuum::bucket_idx_available`] with it).
     pub fn bucket_idx(&self, ring: &Continuum, hash_key: &[u8]) -> Option<usize> {
-        // SAFETY: both alive; the key is a valid slice.
-        let node = unsafe {
-            ffi::chash_availability_find(
-                self.0.as_ptr(),
-                ring.raw(),
-                hash_key.as_ptr().cast(),
-                hash_key.len(),
-            )
-        };
-        (node != NO_BUCKET).then_some(node as usize)
+        ring.ring.find(hash_key, Among::Published(self))
     }
 
     /// The server of `hash_key` on `ring` under the current mask.
@@ -184,26 +145,14 @@ impl Availability {
         self.bucket_idx(ring, hash_key).map(|i| ring.addrs[i])
     }
 
-    /// Batch form of [`Availability::bucket_idx`]; [`NO_BUCKET`] where no
-    /// available bucket has a point.
+    /// Batch form of [`Availability::bucket_idx`];
+    /// [`NO_BUCKET`](crate::NO_BUCKET) where no available bucket has a point.
     ///
     /// # Panics
     ///
     /// If `out` is shorter than `keys`.
     pub fn bucket_idxs<K: AsRef<[u8]>>(&self, ring: &Continuum, keys: &[K], out: &mut [u32]) {
-        for_key_chunks("Availability::bucket_idxs", keys, out, |keys, lens, n, out| {
-            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
-            unsafe {
-                ffi::chash_availability_find_keys(self.0.as_ptr(), ring.raw(), keys, lens, n, out)
-            }
-        });
-    }
-}
-
-impl Drop for Availability {
-    fn drop(&mut self) {
-        // SAFETY: freed once, after its last borrow.
-        unsafe { ffi::chash_availability_free(self.0.as_ptr()) }
+        ring.ring.find_keys("Availability::bucket_idxs", keys, Among::Published(self), out);
     }
 }
 
@@ -245,28 +194,10 @@ pub struct MemoryUsage {
     pub collision_table_bytes: u64,
 }
 
-pub(crate) fn memory_usage(ring: *const ffi::chash_ring) -> Result<MemoryUsage, Error> {
-    let mut raw = ffi::chash_memory_usage {
-        size: std::mem::size_of::<ffi::chash_memory_usage>() as u32,
-        ..Default::default()
-    };
-    // SAFETY: a live ring; raw is a sized out-struct.
-    let code = unsafe { ffi::chash_ring_memory_usage(ring, &mut raw) };
-    if code != ffi::CHASH_OK {
-        return Err(Error::from_code(code, last_error()));
-    }
-    Ok(MemoryUsage {
-        column_bytes: raw.column_bytes,
-        other_bytes: raw.other_bytes,
-        index_bytes: raw.index_bytes,
-        collision_table_bytes: raw.collision_table_bytes,
-    })
-}
-
 impl Continuum {
     /// The bytes the ring holds, O(1).
     pub fn memory_usage(&self) -> Result<MemoryUsage, Error> {
-        memory_usage(self.raw())
+        self.ring.memory_usage()
     }
 
     /// The server of `hash_key` on the ring of the buckets `mask` leaves
@@ -278,28 +209,16 @@ impl Continuum {
 
     /// The bucket index [`Continuum::node_available`] answers with.
     pub fn bucket_idx_available(&self, hash_key: &[u8], mask: &NodeMask) -> Option<usize> {
-        // SAFETY: ring and mask are alive; the key is a valid slice.
-        let node = unsafe {
-            ffi::chash_ring_find_available(
-                self.raw(),
-                mask.0.as_ptr(),
-                hash_key.as_ptr().cast(),
-                hash_key.len(),
-            )
-        };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.ring.bucket_idx_available(hash_key, mask)
     }
 
     /// [`Continuum::bucket_idx_available`] of a key whose CRC32 is `hash`.
     pub fn bucket_idx_available_by_hash(&self, hash: u32, mask: &NodeMask) -> Option<usize> {
-        // SAFETY: ring and mask are alive.
-        let node =
-            unsafe { ffi::chash_ring_find_available_hash(self.raw(), mask.0.as_ptr(), hash) };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.ring.bucket_idx_available_by_hash(hash, mask)
     }
 
-    /// Masked lookups in a batch: `out[i]` for `keys[i]`, [`NO_BUCKET`] when
-    /// no available bucket has a point.
+    /// Masked lookups in a batch: `out[i]` for `keys[i]`,
+    /// [`NO_BUCKET`](crate::NO_BUCKET) when no available bucket has a point.
     ///
     /// # Panics
     ///
@@ -310,12 +229,7 @@ impl Continuum {
         mask: &NodeMask,
         out: &mut [u32],
     ) {
-        for_key_chunks("bucket_idxs_available", keys, out, |keys, lens, n, out| {
-            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
-            unsafe {
-                ffi::chash_ring_find_available_keys(self.raw(), mask.0.as_ptr(), keys, lens, n, out)
-            }
-        });
+        self.ring.find_keys("bucket_idxs_available", keys, Among::Mask(mask), out);
     }
 
     /// Consistent hashing with bounded loads (Mirrokni et al., SODA 2018):
@@ -331,7 +245,7 @@ impl Continuum {
         balance_factor: f64,
         mask: Option<&NodeMask>,
     ) -> Result<Option<usize>, Error> {
-        find_bounded_load(self.raw(), crate::crc32(hash_key), loads, balance_factor, mask)
+        self.ring.bucket_idx_bounded_load(hash_key, loads, balance_factor, mask)
     }
 
     /// The first bucket in the (masked) walk from `hash_key`'s point whose
@@ -345,20 +259,14 @@ impl Continuum {
         capacity: u64,
         mask: Option<&NodeMask>,
     ) -> Option<usize> {
-        find_under_capacity(self.raw(), crate::crc32(hash_key), loads, capacity, mask)
+        self.ring.bucket_idx_under_capacity(hash_key, loads, capacity, mask)
     }
 
     /// The ring's statistics (one scan of the ring: O(points)).
     pub fn stats(&self) -> Result<RingStats, Error> {
-        let mut raw = ffi::chash_ring_stats {
-            size: std::mem::size_of::<ffi::chash_ring_stats>() as u32,
-            ..Default::default()
-        };
+        let mut raw: ffi::chash_ring_stats = sized();
         // SAFETY: the ring is alive; raw is a valid out-struct.
-        let code = unsafe { ffi::chash_ring_stats_compute(self.raw(), &mut raw) };
-        if code != ffi::CHASH_OK {
-            return Err(Error::from_code(code, last_error()));
-        }
+        check(unsafe { ffi::chash_ring_stats_compute(self.raw(), &mut raw) })?;
         Ok(RingStats {
             buckets: raw.nodes,
             buckets_with_points: raw.nodes_with_points,
@@ -377,36 +285,22 @@ impl Continuum {
         })
     }
 
-    fn digest(
-        &self,
-        f: unsafe extern "C" fn(*const ffi::chash_ring, *mut u8) -> std::os::raw::c_int,
-    ) -> Result<[u8; FINGERPRINT_SIZE], Error> {
-        let mut out = [0u8; FINGERPRINT_SIZE];
-        // SAFETY: the ring is alive; out holds FINGERPRINT_SIZE bytes.
-        let code = unsafe { f(self.raw(), out.as_mut_ptr()) };
-        if code == ffi::CHASH_OK {
-            Ok(out)
-        } else {
-            Err(Error::from_code(code, last_error()))
-        }
-    }
-
     /// SHA-256 of what routes keys (hash, flavor, multiple, tie-break, the
     /// canonical bucket list with weights): equal fingerprints route every
     /// key alike, on every machine (`chash stats`' `fingerprint`).
     pub fn fingerprint(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
-        self.digest(ffi::chash_ring_fingerprint)
+        self.ring.fingerprint()
     }
 
     /// SHA-256 of the points as built, bit for bit.
     pub fn points_digest(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
-        self.digest(ffi::chash_ring_points_digest)
+        self.ring.digest(ffi::chash_ring_points_digest)
     }
 
     /// SHA-256 of the backend snapshot (servers and weights), whatever the
     /// version or multiple.
     pub fn backend_fingerprint(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
-        self.digest(ffi::chash_ring_backend_fingerprint)
+        self.ring.digest(ffi::chash_ring_backend_fingerprint)
     }
 }
 
@@ -418,47 +312,4 @@ pub fn bounded_load_capacity(total_load: u64, buckets: usize, balance_factor: f6
     // SAFETY: a pure function of its arguments.
     let capacity = unsafe { ffi::chash_bounded_load_capacity(total_load, buckets, balance_factor) };
     (capacity != 0).then_some(capacity)
-}
-
-pub(crate) fn find_bounded_load(
-    ring: *const ffi::chash_ring,
-    hash: u32,
-    loads: &[u64],
-    balance_factor: f64,
-    mask: Option<&NodeMask>,
-) -> Result<Option<usize>, Error> {
-    let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
-    let mut node = NO_BUCKET;
-    // SAFETY: loads.len() loads; the ring (and mask) are alive.
-    let code = unsafe {
-        ffi::chash_ring_find_bounded_load(
-            ring,
-            hash,
-            loads.as_ptr(),
-            loads.len(),
-            balance_factor,
-            mask,
-            &mut node,
-        )
-    };
-    if code != ffi::CHASH_OK {
-        return Err(Error::from_code(code, last_error()));
-    }
-    Ok((node != NO_BUCKET).then_some(node as usize))
-}
-
-pub(crate) fn find_under_capacity(
-    ring: *const ffi::chash_ring,
-    hash: u32,
-    loads: &[u64],
-    capacity: u64,
-    mask: Option<&NodeMask>,
-) -> Option<usize> {
-    let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
-    // SAFETY: loads.len() loads (the pointer is never read when empty); the
-    // ring (and mask) are alive.
-    let node = unsafe {
-        ffi::chash_ring_find_under_capacity(ring, hash, loads.as_ptr(), loads.len(), capacity, mask)
-    };
-    (node != NO_BUCKET).then_some(node as usize)
 }

@@ -9,12 +9,12 @@ use std::fmt;
 use std::os::raw::c_char;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::owned::{sized, Owned};
 use crate::ring::Ring;
 use crate::snapshot::{LoadOptions, Snapshot, SnapshotCheck, SnapshotError};
 use crate::{ffi, Continuum, Error, ErrorKind};
@@ -164,11 +164,7 @@ impl Candidate<'_> {
                 message.as_ptr(),
             )
         };
-        if code == ffi::CHASH_OK {
-            Ok(())
-        } else {
-            Err(Error::from_code(code, crate::last_error()))
-        }
+        crate::check(code)
     }
 }
 
@@ -202,24 +198,9 @@ pub struct ReloadReport {
 }
 
 // The library's NUL-terminated message buffer as text.
-fn message_text(buffer: &[c_char]) -> String {
+fn message_text(buffer: &[c_char; ffi::CHASH_MESSAGE_SIZE]) -> String {
     let bytes: Vec<u8> = buffer.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).into_owned()
-}
-
-fn new_result() -> Box<ffi::chash_reload_result> {
-    Box::new(ffi::chash_reload_result {
-        size: std::mem::size_of::<ffi::chash_reload_result>() as u32,
-        outcome: 0,
-        check: 0,
-        adopted: 0,
-        error: 0,
-        reserved: 0,
-        token: 0,
-        config_version: 0,
-        snapshot: std::ptr::null_mut(),
-        message: [0; ffi::CHASH_MESSAGE_SIZE],
-    })
 }
 
 // What readers copy out. The ring's Arc is kept beside the snapshot's so
@@ -280,23 +261,11 @@ impl Current {
 /// }
 /// ```
 pub struct Reloader {
-    raw: NonNull<ffi::chash_reloader>,
+    // Freed first; snapshots taken from it keep their own references.
+    raw: Owned<ffi::chash_reloader>,
     path: PathBuf,
     current: RwLock<Current>,
     accepting: Mutex<()>,
-}
-
-// SAFETY: the C reloader is thread-safe (its calls serialize); the Rust
-// fields are locks and owned values.
-unsafe impl Send for Reloader {}
-unsafe impl Sync for Reloader {}
-
-impl Drop for Reloader {
-    fn drop(&mut self) {
-        // SAFETY: freed once; snapshots taken from it keep their own
-        // references.
-        unsafe { ffi::chash_reloader_free(self.raw.as_ptr()) }
-    }
 }
 
 impl fmt::Debug for Reloader {
@@ -360,21 +329,13 @@ impl Reloader {
         // SAFETY: NUL-terminated strings and options that borrow `keys`,
         // `load`, `state_dir` and `name`, alive for the call.
         let code = unsafe { ffi::chash_reloader_new(c_path.as_ptr(), &c_options, &mut out) };
-        let raw = match NonNull::new(out) {
-            Some(raw) if code == ffi::CHASH_OK => raw,
-            _ => return Err(SnapshotError::from_code(code)),
-        };
+        // SAFETY: on success a new reloader, owned here (freed by Owned if
+        // its snapshot is refused).
+        let raw = unsafe { Owned::new(code, out) }.map_err(SnapshotError::from_code)?;
         let mut served = std::ptr::null_mut();
         // SAFETY: a live reloader; served is a valid out-pointer.
         let code = unsafe { ffi::chash_reloader_current(raw.as_ptr(), &mut served) };
-        let snapshot = match Snapshot::adopt(code, served) {
-            Ok(snapshot) => snapshot,
-            Err(error) => {
-                // SAFETY: freed once, here.
-                unsafe { ffi::chash_reloader_free(raw.as_ptr()) };
-                return Err(error);
-            }
-        };
+        let snapshot = Snapshot::adopt(code, served)?;
         Ok(Reloader {
             raw,
             path,
@@ -437,7 +398,7 @@ impl Reloader {
     /// embedders with checks of their own; the refusal as an error (the
     /// served ring stays). [`Reloader::poll`] is check and accept.
     pub fn check(&self) -> Result<ReloadCheck<'_>, SnapshotError> {
-        let mut result = new_result();
+        let mut result = Box::new(sized());
         // SAFETY: a live reloader; result is a sized out-struct.
         let code = unsafe { ffi::chash_reloader_check(self.raw.as_ptr(), &mut *result) };
         self.found(code, result)
@@ -447,7 +408,7 @@ impl Reloader {
     /// directory), if it is newer than the one served; never reads the
     /// watched path. For a process that starts after its siblings.
     pub fn adopt_shared(&self) -> Result<ReloadCheck<'_>, SnapshotError> {
-        let mut result = new_result();
+        let mut result = Box::new(sized());
         // SAFETY: as check.
         let code = unsafe { ffi::chash_reloader_adopt_shared(self.raw.as_ptr(), &mut *result) };
         self.found(code, result)
@@ -468,9 +429,7 @@ impl Reloader {
     /// What the reloader has done (`chash_reload_report`); never waits for
     /// a check in flight.
     pub fn report(&self) -> ReloadReport {
-        // SAFETY: plain data; all zeros is a valid value.
-        let mut raw: ffi::chash_reload_report = unsafe { std::mem::zeroed() };
-        raw.size = std::mem::size_of::<ffi::chash_reload_report>() as u32;
+        let mut raw: ffi::chash_reload_report = sized();
         // SAFETY: a live reloader; raw is a sized out-struct.
         let code = unsafe { ffi::chash_reloader_report(self.raw.as_ptr(), &mut raw) };
         debug_assert_eq!(code, ffi::CHASH_OK);

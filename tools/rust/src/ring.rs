@@ -4,13 +4,14 @@
 //! hand out.
 
 use std::fmt;
-use std::ptr::NonNull;
+use std::os::raw::c_int;
 
 use crate::ops::{Availability, NodeMask};
+use crate::owned::{sized, Owned};
 use crate::walk::{AvailableBuckets, Losers, PointIter, Walk};
 use crate::{
-    crc32, ffi, for_key_chunks, last_error, Builder, Continuum, Error, ErrorKind, FINGERPRINT_SIZE,
-    NO_BUCKET,
+    bucket, check, crc32, ffi, for_key_chunks, Builder, Continuum, Error, ErrorKind,
+    FINGERPRINT_SIZE, NO_BUCKET,
 };
 
 /// How a ring hashes its servers into points.
@@ -54,6 +55,16 @@ impl Flavor {
     }
 }
 
+// The buckets a lookup may answer with: all of them (the plain lookups),
+// those a mask leaves available (`_available`), or those an Availability
+// currently publishes (`_published`).
+#[derive(Clone, Copy)]
+pub(crate) enum Among<'a> {
+    All,
+    Mask(&'a NodeMask),
+    Published(&'a Availability),
+}
+
 /// An immutable consistent-hash ring whose servers are bucket indices
 /// `0..num_buckets()` with address text. Lookups take `&self` and run from
 /// any number of threads without locks; share it in an `Arc`.
@@ -61,21 +72,9 @@ impl Flavor {
 /// A ring taken from a [`crate::Snapshot`] keeps the snapshot's mapping
 /// alive on its own: it stays valid after the snapshot is dropped.
 pub struct Ring {
-    raw: NonNull<ffi::chash_ring>,
+    raw: Owned<ffi::chash_ring>,
     buckets: usize,
     points: usize,
-}
-
-// SAFETY: the C ring is immutable once built and its lookups are
-// documented thread-safe; the handle is freed once, in Drop.
-unsafe impl Send for Ring {}
-unsafe impl Sync for Ring {}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: freed once, after the last borrow (Drop takes &mut).
-        unsafe { ffi::chash_ring_free(self.raw.as_ptr()) }
-    }
 }
 
 impl fmt::Debug for Ring {
@@ -93,25 +92,16 @@ impl fmt::Debug for Ring {
 /// `Continuum`. O(1), no copy.
 impl From<Continuum> for Ring {
     fn from(continuum: Continuum) -> Ring {
-        let continuum = std::mem::ManuallyDrop::new(continuum);
-        // SAFETY: the ring handle moves to the Ring (Continuum's Drop never
-        // runs); its address list is dropped here, once.
-        let addrs = unsafe { std::ptr::read(&continuum.addrs) };
-        drop(addrs);
-        // SAFETY: a live ring handle, now owned by the Ring alone.
-        unsafe { Ring::from_raw(continuum.ring) }
+        continuum.ring
     }
 }
 
 impl Ring {
-    /// Takes ownership of a ring handle.
-    ///
-    /// # Safety
-    ///
-    /// `raw` is a live ring handle no one else frees.
-    pub(crate) unsafe fn from_raw(raw: NonNull<ffi::chash_ring>) -> Ring {
-        let buckets = ffi::chash_ring_num_nodes(raw.as_ptr()) as usize;
-        let points = ffi::chash_ring_num_points(raw.as_ptr()) as usize;
+    /// The Ring of a ring handle.
+    pub(crate) fn new(raw: Owned<ffi::chash_ring>) -> Ring {
+        // SAFETY: the ring is alive.
+        let buckets = unsafe { ffi::chash_ring_num_nodes(raw.as_ptr()) } as usize;
+        let points = unsafe { ffi::chash_ring_num_points(raw.as_ptr()) } as usize;
         Ring { raw, buckets, points }
     }
 
@@ -133,9 +123,7 @@ impl Ring {
         for (address, weight) in servers {
             builder.add(address.as_ref(), weight)?;
         }
-        let raw = builder.build()?;
-        // SAFETY: a ring just built, owned here.
-        Ok(unsafe { Ring::from_raw(raw) })
+        builder.build()
     }
 
     /// The flavor; `None` for a ring of a flavor this crate does not name.
@@ -203,16 +191,12 @@ impl Ring {
     /// The bucket of `key`; `None` when the ring has no points. Lock-free,
     /// no allocation: O(key + log16 points).
     pub fn bucket_idx(&self, key: &[u8]) -> Option<usize> {
-        // SAFETY: the key is a valid slice; the ring is alive.
-        let node = unsafe { ffi::chash_ring_find(self.raw(), key.as_ptr().cast(), key.len()) };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.find(key, Among::All)
     }
 
     /// The bucket of a key whose CRC32 ([`crate::crc32`]) is `hash`.
     pub fn bucket_idx_by_hash(&self, hash: u32) -> Option<usize> {
-        // SAFETY: the ring is alive.
-        let node = unsafe { ffi::chash_ring_find_hash(self.raw(), hash) };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.find_hash(hash, Among::All)
     }
 
     /// The address of `key`'s bucket (see [`Ring::address`]).
@@ -227,9 +211,63 @@ impl Ring {
     ///
     /// If `out` is shorter than `keys`.
     pub fn bucket_idxs<K: AsRef<[u8]>>(&self, keys: &[K], out: &mut [u32]) {
-        for_key_chunks("Ring::bucket_idxs", keys, out, |keys, lens, n, out| {
-            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
-            unsafe { ffi::chash_ring_find_keys(self.raw(), keys, lens, n, out) }
+        self.find_keys("Ring::bucket_idxs", keys, Among::All, out);
+    }
+
+    // The lookups of `key` (find), of a key whose CRC32 is `hash`
+    // (find_hash) and of many keys (find_keys; `what` names the public call
+    // in its panic) among the buckets `among`: every lookup of a Ring, a
+    // Continuum and an Availability (inlined: `among` is known at each call).
+    #[inline]
+    pub(crate) fn find(&self, key: &[u8], among: Among<'_>) -> Option<usize> {
+        let (ring, key_len, key) = (self.raw(), key.len(), key.as_ptr().cast());
+        // SAFETY: the key is a valid slice; the ring, mask and availability
+        // are alive (borrowed).
+        bucket(unsafe {
+            match among {
+                Among::All => ffi::chash_ring_find(ring, key, key_len),
+                Among::Mask(mask) => ffi::chash_ring_find_available(ring, mask.raw(), key, key_len),
+                Among::Published(a) => ffi::chash_availability_find(a.raw(), ring, key, key_len),
+            }
+        })
+    }
+
+    #[inline]
+    pub(crate) fn find_hash(&self, hash: u32, among: Among<'_>) -> Option<usize> {
+        let ring = self.raw();
+        // SAFETY: as find.
+        bucket(unsafe {
+            match among {
+                Among::All => ffi::chash_ring_find_hash(ring, hash),
+                Among::Mask(mask) => ffi::chash_ring_find_available_hash(ring, mask.raw(), hash),
+                Among::Published(a) => ffi::chash_availability_find_hash(a.raw(), ring, hash),
+            }
+        })
+    }
+
+    pub(crate) fn find_keys<K: AsRef<[u8]>>(
+        &self,
+        what: &str,
+        keys: &[K],
+        among: Among<'_>,
+        out: &mut [u32],
+    ) {
+        let ring = self.raw();
+        for_key_chunks(what, keys, out, |keys, lens, out| {
+            let (n, out) = (out.len(), out.as_mut_ptr());
+            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks);
+            // as find.
+            unsafe {
+                match among {
+                    Among::All => ffi::chash_ring_find_keys(ring, keys, lens, n, out),
+                    Among::Mask(mask) => {
+                        ffi::chash_ring_find_available_keys(ring, mask.raw(), keys, lens, n, out)
+                    }
+                    Among::Published(a) => {
+                        ffi::chash_availability_find_keys(a.raw(), ring, keys, lens, n, out)
+                    }
+                }
+            }
         });
     }
 
@@ -238,18 +276,12 @@ impl Ring {
     /// that ring; `None` if no available bucket owns a point. Bucket ids at
     /// or past the mask's length count as unavailable.
     pub fn bucket_idx_available(&self, key: &[u8], mask: &NodeMask) -> Option<usize> {
-        // SAFETY: ring and mask are alive; the key is a valid slice.
-        let node = unsafe {
-            ffi::chash_ring_find_available(self.raw(), mask.raw(), key.as_ptr().cast(), key.len())
-        };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.find(key, Among::Mask(mask))
     }
 
     /// [`Ring::bucket_idx_available`] of a key whose CRC32 is `hash`.
     pub fn bucket_idx_available_by_hash(&self, hash: u32, mask: &NodeMask) -> Option<usize> {
-        // SAFETY: ring and mask are alive.
-        let node = unsafe { ffi::chash_ring_find_available_hash(self.raw(), mask.raw(), hash) };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.find_hash(hash, Among::Mask(mask))
     }
 
     /// The address [`Ring::bucket_idx_available`] answers with.
@@ -268,12 +300,7 @@ impl Ring {
         mask: &NodeMask,
         out: &mut [u32],
     ) {
-        for_key_chunks("Ring::bucket_idxs_available", keys, out, |keys, lens, n, out| {
-            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
-            unsafe {
-                ffi::chash_ring_find_available_keys(self.raw(), mask.raw(), keys, lens, n, out)
-            }
-        });
+        self.find_keys("Ring::bucket_idxs_available", keys, Among::Mask(mask), out);
     }
 
     /// Each bucket once, in ring order from `key`'s point: the failover
@@ -385,16 +412,7 @@ impl Ring {
     /// currently publishes (health checkers publish from other threads; the
     /// lookup takes no lock and answers under exactly one published mask).
     pub fn bucket_idx_published(&self, key: &[u8], availability: &Availability) -> Option<usize> {
-        // SAFETY: ring and availability are alive; the key is a valid slice.
-        let node = unsafe {
-            ffi::chash_availability_find(
-                availability.raw(),
-                self.raw(),
-                key.as_ptr().cast(),
-                key.len(),
-            )
-        };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.find(key, Among::Published(availability))
     }
 
     /// [`Ring::bucket_idx_published`] of a key whose CRC32 is `hash`.
@@ -403,10 +421,7 @@ impl Ring {
         hash: u32,
         availability: &Availability,
     ) -> Option<usize> {
-        // SAFETY: ring and availability are alive.
-        let node =
-            unsafe { ffi::chash_availability_find_hash(availability.raw(), self.raw(), hash) };
-        (node != NO_BUCKET).then_some(node as usize)
+        self.find_hash(hash, Among::Published(availability))
     }
 
     /// The address [`Ring::bucket_idx_published`] answers with.
@@ -427,19 +442,7 @@ impl Ring {
         availability: &Availability,
         out: &mut [u32],
     ) {
-        for_key_chunks("Ring::bucket_idxs_published", keys, out, |keys, lens, n, out| {
-            // SAFETY: n valid keys and lengths, out holds n (for_key_chunks).
-            unsafe {
-                ffi::chash_availability_find_keys(
-                    availability.raw(),
-                    self.raw(),
-                    keys,
-                    lens,
-                    n,
-                    out,
-                )
-            }
-        });
+        self.find_keys("Ring::bucket_idxs_published", keys, Among::Published(availability), out);
     }
 
     /// Consistent hashing with bounded loads: the first bucket in the
@@ -456,7 +459,22 @@ impl Ring {
         balance_factor: f64,
         mask: Option<&NodeMask>,
     ) -> Result<Option<usize>, Error> {
-        crate::ops::find_bounded_load(self.raw(), crc32(key), loads, balance_factor, mask)
+        let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
+        let mut node = NO_BUCKET;
+        // SAFETY: loads.len() loads; the ring (and mask) are alive.
+        let code = unsafe {
+            ffi::chash_ring_find_bounded_load(
+                self.raw(),
+                crc32(key),
+                loads.as_ptr(),
+                loads.len(),
+                balance_factor,
+                mask,
+                &mut node,
+            )
+        };
+        check(code)?;
+        Ok(bucket(node))
     }
 
     /// The first bucket in the (masked) walk from `key`'s point whose load
@@ -470,25 +488,59 @@ impl Ring {
         capacity: u64,
         mask: Option<&NodeMask>,
     ) -> Option<usize> {
-        crate::ops::find_under_capacity(self.raw(), crc32(key), loads, capacity, mask)
+        let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
+        // SAFETY: loads.len() loads (the pointer is never read when empty); the
+        // ring (and mask) are alive.
+        let node = unsafe {
+            ffi::chash_ring_find_under_capacity(
+                self.raw(),
+                crc32(key),
+                loads.as_ptr(),
+                loads.len(),
+                capacity,
+                mask,
+            )
+        };
+        bucket(node)
     }
 
     /// The bytes the ring holds, O(1) (a snapshot's ring: its columns are
     /// the sealed copy's or the file's pages).
     pub fn memory_usage(&self) -> Result<crate::MemoryUsage, Error> {
-        crate::ops::memory_usage(self.raw())
+        let mut raw: ffi::chash_memory_usage = sized();
+        // SAFETY: the ring is alive; raw is a sized out-struct.
+        check(unsafe { ffi::chash_ring_memory_usage(self.raw(), &mut raw) })?;
+        Ok(crate::MemoryUsage {
+            column_bytes: raw.column_bytes,
+            other_bytes: raw.other_bytes,
+            index_bytes: raw.index_bytes,
+            collision_table_bytes: raw.collision_table_bytes,
+        })
     }
 
     /// SHA-256 of what routes keys: equal fingerprints route every key alike.
     pub fn fingerprint(&self) -> Result<[u8; FINGERPRINT_SIZE], Error> {
+        self.digest(ffi::chash_ring_fingerprint)
+    }
+
+    // A SHA-256 of the ring: the fingerprint, the points digest or the
+    // backend fingerprint (`f`).
+    pub(crate) fn digest(
+        &self,
+        f: unsafe extern "C" fn(*const ffi::chash_ring, *mut u8) -> c_int,
+    ) -> Result<[u8; FINGERPRINT_SIZE], Error> {
         let mut out = [0u8; FINGERPRINT_SIZE];
         // SAFETY: the ring is alive; out holds FINGERPRINT_SIZE bytes.
-        let code = unsafe { ffi::chash_ring_fingerprint(self.raw(), out.as_mut_ptr()) };
-        if code == ffi::CHASH_OK {
-            Ok(out)
-        } else {
-            Err(Error::from_code(code, last_error()))
-        }
+        check(unsafe { f(self.raw(), out.as_mut_ptr()) }).map(|()| out)
+    }
+
+    // A cursor on the first point at or after `hash` (nothing on an empty
+    // ring): the walks point by point.
+    pub(crate) fn cursor_at(&self, hash: u32) -> ffi::chash_cursor {
+        let mut cursor = ffi::chash_cursor::default();
+        // SAFETY: the ring is alive; the cursor is caller-allocated.
+        unsafe { ffi::chash_ring_walk(self.raw(), hash, &mut cursor) };
+        cursor
     }
 
     /// The ring as pingora-ketama's [`Continuum`] when it is a pingora ring
@@ -520,8 +572,7 @@ impl Ring {
                 }
             }
         }
-        let ring = std::mem::ManuallyDrop::new(self);
-        Ok(Continuum { ring: ring.raw, addrs: addrs.into_boxed_slice(), points: ring.points })
+        Ok(Continuum { ring: self, addrs: addrs.into_boxed_slice() })
     }
 }
 

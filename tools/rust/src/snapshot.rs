@@ -7,12 +7,12 @@ use std::ffi::CString;
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
 use crate::ops::NodeMask;
+use crate::owned::{sized, Owned};
 use crate::ring::{Flavor, Ring};
-use crate::{c_text, ffi, last_error, Continuum, Error, ErrorKind};
+use crate::{c_text, check, ffi, last_error, Continuum, Error, ErrorKind};
 
 /// Bytes of an Ed25519 public key.
 pub const PUBLIC_KEY_SIZE: usize = ffi::CHASH_PUBLIC_KEY_SIZE;
@@ -39,12 +39,8 @@ impl PublicKey {
         let path = c_path(path.as_ref()).map_err(|e| Error::new(ErrorKind::BadArgument, e))?;
         let mut out = [0u8; PUBLIC_KEY_SIZE];
         // SAFETY: a NUL-terminated path; out holds PUBLIC_KEY_SIZE bytes.
-        let code = unsafe { ffi::chash_public_key_read(path.as_ptr(), out.as_mut_ptr()) };
-        if code == ffi::CHASH_OK {
-            Ok(PublicKey(out))
-        } else {
-            Err(Error::from_code(code, last_error()))
-        }
+        check(unsafe { ffi::chash_public_key_read(path.as_ptr(), out.as_mut_ptr()) })?;
+        Ok(PublicKey(out))
     }
 }
 
@@ -101,51 +97,46 @@ pub struct LoadOptions {
     trusted_keys: Vec<PublicKey>,
 }
 
+// Setters of a builder: `self` with `field` set to the argument.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $field:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.$field = $arg;
+            self
+        }
+    )*};
+}
+
 impl LoadOptions {
     pub fn new() -> Self {
         Self::default()
     }
 
-    pub fn mode(mut self, mode: LoadMode) -> Self {
-        self.mode = mode;
-        self
-    }
+    setters! {
+        mode(mode: LoadMode) => mode;
 
-    /// Skips the checksum pass (files this process verified before); every
-    /// structural check still runs.
-    pub fn skip_checksum(mut self, skip: bool) -> Self {
-        self.skip_checksum = skip;
-        self
-    }
+        /// Skips the checksum pass (files this process verified before); every
+        /// structural check still runs.
+        skip_checksum(skip: bool) => skip_checksum;
 
-    /// Also recomputes the points digest (SHA-256 of every point: seconds
-    /// for 200M points) and compares it with the header's
-    /// ([`SnapshotCheck::PointsDigest`]).
-    pub fn verify_points_digest(mut self, verify: bool) -> Self {
-        self.verify_points_digest = verify;
-        self
-    }
+        /// Also recomputes the points digest (SHA-256 of every point: seconds
+        /// for 200M points) and compares it with the header's
+        /// ([`SnapshotCheck::PointsDigest`]).
+        verify_points_digest(verify: bool) => verify_points_digest;
 
-    /// Threads a load may hash on, the caller's included: 0 (the default)
-    /// = the CPUs this process may run on (at most 64), 1 = the calling
-    /// thread only.
-    pub fn threads(mut self, threads: u32) -> Self {
-        self.threads = threads;
-        self
-    }
+        /// Threads a load may hash on, the caller's included: 0 (the default)
+        /// = the CPUs this process may run on (at most 64), 1 = the calling
+        /// thread only.
+        threads(threads: u32) => threads;
 
-    /// Refuses a snapshot whose config version is lower
-    /// ([`SnapshotCheck::MinVersion`]).
-    pub fn min_config_version(mut self, version: u64) -> Self {
-        self.min_config_version = version;
-        self
-    }
+        /// Refuses a snapshot whose config version is lower
+        /// ([`SnapshotCheck::MinVersion`]).
+        min_config_version(version: u64) => min_config_version;
 
-    /// Refuses a larger file before a byte of its body is read
-    /// ([`SnapshotCheck::MaxSize`]); 0 (the default) = 2 GiB.
-    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
-        self.max_file_bytes = bytes;
-        self
+        /// Refuses a larger file before a byte of its body is read
+        /// ([`SnapshotCheck::MaxSize`]); 0 (the default) = 2 GiB.
+        max_file_bytes(bytes: u64) => max_file_bytes;
     }
 
     /// Adds a key the snapshot may be signed by. With one key or more, an
@@ -498,25 +489,13 @@ pub struct SnapshotInfo {
 /// }
 /// ```
 pub struct Snapshot {
-    raw: NonNull<ffi::chash_snapshot>,
+    raw: Owned<ffi::chash_snapshot>,
     info: SnapshotInfo,
     label: String,
     subsets: Vec<(String, NodeMask)>,
     ring: Arc<Ring>,
     // Built on the first continuum() call.
     continuum: OnceLock<Arc<Continuum>>,
-}
-
-// SAFETY: the C snapshot is immutable and documented usable from any number
-// of threads; the Rust fields are plain data and Send + Sync handles.
-unsafe impl Send for Snapshot {}
-unsafe impl Sync for Snapshot {}
-
-impl Drop for Snapshot {
-    fn drop(&mut self) {
-        // SAFETY: freed once; rings taken from it keep their own reference.
-        unsafe { ffi::chash_snapshot_free(self.raw.as_ptr()) }
-    }
 }
 
 impl fmt::Debug for Snapshot {
@@ -578,37 +557,18 @@ impl Snapshot {
         code: i32,
         out: *mut ffi::chash_snapshot,
     ) -> Result<Snapshot, SnapshotError> {
-        let raw = match NonNull::new(out) {
-            Some(raw) if code == ffi::CHASH_OK => raw,
-            _ => return Err(SnapshotError::from_code(code)),
-        };
-        let ring = match Self::take_ring(raw) {
-            Ok(ring) => ring,
-            Err(error) => {
-                // SAFETY: the snapshot is freed once, here.
-                unsafe { ffi::chash_snapshot_free(raw.as_ptr()) };
-                return Err(error);
-            }
-        };
-        // Freed by Drop if anything below fails.
-        let mut snapshot = Snapshot {
-            raw,
-            info: SnapshotInfo::default(),
-            label: String::new(),
-            subsets: Vec::new(),
-            ring: Arc::new(ring),
-            continuum: OnceLock::new(),
-        };
-        let mut info = ffi::chash_snapshot_info {
-            size: std::mem::size_of::<ffi::chash_snapshot_info>() as u32,
-            ..Default::default()
-        };
+        // SAFETY: on success a new snapshot, owned here (freed by Owned if
+        // anything below fails; rings taken from it keep their own
+        // reference).
+        let raw = unsafe { Owned::new(code, out) }.map_err(SnapshotError::from_code)?;
+        let ring = Self::take_ring(&raw)?;
+        let mut info: ffi::chash_snapshot_info = sized();
         // SAFETY: the snapshot is alive; info is a valid out-struct.
         let code = unsafe { ffi::chash_snapshot_get_info(raw.as_ptr(), &mut info) };
         if code != ffi::CHASH_OK {
             return Err(SnapshotError::from_code(code));
         }
-        snapshot.info = SnapshotInfo {
+        let info = SnapshotInfo {
             major_version: info.major_version,
             minor_version: info.minor_version,
             file_bytes: info.file_bytes,
@@ -627,8 +587,8 @@ impl Snapshot {
             mode: LoadMode::from_code(info.mode),
         };
         // SAFETY: the snapshot is alive; the label is NUL-terminated.
-        snapshot.label =
-            c_text(unsafe { ffi::chash_snapshot_label(raw.as_ptr()) }).unwrap_or_default();
+        let label = c_text(unsafe { ffi::chash_snapshot_label(raw.as_ptr()) }).unwrap_or_default();
+        let mut subsets = Vec::with_capacity(info.subsets as usize);
         for i in 0..info.subsets {
             // SAFETY: i < subsets: a NUL-terminated name owned by the snapshot.
             let name_ptr = unsafe { ffi::chash_snapshot_subset_name(raw.as_ptr(), i) };
@@ -645,26 +605,19 @@ impl Snapshot {
             let mut mask = std::ptr::null_mut();
             // SAFETY: name_ptr is the snapshot's NUL-terminated name.
             let code = unsafe { ffi::chash_snapshot_subset(raw.as_ptr(), name_ptr, &mut mask) };
-            match NonNull::new(mask) {
-                // SAFETY: a new mask, owned here.
-                Some(mask) if code == ffi::CHASH_OK => {
-                    snapshot.subsets.push((name, unsafe { NodeMask::from_raw(mask) }))
-                }
-                _ => return Err(SnapshotError::from_code(code)),
-            }
+            // SAFETY: on success a new mask, owned here.
+            let mask = unsafe { Owned::new(code, mask) }.map_err(SnapshotError::from_code)?;
+            subsets.push((name, NodeMask::from_raw(mask)));
         }
-        Ok(snapshot)
+        Ok(Snapshot { raw, info, label, subsets, ring: Arc::new(ring), continuum: OnceLock::new() })
     }
 
-    fn take_ring(raw: NonNull<ffi::chash_snapshot>) -> Result<Ring, SnapshotError> {
+    fn take_ring(raw: &Owned<ffi::chash_snapshot>) -> Result<Ring, SnapshotError> {
         let mut ring = std::ptr::null_mut();
         // SAFETY: the snapshot is alive; ring is a valid out-pointer.
         let code = unsafe { ffi::chash_snapshot_ring(raw.as_ptr(), &mut ring) };
-        match NonNull::new(ring) {
-            // SAFETY: a new ring handle, owned by the Ring.
-            Some(ring) if code == ffi::CHASH_OK => Ok(unsafe { Ring::from_raw(ring) }),
-            _ => Err(SnapshotError::from_code(code)),
-        }
+        // SAFETY: on success a new ring handle, owned by the Ring.
+        unsafe { Owned::new(code, ring) }.map(Ring::new).map_err(SnapshotError::from_code)
     }
 
     /// The snapshot's ring: an `Arc` clone, O(1). It stays valid after the
@@ -683,7 +636,7 @@ impl Snapshot {
         if let Some(continuum) = self.continuum.get() {
             return Ok(Arc::clone(continuum));
         }
-        let built = Snapshot::take_ring(self.raw).map_err(Error::from)?.into_continuum()?;
+        let built = Snapshot::take_ring(&self.raw).map_err(Error::from)?.into_continuum()?;
         // A concurrent first call may have won: both are the same ring.
         let _ = self.continuum.set(Arc::new(built));
         Ok(Arc::clone(self.continuum.get().expect("set above")))

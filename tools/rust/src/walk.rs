@@ -9,9 +9,8 @@
 //! winner's point goes to its first available collision loser). The crate
 //! only gives it its memory, `chash_walk_size(ring)` bytes in a `Vec<u64>`.
 
-use crate::ffi;
 use crate::ops::NodeMask;
-use crate::NO_BUCKET;
+use crate::{bucket, ffi, NO_BUCKET};
 
 /// The points collisions dropped, as the C library keeps them: hashes
 /// ascending, the best-ranked loser of a hash first. Borrowed from the ring.
@@ -97,8 +96,7 @@ impl Walk {
         }
         // SAFETY: a started walk in self's memory; its ring and mask are
         // alive (start's contract).
-        let node = unsafe { ffi::chash_walk_next(self.walk) };
-        (node != NO_BUCKET).then_some(node as usize)
+        bucket(unsafe { ffi::chash_walk_next(self.walk) })
     }
 }
 
@@ -150,10 +148,7 @@ pub struct PointIter<'a> {
 
 impl<'a> PointIter<'a> {
     pub(crate) fn new(ring: &'a crate::Ring, hash: u32) -> PointIter<'a> {
-        let mut cursor = ffi::chash_cursor::default();
-        // SAFETY: the ring is alive for 'a; the cursor is ours.
-        unsafe { ffi::chash_ring_walk(ring.raw(), hash, &mut cursor) };
-        PointIter { cursor, _ring: ring }
+        PointIter { cursor: ring.cursor_at(hash), _ring: ring }
     }
 
     /// The hash of the point the next call to `next` answers; `None` on an
@@ -171,7 +166,6 @@ impl Iterator for PointIter<'_> {
     /// O(1).
     fn next(&mut self) -> Option<usize> {
         // SAFETY: the cursor walks the borrowed ring, alive for 'a.
-        let node = unsafe { ffi::chash_cursor_next(&mut self.cursor) };
-        (node != NO_BUCKET).then_some(node as usize)
+        bucket(unsafe { ffi::chash_cursor_next(&mut self.cursor) })
     }
 }

@@ -9,6 +9,16 @@ use std::net::SocketAddr;
 use chash::{crc32, Bucket, Continuum, Version};
 use common::{addr, read_answers, read_lines, read_servers, text};
 
+// A #[test] a case, `name: check(arguments);`: each golden set its own test.
+macro_rules! cases {
+    ($($name:ident: $check:ident($($arg:expr),* $(,)?);)*) => {$(
+        #[test]
+        fn $name() {
+            $check($($arg),*);
+        }
+    )*};
+}
+
 fn v2m16() -> Version {
     Version::V2 { point_multiple: 16 }
 }
@@ -52,39 +62,43 @@ fn check_ring(servers: &str, version: Version, keys: &str, golden: &str) {
     assert!(mismatches.is_empty(), "{golden}: {}", mismatches.join("; "));
 }
 
-#[test]
-fn v1_50_servers() {
-    check_ring("servers_50.txt", Version::V1, "keys_10000.txt", "golden_v1_50srv.csv");
-}
-
-#[test]
-fn v2m16_50_servers() {
-    check_ring("servers_50.txt", v2m16(), "keys_10000.txt", "golden_v2m16_50srv.csv");
-}
-
-#[test]
-fn v1_ipv6_3_servers() {
-    check_ring("servers_ipv6_3.txt", Version::V1, "keys_1000.txt", "golden_v1_ipv6_3srv.csv");
-}
-
-#[test]
-fn v1_ipv6_text_forms() {
-    check_ring(
+cases! {
+    v1_50_servers: check_ring(
+        "servers_50.txt",
+        Version::V1,
+        "keys_10000.txt",
+        "golden_v1_50srv.csv",
+    );
+    v2m16_50_servers: check_ring(
+        "servers_50.txt",
+        v2m16(),
+        "keys_10000.txt",
+        "golden_v2m16_50srv.csv",
+    );
+    v1_ipv6_3_servers: check_ring(
+        "servers_ipv6_3.txt",
+        Version::V1,
+        "keys_1000.txt",
+        "golden_v1_ipv6_3srv.csv",
+    );
+    v1_ipv6_text_forms: check_ring(
         "servers_ipv6_format.txt",
         Version::V1,
         "keys_1000.txt",
         "golden_v1_ipv6_format.csv",
     );
-}
-
-#[test]
-fn v2m16_ipv6_text_forms() {
-    check_ring("servers_ipv6_format.txt", v2m16(), "keys_1000.txt", "golden_v2m16_ipv6_format.csv");
-}
-
-#[test]
-fn v1_nginx_9_servers() {
-    check_ring("servers_nginx9.txt", Version::V1, "keys_1000.txt", "golden_v1_nginx9.csv");
+    v2m16_ipv6_text_forms: check_ring(
+        "servers_ipv6_format.txt",
+        v2m16(),
+        "keys_1000.txt",
+        "golden_v2m16_ipv6_format.csv",
+    );
+    v1_nginx_9_servers: check_ring(
+        "servers_nginx9.txt",
+        Version::V1,
+        "keys_1000.txt",
+        "golden_v1_nginx9.csv",
+    );
 }
 
 // Forged keys at CRC32 0, 1, 2^32-1, 2^32-2, the first and last points +-1
@@ -100,14 +114,13 @@ fn check_edges(version: Version, keys: &str, golden: &str) {
     }
 }
 
-#[test]
-fn v1_edge_keys() {
-    check_edges(Version::V1, "edge_keys_v1_50srv.txt", "golden_edge_v1_50srv.csv");
-}
-
-#[test]
-fn v2m16_edge_keys() {
-    check_edges(v2m16(), "edge_keys_v2m16_50srv.txt", "golden_edge_v2m16_50srv.csv");
+cases! {
+    v1_edge_keys: check_edges(Version::V1, "edge_keys_v1_50srv.txt", "golden_edge_v1_50srv.csv");
+    v2m16_edge_keys: check_edges(
+        v2m16(),
+        "edge_keys_v2m16_50srv.txt",
+        "golden_edge_v2m16_50srv.csv",
+    );
 }
 
 // node_iter's first 10 servers, repeats included.
@@ -125,19 +138,14 @@ fn check_iter(servers: &str, version: Version, golden: &str) {
     }
 }
 
-#[test]
-fn v1_node_iter() {
-    check_iter("servers_5.txt", Version::V1, "golden_iter10_v1_5srv.csv");
-}
-
-#[test]
-fn v2m16_node_iter() {
-    check_iter("servers_5.txt", v2m16(), "golden_iter10_v2m16_5srv.csv");
-}
-
-#[test]
-fn v1_ipv6_node_iter() {
-    check_iter("servers_ipv6_3.txt", Version::V1, "golden_iter10_v1_ipv6_3srv.csv");
+cases! {
+    v1_node_iter: check_iter("servers_5.txt", Version::V1, "golden_iter10_v1_5srv.csv");
+    v2m16_node_iter: check_iter("servers_5.txt", v2m16(), "golden_iter10_v2m16_5srv.csv");
+    v1_ipv6_node_iter: check_iter(
+        "servers_ipv6_3.txt",
+        Version::V1,
+        "golden_iter10_v1_ipv6_3srv.csv",
+    );
 }
 
 // The first 5 distinct servers of node_iter: the failover order.
@@ -175,14 +183,9 @@ fn check_hash_strings(golden: &str) {
     }
 }
 
-#[test]
-fn hashed_text_50_servers() {
-    check_hash_strings("hash_strings_50srv.csv");
-}
-
-#[test]
-fn hashed_text_ipv6_forms() {
-    check_hash_strings("hash_strings_ipv6_format.csv");
+cases! {
+    hashed_text_50_servers: check_hash_strings("hash_strings_50srv.csv");
+    hashed_text_ipv6_forms: check_hash_strings("hash_strings_ipv6_format.csv");
 }
 
 // The one duplicated hash of servers_50's v1 ring: v1 keeps the server listed

@@ -36,6 +36,26 @@ fn without_comments(text: &str) -> String {
     out
 }
 
+// The Rust type src/ffi.rs writes for a C type without pointers: integers,
+// double, char and the API's own structs (declared by the same name).
+fn rust_base_type(c_type: &str) -> Option<String> {
+    let base = match c_type {
+        "uint64_t" => "u64",
+        "uint32_t" => "u32",
+        "uint16_t" => "u16",
+        "uint8_t" => "u8",
+        "int64_t" => "i64",
+        "int32_t" => "i32",
+        "int" => "c_int",
+        "size_t" => "usize",
+        "double" => "f64",
+        "char" => "c_char",
+        name if name.starts_with("chash_") => name,
+        _ => return None,
+    };
+    Some(base.to_string())
+}
+
 // (type, name) of each field of a C struct, comments removed.
 fn c_fields(header: &str, name: &str) -> Vec<(String, String)> {
     let text = without_comments(body(header, &format!("typedef struct {name} {{"), "}"));
@@ -58,21 +78,8 @@ fn c_fields(header: &str, name: &str) -> Vec<(String, String)> {
             Some(rest) => (true, rest),
             None => (false, ty),
         };
-        let base = match c_type {
-            "uint64_t" => "u64".to_string(),
-            "uint32_t" => "u32".to_string(),
-            "uint16_t" => "u16".to_string(),
-            "uint8_t" => "u8".to_string(),
-            "int64_t" => "i64".to_string(),
-            "int32_t" => "i32".to_string(),
-            "int" => "c_int".to_string(),
-            "size_t" => "usize".to_string(),
-            "double" => "f64".to_string(),
-            "char" => "c_char".to_string(),
-            // A struct of the API: src/ffi.rs declares it by the same name.
-            other if other.starts_with("chash_") => other.to_string(),
-            other => panic!("{name}: unmapped C type '{other}'"),
-        };
+        let base =
+            rust_base_type(c_type).unwrap_or_else(|| panic!("{name}: unmapped C type '{c_type}'"));
         for field in names {
             // `*keys` -> ("*const u8", "keys"); `opaque[4]` -> ("[u64; 4]", "opaque")
             let (ty, field) = match field.strip_prefix('*') {
@@ -181,17 +188,9 @@ fn rust_type(c: &str) -> String {
     }
     let mut ty = match tokens[i] {
         "void" => "c_void".to_string(),
-        "char" => "c_char".to_string(),
-        "int" => "c_int".to_string(),
-        "size_t" => "usize".to_string(),
-        "double" => "f64".to_string(),
-        "uint64_t" => "u64".to_string(),
-        "uint32_t" => "u32".to_string(),
-        "uint16_t" => "u16".to_string(),
-        "uint8_t" => "u8".to_string(),
-        "int64_t" => "i64".to_string(),
-        name if name.starts_with("chash_") => name.to_string(),
-        other => panic!("unmapped C type '{other}' in '{c}'"),
+        other => {
+            rust_base_type(other).unwrap_or_else(|| panic!("unmapped C type '{other}' in '{c}'"))
+        }
     };
     i += 1;
     if tokens.get(i) == Some(&"const") {

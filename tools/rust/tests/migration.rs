@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use chash::{Continuum, ErrorKind, Flavor, Migration, Ring, Route, Side, Version, ROLLOUT_SCALE};
-use common::{addr, data_path, read_answers, read_lines, read_servers, run_cli};
+use common::{addr, read_answers, read_lines, read_servers, route_keys_1000};
 
 const SEED: u64 = 7;
 
@@ -142,24 +142,17 @@ fn the_cli_rollout_agrees() {
     let migration = v1_to_v2();
     migration.set_in_scope(true);
     migration.set_rollout(0.3).unwrap();
-    let routed = run_cli(&[
-        "route".as_ref(),
-        "--servers".as_ref(),
-        data_path("servers_50.txt").as_os_str(),
-        "--mode".as_ref(),
-        "pingora-v1".as_ref(),
-        "--rollout".as_ref(),
-        "0.3".as_ref(),
-        "--new-mode".as_ref(),
-        "pingora-v2".as_ref(),
-        "--new-multiple".as_ref(),
-        "16".as_ref(),
-        "--seed".as_ref(),
-        SEED.to_string().as_ref(),
-        "--keys".as_ref(),
-        data_path("keys_1000.txt").as_os_str(),
+    let seed = SEED.to_string();
+    let routed = route_keys_1000(&[
+        "--rollout",
+        "0.3",
+        "--new-mode",
+        "pingora-v2",
+        "--new-multiple",
+        "16",
+        "--seed",
+        &seed,
     ]);
-    let routed = String::from_utf8(routed).unwrap();
     let keys = read_lines("keys_1000.txt");
     assert_eq!(routed.lines().count(), keys.len());
     for (line, key) in routed.lines().zip(&keys) {

@@ -19,8 +19,9 @@ fn walk(ring: &Continuum, key: &[u8], steps: usize) -> Vec<SocketAddr> {
     ring.node_iter(key).take(steps).copied().collect()
 }
 
-fn addrs(texts: &[&str]) -> Vec<SocketAddr> {
-    texts.iter().map(|t| addr(t)).collect()
+// `host:port` for each of `ports`: servers of one host, in order.
+fn on_host(host: &str, ports: &[u16]) -> Vec<SocketAddr> {
+    ports.iter().map(|port| addr(&format!("{host}:{port}"))).collect()
 }
 
 #[test]
@@ -71,30 +72,12 @@ fn node_iter() {
     let three = ring_of(&["127.0.0.1:7777", "127.0.0.1:7778", "127.0.0.1:7779"], 1);
     assert_eq!(
         walk(&three, b"doghash", 8),
-        addrs(&[
-            "127.0.0.1:7778",
-            "127.0.0.1:7779",
-            "127.0.0.1:7779",
-            "127.0.0.1:7777",
-            "127.0.0.1:7777",
-            "127.0.0.1:7778",
-            "127.0.0.1:7778",
-            "127.0.0.1:7779",
-        ])
+        on_host("127.0.0.1", &[7778, 7779, 7779, 7777, 7777, 7778, 7778, 7779])
     );
 
     // Without 127.0.0.1:7778, its points are gone and the rest stay in order.
     let two = ring_of(&["127.0.0.1:7777", "127.0.0.1:7779"], 1);
-    assert_eq!(
-        walk(&two, b"doghash", 5),
-        addrs(&[
-            "127.0.0.1:7779",
-            "127.0.0.1:7779",
-            "127.0.0.1:7777",
-            "127.0.0.1:7777",
-            "127.0.0.1:7779",
-        ])
-    );
+    assert_eq!(walk(&two, b"doghash", 5), on_host("127.0.0.1", &[7779, 7779, 7777, 7777, 7779]));
 
     // The walk is endless: num_points steps bring it back to its start.
     let one = ring_of(&["127.0.0.1:7777"], 1);
@@ -123,15 +106,7 @@ fn test_ipv6_ring() {
     let ring = ring_of(&["[::1]:7777", "[::1]:7778", "[::1]:7779"], 1);
     assert_eq!(
         walk(&ring, b"doghash", 7),
-        addrs(&[
-            "[::1]:7777",
-            "[::1]:7778",
-            "[::1]:7777",
-            "[::1]:7778",
-            "[::1]:7778",
-            "[::1]:7777",
-            "[::1]:7779",
-        ])
+        on_host("[::1]", &[7777, 7778, 7777, 7778, 7778, 7777, 7779])
     );
 }
 

@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,10 +54,36 @@ fn publish_damaged(dir: &TempDir, path: &Path, version: u64) {
     std::fs::rename(&staged, path).unwrap();
 }
 
+// A fresh folder `name` whose live.ring is version v of the fleet; the
+// folder and that path.
+fn live(name: &str, version: u64) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(name);
+    let path = dir.path("live.ring");
+    publish(&dir, &path, version);
+    (dir, path)
+}
+
 // Each key's server on version v, from the crate's golden-tested Continuum.
 fn expected(version: u64, keys: &[Vec<u8>]) -> Vec<SocketAddr> {
     let ring = Continuum::new(&fleet(version));
     keys.iter().map(|k| ring.node(k).unwrap()).collect()
+}
+
+// expected() of versions 1..=last, for reader threads.
+fn expected_up_to(last: u64, keys: &[Vec<u8>]) -> Arc<HashMap<u64, Vec<SocketAddr>>> {
+    Arc::new((1..=last).map(|v| (v, expected(v, keys))).collect())
+}
+
+// The server `ring` answers for `key`, as a socket address.
+fn served(ring: &chash::Ring, key: &[u8]) -> SocketAddr {
+    ring.node(key).unwrap().parse().unwrap()
+}
+
+// `ring` answers each key with its server in `want`.
+fn assert_serves(ring: &chash::Ring, keys: &[Vec<u8>], want: &[SocketAddr]) {
+    for (key, want) in keys.iter().zip(want) {
+        assert_eq!(served(ring, key), *want);
+    }
 }
 
 fn options() -> ReloadOptions {
@@ -66,14 +92,11 @@ fn options() -> ReloadOptions {
 
 #[test]
 fn reloads_under_reader_threads_answer_as_one_version() {
-    let dir = TempDir::new("readers");
-    let path = dir.path("live.ring");
-    publish(&dir, &path, 1);
+    let (dir, path) = live("readers", 1);
     let reloader = Arc::new(Reloader::new(&path, options()).unwrap());
     let keys: Arc<Vec<Vec<u8>>> = Arc::new(read_lines("keys_10000.txt")[..2000].to_vec());
     let last = 6u64;
-    let answers: Arc<HashMap<u64, Vec<SocketAddr>>> =
-        Arc::new((1..=last).map(|v| (v, expected(v, &keys))).collect());
+    let answers = expected_up_to(last, &keys);
     // The versions differ: a reader on the wrong ring would be noticed.
     assert_ne!(answers[&1], answers[&2]);
     let versions: Arc<HashMap<[u8; 32], u64>> = Arc::new(
@@ -109,7 +132,7 @@ fn reloads_under_reader_threads_answer_as_one_version() {
                     }
                     let expected = &answers[&version];
                     for i in (t..keys.len()).step_by(7) {
-                        let got: SocketAddr = ring.node(&keys[i]).unwrap().parse().unwrap();
+                        let got = served(&ring, &keys[i]);
                         assert_eq!(got, expected[i], "version {version}, key {i}");
                         lookups += 1;
                     }
@@ -152,20 +175,14 @@ fn reloads_under_reader_threads_answer_as_one_version() {
 
 #[test]
 fn refused_files_keep_the_current_ring() {
-    let dir = TempDir::new("refusals");
-    let path = dir.path("live.ring");
-    publish(&dir, &path, 5);
+    let (dir, path) = live("refusals", 5);
     let reloader = Reloader::new(&path, options()).unwrap();
     let keys = read_lines("keys_1000.txt");
     let v5 = expected(5, &keys);
     let held = reloader.ring();
     let held_continuum = reloader.continuum().unwrap();
     assert!(Arc::ptr_eq(&held_continuum, &reloader.continuum().unwrap()), "built once");
-    let check_v5 = |ring: &chash::Ring| {
-        for (key, want) in keys.iter().zip(&v5) {
-            assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
-        }
-    };
+    let check_v5 = |ring: &chash::Ring| assert_serves(ring, &keys, &v5);
 
     // A damaged new version renamed over the path: refused by its checksum.
     publish_damaged(&dir, &path, 6);
@@ -208,9 +225,7 @@ fn refused_files_keep_the_current_ring() {
     publish(&dir, &path, 8);
     assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 8, adopted: false });
     let v8 = expected(8, &keys);
-    for (key, want) in keys.iter().zip(&v8) {
-        assert_eq!(reloader.ring().node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
-    }
+    assert_serves(&reloader.ring(), &keys, &v8);
     check_v5(&held);
     let continuum = reloader.continuum().unwrap();
     for ((key, v5), v8) in keys.iter().zip(&v5).zip(&v8) {
@@ -232,9 +247,7 @@ fn refused_files_keep_the_current_ring() {
 // written in place is refused.
 #[test]
 fn a_file_rewritten_in_place_does_not_change_the_served_ring() {
-    let dir = TempDir::new("in-place");
-    let path = dir.path("live.ring");
-    publish(&dir, &path, 4);
+    let (dir, path) = live("in-place", 4);
     let reloader = Reloader::new(&path, options()).unwrap();
     assert_eq!(reloader.snapshot().info().mode, LoadMode::Sealed);
     let keys = read_lines("keys_1000.txt");
@@ -245,10 +258,7 @@ fn a_file_rewritten_in_place_does_not_change_the_served_ring() {
         *b ^= 0xFF;
     }
     std::fs::write(&path, &bytes).unwrap(); // in place: the same inode
-    let ring = reloader.ring();
-    for (key, want) in keys.iter().zip(&v4) {
-        assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
-    }
+    assert_serves(&reloader.ring(), &keys, &v4);
     // The damaged file is verified like any new one and refused; the sealed
     // copy keeps serving.
     assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::Checksum);
@@ -258,9 +268,7 @@ fn a_file_rewritten_in_place_does_not_change_the_served_ring() {
     v5[middle] ^= 1;
     std::fs::write(&path, &v5).unwrap();
     assert_eq!(reloader.poll().unwrap_err().check(), SnapshotCheck::Checksum);
-    for (key, want) in keys.iter().zip(&v4) {
-        assert_eq!(reloader.ring().node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
-    }
+    assert_serves(&reloader.ring(), &keys, &v4);
 }
 
 // With a state directory the highest version served persists: a "restart"
@@ -268,13 +276,11 @@ fn a_file_rewritten_in_place_does_not_change_the_served_ring() {
 // instead, never the older ring without saying so.
 #[test]
 fn versions_only_go_up_across_restarts() {
-    let dir = TempDir::new("restarts");
+    let (dir, path) = live("restarts", 2);
     let state = dir.path("state");
     std::fs::create_dir(&state).unwrap();
-    let path = dir.path("live.ring");
     let with_state =
         || ReloadOptions { state_dir: Some(state.clone()), name: Some("live".into()), ..options() };
-    publish(&dir, &path, 2);
     let reloader = Reloader::new(&path, with_state()).unwrap();
     publish(&dir, &path, 7);
     assert_eq!(reloader.poll().unwrap(), Reload::Reloaded { config_version: 7, adopted: false });
@@ -290,10 +296,7 @@ fn versions_only_go_up_across_restarts() {
     assert_eq!(report.last_check, SnapshotCheck::Rollback);
     assert_eq!(report.highest_version, 7);
     let keys = read_lines("keys_1000.txt");
-    let v7 = expected(7, &keys);
-    for (key, want) in keys.iter().zip(&v7) {
-        assert_eq!(restarted.ring().node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
-    }
+    assert_serves(&restarted.ring(), &keys, &expected(7, &keys));
     // Without the state directory the same restart serves version 2.
     assert_eq!(Reloader::new(&path, options()).unwrap().snapshot().config_version(), 2);
     // A read-only reloader (a configuration test) writes nothing.
@@ -321,12 +324,10 @@ fn versions_only_go_up_across_restarts() {
 // second without a load.
 #[test]
 fn one_verification_a_host() {
-    let dir = TempDir::new("host");
+    let (dir, path) = live("host", 1);
     let state = dir.path("state");
     std::fs::create_dir(&state).unwrap();
-    let path = dir.path("live.ring");
     let shared = || ReloadOptions { state_dir: Some(state.clone()), ..options() };
-    publish(&dir, &path, 1);
     let first = Reloader::new(&path, shared()).unwrap();
     let second = Reloader::new(&path, shared()).unwrap();
     publish(&dir, &path, 2);
@@ -359,9 +360,7 @@ fn one_verification_a_host() {
 // again; the next good file is accepted.
 #[test]
 fn an_embedders_refusal_is_remembered() {
-    let dir = TempDir::new("embedder");
-    let path = dir.path("live.ring");
-    publish(&dir, &path, 1);
+    let (dir, path) = live("embedder", 1);
     let reloader = Reloader::new(&path, options()).unwrap();
     publish(&dir, &path, 2);
     match reloader.check().unwrap() {
@@ -454,25 +453,18 @@ fn the_watcher_follows_a_retargeted_symlink() {
     drop(watcher); // stops and joins the thread
     assert_eq!(Arc::strong_count(&reloader), 1, "the watcher thread still holds the reloader");
     let keys = read_lines("keys_1000.txt");
-    let v2 = expected(2, &keys);
-    let ring = reloader.ring();
-    for (key, want) in keys.iter().zip(&v2) {
-        assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
-    }
+    assert_serves(&reloader.ring(), &keys, &expected(2, &keys));
 }
 
 // Files replaced faster than the watcher polls, some while it loads: it
 // must end on the last one, and every reader answer must be one version's.
 #[test]
 fn a_watcher_under_rapid_replacements_ends_on_the_last_file() {
-    let dir = TempDir::new("rapid");
-    let path = dir.path("live.ring");
-    publish(&dir, &path, 1);
+    let (dir, path) = live("rapid", 1);
     let reloader = Arc::new(Reloader::new(&path, options()).unwrap());
     let keys: Arc<Vec<Vec<u8>>> = Arc::new(read_lines("keys_1000.txt"));
     let last = 12u64;
-    let answers: Arc<HashMap<u64, Vec<SocketAddr>>> =
-        Arc::new((1..=last).map(|v| (v, expected(v, &keys))).collect());
+    let answers = expected_up_to(last, &keys);
     let watcher = reloader.watch(Duration::from_millis(1)).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let reader = {
@@ -485,7 +477,7 @@ fn a_watcher_under_rapid_replacements_ends_on_the_last_file() {
                 let snapshot = reloader.snapshot();
                 let (ring, expected) = (snapshot.ring(), &answers[&snapshot.config_version()]);
                 for (key, want) in keys.iter().zip(expected).step_by(13) {
-                    assert_eq!(ring.node(key).unwrap().parse::<SocketAddr>().unwrap(), *want);
+                    assert_eq!(served(&ring, key), *want);
                 }
                 rounds += 1;
             }

@@ -11,7 +11,9 @@ use chash::{
     Continuum, ErrorKind, Flavor, LoadMode, LoadOptions, PublicKey, Ring, Snapshot, SnapshotCheck,
     Version,
 };
-use common::{addr, build_snapshot, data_path, read_answers, read_servers, run_cli, TempDir};
+use common::{
+    addr, build_snapshot, data_path, read_answers, read_servers, route_keys_1000, run_cli, TempDir,
+};
 
 // Every golden key of `golden` through the snapshot's Ring and its
 // Continuum.
@@ -301,20 +303,8 @@ fn subsets_answer_as_rings_of_their_servers() {
         }
     }
     // `chash route --subset` agrees key by key.
-    let keys_file = data_path("keys_1000.txt");
-    let routed = run_cli(&[
-        "route".as_ref(),
-        "--servers".as_ref(),
-        data_path("servers_50.txt").as_os_str(),
-        "--mode".as_ref(),
-        "pingora-v1".as_ref(),
-        "--subset".as_ref(),
-        odd_file.as_os_str(),
-        "--keys".as_ref(),
-        keys_file.as_os_str(),
-    ]);
+    let routed = route_keys_1000(&["--subset", odd_file.to_str().unwrap()]);
     let odd_mask = snapshot.subset("odd").unwrap();
-    let routed = String::from_utf8(routed).unwrap();
     let mut checked = 0;
     for (line, key) in routed.lines().zip(common::read_lines("keys_1000.txt")) {
         let address = line.rsplit_once(',').unwrap().1;

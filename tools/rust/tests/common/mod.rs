@@ -2,8 +2,9 @@
 //! tests/data/PROVENANCE.md): answers recorded from pingora-ketama 0.8.0.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use chash::Bucket;
 
@@ -138,12 +139,30 @@ pub fn server_lines(buckets: &[Bucket]) -> Vec<String> {
     buckets.iter().map(|b| format!("{} {}", b.node(), b.weight())).collect()
 }
 
+/// Runs the CLI with `head`, the caller's `extra` arguments, then `tail`;
+/// its stdout.
+fn run_cli_around(head: &[&OsStr], extra: &[&str], tail: &[&OsStr]) -> Vec<u8> {
+    let extra = extra.iter().map(OsStr::new);
+    run_cli(&head.iter().copied().chain(extra).chain(tail.iter().copied()).collect::<Vec<_>>())
+}
+
 /// `chash build` of `servers` into `out`, with extra arguments.
-pub fn build_snapshot(servers: &std::path::Path, out: &std::path::Path, extra: &[&str]) {
-    let mut args: Vec<std::ffi::OsString> = vec!["build".into(), "--servers".into()];
-    args.push(servers.into());
-    args.extend(extra.iter().map(Into::into));
-    args.push("--out".into());
-    args.push(out.into());
-    run_cli(&args);
+pub fn build_snapshot(servers: &Path, out: &Path, extra: &[&str]) {
+    let head: [&OsStr; 3] = ["build".as_ref(), "--servers".as_ref(), servers.as_os_str()];
+    run_cli_around(&head, extra, &["--out".as_ref(), out.as_os_str()]);
+}
+
+/// `chash route` of keys_1000.txt on the pingora-v1 ring of servers_50.txt,
+/// with extra arguments: its output, a line a key.
+pub fn route_keys_1000(extra: &[&str]) -> String {
+    let (servers, keys) = (data_path("servers_50.txt"), data_path("keys_1000.txt"));
+    let head: [&OsStr; 5] = [
+        "route".as_ref(),
+        "--servers".as_ref(),
+        servers.as_os_str(),
+        "--mode".as_ref(),
+        "pingora-v1".as_ref(),
+    ];
+    let routed = run_cli_around(&head, extra, &["--keys".as_ref(), keys.as_os_str()]);
+    String::from_utf8(routed).expect("chash route prints text")
 }

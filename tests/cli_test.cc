@@ -456,8 +456,8 @@ TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
   ExpectUsageError(RunChash("build --flavor haproxy --table-size 17 --out x.chash --servers " +
                             servers),
                    "--table-size");
-  ExpectUsageError(RunChash("plan --flavor varnish-shard --servers " + servers),
-                   "plan chooses a point multiple; the varnish-shard flavor");
+  ExpectUsageError(RunChash("plan --flavor varnish-shard --rings 2 --servers " + servers),
+                   "--rings plans pingora-v2 multiples");
   ExpectUsageError(RunChash("route --flavor haproxy --nginx-conf x.conf --upstream u", "a\n"),
                    "--nginx-conf reads nginx upstreams; the haproxy flavor takes its servers");
   ExpectUsageError(RunChash("route --ring x.chash --replicas 3", "a\n"),

@@ -149,6 +149,11 @@ std::string JsonNumber(double value);
 // Peak resident set size of this process, in bytes (VmHWM, tools/measure/).
 uint64_t PeakRssBytes();
 
+// `chash plan` on another program's ring (cmd_plan_program.cc): its own
+// setting (HAProxy's weights, Varnish's replicas, Envoy's ring and table
+// sizes; libmemcached's through a v2 ring), with RunPlan's parsed options.
+int RunProgramPlan(const std::vector<std::string_view>& args, const Options& options);
+
 // "204,800,000".
 std::string WithCommas(uint64_t value);
 // A fraction as a percentage with `decimals` decimals: "12.5000%".

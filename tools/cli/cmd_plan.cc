@@ -37,19 +37,20 @@ Result<std::vector<uint32_t>> ParseMultiples(const std::string& text) {
 }  // namespace
 
 int RunPlan(const Args& args) {
-  Result<Options> parsed = Options::Parse(
-      args,
-      {"servers", "flavor", "multiple", "cv-target", "rings", "multiples", "max-points", "plot",
-       "nginx-conf", "upstream"},
-      {"json"});
+  Result<Options> parsed = ParseRingCommandOptions(
+      args, {"cv-target", "rings", "multiples", "max-points", "plot"}, {"json"});
   if (!parsed.ok()) return Fail("plan", parsed.status().message());
   const Options& options = parsed.value();
-  if (const auto flavor = options.Get("flavor")) {
-    Result<Flavor> named = ParseFlavor(*flavor);
-    if (named.ok() && IsProgramFlavor(named.value())) {
-      return Fail("plan", "plan chooses a point multiple; the " + *flavor +
-                              " flavor's points are its program's (use chash stats and diff)");
-    }
+  if (options.Has("ring")) {
+    return Fail("plan", "plan builds rings from servers: give --servers, --nginx-conf or a "
+                        "program's config, not a snapshot");
+  }
+  const std::optional<std::string> flavor = options.Get("flavor");
+  Result<Flavor> named = ParseFlavor(flavor.value_or("nginx"));
+  if (!named.ok()) return Fail("plan", named.status().message());
+  if (IsProgramFlavor(named.value()) || options.Has("haproxy-cfg") ||
+      options.Has("nutcracker-yml") || options.Has("envoy-cluster")) {
+    return RunProgramPlan(args, options);
   }
   Result<ServersInput> input = ReadServersInput(options);
   if (!input.ok()) return Fail("plan", input.status().message());

@@ -259,6 +259,84 @@ std::string PlanSvg(const Plan& plan, const RingOptions& current,
   return doc.Finish();
 }
 
+std::string SettingPlanSvg(std::string_view flavor, std::string_view setting,
+                           std::string_view servers_name, const std::vector<SettingPoint>& points,
+                           double cv_target, std::optional<uint64_t> recommended,
+                           std::string_view json, std::string_view command) {
+  Document doc(960, 600);
+  Frame frame;
+  frame.top = kPlotTop;
+  frame.bottom = 96;
+  std::vector<double> values, cvs = {cv_target}, bytes;
+  for (const SettingPoint& point : points) {
+    values.push_back(static_cast<double>(point.value));
+    cvs.push_back(point.cv_measured);
+    bytes.push_back(static_cast<double>(point.chash_bytes));
+    if (point.program_bytes > 0) bytes.push_back(static_cast<double>(point.program_bytes));
+  }
+  const auto [v_lo, v_hi] = LogDomain(values, 1.4, 1, 1000);
+  const auto [cv_lo, cv_hi] = LogDomain(cvs, 1.3, 1e-4, 1);
+  const auto [b_lo, b_hi] = LogDomain(bytes, 1.5, 1, 1e6);
+  const Scale x{v_lo, v_hi, frame.x0(), frame.x1(doc), true};
+  const Scale y{cv_lo, cv_hi, frame.y1(doc), frame.y0(), true};
+  const Scale y2{b_lo, b_hi, frame.y1(doc), frame.y0(), true};
+  doc.SetHeader("chash plan: CV against " + std::string(setting),
+                "CV (stddev / mean of load share over weight share) measured on real " +
+                    std::string(flavor) + " rings, and the bytes of their points, against " +
+                    std::string(setting),
+                Metadata("plan_setting", command, {{"x", x}, {"y", y}, {"y2", y2}}, json));
+  svg::DrawFrame(doc, frame,
+                 "Load balance vs " + std::string(setting) + ": " + std::string(servers_name) +
+                     ", " + std::string(flavor),
+                 "measured = exact shares of the key hashes; bytes: the program's own "
+                 "structure (from its sources) and chash's columns",
+                 command);
+  svg::DrawXAxis(doc, frame, x, svg::LogTicks(v_lo, v_hi, KLabel),
+                 std::string(setting) + " (log scale)");
+  svg::DrawYAxis(doc, frame, y, svg::LogTicks(cv_lo, cv_hi, PercentLabel),
+                 "CV of share / weight share, % (log scale)");
+  svg::DrawYAxis(doc, frame, y2, svg::LogTicks(b_lo, b_hi, BytesLabel),
+                 "bytes of the points (log scale)", "right");
+
+  const double ty = y.Map(cv_target);
+  doc.Line(frame.x0(), ty, frame.x1(doc), ty,
+           std::string("stroke=\"") + kTarget + "\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"",
+           {{"data-series", "cv_target"}, {"data-value", JsonNumber(cv_target)}});
+  doc.Text(frame.x0() + 6, ty - 5, "CV target " + Format("%.4g%%", 100 * cv_target), 11,
+           "start", std::string("fill=\"") + kTarget + "\" " + kHalo);
+
+  std::vector<std::pair<double, double>> measured_line;
+  for (const SettingPoint& point : points) {
+    const std::string v = std::to_string(point.value);
+    const double px = x.Map(static_cast<double>(point.value));
+    doc.Rect(px - 3.5, y2.Map(static_cast<double>(point.chash_bytes)) - 3.5, 7, 7,
+             std::string("fill=\"") + kBytes + "\"",
+             PlanPoint("chash_bytes", v, std::to_string(point.chash_bytes)));
+    if (point.program_bytes > 0) {
+      doc.Rect(px - 3.5, y2.Map(static_cast<double>(point.program_bytes)) - 3.5, 7, 7,
+               std::string("fill=\"none\" stroke=\"") + kBytes + "\"",
+               PlanPoint("program_bytes", v, std::to_string(point.program_bytes)));
+    }
+    Attrs measured = PlanPoint("cv_measured", v, JsonNumber(point.cv_measured));
+    const double my = LogY(y, point.cv_measured, measured);
+    doc.Circle(px, my, 4.5, std::string("fill=\"") + kMeasured + "\"", measured);
+    measured_line.push_back({px, my});
+  }
+  doc.Polyline(measured_line, std::string("stroke=\"") + kMeasured + "\" stroke-width=\"1.5\"",
+               {{"data-series", "cv_measured_line"}});
+  if (recommended) {
+    const double px = x.Map(static_cast<double>(*recommended));
+    doc.Line(px, frame.y0(), px, frame.y1(doc),
+             std::string("stroke=\"") + kRecommended +
+                 "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"",
+             {{"data-series", "recommended"}, {"data-k", std::to_string(*recommended)}});
+    doc.Text(px + 4, frame.y0() + 12,
+             "recommended " + std::string(setting) + " = " + std::to_string(*recommended), 11,
+             "start", std::string("fill=\"") + kRecommended + "\" " + kHalo);
+  }
+  return doc.Finish();
+}
+
 std::string StatsSvg(const RingStats& stats, const std::vector<NodeShare>& shares,
                      std::string_view ring_label, std::string_view json, std::string_view command) {
   std::vector<const NodeShare*> sorted;

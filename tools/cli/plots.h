@@ -12,6 +12,7 @@
 #define CHASH_TOOLS_CLI_PLOTS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,22 @@ namespace chash::cli {
 std::string PlanSvg(const Plan& plan, const RingOptions& current,
                     const std::vector<ServerEntry>& servers, std::string_view servers_name,
                     std::string_view json, std::string_view command);
+
+// A candidate of `plan` on another program's ring: the setting's value,
+// its measured CV and the bytes of its points in the program and in chash.
+struct SettingPoint {
+  uint64_t value = 0;
+  double cv_measured = 0;
+  uint64_t program_bytes = 0;  // 0: not the program's ring (ketama's v2 candidates)
+  uint64_t chash_bytes = 0;
+};
+
+// CV measured against the setting's value (log), with the program's and
+// chash's bytes on a second axis, the CV target and the recommended value.
+std::string SettingPlanSvg(std::string_view flavor, std::string_view setting,
+                           std::string_view servers_name, const std::vector<SettingPoint>& points,
+                           double cv_target, std::optional<uint64_t> recommended,
+                           std::string_view json, std::string_view command);
 
 // One server's figures on a ring, as `stats --json` lists them in "nodes".
 struct NodeShare {

@@ -25,7 +25,7 @@ constexpr std::string_view kRingShape = R"(
                         --mode F is the old spelling, still accepted; and
                         the other programs' rings: haproxy, ketama-md5,
                         varnish-shard, envoy-ring, envoy-maglev (snapshot
-                        format 1.4; plan refuses them)
+                        format 1.4; plan tries their own setting)
   --multiple K          points per weight unit, pingora-v2 and resty only
                         (default 160)
 )";
@@ -208,14 +208,22 @@ by address, so the rings may differ in flavor, multiple, order and members.)",
         .name = "plan",
         .synopsis = "(--servers FILE | --nginx-conf FILE --upstream NAME) [--flavor F] [--multiple K]\n"
                     "       [--cv-target X] [--rings R] [--multiples K1,K2,...] [--max-points N]\n"
-                    "       [--json] [--plot FILE.svg]",
+                    "       [--json] [--plot FILE.svg]\n"
+                    "  chash plan (--servers FILE --flavor PROGRAM [flavor options] | --haproxy-cfg ...)\n"
+                    "       [--cv-target X] [--json] [--plot FILE.svg]",
         .summary = "choose a point multiple for this fleet",
         .description =
             R"(Builds a pingora-v2 ring for each candidate multiple K and prints its CV
 predicted and measured, collisions, bytes for one ring, for R rings and for
 one ring with R masks, and the share of keys that moves from the current ring
 (--flavor, --multiple); then recommends the smallest K whose measured CV is
-within the target.)",
+within the target. On another program's ring (haproxy, ketama-md5,
+varnish-shard, envoy-ring, envoy-maglev, or one read from its config) it
+tries that program's own setting instead: HAProxy's weights scaled, Varnish's
+replicas, Envoy's minimum_ring_size, Maglev's table_size, and for
+libmemcached (whose 160 points a server are fixed) pingora-v2 multiples; each
+row prints the CV, the max and min share over weight share, the program's
+bytes, chash's bytes and the keys that move.)",
         .options = R"(
   --cv-target X         the CV to meet, as 0.02 or 2% (default 2%)
   --rings R             how many rings of this fleet to size (default 1)

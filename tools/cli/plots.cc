@@ -94,6 +94,15 @@ double LogY(const Scale& y, double value, Attrs& attrs) {
   return y.Map(y.d0);
 }
 
+// A CV mark: its y (values <= 0 on the lower edge, marked) and its data
+// attributes (PlanPoint).
+std::pair<double, Attrs> CvMark(const Scale& y, std::string_view series, const std::string& k,
+                                double cv) {
+  Attrs attrs = PlanPoint(series, k, JsonNumber(cv));
+  const double py = LogY(y, cv, attrs);
+  return {py, std::move(attrs)};
+}
+
 void Diamond(Document& doc, double x, double y, double r, std::string_view style,
              const Attrs& attrs) {
   doc.Polyline({{x, y - r}, {x + r, y}, {x, y + r}, {x - r, y}, {x, y - r}}, style, attrs);
@@ -194,13 +203,11 @@ std::string PlanSvg(const Plan& plan, const RingOptions& current,
     const double b = static_cast<double>(row.bytes_per_ring);
     doc.Rect(px - 3.5, y2.Map(b) - 3.5, 7, 7, std::string("fill=\"") + kBytes + "\"",
              PlanPoint("bytes_per_ring", k, std::to_string(row.bytes_per_ring)));
-    Attrs predicted = PlanPoint("cv_predicted", k, JsonNumber(row.stats.cv_predicted));
-    const double py = LogY(y, row.stats.cv_predicted, predicted);
+    const auto [py, predicted] = CvMark(y, "cv_predicted", k, row.stats.cv_predicted);
     doc.Circle(px, py, 4,
                std::string("fill=\"#ffffff\" stroke=\"") + kFormula + "\" stroke-width=\"1.5\"",
                predicted);
-    Attrs measured = PlanPoint("cv_measured", k, JsonNumber(row.stats.cv_measured));
-    const double my = LogY(y, row.stats.cv_measured, measured);
+    const auto [my, measured] = CvMark(y, "cv_measured", k, row.stats.cv_measured);
     doc.Circle(px, my, 4.5, std::string("fill=\"") + kMeasured + "\"", measured);
   }
 
@@ -221,14 +228,12 @@ std::string PlanSvg(const Plan& plan, const RingOptions& current,
   doc.Rect(cx - 4, y2.Map(static_cast<double>(plan.current_bytes)) - 4, 8, 8,
            std::string("fill=\"none\" stroke=\"") + kCurrent + "\" stroke-width=\"1.5\"",
            PlanPoint("current_bytes", ck, std::to_string(plan.current_bytes)));
-  Attrs cur_predicted =
-      PlanPoint("current_cv_predicted", ck, JsonNumber(plan.current.cv_predicted));
-  const double cpy = LogY(y, plan.current.cv_predicted, cur_predicted);
+  const auto [cpy, cur_predicted] =
+      CvMark(y, "current_cv_predicted", ck, plan.current.cv_predicted);
   doc.Circle(cx, cpy, 5,
              std::string("fill=\"none\" stroke=\"") + kCurrent + "\" stroke-width=\"1.5\"",
              cur_predicted);
-  Attrs cur_measured = PlanPoint("current_cv_measured", ck, JsonNumber(plan.current.cv_measured));
-  const double cmy = LogY(y, plan.current.cv_measured, cur_measured);
+  const auto [cmy, cur_measured] = CvMark(y, "current_cv_measured", ck, plan.current.cv_measured);
   Diamond(doc, cx, cmy, 7, std::string("fill=\"") + kCurrent + "\" stroke=\"" + kCurrent + "\"",
           cur_measured);
   const double collided = plan.current.points_generated == 0
@@ -317,8 +322,7 @@ std::string SettingPlanSvg(std::string_view flavor, std::string_view setting,
                std::string("fill=\"none\" stroke=\"") + kBytes + "\"",
                PlanPoint("program_bytes", v, std::to_string(point.program_bytes)));
     }
-    Attrs measured = PlanPoint("cv_measured", v, JsonNumber(point.cv_measured));
-    const double my = LogY(y, point.cv_measured, measured);
+    const auto [my, measured] = CvMark(y, "cv_measured", v, point.cv_measured);
     doc.Circle(px, my, 4.5, std::string("fill=\"") + kMeasured + "\"", measured);
     measured_line.push_back({px, my});
   }

@@ -224,6 +224,28 @@ static const char  *ngx_chash_families[NGX_CHASH_F_COUNT][3] = {
     p = ngx_chash_escape(p, (u)->name->data, (u)->name->len, 1)
 
 
+/* A worker's one-number families: loading and retired (ages, seconds),
+ * generations, state (1: its state file failed). */
+static ngx_atomic_uint_t
+ngx_chash_worker_number(ngx_uint_t f, ngx_chash_status_slot_t *s, time_t now)
+{
+    switch (f) {
+
+    case NGX_CHASH_F_LOADING:
+        return (ngx_atomic_uint_t) ngx_chash_age(now, s->loading_since);
+
+    case NGX_CHASH_F_GENERATIONS:
+        return s->generations;
+
+    case NGX_CHASH_F_RETIRED:
+        return (ngx_atomic_uint_t) ngx_chash_age(now, s->oldest_retired);
+
+    default: /* NGX_CHASH_F_STATE */
+        return s->state_error ? 1 : 0;
+    }
+}
+
+
 /* The samples of family f for one upstream. */
 static u_char *
 ngx_chash_status_prom_upstream(u_char *p, ngx_uint_t f, ngx_uint_t set,
@@ -349,28 +371,10 @@ ngx_chash_status_prom_upstream(u_char *p, ngx_uint_t f, ngx_uint_t set,
             }
             break;
 
-        case NGX_CHASH_F_LOADING:
-            ngx_chash_sample(p, f, set, u);
-            p = ngx_sprintf(p, "\",worker=\"%uA\"} %T\n", s->pid,
-                            ngx_chash_age(now, s->loading_since));
-            break;
-
-        case NGX_CHASH_F_GENERATIONS:
+        default:  /* one number a worker */
             ngx_chash_sample(p, f, set, u);
             p = ngx_sprintf(p, "\",worker=\"%uA\"} %uA\n", s->pid,
-                            s->generations);
-            break;
-
-        case NGX_CHASH_F_RETIRED:
-            ngx_chash_sample(p, f, set, u);
-            p = ngx_sprintf(p, "\",worker=\"%uA\"} %T\n", s->pid,
-                            ngx_chash_age(now, s->oldest_retired));
-            break;
-
-        default: /* NGX_CHASH_F_STATE */
-            ngx_chash_sample(p, f, set, u);
-            p = ngx_sprintf(p, "\",worker=\"%uA\"} %d\n", s->pid,
-                            s->state_error ? 1 : 0);
+                            ngx_chash_worker_number(f, s, now));
             break;
         }
     }

@@ -30,6 +30,27 @@ pub const CHASH_FLAVOR_NGINX: u32 = 0;
 pub const CHASH_FLAVOR_PINGORA_V1: u32 = 1;
 pub const CHASH_FLAVOR_PINGORA_V2: u32 = 2;
 pub const CHASH_FLAVOR_RESTY: u32 = 3;
+pub const CHASH_FLAVOR_HAPROXY: u32 = 4;
+pub const CHASH_FLAVOR_KETAMA_MD5: u32 = 5;
+pub const CHASH_FLAVOR_VARNISH_SHARD: u32 = 6;
+pub const CHASH_FLAVOR_ENVOY_RING: u32 = 7;
+pub const CHASH_FLAVOR_ENVOY_MAGLEV: u32 = 8;
+/// HAProxy's key hashes (`chash_ring_options.haproxy_hash`).
+pub const CHASH_HAPROXY_HASH_SDBM: u32 = 0;
+pub const CHASH_HAPROXY_HASH_DJB2: u32 = 1;
+pub const CHASH_HAPROXY_HASH_WT6: u32 = 2;
+pub const CHASH_HAPROXY_HASH_CRC32: u32 = 3;
+/// The ketama rings (`chash_ring_options.ketama_variant`).
+pub const CHASH_KETAMA_LIBMEMCACHED_WEIGHTED: u32 = 0;
+pub const CHASH_KETAMA_LIBMEMCACHED_UNWEIGHTED: u32 = 1;
+pub const CHASH_KETAMA_TWEMPROXY: u32 = 2;
+pub const CHASH_KETAMA_LIBKETAMA: u32 = 3;
+pub const CHASH_KETAMA_LIBMEMCACHED_SPY: u32 = 4;
+pub const CHASH_KETAMA_LIBMEMCACHED_SPY_WEIGHTED: u32 = 5;
+/// The ketama key hashes: 0 to 13 in the header's (ring.h's KetamaKeyHash)
+/// order; the header names the first and the last.
+pub const CHASH_KETAMA_HASH_DEFAULT: u32 = 0;
+pub const CHASH_KETAMA_HASH_MURMUR3: u32 = 13;
 /// `chash_ring_flavor` of a raw-point ring.
 pub const CHASH_NO_FLAVOR: u32 = 0xFFFF_FFFF;
 
@@ -84,6 +105,29 @@ pub struct chash_memory_usage {
     pub other_bytes: u64,
     pub index_bytes: u64,
     pub collision_table_bytes: u64,
+}
+
+/// `chash_ring_options`: a ring's options (chash_builder_new_with_options);
+/// `size` set and the rest zero = every default. A flavor reads only its own
+/// fields.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct chash_ring_options {
+    pub size: u32,
+    pub point_multiple: u32,
+    pub haproxy_hash: u32,
+    pub haproxy_avalanche: u32,
+    pub haproxy_server_key: u32,
+    pub ketama_variant: u32,
+    pub ketama_key_hash: u32,
+    pub ketama_default_port: u32,
+    pub ketama_hash_tag: [u8; 2],
+    pub reserved0: [u8; 2],
+    pub varnish_replicas: u32,
+    pub envoy_hash: u32,
+    pub envoy_minimum_ring_size: u64,
+    pub envoy_maximum_ring_size: u64,
+    pub maglev_table_size: u64,
 }
 
 /// `chash_ring_stats`: what `chash stats` prints.
@@ -266,6 +310,20 @@ extern "C" {
         address_len: usize,
         weight: u32,
     ) -> c_int;
+    pub fn chash_builder_new_with_options(
+        flavor: u32,
+        options: *const chash_ring_options,
+        out: *mut *mut chash_builder,
+    ) -> c_int;
+    pub fn chash_builder_add_node(
+        builder: *mut chash_builder,
+        address: *const c_char,
+        address_len: usize,
+        weight: u32,
+        server_id: u32,
+        name: *const c_char,
+        name_len: usize,
+    ) -> c_int;
     pub fn chash_builder_error(builder: *const chash_builder) -> *const c_char;
     pub fn chash_builder_build(builder: *mut chash_builder, out: *mut *mut chash_ring) -> c_int;
     pub fn chash_builder_free(builder: *mut chash_builder);
@@ -273,6 +331,10 @@ extern "C" {
 
     pub fn chash_ring_find(ring: *const chash_ring, key: *const c_void, key_len: usize) -> u32;
     pub fn chash_ring_find_hash(ring: *const chash_ring, hash: u32) -> u32;
+    pub fn chash_ring_key_hash(ring: *const chash_ring, key: *const c_void, key_len: usize) -> u64;
+    pub fn chash_ring_key_hash_bits(ring: *const chash_ring) -> u32;
+    pub fn chash_ring_find_hash64(ring: *const chash_ring, hash: u64) -> u32;
+    pub fn chash_ring_find_attempt(ring: *const chash_ring, hash: u64, attempt: u32) -> u32;
     pub fn chash_ring_find_hashes(
         ring: *const chash_ring,
         hashes: *const u32,

@@ -66,6 +66,15 @@
 //! Thread safety: a [`Continuum`] is immutable; every lookup takes `&self`
 //! and may run from any number of threads.
 //!
+//! ## The other programs' rings
+//!
+//! [`Flavor`] also names HAProxy's, libmemcached's, twemproxy's,
+//! libketama's, Varnish's and Envoy's rings; [`RingOptions`] holds their
+//! options and [`RingBuilder`] builds them from [`Node`]s (HAProxy's server
+//! ids, twemproxy's names, Envoy's hostnames). Their keys hash as their
+//! program hashes them ([`Ring::key_hash`]); Envoy's are 64-bit request
+//! hashes ([`Ring::bucket_idx_by_hash64`]).
+//!
 //! ## Policy: snapshots, reloads, subsets, migrations
 //!
 //! For services that take their ring from a file rather than building it:
@@ -119,6 +128,7 @@ mod ffi;
 mod migration;
 mod ops;
 mod owned;
+mod program;
 mod reload;
 mod ring;
 mod snapshot;
@@ -127,6 +137,10 @@ mod walk;
 pub use migration::{Migration, MigrationCounters, Route, Side, ROLLOUT_SCALE};
 pub use ops::{
     bounded_load_capacity, Availability, MemoryUsage, NodeMask, RingStats, FINGERPRINT_SIZE,
+};
+pub use program::{
+    EnvoyHash, EnvoyRingOptions, HaproxyHash, HaproxyOptions, HaproxyServerKey, KetamaKeyHash,
+    KetamaOptions, KetamaVariant, MaglevOptions, Node, RingBuilder, RingOptions, VarnishOptions,
 };
 pub use reload::{Candidate, Reload, ReloadCheck, ReloadOptions, ReloadReport, Reloader, Watcher};
 pub use ring::{DistinctBuckets, Flavor, Ring};
@@ -349,9 +363,20 @@ struct Builder(Owned<ffi::chash_builder>);
 
 impl Builder {
     fn new(flavor: u32, point_multiple: u32) -> Result<Self, Error> {
-        let mut out = std::ptr::null_mut();
         // SAFETY: out is a valid out-pointer.
-        let code = unsafe { ffi::chash_builder_new(flavor, point_multiple, &mut out) };
+        Self::made(|out| unsafe { ffi::chash_builder_new(flavor, point_multiple, out) })
+    }
+
+    fn with_options(flavor: u32, options: &ffi::chash_ring_options) -> Result<Self, Error> {
+        // SAFETY: options is a sized struct; out is a valid out-pointer.
+        Self::made(|out| unsafe { ffi::chash_builder_new_with_options(flavor, options, out) })
+    }
+
+    // The builder a call made (`new` writes it to its out-pointer), or the
+    // call's error with the library's message.
+    fn made(new: impl FnOnce(*mut *mut ffi::chash_builder) -> c_int) -> Result<Self, Error> {
+        let mut out = std::ptr::null_mut();
+        let code = new(&mut out);
         // SAFETY: on success a new builder, owned here.
         unsafe { Owned::new(code, out) }.map(Builder).map_err(Error::last)
     }
@@ -361,10 +386,41 @@ impl Builder {
         let code = unsafe {
             ffi::chash_builder_add(self.0.as_ptr(), address.as_ptr().cast(), address.len(), weight)
         };
+        self.added(code)
+    }
+
+    // chash_builder_add_node: HAProxy's server id (0: none), twemproxy's name.
+    fn add_node(
+        &mut self,
+        address: &str,
+        weight: u32,
+        server_id: u32,
+        name: Option<&str>,
+    ) -> Result<(), Error> {
+        let (name, name_len) = name.map_or((std::ptr::null(), 0), |n| (n.as_ptr().cast(), n.len()));
+        // SAFETY: address and name are valid for their lengths (name NULL
+        // with length 0); the builder is alive.
+        let code = unsafe {
+            ffi::chash_builder_add_node(
+                self.0.as_ptr(),
+                address.as_ptr().cast(),
+                address.len(),
+                weight,
+                server_id,
+                name,
+                name_len,
+            )
+        };
+        self.added(code)
+    }
+
+    // Ok for an add that returned CHASH_OK, else its error with the
+    // builder's message, which names the server.
+    fn added(&self, code: c_int) -> Result<(), Error> {
         if code == ffi::CHASH_OK {
             return Ok(());
         }
-        // SAFETY: the builder is alive; its message names the server.
+        // SAFETY: the builder is alive.
         Err(Error::from_code(code, c_text(unsafe { ffi::chash_builder_error(self.0.as_ptr()) })))
     }
 

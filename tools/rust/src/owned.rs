@@ -112,6 +112,8 @@ pub(crate) unsafe trait OutStruct: Sized {}
 // SAFETY: plain data with a leading u32 size (tests/header_sync.rs checks
 // the fields against the header).
 unsafe impl OutStruct for ffi::chash_memory_usage {}
+// An input struct of the same shape: `sized` makes its every-default value.
+unsafe impl OutStruct for ffi::chash_ring_options {}
 unsafe impl OutStruct for ffi::chash_ring_stats {}
 unsafe impl OutStruct for ffi::chash_snapshot_info {}
 unsafe impl OutStruct for ffi::chash_reload_result {}

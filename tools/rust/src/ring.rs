@@ -10,11 +10,12 @@ use crate::ops::{Availability, NodeMask};
 use crate::owned::{sized, Owned};
 use crate::walk::{AvailableBuckets, Losers, PointIter, Walk};
 use crate::{
-    bucket, check, crc32, ffi, for_key_chunks, Builder, Continuum, Error, ErrorKind,
-    FINGERPRINT_SIZE, NO_BUCKET,
+    bucket, check, ffi, for_key_chunks, Builder, Continuum, Error, ErrorKind, FINGERPRINT_SIZE,
+    NO_BUCKET,
 };
 
-/// How a ring hashes its servers into points.
+/// Which program's ring a [`Ring`] reproduces: how it hashes its servers
+/// into points and keys into hashes, and which point answers a hash.
 #[derive(Copy, Clone, Debug, Eq, PartialEq, Hash)]
 #[non_exhaustive]
 pub enum Flavor {
@@ -29,15 +30,56 @@ pub enum Flavor {
     /// (160 a weight unit, or `point_multiple`); on a duplicated hash the
     /// smallest id by bytes wins, where resty.chash follows Lua's table order.
     Resty,
+    /// HAProxy `hash-type consistent` (2.6): 16 points a weight unit keyed
+    /// by the server's id, the nearest point answers. Options:
+    /// [`HaproxyOptions`](crate::HaproxyOptions); a node's id:
+    /// [`Node::server_id`](crate::Node::server_id).
+    Haproxy,
+    /// MD5 ketama rings: libmemcached 1.1 (weighted or not, spy), twemproxy
+    /// 0.5 and libketama. Options: [`KetamaOptions`](crate::KetamaOptions);
+    /// twemproxy's server name: [`Node::name`](crate::Node::name).
+    KetamaMd5,
+    /// Varnish 7.1 vmod_directors' shard director: the ring hashes the
+    /// backend's ident (by default its name). Options:
+    /// [`VarnishOptions`](crate::VarnishOptions).
+    VarnishShard,
+    /// Envoy `RING_HASH`: 64-bit key hashes ([`Ring::bucket_idx_by_hash64`]).
+    /// Options: [`EnvoyRingOptions`](crate::EnvoyRingOptions).
+    EnvoyRing,
+    /// Envoy `MAGLEV`: a lookup table, 64-bit key hashes. Options:
+    /// [`MaglevOptions`](crate::MaglevOptions).
+    EnvoyMaglev,
 }
 
 impl Flavor {
+    /// The flavor's name as the `chash` command spells it (`--flavor`):
+    /// "nginx", "pingora-v1", "pingora-v2", "resty", "haproxy",
+    /// "ketama-md5", "varnish-shard", "envoy-ring", "envoy-maglev".
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Nginx => "nginx",
+            Flavor::PingoraV1 => "pingora-v1",
+            Flavor::PingoraV2 => "pingora-v2",
+            Flavor::Resty => "resty",
+            Flavor::Haproxy => "haproxy",
+            Flavor::KetamaMd5 => "ketama-md5",
+            Flavor::VarnishShard => "varnish-shard",
+            Flavor::EnvoyRing => "envoy-ring",
+            Flavor::EnvoyMaglev => "envoy-maglev",
+        }
+    }
+
     pub(crate) fn code(self) -> u32 {
         match self {
             Flavor::Nginx => ffi::CHASH_FLAVOR_NGINX,
             Flavor::PingoraV1 => ffi::CHASH_FLAVOR_PINGORA_V1,
             Flavor::PingoraV2 => ffi::CHASH_FLAVOR_PINGORA_V2,
             Flavor::Resty => ffi::CHASH_FLAVOR_RESTY,
+            Flavor::Haproxy => ffi::CHASH_FLAVOR_HAPROXY,
+            Flavor::KetamaMd5 => ffi::CHASH_FLAVOR_KETAMA_MD5,
+            Flavor::VarnishShard => ffi::CHASH_FLAVOR_VARNISH_SHARD,
+            Flavor::EnvoyRing => ffi::CHASH_FLAVOR_ENVOY_RING,
+            Flavor::EnvoyMaglev => ffi::CHASH_FLAVOR_ENVOY_MAGLEV,
         }
     }
 
@@ -49,6 +91,11 @@ impl Flavor {
             ffi::CHASH_FLAVOR_PINGORA_V1 => Some(Flavor::PingoraV1),
             ffi::CHASH_FLAVOR_PINGORA_V2 => Some(Flavor::PingoraV2),
             ffi::CHASH_FLAVOR_RESTY => Some(Flavor::Resty),
+            ffi::CHASH_FLAVOR_HAPROXY => Some(Flavor::Haproxy),
+            ffi::CHASH_FLAVOR_KETAMA_MD5 => Some(Flavor::KetamaMd5),
+            ffi::CHASH_FLAVOR_VARNISH_SHARD => Some(Flavor::VarnishShard),
+            ffi::CHASH_FLAVOR_ENVOY_RING => Some(Flavor::EnvoyRing),
+            ffi::CHASH_FLAVOR_ENVOY_MAGLEV => Some(Flavor::EnvoyMaglev),
             ffi::CHASH_NO_FLAVOR => None,
             _ => None,
         }
@@ -113,7 +160,9 @@ impl Ring {
     /// i-th) for `flavor` with `point_multiple` points a weight unit (0 =
     /// 160; nginx and pingora v1 take only 160). The errors name the server.
     /// Pingora flavors hash the address text as given: write it as
-    /// pingora prints a `SocketAddr`.
+    /// pingora prints a `SocketAddr`. The other programs' flavors build
+    /// here with their defaults; their options and node ids or names:
+    /// [`crate::RingBuilder`].
     pub fn build<I, A>(flavor: Flavor, point_multiple: u32, servers: I) -> Result<Ring, Error>
     where
         I: IntoIterator<Item = (A, u32)>,
@@ -194,7 +243,10 @@ impl Ring {
         self.find(key, Among::All)
     }
 
-    /// The bucket of a key whose CRC32 ([`crate::crc32`]) is `hash`.
+    /// The bucket of a key whose key hash ([`Ring::key_hash`]) is `hash`:
+    /// its CRC32 ([`crate::crc32`]) on nginx, pingora and resty rings.
+    /// `None` on Envoy's rings, whose key hashes are 64 bits
+    /// ([`Ring::bucket_idx_by_hash64`]).
     pub fn bucket_idx_by_hash(&self, hash: u32) -> Option<usize> {
         self.find_hash(hash, Among::All)
     }
@@ -202,6 +254,47 @@ impl Ring {
     /// The address of `key`'s bucket (see [`Ring::address`]).
     pub fn node(&self, key: &[u8]) -> Option<&str> {
         self.bucket_idx(key).and_then(|idx| self.address(idx))
+    }
+
+    /// The hash of `key` as the ring's program computes it: CRC32 on nginx,
+    /// pingora and resty rings, HAProxy's function (and avalanche), the
+    /// ketama key hash, Varnish's SHA-256 (its last 4 bytes), Envoy's XXH64.
+    /// Below 2^32 but on Envoy's rings ([`Ring::key_hash_bits`]). O(key).
+    pub fn key_hash(&self, key: &[u8]) -> u64 {
+        // SAFETY: the key is a valid slice; the ring is alive.
+        unsafe { ffi::chash_ring_key_hash(self.raw(), key.as_ptr().cast(), key.len()) }
+    }
+
+    /// The width of [`Ring::key_hash`]: 64 on envoy-ring and envoy-maglev
+    /// rings, else 32.
+    pub fn key_hash_bits(&self) -> u32 {
+        // SAFETY: the ring is alive.
+        unsafe { ffi::chash_ring_key_hash_bits(self.raw()) }
+    }
+
+    // The key hash the walks and the bounded loads start from (they take 32
+    // bits: on Envoy's rings they are empty).
+    fn key_hash32(&self, key: &[u8]) -> u32 {
+        self.key_hash(key) as u32
+    }
+
+    /// The bucket of a key hash of any flavor ([`Ring::key_hash`]'s values):
+    /// the lookup of Envoy's 64-bit request hashes; on 32-bit rings
+    /// [`Ring::bucket_idx_by_hash`], and `None` above 2^32 - 1.
+    pub fn bucket_idx_by_hash64(&self, hash: u64) -> Option<usize> {
+        // SAFETY: the ring is alive.
+        bucket(unsafe { ffi::chash_ring_find_hash64(self.raw(), hash) })
+    }
+
+    /// The bucket the program picks on retry `attempt` (0: the first pick,
+    /// [`Ring::bucket_idx_by_hash64`]) when it retries without being told
+    /// which server failed: envoy-ring the entry `attempt` places on,
+    /// envoy-maglev Envoy's rehashed table entry; other rings the point
+    /// `attempt` steps on from the hash's (HAProxy and Varnish walk on to
+    /// the next distinct server instead: [`Ring::distinct_iter`]).
+    pub fn bucket_idx_for_attempt(&self, hash: u64, attempt: u32) -> Option<usize> {
+        // SAFETY: the ring is alive.
+        bucket(unsafe { ffi::chash_ring_find_attempt(self.raw(), hash, attempt) })
     }
 
     /// Buckets of many keys at once: `out[i]` for `keys[i]`, [`NO_BUCKET`]
@@ -214,7 +307,7 @@ impl Ring {
         self.find_keys("Ring::bucket_idxs", keys, Among::All, out);
     }
 
-    // The lookups of `key` (find), of a key whose CRC32 is `hash`
+    // The lookups of `key` (find), of a key whose key hash is `hash`
     // (find_hash) and of many keys (find_keys; `what` names the public call
     // in its panic) among the buckets `among`: every lookup of a Ring, a
     // Continuum and an Availability (inlined: `among` is known at each call).
@@ -279,7 +372,7 @@ impl Ring {
         self.find(key, Among::Mask(mask))
     }
 
-    /// [`Ring::bucket_idx_available`] of a key whose CRC32 is `hash`.
+    /// [`Ring::bucket_idx_available`] of a key whose key hash ([`Ring::key_hash`]) is `hash`.
     pub fn bucket_idx_available_by_hash(&self, hash: u32, mask: &NodeMask) -> Option<usize> {
         self.find_hash(hash, Among::Mask(mask))
     }
@@ -308,10 +401,10 @@ impl Ring {
     /// the last bucket that owns points. Its seen-set, 128 bytes plus a bit
     /// a bucket, is one heap allocation a walk.
     pub fn distinct_iter(&self, key: &[u8]) -> DistinctBuckets<'_> {
-        self.distinct_iter_by_hash(crc32(key))
+        self.distinct_iter_by_hash(self.key_hash32(key))
     }
 
-    /// [`Ring::distinct_iter`] from a key whose CRC32 is `hash`.
+    /// [`Ring::distinct_iter`] from a key whose key hash ([`Ring::key_hash`]) is `hash`.
     pub fn distinct_iter_by_hash(&self, hash: u32) -> DistinctBuckets<'_> {
         // SAFETY: the ring outlives the walk (the borrow of self); no mask.
         let walk = unsafe { Walk::start(self.raw(), std::ptr::null(), hash) };
@@ -332,10 +425,10 @@ impl Ring {
     /// # Ok::<(), chash::Error>(())
     /// ```
     pub fn point_iter(&self, key: &[u8]) -> PointIter<'_> {
-        PointIter::new(self, crc32(key))
+        PointIter::new(self, self.key_hash32(key))
     }
 
-    /// [`Ring::point_iter`] from a key whose CRC32 is `hash`.
+    /// [`Ring::point_iter`] from a key whose key hash ([`Ring::key_hash`]) is `hash`.
     pub fn point_iter_by_hash(&self, hash: u32) -> PointIter<'_> {
         PointIter::new(self, hash)
     }
@@ -376,10 +469,10 @@ impl Ring {
         key: &[u8],
         mask: &'a NodeMask,
     ) -> AvailableBuckets<'a> {
-        self.distinct_iter_available_by_hash(crc32(key), mask)
+        self.distinct_iter_available_by_hash(self.key_hash32(key), mask)
     }
 
-    /// [`Ring::distinct_iter_available`] from a key whose CRC32 is `hash`.
+    /// [`Ring::distinct_iter_available`] from a key whose key hash ([`Ring::key_hash`]) is `hash`.
     pub fn distinct_iter_available_by_hash<'a>(
         &'a self,
         hash: u32,
@@ -415,7 +508,7 @@ impl Ring {
         self.find(key, Among::Published(availability))
     }
 
-    /// [`Ring::bucket_idx_published`] of a key whose CRC32 is `hash`.
+    /// [`Ring::bucket_idx_published`] of a key whose key hash ([`Ring::key_hash`]) is `hash`.
     pub fn bucket_idx_published_by_hash(
         &self,
         hash: u32,
@@ -465,7 +558,7 @@ impl Ring {
         let code = unsafe {
             ffi::chash_ring_find_bounded_load(
                 self.raw(),
-                crc32(key),
+                self.key_hash32(key),
                 loads.as_ptr(),
                 loads.len(),
                 balance_factor,
@@ -494,7 +587,7 @@ impl Ring {
         let node = unsafe {
             ffi::chash_ring_find_under_capacity(
                 self.raw(),
-                crc32(key),
+                self.key_hash32(key),
                 loads.as_ptr(),
                 loads.len(),
                 capacity,

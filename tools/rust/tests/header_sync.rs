@@ -123,6 +123,7 @@ fn caller_allocated_structs_match_the_header() {
     let (header, ffi) = (header(), ffi());
     for name in [
         "chash_cursor",
+        "chash_ring_options",
         "chash_memory_usage",
         "chash_ring_stats",
         "chash_snapshot_options",

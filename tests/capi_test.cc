@@ -981,6 +981,36 @@ TEST(CApiFlavors, EveryFlavorAnswersAsTheCppRing) {
   }
 }
 
+TEST(CApiFlavors, MaskedLookupsSayWhenTheRingMasksInexactly) {
+  // Weighted libmemcached ketama and Envoy's rings are rebuilt by their
+  // programs when a node is out: masked lookups answer CHASH_MASK_REFUSED,
+  // never a node id. HAProxy skips a down server on its tree: exact.
+  for (const uint32_t flavor : {CHASH_FLAVOR_KETAMA_MD5, CHASH_FLAVOR_ENVOY_RING,
+                                CHASH_FLAVOR_ENVOY_MAGLEV, CHASH_FLAVOR_HAPROXY}) {
+    chash_builder* builder = nullptr;
+    ASSERT_EQ(chash_builder_new_with_options(flavor, nullptr, &builder), CHASH_OK) << flavor;
+    for (const char* address : {"10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"}) {
+      ASSERT_EQ(chash_builder_add(builder, address, std::strlen(address), 2), CHASH_OK);
+    }
+    chash_ring* ring = nullptr;
+    ASSERT_EQ(chash_builder_build(builder, &ring), CHASH_OK);  // frees the builder
+    chash_node_mask* mask = nullptr;
+    ASSERT_EQ(chash_node_mask_new(3, 1, &mask), CHASH_OK);
+    ASSERT_EQ(chash_node_mask_set(mask, 1, 0), CHASH_OK);
+    const uint32_t answer = chash_ring_find_available(ring, mask, "key", 3);
+    if (flavor == CHASH_FLAVOR_HAPROXY) {
+      EXPECT_EQ(chash_ring_masks_exactly(ring), 1);
+      EXPECT_TRUE(answer == 0 || answer == 2) << answer;
+    } else {
+      EXPECT_EQ(chash_ring_masks_exactly(ring), 0) << flavor;
+      EXPECT_EQ(answer, CHASH_MASK_REFUSED) << flavor;
+    }
+    chash_node_mask_free(mask);
+    chash_ring_free(ring);
+  }
+  EXPECT_EQ(chash_ring_masks_exactly(nullptr), 0);
+}
+
 TEST(CApiFlavors, BadOptionsAndNodeOptionsAreRefused) {
   chash_builder* builder = reinterpret_cast<chash_builder*>(1);
   chash_ring_options o{};

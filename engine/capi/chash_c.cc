@@ -821,6 +821,12 @@ uint32_t chash_node_mask_count_available(const chash_node_mask* mask) noexcept {
 
 void chash_node_mask_free(chash_node_mask* mask) noexcept { delete mask; }
 
+int chash_ring_masks_exactly(const chash_ring* ring) noexcept {
+  return ring != nullptr && chash::MasksExactly(ring->ring) ? 1 : 0;
+}
+
+static_assert(CHASH_MASK_REFUSED == chash::kMaskRefused);
+
 uint32_t chash_ring_find_available(const chash_ring* ring, const chash_node_mask* mask,
                                    const void* key, size_t key_len) noexcept {
   if (ring == nullptr || mask == nullptr || (key == nullptr && key_len != 0)) return CHASH_NO_NODE;

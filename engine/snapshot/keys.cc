@@ -40,17 +40,18 @@ Result<std::string> KeyField(const std::string& path, std::string_view tag) {
 
 // The key in the file at `path` tagged `tag`: its HEX field as the key's
 // bytes, exactly 2 digits a byte.
+// (A Status and an out parameter, not a Result<Key>: each Result type
+// instantiated here would add a symbol to libchash.so's exports.)
 template <typename Key>
-Result<Key> ReadKeyFile(const std::string& path, std::string_view tag) {
+Status ReadKeyFile(const std::string& path, std::string_view tag, Key& key) {
   Result<std::string> field = KeyField(path, tag);
   if (!field.ok()) return field.status();
-  Key key;
   if (!internal::ParseHex(field.value(), key.bytes.data(), key.bytes.size())) {
     return Status(StatusCode::kBadArgument, path + ": the key is not " +
                                                 std::to_string(2 * key.bytes.size()) +
                                                 " hex digits");
   }
-  return key;
+  return Status();
 }
 
 // Creates `path` (refused if it exists) holding `text`; 0 or the errno.
@@ -139,15 +140,16 @@ Status WriteKeyFiles(const SecretKey& key, const std::string& base) {
 
 Result<PublicKey> ReadPublicKeyFile(const std::string& path) {
   return internal::CatchOutOfMemory("reading a public key", path, [&]() -> Result<PublicKey> {
-    return ReadKeyFile<PublicKey>(path, kPublicTag);
+    PublicKey key;
+    if (Status read = ReadKeyFile(path, kPublicTag, key); !read.ok()) return read;
+    return key;
   });
 }
 
 Result<SecretKey> ReadSecretKeyFile(const std::string& path) {
   return internal::CatchOutOfMemory("reading a secret key", path, [&]() -> Result<SecretKey> {
-    Result<SecretKey> read = ReadKeyFile<SecretKey>(path, kSecretTag);
-    if (!read.ok()) return read.status();
-    const SecretKey& key = read.value();
+    SecretKey key;
+    if (Status read = ReadKeyFile(path, kSecretTag, key); !read.ok()) return read;
     // The public half must be the seed's: a corrupted file would sign with a
     // key nobody trusts.
     internal::EnsureSodium();
@@ -157,7 +159,7 @@ Result<SecretKey> ReadSecretKeyFile(const std::string& path) {
     if (again != key.bytes) {
       return Status(StatusCode::kBadArgument, path + ": the secret key is damaged");
     }
-    return read;
+    return key;
   });
 }
 

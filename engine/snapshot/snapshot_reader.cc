@@ -47,11 +47,13 @@ bool AllZero(const uint8_t* p, uint64_t size) {
 }
 
 // A text of `length` bytes at p, zero-padded to a multiple of 4, that must
-// end by `end`: its view, with p moved past the padding. Errors name the
-// `check`, the entry (`label`) and what the text is (`noun`).
-Result<std::string_view> ReadPaddedText(const uint8_t*& p, const uint8_t* end, uint32_t length,
-                                        std::string_view check, const std::string& label,
-                                        std::string_view noun) {
+// end by `end`: its view into `text`, with p moved past the padding. Errors
+// name the `check`, the entry (`label`) and what the text is (`noun`).
+// (A Status and an out parameter, not a Result<std::string_view>: each
+// Result type instantiated here would add a symbol to libchash.so's exports.)
+Status ReadPaddedText(const uint8_t*& p, const uint8_t* end, uint32_t length,
+                      std::string_view check, const std::string& label, std::string_view noun,
+                      std::string_view& text) {
   const std::string what = label + ": " + std::string(noun);
   if (length == 0 || length > kMaxAddressBytes) {
     return Bad(check, what + " of " + std::to_string(length) + " bytes");
@@ -61,9 +63,9 @@ Result<std::string_view> ReadPaddedText(const uint8_t*& p, const uint8_t* end, u
     return Bad(check, what + " overruns the " + std::string(check));
   }
   if (!AllZero(p + length, padded - length)) return Bad(check, label + ": nonzero padding");
-  const std::string_view text(reinterpret_cast<const char*>(p), length);
+  text = std::string_view(reinterpret_cast<const char*>(p), length);
   p += padded;
-  return text;
+  return Status();
 }
 
 // Anonymous memory a load from bytes copies them into: 64-byte aligned,
@@ -481,9 +483,12 @@ Status ParseFlavorOptions(const uint8_t* data, const Header& h, ProgramNodes& ou
       if (end - p < 4) return Bad("options", label + ": the labels end early");
       const uint32_t length = LoadU32(p);
       p += 4;
-      Result<std::string_view> text = ReadPaddedText(p, end, length, "options", label, "a label");
-      if (!text.ok()) return text.status();
-      out.labels.emplace_back(text.value());
+      std::string_view text;
+      if (Status read = ReadPaddedText(p, end, length, "options", label, "a label", text);
+          !read.ok()) {
+        return read;
+      }
+      out.labels.emplace_back(text);
     }
   }
   if (p != end) return Bad("options", "bytes left after the options");
@@ -507,9 +512,11 @@ Status ParseNodeTable(const uint8_t* data, const Header& h, std::vector<NodeInfo
     const uint32_t weight = LoadU32(p);
     const uint32_t length = LoadU32(p + 4);
     p += 8;
-    Result<std::string_view> text = ReadPaddedText(p, end, length, "node_table", label, "address");
-    if (!text.ok()) return text.status();
-    const std::string_view written = text.value();
+    std::string_view written;
+    if (Status read = ReadPaddedText(p, end, length, "node_table", label, "address", written);
+        !read.ok()) {
+      return read;
+    }
     NodeOptions node;
     if (program != nullptr) {
       if (!program->server_ids.empty()) node.server_id = program->server_ids[id];

@@ -441,8 +441,21 @@ CHASH_C_API uint32_t chash_node_mask_size(const chash_node_mask *mask) CHASH_C_N
 CHASH_C_API uint32_t chash_node_mask_count_available(const chash_node_mask *mask) CHASH_C_NOEXCEPT;
 CHASH_C_API void chash_node_mask_free(chash_node_mask *mask) CHASH_C_NOEXCEPT;
 
+/* What every masked lookup (chash_ring_find_available*,
+ * chash_availability_find*) answers on a ring that masks inexactly: not a
+ * node id (no ring has that many nodes) and not CHASH_NO_NODE. Those rings'
+ * programs rebuild without the nodes that are out instead of skipping them
+ * (weighted libmemcached and twemproxy ketama, libketama, envoy-ring,
+ * envoy-maglev): build the ring of the available nodes instead. */
+#define CHASH_MASK_REFUSED 0xFFFFFFFEu
+/* 1 if masked lookups on this ring answer as its program would (every
+ * flavor but those named at CHASH_MASK_REFUSED; raw-point rings too), 0 if
+ * they answer CHASH_MASK_REFUSED, or for a NULL ring. */
+CHASH_C_API int chash_ring_masks_exactly(const chash_ring *ring) CHASH_C_NOEXCEPT;
+
 /* The node the ring of the available nodes would answer; CHASH_NO_NODE if no
- * available node has a point (or NULL ring / mask). Thread-safe, no
+ * available node has a point (or NULL ring / mask); CHASH_MASK_REFUSED on a
+ * ring that masks inexactly (chash_ring_masks_exactly). Thread-safe, no
  * allocation. Cost: one lookup and a bit test when the key's node is up;
  * otherwise a walk of about 1/a points when a fraction a of the points is
  * available, bounded by O(N) when no available node has points. */

@@ -56,6 +56,7 @@ pub const CHASH_NO_FLAVOR: u32 = 0xFFFF_FFFF;
 
 pub const CHASH_OK: c_int = 0;
 pub const CHASH_NO_NODE: u32 = 0xFFFF_FFFF;
+pub const CHASH_MASK_REFUSED: u32 = 0xFFFF_FFFE;
 pub const CHASH_MESSAGE_SIZE: usize = 512;
 
 pub const CHASH_E_BAD_ADDRESS: c_int = -1;
@@ -394,6 +395,7 @@ extern "C" {
     pub fn chash_node_mask_size(mask: *const chash_node_mask) -> u32;
     pub fn chash_node_mask_count_available(mask: *const chash_node_mask) -> u32;
     pub fn chash_node_mask_free(mask: *mut chash_node_mask);
+    pub fn chash_ring_masks_exactly(ring: *const chash_ring) -> c_int;
     pub fn chash_ring_find_available(
         ring: *const chash_ring,
         mask: *const chash_node_mask,

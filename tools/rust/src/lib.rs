@@ -166,9 +166,14 @@ pub const MAX_BUCKETS: usize = 65_536;
 /// The answer of the batch lookups when the ring has no points.
 pub const NO_BUCKET: u32 = ffi::CHASH_NO_NODE;
 
-// A node id the library answers as a bucket index; None for NO_BUCKET.
+/// What the masked batch lookups write on a ring that masks inexactly
+/// ([`Ring::masks_exactly`] false): not a bucket index.
+pub const MASK_REFUSED: u32 = ffi::CHASH_MASK_REFUSED;
+
+// A node id the library answers as a bucket index; None for NO_BUCKET and
+// MASK_REFUSED.
 fn bucket(node: u32) -> Option<usize> {
-    (node != NO_BUCKET).then_some(node as usize)
+    (node != NO_BUCKET && node != MASK_REFUSED).then_some(node as usize)
 }
 
 /// A server and its weight (pingora-ketama's `Bucket`).

@@ -364,10 +364,23 @@ impl Ring {
         });
     }
 
+    /// Whether masked lookups on this ring answer as its program would. False
+    /// on the rings whose programs rebuild without the buckets that are out
+    /// instead of skipping them (weighted libmemcached and twemproxy
+    /// ketama, libketama, Envoy's ring and Maglev): there every masked
+    /// lookup answers `None` ([`MASK_REFUSED`](crate::MASK_REFUSED) in a
+    /// batch), and the exact answer is a lookup on the ring built from the
+    /// available buckets.
+    pub fn masks_exactly(&self) -> bool {
+        // SAFETY: the ring is alive (borrowed).
+        unsafe { ffi::chash_ring_masks_exactly(self.raw()) != 0 }
+    }
+
     /// The bucket the ring of the buckets `mask` leaves available would
     /// answer for `key` (a snapshot's subset, or health), without building
-    /// that ring; `None` if no available bucket owns a point. Bucket ids at
-    /// or past the mask's length count as unavailable.
+    /// that ring; `None` if no available bucket owns a point, or on a ring
+    /// that masks inexactly ([`Ring::masks_exactly`]). Bucket ids at or past
+    /// the mask's length count as unavailable.
     pub fn bucket_idx_available(&self, key: &[u8], mask: &NodeMask) -> Option<usize> {
         self.find(key, Among::Mask(mask))
     }
@@ -382,7 +395,9 @@ impl Ring {
         self.bucket_idx_available(key, mask).and_then(|idx| self.address(idx))
     }
 
-    /// Masked lookups in a batch: `out[i]` for `keys[i]`.
+    /// Masked lookups in a batch: `out[i]` for `keys[i]`, [`NO_BUCKET`](crate::NO_BUCKET)
+    /// where no available bucket owns a point, [`MASK_REFUSED`](crate::MASK_REFUSED)
+    /// on a ring that masks inexactly ([`Ring::masks_exactly`]).
     ///
     /// # Panics
     ///

@@ -862,3 +862,32 @@ fn the_readme_example_is_the_doctest() {
     assert!(example.lines().count() > 10, "{example}");
     assert!(doc.contains(example), "README.md's example is not src/program.rs's doctest");
 }
+
+#[test]
+fn masked_lookups_refuse_rings_that_mask_inexactly() {
+    // Weighted libmemcached ketama rebuilds without a server that is out:
+    // skipping its points would be chash's answer, not libmemcached's.
+    let servers = [("10.0.0.1:11211", 1), ("10.0.0.2:11211", 2), ("10.0.0.3:11211", 3)];
+    let ketama = Ring::build_with_options(
+        &RingOptions::new(Flavor::KetamaMd5),
+        servers.iter().map(|&(addr, weight)| Node::new(addr, weight)),
+    )
+    .expect("ketama ring");
+    assert!(!ketama.masks_exactly());
+    let mut mask = chash::NodeMask::new(ketama.num_buckets(), true).expect("mask");
+    mask.set(1, false).expect("set");
+    assert_eq!(ketama.bucket_idx_available(b"some key", &mask), None);
+    let mut out = [0u32; 2];
+    ketama.bucket_idxs_available(&[b"a".as_slice(), b"b".as_slice()], &mask, &mut out);
+    assert_eq!(out, [chash::MASK_REFUSED; 2]);
+
+    // HAProxy skips a server that is down on the same tree: exact.
+    let haproxy = Ring::build_with_options(
+        &RingOptions::new(Flavor::Haproxy),
+        servers.iter().map(|&(addr, weight)| Node::new(addr, weight)),
+    )
+    .expect("haproxy ring");
+    assert!(haproxy.masks_exactly());
+    let answer = haproxy.bucket_idx_available(b"some key", &mask).expect("an available bucket");
+    assert_ne!(answer, 1);
+}

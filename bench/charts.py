@@ -117,18 +117,25 @@ def chart_lookup(m, best, cpu, sources, out):
     if drawn == 0:
         plt.close(fig)
         return False
+    finish_over_rings(fig, ax, "ns per lookup by hash, median (log scale)",
+                      f"Lookup time against ring size on {cpu}: chash ({best}) and the baselines",
+                      sources, out)
+    return True
+
+
+def finish_over_rings(fig, ax, ylabel, title, sources, out):
+    """Log-log axes over the ring size, the title, grid, legend and footer;
+    saves the chart."""
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("ring size, points (log scale)")
-    ax.set_ylabel("ns per lookup by hash, median (log scale)")
-    ax.set_title(f"Lookup time against ring size on {cpu}: chash ({best}) and the baselines",
-                 loc="left", fontweight="bold")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, loc="left", fontweight="bold")
     ax.grid(True, which="major", color="#e2e2e2")
     ax.legend(fontsize=8, loc="upper left")
     footer(fig, sources)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     save(fig, out)
-    return True
 
 
 def chart_build(m, cpu, sources, out):
@@ -144,16 +151,8 @@ def chart_build(m, cpu, sources, out):
         print("chart_build: no build/ benchmarks in the JSON, left out")
         plt.close(fig)
         return False
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("ring size, points (log scale)")
-    ax.set_ylabel("build time, ms, median (log scale)")
-    ax.set_title(f"Ring build time against ring size on {cpu}", loc="left", fontweight="bold")
-    ax.grid(True, which="major", color="#e2e2e2")
-    ax.legend(fontsize=8, loc="upper left")
-    footer(fig, sources)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    save(fig, out)
+    finish_over_rings(fig, ax, "build time, ms, median (log scale)",
+                      f"Ring build time against ring size on {cpu}", sources, out)
     return True
 
 

@@ -6,30 +6,19 @@
 # Usage: bench/core_measurements.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-source "$root/tools/lib/common.sh"
-build="${1:-$root/build}"
-chash="$build/tools/chash"
-out="$(chash_results_dir)"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-[ -x "$chash" ] || { echo "build chash first (tools/test or tools/demo)" >&2; exit 2; }
+source "$root/bench/measure_env.sh" "$@"
 
-header() {
-  echo "# $*"
-  echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($("$root/tools/lib/cpu-slug"))"
-}
-
-{ header "/usr/bin/time -v chash demo"; /usr/bin/time -v "$chash" demo 2>&1; } > "$out/demo.txt"
+{ measure_header "/usr/bin/time -v chash demo"; /usr/bin/time -v "$chash" demo 2>&1; } > "$out/demo.txt"
 
 "$root/tools/fleet" 2048 100 > "$tmp/fleet-2048x100.txt"
-{ header "/usr/bin/time -v chash stats --mode pingora-v1 --servers <tools/fleet 2048 100>"
+{ measure_header "/usr/bin/time -v chash stats --mode pingora-v1 --servers <tools/fleet 2048 100>"
   /usr/bin/time -v "$chash" stats --mode pingora-v1 --servers "$tmp/fleet-2048x100.txt" 2>&1
 } > "$out/stats-2048x100-v1.txt"
 
 "$root/tools/fleet" 1000 5 > "$tmp/fleet-1000x5.txt"
 awk 'BEGIN { srand(1); for (i = 0; i < 10000000; i++) printf "/obj/%d/%08x.jpg\n", i, int(rand() * 4294967295) }' \
   > "$tmp/keys-10M.txt"
-{ header "time chash route --servers <tools/fleet 1000 5> --keys <10,000,000 keys of ~25 bytes> > file"
+{ measure_header "time chash route --servers <tools/fleet 1000 5> --keys <10,000,000 keys of ~25 bytes> > file"
   /usr/bin/time -v "$chash" route --servers "$tmp/fleet-1000x5.txt" --keys "$tmp/keys-10M.txt" \
     2>&1 >"$tmp/routed.txt"
   echo "lines routed: $(wc -l < "$tmp/routed.txt")"

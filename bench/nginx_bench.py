@@ -30,7 +30,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "nginx"))
@@ -79,6 +78,66 @@ def nginx_master(ngx):
     """The nginx master's PID (the harness's child may be `unshare`, which
     execs nginx in place, so it is the child itself)."""
     return ngx.proc.pid
+
+
+def rss_pss(pid):
+    return {k: smaps(pid)[k] for k in ("Rss", "Pss")}
+
+
+def uptime():
+    """`uptime`: the machine's load average, recorded before and after."""
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def chash_notice(err):
+    """The chash module's notice in nginx's output, without its file:line."""
+    notice = re.search(r"chash upstream .*", err)
+    return notice.group(0).split(" in /")[0] if notice else None
+
+
+def start_measured(ngx, result):
+    """Starts nginx (start_s: until it answers), then records the RSS and
+    PSS of the master and of each worker: (master, workers)."""
+    t0 = time.monotonic()
+    ngx.start(timeout=1800)
+    result["start_s"] = time.monotonic() - t0
+    time.sleep(1)
+    master = nginx_master(ngx)
+    workers = children(master)
+    result["master"] = rss_pss(master)
+    result["workers"] = [rss_pss(w) for w in workers]
+    return master, workers
+
+
+def backend_ports(n):
+    """The n server ports of the upstream, from 12000 (below the ephemeral
+    range): each must be free, the backend listens on them all."""
+    ports = list(range(12000, 12000 + n))
+    for p in ports:
+        if not harness.refuses("127.0.0.1", p):
+            raise SystemExit("127.0.0.1:%d is in use; the backend needs it" % p)
+    return ports
+
+
+def arg_parser(module_help, repeat):
+    """The options of both balancer benchmarks (HTTP, stream)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--module", required=True, help=module_help)
+    ap.add_argument("--servers", type=int, default=2048)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--out", help="write the results as JSON here (and .txt beside); a bare "
+                    "name goes into bench/results/<this CPU>/")
+    return ap
+
+
+def write_results(out, doc, text):
+    """doc as JSON into out, text into the .txt beside it."""
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(os.path.splitext(out)[0] + ".txt", "w") as f:
+        f.write(text)
 
 
 def timed_nginx_t(ngx):
@@ -150,17 +209,8 @@ def bench_one(args, balancer, weight, ports):
             ts.append(wall)
         result["nginx_t_s"] = ts
         result["nginx_t_peak_rss"] = rss
-        notice = re.search(r"chash upstream .*", err)
-        result["chash_notice"] = notice.group(0).split(" in /")[0] if notice else None
-
-        t0 = time.monotonic()
-        ngx.start(timeout=1800)
-        result["start_s"] = time.monotonic() - t0
-        time.sleep(1)
-        master = nginx_master(ngx)
-        workers = children(master)
-        result["master"] = {k: smaps(master)[k] for k in ("Rss", "Pss")}
-        result["workers"] = [{k: smaps(w)[k] for k in ("Rss", "Pss")} for w in workers]
+        result["chash_notice"] = chash_notice(err)
+        master, workers = start_measured(ngx, result)
 
         # every request must reach the backend through the upstream
         body = ngx.get("/u/bench?k=check")
@@ -177,8 +227,7 @@ def bench_one(args, balancer, weight, ports):
         result["reload_s"] = rel
         time.sleep(1)
         workers = children(master)
-        result["workers_after_reload"] = [{k: smaps(w)[k] for k in ("Rss", "Pss")}
-                                          for w in workers]
+        result["workers_after_reload"] = [rss_pss(w) for w in workers]
 
         ngx.close_conn()
         runs = []
@@ -270,16 +319,9 @@ def summary(results):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--servers", type=int, default=2048)
+    ap = arg_parser(None, repeat=3)
     ap.add_argument("--weights", default="100")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--connections", type=int, default=16)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", help="write the results as JSON here (and .txt beside); a bare "
-                    "name goes into bench/results/<this CPU>/")
     ap.add_argument("--only-chash", action="store_true",
                     help="skip the stock hash upstream (weight 625 takes it long)")
     ap.add_argument("--interleaved", action="store_true",
@@ -288,20 +330,15 @@ def main():
     args.out = cpu_folder.out_path(args.out)
     cpu = {"cpu": cpu_folder.describe().get("model name", "?"), "cpu_folder": cpu_folder.slug()}
 
-    ports = list(range(12000, 12000 + args.servers))  # below the ephemeral range
-    for p in ports:
-        if not harness.refuses("127.0.0.1", p):
-            raise SystemExit("127.0.0.1:%d is in use; the backend needs it" % p)
+    ports = backend_ports(args.servers)
     if args.interleaved:
         r = interleaved_wrk(args, int(args.weights.split(",")[0]), ports)
         text = interleaved_summary(r)
         print(text)
         if args.out:
-            with open(args.out, "w") as f:
-                json.dump({"command": " ".join(sys.argv), **cpu, "result": r}, f, indent=1)
-            with open(os.path.splitext(args.out)[0] + ".txt", "w") as f:
-                f.write("$ %s\n# CPU: %s (%s)\n\n%s\n" % (" ".join(sys.argv), cpu["cpu"], cpu["cpu_folder"],
-                                                      text))
+            write_results(args.out, {"command": " ".join(sys.argv), **cpu, "result": r},
+                          "$ %s\n# CPU: %s (%s)\n\n%s\n" % (" ".join(sys.argv), cpu["cpu"],
+                                                          cpu["cpu_folder"], text))
         return
     results = []
     for weight in [int(w) for w in args.weights.split(",")]:
@@ -318,10 +355,8 @@ def main():
                                     text=True).stderr.strip(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"meta": meta, "results": results}, f, indent=1)
-        with open(os.path.splitext(args.out)[0] + ".txt", "w") as f:
-            f.write("$ %s\n# %s\n\n%s\n" % (meta["command"], json.dumps(meta), summary(results)))
+        write_results(args.out, {"meta": meta, "results": results},
+                      "$ %s\n# %s\n\n%s\n" % (meta["command"], json.dumps(meta), summary(results)))
 
 
 if __name__ == "__main__":

@@ -35,8 +35,6 @@ Not a CI test (at 2,048 x 625 the file is 1.23 GB). The result records the
 CPU model and the load average: compare figures within one run.
 """
 
-import argparse
-import http.client
 import json
 import os
 import resource
@@ -48,14 +46,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "nginx"))
-import harness  # noqa: E402
 from harness import Nginx, Upstream  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nginx_bench import children, nginx_master, smaps  # noqa: E402
-from nginx_snapshot_bench import machine  # noqa: E402
-
-TICK = os.sysconf("SC_CLK_TCK")
+from nginx_bench import children, cpu_seconds, nginx_master, smaps, uptime  # noqa: E402
+from nginx_snapshot_bench import arg_parser, machine, status  # noqa: E402
 
 # One load of a file by libchash with the module's options (a sealed copy,
 # a trusted key, every check but the points digest): argv libchash.so,
@@ -76,13 +71,6 @@ o.trusted_keys = ctypes.cast(key, ctypes.c_void_p)
 o.n_trusted_keys = 1
 sys.exit(lib.chash_snapshot_verify(sys.argv[2].encode(), ctypes.byref(o)) != 0)
 """
-
-
-def cpu_seconds(pid):
-    """utime + stime of every thread of pid."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def run_timed(cmd):
@@ -107,15 +95,6 @@ def build(args, sfile, out, version, key=None):
     return wall
 
 
-def status(port):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        c.request("GET", "/chash-status")
-        return json.loads(c.getresponse().read())["upstreams"]
-    finally:
-        c.close()
-
-
 def memory(pid):
     s = smaps(pid)
     mib = 1 << 20
@@ -133,6 +112,21 @@ def refusals(ngx, workers, pattern, since):
     return n >= workers
 
 
+def timed_rename(tmp, path, pids, done, limit, poll):
+    """Renames tmp over path, then polls done() until it holds (at most limit
+    seconds): (each pid's CPU seconds before the rename, the seconds the
+    rename took, the seconds from its return until done(), or None)."""
+    cpu0 = {p: cpu_seconds(p) for p in pids}
+    r0 = time.monotonic()
+    os.rename(tmp, path)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        if done():
+            return cpu0, t0 - r0, time.monotonic() - t0
+        time.sleep(poll)
+    return cpu0, t0 - r0, None
+
+
 def run_workers(args, nworkers, files, small, pub, work):
     ngx = Nginx(module=args.module, workers=nworkers, keep=args.keep)
     live = os.path.join(work, "live.chash")
@@ -145,10 +139,8 @@ def run_workers(args, nworkers, files, small, pub, work):
                "chash_snapshot %s trusted_key=%s poll=10ms thread_pool=chash;" % (bad, pub)))]
     out = {"workers": nworkers}
     try:
-        conf = ngx.write_conf(ups, http_extra="        location = /chash-status { chash_status; }")
-        text = open(conf).read().replace("events {", "thread_pool chash threads=1;\nevents {", 1)
-        with open(conf, "w") as f:
-            f.write(text)
+        ngx.write_conf(ups, http_extra="        location = /chash-status { chash_status; }",
+                       main_extra="thread_pool chash threads=1;")
         start = time.monotonic()
         ngx.start(timeout=600)
         out["start_seconds"] = round(time.monotonic() - start, 2)
@@ -161,17 +153,12 @@ def run_workers(args, nworkers, files, small, pub, work):
             tmp = live + ".new"
             shutil.copyfile(files[version], tmp)
             time.sleep(1.0)   # the copy's page cache settles
-            cpu0 = {p: cpu_seconds(p) for p in pids}
-            r0 = time.monotonic()
-            os.rename(tmp, live)
-            t0 = time.monotonic()
-            took = None
-            while time.monotonic() - t0 < 300:
-                w = status(ngx.port)["bench"]["workers"]
-                if len(w) == nworkers and all(x["config_version"] == version for x in w):
-                    took = time.monotonic() - t0
-                    break
-                time.sleep(0.005)
+
+            def serving(version=version):
+                w = status(ngx.port)["workers"]
+                return len(w) == nworkers and all(x["config_version"] == version for x in w)
+
+            cpu0, renamed, took = timed_rename(tmp, live, pids, serving, 300, 0.005)
             time.sleep(1.5)   # the old ring's release on the pool
             per = {p: cpu_seconds(p) - cpu0[p] for p in pids}
             lines = [ln for ln in ngx.error_log().splitlines()
@@ -179,7 +166,7 @@ def run_workers(args, nworkers, files, small, pub, work):
             adopted = sum(1 for ln in lines if "verified by another process" in ln)
             verifier = [int(ln.split("] ", 1)[1].split("#")[0]) for ln in lines
                         if "verified by another process" not in ln]
-            swaps.append({"version": version, "rename_s": round(t0 - r0, 3),
+            swaps.append({"version": version, "rename_s": round(renamed, 3),
                           "renamed_to_all_serving_s": round(took, 3) if took else None,
                           "workers_cpu_s": round(sum(per.values()), 3),
                           "verifier_cpu_s": [round(per[p], 3) for p in verifier if p in per],
@@ -200,21 +187,14 @@ def run_workers(args, nworkers, files, small, pub, work):
                 shutil.copyfile(source, tmp)
             time.sleep(1.0)
             since = len(ngx.error_log())
-            cpu0 = {p: cpu_seconds(p) for p in pids}
-            r0 = time.monotonic()
-            os.rename(tmp, bad)
-            t0 = time.monotonic()
-            took = None
-            while time.monotonic() - t0 < 60:
-                if refusals(ngx, nworkers, 'upstream "refuse": refused', since):
-                    took = time.monotonic() - t0
-                    break
-                time.sleep(0.002)
+            cpu0, renamed, took = timed_rename(
+                tmp, bad, pids,
+                lambda: refusals(ngx, nworkers, 'upstream "refuse": refused', since), 60, 0.002)
             cpu = sum(cpu_seconds(p) - cpu0[p] for p in pids)
             line = [ln for ln in ngx.error_log()[since:].splitlines()
                     if 'upstream "refuse": refused' in ln][-1:]
             refused.append({"file": label, "bytes": os.path.getsize(bad),
-                            "rename_s": round(t0 - r0, 4),
+                            "rename_s": round(renamed, 4),
                             "renamed_to_all_refused_s": round(took, 4) if took else None,
                             "poll_ms": 10, "workers_cpu_s": round(cpu, 3),
                             "check": line[0].split("check ")[1].split(":")[0] if line else None})
@@ -227,11 +207,7 @@ def run_workers(args, nworkers, files, small, pub, work):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--chash-cli", required=True)
-    ap.add_argument("--servers", type=int, default=2048)
-    ap.add_argument("--weight", type=int, default=625)
+    ap = arg_parser(weight=625)
     ap.add_argument("--flavor", default="pingora-v1")
     ap.add_argument("--workers", default="2,4")
     ap.add_argument("--swaps", type=int, default=3)
@@ -295,8 +271,7 @@ def main():
                 s["cpu_over_libchash_load"] = round(s["workers_cpu_s"] / best_load, 2)
             result["runs"].append(run)
             print(json.dumps(run, indent=1), flush=True)
-        result["uptime_after"] = subprocess.run(["uptime"], capture_output=True,
-                                                text=True).stdout.strip()
+        result["uptime_after"] = uptime()
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -43,7 +43,7 @@ import harness  # noqa: E402
 from harness import Nginx, Server, Upstream  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nginx_bench import children, nginx_master, smaps  # noqa: E402
+from nginx_bench import children, nginx_master, smaps, uptime  # noqa: E402
 import cpu_folder  # noqa: E402
 
 STATUS = "        location = /chash-status { chash_status; }\n" \
@@ -53,8 +53,18 @@ STATUS = "        location = /chash-status { chash_status; }\n" \
 def machine():
     model = subprocess.run(["sh", "-c", "lscpu | grep 'Model name'"], capture_output=True,
                            text=True).stdout.strip()
-    return {"cpu": model, "cpu_folder": cpu_folder.slug(), "uptime": subprocess.run(["uptime"], capture_output=True,
-                                                   text=True).stdout.strip()}
+    return {"cpu": model, "cpu_folder": cpu_folder.slug(), "uptime": uptime()}
+
+
+def arg_parser(weight):
+    """The options of the snapshot benchmarks: the module, the chash
+    command, a fleet of --servers x --weight."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--module", required=True)
+    ap.add_argument("--chash-cli", required=True)
+    ap.add_argument("--servers", type=int, default=2048)
+    ap.add_argument("--weight", type=int, default=weight)
+    return ap
 
 
 def build(cli, servers_file, out, version, args, sign=None):
@@ -91,6 +101,7 @@ def memory(ngx):
 
 
 def status(port):
+    """The chash_status of upstream bench."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         c.request("GET", "/chash-status")
@@ -134,11 +145,7 @@ class Probe:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True)
-    ap.add_argument("--chash-cli", required=True)
-    ap.add_argument("--servers", type=int, default=2048)
-    ap.add_argument("--weight", type=int, default=100)
+    ap = arg_parser(weight=100)
     ap.add_argument("--mode", default="nginx")
     ap.add_argument("--multiple", type=int, default=16)
     ap.add_argument("--workers", type=int, default=2)

@@ -21,13 +21,10 @@ servers x weight W (default 2,048 x 100: 32.8M points):
 Not a CI test: stock nginx needs minutes and a GB per ring at weight 100.
 """
 
-import argparse
 import json
 import os
 import platform
 import random
-import re
-import socket
 import subprocess
 import sys
 import threading
@@ -58,8 +55,7 @@ def load(port, seconds, threads):
     def run(t):
         rng = random.Random(t)
         while time.monotonic() < stop:
-            src = "127.%d.%d.%d" % (rng.randint(1, 249), rng.randint(0, 255),
-                                    rng.randint(1, 254))
+            src = harness.v4_text(rng, first=1)
             try:
                 _, data = sh.tcp_session(src, port, timeout=10)
                 if data == b"ok":
@@ -77,6 +73,14 @@ def load(port, seconds, threads):
     return sum(counts), sum(fails)
 
 
+def write_conf(ngx, upstreams, ports):
+    """The upstreams and the backend on the server ports, without an access
+    log: under load the balancer's cost, not the log's."""
+    ngx.write_text(ngx.stream_conf_text(upstreams, tries=1, stream_extra=backend_block(ports),
+                                        log_ring=False).replace(
+        "    access_log %s/logs/access.log s;" % ngx.prefix, "    access_log off;"))
+
+
 def bench_one(args, balancer, ports):
     servers = [Server("127.0.0.1:%d" % p, args.weight) for p in ports]
     up = StreamUpstream("bench", balancer, servers, [sh.listen_port()])
@@ -84,37 +88,19 @@ def bench_one(args, balancer, ports):
     result = {"balancer": balancer, "servers": len(servers), "weight": args.weight,
               "points_generated": len(servers) * args.weight * 160}
     try:
-        ngx.write_stream_conf([up], tries=1, stream_extra=backend_block(ports), log_ring=False)
-        # no access log under load: the balancer's cost, not the log's
-        text = open(ngx.conf).read().replace("    access_log %s/logs/access.log s;" % ngx.prefix,
-                                             "    access_log off;")
-        with open(ngx.conf, "w") as f:
-            f.write(text)
+        write_conf(ngx, [up], ports)
         wall, rss, err = nb.timed_nginx_t(ngx)
         result["nginx_t_s"] = wall
         result["nginx_t_peak_rss"] = rss
-        notice = re.search(r"chash upstream .*", err)
-        result["chash_notice"] = notice.group(0).split(" in /")[0] if notice else None
-
-        t0 = time.monotonic()
-        ngx.start(timeout=1800)
-        result["start_s"] = time.monotonic() - t0
-        time.sleep(1)
-        master = ngx.proc.pid
-        workers = nb.children(master)
-        result["master"] = {k: nb.smaps(master)[k] for k in ("Rss", "Pss")}
-        result["workers"] = [{k: nb.smaps(w)[k] for k in ("Rss", "Pss")} for w in workers]
+        result["chash_notice"] = nb.chash_notice(err)
+        master, workers = nb.start_measured(ngx, result)
 
         _, data = sh.tcp_session("127.0.0.2", up.ports[0])
         if data != b"ok":
             raise RuntimeError("the backend did not answer through the upstream: %r" % data)
 
         # the same configuration, a new generation: a full new cycle
-        text = open(ngx.conf).read().replace('return "%d";' % ngx.generation,
-                                             'return "%d";' % (ngx.generation + 1))
-        ngx.generation += 1
-        with open(ngx.conf, "w") as f:
-            f.write(text)
+        write_conf(ngx, [up], ports)
         t0 = time.monotonic()
         ngx.reload(timeout=1800)
         result["reload_s"] = time.monotonic() - t0
@@ -146,11 +132,7 @@ def interleaved(args, ports):
     ngx = StreamNginx(stream_module=args.module, workers=args.workers)
     runs = {u.balancer: [] for u in ups}
     try:
-        ngx.write_stream_conf(ups, tries=1, stream_extra=backend_block(ports), log_ring=False)
-        text = open(ngx.conf).read().replace("    access_log %s/logs/access.log s;" % ngx.prefix,
-                                             "    access_log off;")
-        with open(ngx.conf, "w") as f:
-            f.write(text)
+        write_conf(ngx, ups, ports)
         ngx.start(timeout=1800)
         time.sleep(1)
         workers = nb.children(ngx.proc.pid)
@@ -215,59 +197,36 @@ def summary(results, meta):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True, help="ngx_stream_upstream_chash_module.so")
-    ap.add_argument("--servers", type=int, default=2048)
+    ap = nb.arg_parser("ngx_stream_upstream_chash_module.so", repeat=2)
     ap.add_argument("--weight", type=int, default=100)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--out", help="write the results as JSON here (and .txt beside); a bare "
-                    "name goes into bench/results/<this CPU>/")
     ap.add_argument("--interleaved", action="store_true",
                     help="only the connections: both upstreams in one nginx, runs alternating")
     args = ap.parse_args()
     args.out = cpu_folder.out_path(args.out)
 
-    ports = list(range(12000, 12000 + args.servers))  # below the ephemeral range
-    for p in ports:
-        if not harness.refuses("127.0.0.1", p):
-            raise SystemExit("127.0.0.1:%d is in use; the backend needs it" % p)
+    ports = nb.backend_ports(args.servers)
     cpu = next((line.split(":", 1)[1].strip() for line in
                 subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
                 if line.startswith("Model name")), "?")
     meta = {"command": " ".join(sys.argv), "machine": platform.machine(),
             "cpus": os.cpu_count(), "cpu": cpu, "cpu_folder": cpu_folder.slug(),
-            "kernel": platform.release(),
-            "uptime_before": subprocess.run(["uptime"], capture_output=True,
-                                            text=True).stdout.strip(),
+            "kernel": platform.release(), "uptime_before": nb.uptime(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if args.interleaved:
-        runs = interleaved(args, ports)
-        meta["uptime_after"] = subprocess.run(["uptime"], capture_output=True,
-                                              text=True).stdout.strip()
-        text = interleaved_summary(runs, meta)
-        print(text)
-        if args.out:
-            with open(args.out, "w") as f:
-                json.dump({"meta": meta, "runs": runs}, f, indent=1)
-            with open(os.path.splitext(args.out)[0] + ".txt", "w") as f:
-                f.write("$ %s\n# %s\n%s\n" % (meta["command"], json.dumps(meta), text))
-        return
-    results = []
-    for balancer in ("chash $remote_addr", "hash $remote_addr consistent"):
-        print("== " + balancer, file=sys.stderr, flush=True)
-        results.append(bench_one(args, balancer, ports))
-    meta["uptime_after"] = subprocess.run(["uptime"], capture_output=True,
-                                          text=True).stdout.strip()
-    text = summary(results, meta)
+        doc = {"runs": interleaved(args, ports)}
+    else:
+        doc = {"results": []}
+        for balancer in ("chash $remote_addr", "hash $remote_addr consistent"):
+            print("== " + balancer, file=sys.stderr, flush=True)
+            doc["results"].append(bench_one(args, balancer, ports))
+    meta["uptime_after"] = nb.uptime()
+    text = (interleaved_summary(doc["runs"], meta) if args.interleaved
+            else summary(doc["results"], meta))
     print(text)
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"meta": meta, "results": results}, f, indent=1)
-        with open(os.path.splitext(args.out)[0] + ".txt", "w") as f:
-            f.write("$ %s\n# %s\n%s\n" % (meta["command"], json.dumps(meta), text))
+        nb.write_results(args.out, {"meta": meta, **doc},
+                         "$ %s\n# %s\n%s\n" % (meta["command"], json.dumps(meta), text))
 
 
 if __name__ == "__main__":

@@ -9,21 +9,14 @@
 # Usage: bench/plan_curve.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-source "$root/tools/lib/common.sh"
-build="${1:-$root/build}"
-chash="$build/tools/chash"
-out="$(chash_results_dir)"
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-[ -x "$chash" ] || { echo "build chash first (tools/test or tools/demo)" >&2; exit 2; }
+source "$root/bench/measure_env.sh" "$@"
 
 # Relative names, so the command recorded in the picture is the one to type.
 cd "$tmp"
 "$root/tools/fleet" 2048 625 > fleet-2048x625.txt
 command=(plan --servers fleet-2048x625.txt --mode pingora-v1
   --multiples 1,2,4,8,16,32,64,160 --max-points 268435456 --plot plan-2048x625-v1.svg)
-{ echo "# /usr/bin/time -v chash ${command[*]}   (fleet-2048x625.txt = tools/fleet 2048 625)"
-  echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($("$root/tools/lib/cpu-slug"))"
+{ measure_header "/usr/bin/time -v chash ${command[*]}   (fleet-2048x625.txt = tools/fleet 2048 625)"
   /usr/bin/time -v "$chash" "${command[@]}" 2>&1
 } > "$out/plan-2048x625-v1.txt"
 mv plan-2048x625-v1.svg "$out/"

@@ -106,6 +106,13 @@ function _M.run(data, snapshots)
     out, passed, failed = {}, 0, 0
     local G = data .. "/resty/"
 
+    -- The ring chash:new builds of the golden nodes file NAME.nodes, the
+    -- nodes, and their order in the file (read_nodes).
+    local function golden_ring(name)
+        local nodes, order = read_nodes(G .. name .. ".nodes")
+        return chash:new(nodes), nodes, order
+    end
+
     for _, name in ipairs({ "ra", "rb", "ra_walk" }) do
         test("find_golden_" .. name, function()
             local ring, err = chash:new((read_nodes(G .. name .. ".nodes")))
@@ -124,7 +131,7 @@ function _M.run(data, snapshots)
     end)
 
     test("next_golden_ra_walk_12_points", function()
-        local ring = chash:new((read_nodes(G .. "ra_walk.nodes")))
+        local ring = golden_ring("ra_walk")
         local n = 0
         for _, line in ipairs(lines(G .. "ra_walk.next12.csv")) do
             local key, rest = line:match("^(.*),(.-)$")
@@ -148,7 +155,7 @@ function _M.run(data, snapshots)
 
     test("next_walks_every_position_once_with_collisions", function()
         -- rb has 10 duplicated hashes: size counts them, as resty.chash does.
-        local ring = chash:new((read_nodes(G .. "rb.nodes")))
+        local ring = golden_ring("rb")
         local st = ring:stats()
         if st.collisions ~= 10 or st.points ~= st.generated then
             return false, "collisions " .. st.collisions .. " points " .. st.points
@@ -171,8 +178,7 @@ function _M.run(data, snapshots)
     end)
 
     test("ops_golden_re_steps", function()
-        local nodes, order = read_nodes(G .. "re.nodes")
-        local ring = chash:new(nodes)
+        local ring, nodes, order = golden_ring("re")
         local keys_ok, why = expect_answers(ring, read_answers(G .. "re.step0.csv"))
         if not keys_ok then return false, "step 0: " .. why end
         local steps = 0
@@ -299,8 +305,7 @@ function _M.run(data, snapshots)
         -- a ring built from the available nodes alone and start at find's
         -- answer (a walk that merely skipped down nodes would pass the
         -- loser's hidden point there).
-        local nodes = read_nodes(G .. "rb.nodes")
-        local ring = chash:new(nodes)
+        local ring, nodes = golden_ring("rb")
         if ring.nlosers ~= 10 then return false, "collisions " .. ring.nlosers end
         local keys, down = {}, {}
         for i = 0, ring.nlosers - 1 do
@@ -328,8 +333,7 @@ function _M.run(data, snapshots)
     end)
 
     test("walk_distinct_and_mask", function()
-        local nodes = read_nodes(G .. "ra.nodes")
-        local ring = chash:new(nodes)
+        local ring, nodes = golden_ring("ra")
         local total = 0
         for _ in pairs(nodes) do total = total + 1 end
         for i, row in ipairs(read_answers(G .. "ra.csv")) do
@@ -543,8 +547,7 @@ function _M.run(data, snapshots)
     end)
 
     test("migration_rollout_and_scope", function()
-        local nodes, order = read_nodes(G .. "re.nodes")
-        local old = chash:new(nodes)
+        local old, nodes, order = golden_ring("re")
         local new = chash:new(nodes, { point_multiple = 16 })
         local m, err = chash.migration(old, new)
         if not m then return false, err end

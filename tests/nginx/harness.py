@@ -13,15 +13,22 @@ hosts file is bind-mounted over /etc/hosts (`unshare -m`, as root, or
 addresses without touching the machine's configuration.
 """
 
+import argparse
+import bisect
+import collections
+import contextlib
 import http.client
 import os
 import random
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+import zlib
 
 NGINX = "/usr/sbin/nginx"
 
@@ -131,6 +138,33 @@ def check(cond, what):
     return cond
 
 
+def run_phases(phases):
+    """Runs each (label, function) of a suite in turn, printing its time."""
+    for label, run in phases:
+        t0 = time.monotonic()
+        run()
+        print("-- %s: %.1f s" % (label, time.monotonic() - t0), flush=True)
+
+
+@contextlib.contextmanager
+def work_dir(prefix, keep=False):
+    """A temporary folder for a suite's files (readable by nginx's workers),
+    removed at the end unless a check failed or keep."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(path, 0o755)
+    try:
+        yield path
+    finally:
+        if not (FAILURES or keep):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def summary(started, more=""):
+    """A suite's last line, and its exit status: 1 when any check failed."""
+    print("%d checks failed; %.1f s%s" % (len(FAILURES), time.monotonic() - started, more))
+    return 1 if FAILURES else 0
+
+
 # Names the test hosts file resolves to several loopback addresses.
 MULTI_HOSTS = {
     "multi1.chash.test": ["127.250.0.1", "127.250.0.2", "::1"],
@@ -146,6 +180,23 @@ def temp_paths(prefix):
         ("uwsgi", "uwsgi"), ("scgi", "scgi")))
 
 
+def main_context(prefix, workers, loads, worker_connections, error_level="notice", extra=""):
+    """The main context of a generated nginx.conf: the modules to load, the
+    workers, the pid and error log in the prefix, the events block."""
+    lines = ["load_module %s;" % m for m in loads] + [
+        "worker_processes %d;" % workers,
+        "daemon off;",
+        "master_process on;",
+        "pid %s/logs/nginx.pid;" % prefix,
+        "error_log %s/logs/error.log %s;" % (prefix, error_level)]
+    if os.geteuid() == 0:
+        lines.append("user root;")
+    if extra:
+        lines.append(extra)
+    lines.append("events { worker_connections %d; }" % worker_connections)
+    return "\n".join(lines)
+
+
 def with_params(servers, params):
     return [Server(s.text, s.weight, s.down, params) for s in servers]
 
@@ -156,6 +207,239 @@ def with_down(rng, servers, fraction):
            for s in servers]
     out[0].down = True
     return out
+
+
+# ------------------------------------------------------------ server lists
+
+WEIGHTS = [1, 1, 2, 3, 5, 8, 10]
+
+
+def v4_text(rng, ports=None, first=0):
+    """A random 127.x.y.z (x from first to 249), and a port of ports when
+    given."""
+    text = "127.%d.%d.%d" % (rng.randint(first, 249), rng.randint(0, 255), rng.randint(1, 254))
+    return text if ports is None else "%s:%d" % (text, ports.take())
+
+
+def client_addresses(rng, n, taken=None):
+    """n distinct client addresses 127.x.y.z (x from 1), none of taken
+    (which gets them)."""
+    taken = set() if taken is None else taken
+    out = []
+    while len(out) < n:
+        a = v4_text(rng, first=1)
+        if a not in taken:
+            taken.add(a)
+            out.append(a)
+    return out
+
+
+def random_servers(rng, ports, n, mix, first=0, heavy=False, params=""):
+    """n server lines of distinct texts. mix: [(kind, below)]; a line is of
+    the first kind whose below a uniform draw is under: "v4" 127.x.y.z:port
+    (x from first), "v6" [::1]:port, "noport" 127.x.y.z, "name" localhost or
+    a MULTI_HOSTS name with a port, "dup" an identical copy of a line so far.
+    Weights from WEIGHTS; heavy: a few of 20..40 too (drawn for every line,
+    a copy's included). params: every line's parameters."""
+    kinds = {
+        "v4": lambda: v4_text(rng, ports, first),
+        "v6": lambda: "[::1]:%d" % ports.take(),
+        "noport": lambda: v4_text(rng, first=first),
+        "name": lambda: "%s:%d" % (rng.choice(["localhost"] + sorted(MULTI_HOSTS)),
+                                   ports.take()),
+        "dup": lambda: None,
+    }
+    servers, texts = [], set()
+    while len(servers) < n:
+        r = rng.random()
+        text = kinds[next(kind for kind, below in mix if r < below)]()
+        if heavy:
+            weight = rng.choice(WEIGHTS) if rng.random() < 0.95 else rng.randint(20, 40)
+        if text is None:
+            if servers:
+                dup = rng.choice(servers)
+                servers.append(Server(dup.text, dup.weight, False, params))
+            continue
+        if text in texts:
+            continue
+        texts.add(text)
+        servers.append(Server(text, weight if heavy else rng.choice(WEIGHTS), False, params))
+    return servers
+
+
+def ip_port_servers(rng, ports, n):
+    """n server lines IPv4:port (about 80%) and [::1]:port."""
+    return random_servers(rng, ports, n, [("v4", 0.8), ("v6", 1)])
+
+
+def routing_fleets(rng, ports, mixed):
+    """The server lists both routing suites compare on: the lines with
+    max_fails=0, about 15% of them down, with random max_fails (their
+    failure state), and a single server."""
+    plain = with_params(mixed, "max_fails=0")
+    down = with_down(rng, plain, 0.15)
+    fails = [Server(s.text, s.weight, False,
+                    "max_fails=%d fail_timeout=600s" % rng.choice([0, 1, 1, 2, 3]))
+             for s in mixed]
+    single = [Server("127.250.1.1:%d" % ports.take(), 3, False, "max_fails=0")]
+    return plain, down, fails, single
+
+
+# ------------------------------------------------------------ ring models
+
+def crc32_ring(nodes, multiple):
+    """A ring of CRC32 chains, as nginx's `hash consistent`, pingora-ketama
+    and resty.chash build theirs (each with its own bases and order): nodes
+    [(base, weight, rank)]; a node has weight x multiple points, each
+    CRC32(le32(the previous point)) continued from its base, from 0; points
+    sorted by (hash, rank), the first of equal hashes kept. Returns (hashes,
+    node indices)."""
+    points = []
+    for idx, (base, weight, rank) in enumerate(nodes):
+        prev = 0
+        for _ in range(weight * multiple):
+            prev = zlib.crc32(prev.to_bytes(4, "little"), base)
+            points.append((prev, rank, idx))
+    points.sort()
+    hashes, out = [], []
+    for h, _, idx in points:
+        if hashes and hashes[-1] == h:
+            continue
+        hashes.append(h)
+        out.append(idx)
+    return hashes, out
+
+
+def ring_walk(ring, servers, key, tries, members=None):
+    """The indices of the servers tried for key with every connect refused:
+    each node once in ring order from the key's point (CRC32 of the key),
+    down servers (and nodes outside members) skipped, at most tries and at
+    most the live ones."""
+    hashes, nodes = ring
+    i = bisect.bisect_left(hashes, zlib.crc32(key.encode()))
+    live = [k for k, s in enumerate(servers)
+            if not s.down and (members is None or k in members)]
+    limit = min(tries, len(live))
+    seen, out = set(), []
+    for step in range(len(hashes)):
+        node = nodes[(i + step) % len(hashes)]
+        if node in seen:
+            continue
+        seen.add(node)
+        if servers[node].down or (members is not None and node not in members):
+            continue
+        out.append(node)
+        if len(out) == limit:
+            break
+    return out
+
+
+# ------------------------------------------------------------ checks of routes
+
+def normalize(addrs, upstream_name):
+    return ["<busy>" if a == upstream_name else a for a in addrs]
+
+
+def compare_pair(results, hname, cname, keys, label, statuses=("502",), first_only=False,
+                 unit="key"):
+    """Stock hash against chash, key by key. results: {(upstream, key
+    index): a logged request or session (.addrs, .status)}; keys: the keys
+    (HTTP) or client addresses (stream). Each must end in one of statuses,
+    and both upstreams try the same peers in the same order (the first
+    only: first_only). Returns (tries a key, distinct first peers)."""
+    nkeys = len(keys)
+    same, shown, lengths, first = 0, 0, [], set()
+    for name in (hname, cname):
+        odd = [(keys[ki], results[(name, ki)]) for ki in range(nkeys)
+               if (name, ki) in results and results[(name, ki)].status not in statuses]
+        check(not odd, "%s: %s: %d %ss did not end in %s; first: %s" %
+              (label, name, len(odd), unit, "/".join(statuses), odd[:1]))
+    for ki in range(nkeys):
+        if (hname, ki) not in results or (cname, ki) not in results:
+            continue
+        ha = normalize(results[(hname, ki)].addrs, hname)
+        ca = normalize(results[(cname, ki)].addrs, cname)
+        if first_only:
+            ha, ca = ha[:1], ca[:1]
+        lengths.append(len(ha))
+        if ha:
+            first.add(ha[0])
+        if ha == ca:
+            same += 1
+        elif shown < 3:
+            shown += 1
+            d = next(i for i in range(max(len(ha), len(ca))) if ha[i:i + 1] != ca[i:i + 1])
+            print("  %s %r (%d), first difference at try %d:\n    hash  %s\n    chash %s" %
+                  (unit, keys[ki], ki, d + 1, ha[max(0, d - 2):d + 3], ca[max(0, d - 2):d + 3]))
+    check(same == nkeys, "%s: %s and %s agree on %d of %d %ss" %
+          (label, hname, cname, same, nkeys, unit))
+    print("%s: %s vs %s: %d/%d %ss identical, %d distinct first peers, tries %d..%d" %
+          (label, hname, cname, same, nkeys, unit, len(first), min(lengths or [0]),
+           max(lengths or [0])), flush=True)
+    return lengths, first
+
+
+def check_notices(ngx, upstreams, show=2):
+    """At the first start nginx logs the configuration's messages to stderr
+    (the error_log file is not open yet): one notice a chash upstream."""
+    notices = re.findall(r"chash upstream .*", ngx.stderr_log())
+    nchash = sum(1 for u in upstreams if u.balancer.startswith("chash"))
+    check(len(notices) == nchash, "error log: %d chash notices for %d chash upstreams" %
+          (len(notices), nchash))
+    for line in notices[:show]:
+        print("error log: " + line.split(" while ")[0][:200])
+
+
+def check_refusals(nginx_t, same, own):
+    """nginx -t's refusals: each (label, stock balancer, chash balancer,
+    lines, message) of same refused by both with message; each (label, chash
+    balancer, lines, message) of own by chash. nginx_t(balancer, lines):
+    (exit status, output) of an upstream of that balancer and those lines."""
+    for label, hbal, cbal, lines, message in same:
+        hrc, hout = nginx_t(hbal, lines)
+        crc, cout = nginx_t(cbal, lines)
+        check(hrc != 0 and message in hout, "errors: %s: hash says %r" % (label, hout[-300:]))
+        check(crc != 0 and message in cout, "errors: %s: chash says %r" % (label, cout[-300:]))
+        print("errors: %s: both refused with %r" % (label, message))
+    for label, cbal, lines, message in own:
+        crc, cout = nginx_t(cbal, lines)
+        check(crc != 0 and message in cout, "errors: %s: chash says %r" % (label, cout[-400:]))
+        print("errors: %s: refused: %s" % (label, cout.strip().splitlines()[0][:160]))
+
+
+def upstream_lines(balancer, lines):
+    """The edit (for Nginx.test_edited) that puts raw lines (server lines,
+    directives) after an upstream's balancer line."""
+    return ("        %s;\n" % balancer,
+            "        %s;\n        %s\n" % (balancer, "\n        ".join(lines)))
+
+
+# ------------------------------------------------------------ command lines
+
+def arg_parser(module_help, keys, servers, seed, module_required=True, keys_help=None):
+    """The options of a suite: --module, --keys, --servers, --seed, --keep."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--module", required=module_required, help=module_help)
+    ap.add_argument("--keys", type=int, default=keys, help=keys_help)
+    ap.add_argument("--servers", type=int, default=servers)
+    ap.add_argument("--seed", type=int, default=seed)
+    ap.add_argument("--keep", action="store_true", help="keep the nginx prefixes")
+    return ap
+
+
+def parse_stock_only(ap, *modules):
+    """Adds --stock-only (the stock balancer alone: the harness itself) and
+    parses; --module is required without it. With it, --module and the
+    other modules named are left out."""
+    ap.add_argument("--stock-only", action="store_true",
+                    help="run the stock hash upstreams only (the harness alone)")
+    args = ap.parse_args()
+    if not args.stock_only and not args.module:
+        ap.error("--module is required (or --stock-only)")
+    if args.stock_only:
+        for name in ("module",) + modules:
+            setattr(args, name, None)
+    return args
 
 
 class Upstream:
@@ -174,6 +458,9 @@ class Upstream:
         lines.append("    }")
         return "\n".join(lines)
 
+
+# A request of the access log (what access_log gives; a tuple, in this order).
+Logged = collections.namedtuple("Logged", "addrs status ring diagnostics")
 
 LOG_FORMAT = "$arg_i\\t$upstream_addr\\t$status\\t$connection\\t$connection_requests\\t$request_time\\t$request_length\\t$bytes_sent\\t$upstream_status"
 
@@ -203,7 +490,7 @@ class Nginx:
         self.last_error = ""
 
     # ---- configuration
-    def conf_text(self, upstreams, http_extra=""):
+    def conf_text(self, upstreams, http_extra="", main_extra=""):
         # the access log: $arg_i, $upstream_addr, $status, diagnostics, [$chash_ring]
         self.generation += 1
         ring_var = "\\t$chash_ring" if self.module else ""
@@ -213,14 +500,8 @@ class Nginx:
             (u.name, u.name, u.location_extra) for u in upstreams)
         p = self.prefix
         return f"""# generated by tests/nginx/harness.py
-{"load_module " + self.module + ";" if self.module else ""}
-worker_processes {self.workers};
-daemon off;
-master_process on;
-pid {p}/logs/nginx.pid;
-error_log {p}/logs/error.log {self.error_level};
-{"user root;" if os.geteuid() == 0 else ""}
-events {{ worker_connections {self.worker_connections}; }}
+{main_context(p, self.workers, [self.module] if self.module else [],
+              self.worker_connections, self.error_level, main_extra)}
 http {{
     access_log off;
 {temp_paths(p)}
@@ -244,8 +525,12 @@ http {{
 }}
 """
 
-    def write_conf(self, upstreams, tries=0, http_extra=""):
-        text = self.conf_text(upstreams, http_extra).replace("{TRIES}", str(tries))
+    def write_conf(self, upstreams, tries=0, http_extra="", main_extra=""):
+        return self.write_text(self.conf_text(upstreams, http_extra, main_extra).replace(
+            "{TRIES}", str(tries)))
+
+    def write_text(self, text):
+        """Writes text as the prefix's nginx.conf (the configuration used)."""
         self.conf = os.path.join(self.prefix, "nginx.conf")
         with open(self.conf, "w") as f:
             f.write(text)
@@ -274,7 +559,33 @@ http {{
                            timeout=600, env=NGINX_ENV)
         return r.returncode, r.stdout + r.stderr
 
+    def test_edited(self, *edits):
+        """`nginx -t` of the configuration written last with each (old, new)
+        of edits made in its text (what the generators do not write: lines
+        nginx must refuse), then the prefix removed: (exit status, output,
+        the text tested)."""
+        try:
+            with open(self.conf) as f:
+                text = f.read()
+            for old, new in edits:
+                text = text.replace(old, new)
+            self.write_text(text)
+            rc, out = self.test_config()
+            return rc, out, text
+        finally:
+            self.cleanup()
+
     # ---- process
+    def answered_generation(self):
+        """The generation of the configuration that answers a new
+        connection (None: no answer)."""
+        self.close_conn()
+        return self.get("/generation", retry=False)
+
+    def start_log(self):
+        """What nginx said when it stopped at start."""
+        return self.error_log()
+
     def start(self, timeout=120):
         assert self.proc is None
         self.stderr = open(os.path.join(self.prefix, "logs", "stderr.log"), "w")
@@ -284,8 +595,8 @@ http {{
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("nginx exited with %d:\n%s" %
-                                   (self.proc.returncode, self.error_log()[-3000:]))
-            if self.get("/generation", retry=False) == str(self.generation):
+                                   (self.proc.returncode, self.start_log()[-3000:]))
+            if self.answered_generation() == str(self.generation):
                 return
             time.sleep(0.05)
         raise RuntimeError("nginx did not answer on 127.0.0.1:%d" % self.port)
@@ -304,8 +615,7 @@ http {{
                 raise RuntimeError("nginx -s reload failed: " + r.stderr)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            self.close_conn()
-            if self.get("/generation", retry=False) == str(self.generation):
+            if self.answered_generation() == str(self.generation):
                 return
             if self.proc.poll() is not None:
                 raise RuntimeError("nginx exited during reload")
@@ -334,6 +644,18 @@ http {{
         self.stop()
         if not self.keep:
             shutil.rmtree(self.prefix, ignore_errors=True)
+
+    def finish(self, *closers):
+        """Stops nginx, then calls each of closers (what closes the backends,
+        listeners, ... nginx used); removes the prefix unless a check failed
+        or keep (then says where it is)."""
+        self.stop()
+        for close in closers:
+            close()
+        if FAILURES or self.keep:
+            print("nginx prefix kept: " + self.prefix, flush=True)
+        else:
+            self.cleanup()
 
     # ---- requests
     def close_conn(self):
@@ -377,7 +699,8 @@ http {{
             return f.read()
 
     def access_log(self):
-        """{request id: (upstream_addr list, status, chash_ring)}"""
+        """{request id: Logged(upstream_addr list, status, chash_ring,
+        diagnostics)}"""
         out = {}
         with open(os.path.join(self.prefix, "logs", "access.log"), errors="replace") as f:
             for line in f:
@@ -385,8 +708,8 @@ http {{
                 if len(fields) < 3 or not fields[0]:
                     continue
                 addrs = [a.strip() for a in fields[1].split(",")] if fields[1] != "-" else []
-                out[fields[0]] = (addrs, fields[2], fields[9] if len(fields) > 9 else "",
-                                  fields[3:9])
+                out[fields[0]] = Logged(addrs, fields[2], fields[9] if len(fields) > 9 else "",
+                                        fields[3:9])
         return out
 
     def access_fields(self):
@@ -412,7 +735,6 @@ class HangingListener:
     with a timeout and stops when asked; close() closes every socket."""
 
     def __init__(self, host, port):
-        import threading
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -444,6 +766,51 @@ class HangingListener:
         for c in self.accepted:
             c.close()
         self.sock.close()
+
+
+def read_until_closed(sock, size=4096, reset_ends=False):
+    """The bytes sock receives until the peer closes (reset_ends: or resets)
+    the connection."""
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(size)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        if not reset_ends:
+            raise
+    return data
+
+
+class Traffic:
+    """Threads that each run self.run(thread index) until stop() or a
+    deadline (every loop bounded): run loops while self.running() and hands
+    its results to self.add. A subclass sets what run needs before calling
+    this __init__ (the threads start in it)."""
+
+    def __init__(self, threads=2, seconds=120):
+        self.stop_flag = False
+        self.results = []
+        self.lock = threading.Lock()
+        self.deadline = time.monotonic() + seconds
+        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
+                        for i in range(threads)]
+        for t in self.threads:
+            t.start()
+
+    def running(self):
+        return not self.stop_flag and time.monotonic() < self.deadline
+
+    def add(self, result):
+        with self.lock:
+            self.results.append(result)
+
+    def stop(self, timeout=30):
+        self.stop_flag = True
+        for t in self.threads:
+            t.join(timeout=timeout)
 
 
 def fetch(port, path, timeout=60):

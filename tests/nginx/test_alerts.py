@@ -30,9 +30,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
 import test_faults as tf  # noqa: E402
-from test_faults import check, FAILURES  # noqa: E402
+from harness import check, FAILURES  # noqa: E402
 
 MONITORING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
                           "nginx", "monitoring")

@@ -11,7 +11,6 @@ pingora-ketama's ring does.
 Exit status 0 only when every check ran and passed.
 """
 
-import argparse
 import bisect
 import ipaddress
 import os
@@ -24,73 +23,18 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import Nginx, Server, Upstream  # noqa: E402
+from harness import MULTI_HOSTS, Nginx, Server, Upstream, check  # noqa: E402
 
 TRIES = 30  # proxy_next_upstream_tries: past nginx's 20 ring tries into round robin
-
-FAILURES = harness.FAILURES
-
-
-check = harness.check
 
 
 # ---------------------------------------------------------------- server lists
 
-MULTI_HOSTS = harness.MULTI_HOSTS
-
-
-PortPool = harness.PortPool
-
-
 def mixed_servers(rng, ports, n):
     """n server lines: IPv4, [::1], no port, names (one that resolves to 3
-    addresses), duplicates; weights 1..10 with a few large ones."""
-    servers = []
-    texts = set()
-    while len(servers) < n:
-        r = rng.random()
-        if r < 0.55:
-            text = "127.%d.%d.%d:%d" % (rng.randint(0, 249), rng.randint(0, 255),
-                                        rng.randint(1, 254), ports.take())
-        elif r < 0.75:
-            text = "[::1]:%d" % ports.take()
-        elif r < 0.85:
-            text = "127.%d.%d.%d" % (rng.randint(0, 249), rng.randint(0, 255),
-                                     rng.randint(1, 254))
-        elif r < 0.93:
-            text = "%s:%d" % (rng.choice(["localhost"] + sorted(MULTI_HOSTS)), ports.take())
-        else:
-            text = None
-        weight = rng.choice([1, 1, 2, 3, 5, 8, 10]) if rng.random() < 0.95 else rng.randint(20, 40)
-        if text is None:
-            if not servers:
-                continue
-            dup = rng.choice(servers)  # an identical server line
-            servers.append(Server(dup.text, dup.weight))
-            continue
-        if text in texts:
-            continue
-        texts.add(text)
-        servers.append(Server(text, weight))
-    return servers
-
-
-def ip_port_servers(rng, ports, n):
-    servers = []
-    while len(servers) < n:
-        if rng.random() < 0.8:
-            text = "127.%d.%d.%d:%d" % (rng.randint(0, 249), rng.randint(0, 255),
-                                        rng.randint(1, 254), ports.take())
-        else:
-            text = "[::1]:%d" % ports.take()
-        servers.append(Server(text, rng.choice([1, 1, 2, 3, 5, 8, 10])))
-    return servers
-
-
-with_params = harness.with_params
-
-
-with_down = harness.with_down
+    addresses), identical lines; weights 1..10 with a few large ones."""
+    return harness.random_servers(rng, ports, n, [("v4", 0.55), ("v6", 0.75), ("noport", 0.85),
+                                                  ("name", 0.93), ("dup", 1)], heavy=True)
 
 
 def changed(rng, ports, servers):
@@ -100,7 +44,7 @@ def changed(rng, ports, servers):
     for s in out:
         if rng.random() < 0.05:
             s.weight = rng.choice([1, 2, 4, 7])
-    for s in ip_port_servers(rng, ports, max(1, len(servers) // 20)):
+    for s in harness.ip_port_servers(rng, ports, max(1, len(servers) // 20)):
         out.insert(rng.randrange(len(out) + 1), Server(s.text, s.weight, False,
                                                        servers[0].params))
     return out
@@ -109,51 +53,24 @@ def changed(rng, ports, servers):
 # ---------------------------------------------------------------- pingora model
 
 def pingora_ring(servers, flavor, multiple):
-    """Independent model of pingora-ketama's ring: (hashes, nodes)."""
-    points = []
+    """Independent model of pingora-ketama's ring: (hashes, nodes). Points
+    chained from CRC32(IP \\0 port); equal hashes: the first listed server
+    (pingora-v1, also nginx's rule for IPv4:port lines) or the lowest
+    address (pingora-v2)."""
+    nodes = []
     for idx, s in enumerate(servers):
         host, _, port = s.text.rpartition(":")
         ip = ipaddress.ip_address(host.strip("[]"))
         base = zlib.crc32(str(ip).encode() + b"\0" + port.encode())
-        if ip.version == 4:
-            order = (0, ip.packed, int(port))
-        else:
-            order = (1, ip.packed, int(port))
-        rank = idx if flavor == "pingora-v1" else order
-        prev = 0
-        for _ in range(s.weight * multiple):
-            prev = zlib.crc32(prev.to_bytes(4, "little"), base)
-            points.append((prev, rank, idx))
-    points.sort()
-    hashes, nodes = [], []
-    for h, _, idx in points:
-        if hashes and hashes[-1] == h:
-            continue
-        hashes.append(h)
-        nodes.append(idx)
-    return hashes, nodes
+        order = (0 if ip.version == 4 else 1, ip.packed, int(port))
+        nodes.append((base, s.weight, idx if flavor == "pingora-v1" else order))
+    return harness.crc32_ring(nodes, multiple)
 
 
 def pingora_expected(ring, servers, key, tries):
     """Peers tried with every connect refused: the distinct walk from the key,
     down servers skipped, at most `tries` and at most the live peers."""
-    hashes, nodes = ring
-    i = bisect.bisect_left(hashes, zlib.crc32(key.encode()))
-    seen = set()
-    out = []
-    live = sum(1 for s in servers if not s.down)
-    limit = min(tries, live)
-    for step in range(len(hashes)):
-        node = nodes[(i + step) % len(hashes)]
-        if node in seen:
-            continue
-        seen.add(node)
-        if servers[node].down:
-            continue
-        out.append(peer_name(servers[node].text))
-        if len(out) == limit:
-            break
-    return out
+    return [peer_name(servers[i].text) for i in harness.ring_walk(ring, servers, key, tries)]
 
 
 def peer_name(text):
@@ -164,44 +81,10 @@ def peer_name(text):
 
 # ---------------------------------------------------------------- checks
 
-def normalize(addrs, upstream_name):
-    return ["<busy>" if a == upstream_name else a for a in addrs]
-
-
 def compare_pairs(results, pairs, keys, label):
-    """results: {(upstream, key index): (addrs, status, ring, diagnostics)}."""
+    """results: {(upstream, key index): Logged}; pairs: (hash, chash)."""
     for hname, cname in pairs:
-        for name in (hname, cname):
-            odd = [(keys[ki], results[(name, ki)]) for ki in range(len(keys))
-                   if results[(name, ki)][1] != "502"]
-            check(not odd, "%s: %s: %d requests did not end in 502 (an upstream address "
-                  "answered, or the client connection broke); first: %s" %
-                  (label, name, len(odd), odd[:1]))
-        same = 0
-        first = set()
-        lengths = []
-        shown = 0
-        for ki, key in enumerate(keys):
-            ha = normalize(results[(hname, ki)][0], hname)
-            ca = normalize(results[(cname, ki)][0], cname)
-            lengths.append(len(ha))
-            if ha:
-                first.add(ha[0])
-            if ha == ca:
-                same += 1
-            elif shown < 3:
-                shown += 1
-                d = next(i for i in range(max(len(ha), len(ca)))
-                         if ha[i:i + 1] != ca[i:i + 1])
-                print("  key %r (request %d), first difference at try %d:\n"
-                      "    hash  %s\n    chash %s" % (key, ki, d + 1, ha[max(0, d - 2):d + 3],
-                                                    ca[max(0, d - 2):d + 3]))
-        check(same == len(keys), "%s: %s and %s agree on %d of %d keys" %
-              (label, hname, cname, same, len(keys)))
-        print("%s: %s vs %s: %d/%d keys identical, %d distinct first peers, "
-              "tries per request %d..%d" % (label, hname, cname, same, len(keys),
-                                            len(first), min(lengths), max(lengths)),
-              flush=True)
+        harness.compare_pair(results, hname, cname, keys, label)
 
 
 def stock_sanity(results, name, keys, nservers_live):
@@ -222,7 +105,6 @@ def timeouts_and_max_conns(ngx, name, servers, addr, listener, rng, last_id):
     connection (max_conns=1), request B with the same key must skip it.
     Both upstreams get A at once, then B, while both A wait: the same peers
     in the same order. Every other peer refuses, so B ends in milliseconds."""
-    import threading
     ring = pingora_ring(servers, "pingora-v1", 160)  # = nginx's ring for IPv4:port
     hname = "%s:%d" % addr
     target = [s.text for s in servers].index(hname)
@@ -242,7 +124,7 @@ def timeouts_and_max_conns(ngx, name, servers, addr, listener, rng, last_id):
     for u in ups:
         last_id += 1
         ids[("A", u)] = str(last_id)
-        t = threading.Thread(target=harness.fetch,
+        t = harness.threading.Thread(target=harness.fetch,
                              args=(ngx.port, harness.url_for(u, key, last_id)))
         t.start()
         threads.append(t)
@@ -297,71 +179,40 @@ def config_errors(args):
 
     def nginx_t(balancer, lines):
         ngx = Nginx(module=args.module)
-        try:
-            ups = [Upstream("u", balancer, [])]
-            ngx.write_conf(ups)
-            text = open(ngx.conf).read()
-            text = text.replace("        %s;\n" % balancer,
-                                "        %s;\n        %s\n" % (balancer, "\n        ".join(lines)))
-            with open(ngx.conf, "w") as f:
-                f.write(text)
-            return ngx.test_config()
-        finally:
-            ngx.cleanup()
+        ngx.write_conf([Upstream("u", balancer, [])])
+        return ngx.test_edited(harness.upstream_lines(balancer, lines))[:2]
 
-    for label, hbal, cbal, lines, message in cases:
-        hrc, hout = nginx_t(hbal, lines)
-        crc, cout = nginx_t(cbal, lines)
-        check(hrc != 0 and message in hout, "errors: %s: hash says %r" % (label, hout[-300:]))
-        check(crc != 0 and message in cout, "errors: %s: chash says %r" % (label, cout[-300:]))
-        print("errors: %s: both refused with %r" % (label, message))
-    for label, cbal, lines, message in own:
-        crc, cout = nginx_t(cbal, lines)
-        check(crc != 0 and message in cout, "errors: %s: chash says %r" % (label, cout[-400:]))
-        print("errors: %s: refused: %s" % (label, cout.strip().splitlines()[0][:160]))
+    harness.check_refusals(nginx_t, cases, own)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", help="ngx_http_upstream_chash_module.so")
-    ap.add_argument("--stock-only", action="store_true",
-                    help="run the stock hash upstreams only (the harness alone)")
-    ap.add_argument("--keys", type=int, default=2000)
-    ap.add_argument("--servers", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=20261130)
+    ap = harness.arg_parser("ngx_http_upstream_chash_module.so", keys=2000, servers=300,
+                            seed=20261130, module_required=False)
     ap.add_argument("--chash-cli", help="the chash command, to cross-check pingora routes")
-    ap.add_argument("--keep", action="store_true", help="keep the nginx prefix")
-    args = ap.parse_args()
-    if not args.stock_only and not args.module:
-        ap.error("--module is required (or --stock-only)")
-    if args.stock_only:
-        args.module = None
+    args = harness.parse_stock_only(ap)
     if args.chash_cli and not os.access(args.chash_cli, os.X_OK):
         ap.error("no chash command at %s" % args.chash_cli)
 
     started = time.monotonic()
     rng = random.Random(args.seed)
-    ports = PortPool(rng)
+    ports = harness.PortPool(rng)
     keys = harness.random_keys(rng, args.keys)
 
     mixed = mixed_servers(rng, ports, args.servers)
-    plain = with_params(mixed, "max_fails=0")
-    down = with_down(rng, plain, 0.15)
-    fails = [Server(s.text, s.weight, False,
-                    "max_fails=%d fail_timeout=600s" % rng.choice([0, 1, 1, 2, 3]))
-             for s in mixed]
-    single = [Server("127.250.1.1:%d" % ports.take(), 3, False, "max_fails=0")]
-    ipp = with_params(ip_port_servers(rng, ports, max(20, args.servers // 3)), "max_fails=0")
-    ipp_down = with_down(rng, ipp, 0.2)
+    plain, down, fails, single = harness.routing_fleets(rng, ports, mixed)
+    ipp = harness.with_params(harness.ip_port_servers(rng, ports, max(20, args.servers // 3)),
+                              "max_fails=0")
+    ipp_down = harness.with_down(rng, ipp, 0.2)
 
     # timeouts and max_conns: upstreams with one server that accepts and never
     # answers (a listener the test starts), among servers that refuse
     hang_sets = []
     for j in range(3):
         addr = ("127.251.0.%d" % (j + 1), ports.take())
-        servers = [s for s in ip_port_servers(rng, ports, 40) if not s.text.startswith("[")]
+        servers = [s for s in harness.ip_port_servers(rng, ports, 40)
+                   if not s.text.startswith("[")]
         servers.insert(rng.randrange(len(servers) + 1), Server("%s:%d" % addr, 4))
-        hang_sets.append((addr, with_params(servers, "max_conns=1 max_fails=0")))
+        hang_sets.append((addr, harness.with_params(servers, "max_conns=1 max_fails=0")))
 
     upstreams = []
     pairs = []
@@ -411,14 +262,7 @@ def main():
         ngx.write_conf(upstreams, tries=TRIES)
         ngx.start()
         if args.module:
-            # at the first start nginx logs the configuration's messages to
-            # stderr (the error_log file is not open yet); on reload to the file
-            notices = re.findall(r"chash upstream .*", ngx.stderr_log())
-            nchash = sum(1 for u in upstreams if u.balancer.startswith("chash"))
-            check(len(notices) == nchash, "error log: %d chash notices for %d chash upstreams" %
-                  (len(notices), nchash))
-            for line in notices[:2]:
-                print("error log: " + line.split(" while ")[0][:200])
+            harness.check_notices(ngx, upstreams)
         names = [u.name for u in upstreams if u.name not in hang_names]
         results, last_id = harness.run_keys(ngx, names, keys)
         print("generation 1: %d requests in %.1f s" % (len(results), time.monotonic() - started),
@@ -496,20 +340,12 @@ def main():
             rings[2] = results2[("mixed_chash", 0)][2]
             check(rings[1] != rings[2], "$chash_ring changed with the server list: %s" % rings)
     finally:
-        ngx.stop()
-        for listener in listeners:
-            listener.close()
-        if FAILURES or args.keep:
-            print("nginx prefix kept: " + ngx.prefix)
-        else:
-            ngx.cleanup()
+        ngx.finish(*[listener.close for listener in listeners])
 
     if args.module:
         config_errors(args)
 
-    print("%d checks failed; %.1f s; %d requests resent after a lost connection" %
-          (len(FAILURES), time.monotonic() - started, ngx.resent))
-    return 1 if FAILURES else 0
+    return harness.summary(started, "; %d requests resent after a lost connection" % ngx.resent)
 
 
 if __name__ == "__main__":

@@ -25,58 +25,30 @@ names the upstream and its file:line.
 Exit status 0 only when every check ran and passed.
 """
 
-import argparse
-import bisect
 import os
 import random
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import Nginx, Server, Upstream  # noqa: E402
+from harness import Nginx, Upstream, check  # noqa: E402
 
 TRIES = 30
 SAMPLE_KEYS = 25      # keys whose retries are each checked with `chash route --down`
 SAMPLE_STEPS = 6
 
-FAILURES = harness.FAILURES
-
-
-check = harness.check
-
 
 # ---------------------------------------------------------------- servers
-
-PortPool = harness.PortPool
-
 
 def resty_servers(rng, ports, n, no_port=False):
     """n distinct server lines: IPv4:port, [::1]:port and (HTTP) IPv4
     without a port; weights 1..10."""
-    servers, texts = [], set()
-    while len(servers) < n:
-        r = rng.random()
-        if r < 0.75:
-            text = "127.%d.%d.%d:%d" % (rng.randint(1, 249), rng.randint(0, 255),
-                                        rng.randint(1, 254), ports.take())
-        elif r < 0.9 or not no_port:
-            text = "[::1]:%d" % ports.take()
-        else:
-            text = "127.%d.%d.%d" % (rng.randint(1, 249), rng.randint(0, 255),
-                                     rng.randint(1, 254))
-        if text in texts:
-            continue
-        texts.add(text)
-        servers.append(Server(text, rng.choice([1, 1, 2, 3, 5, 8, 10]), False, "max_fails=0"))
-    return servers
-
-
-with_down = harness.with_down
+    mix = [("v4", 0.75), ("v6", 0.9), ("noport", 1)] if no_port else [("v4", 0.75), ("v6", 1)]
+    return harness.random_servers(rng, ports, n, mix, first=1, params="max_fails=0")
 
 
 def peer_name(text):
@@ -93,45 +65,19 @@ def apisix_id(text):
 # ---------------------------------------------------------------- the model
 
 def resty_ring(ids, weights, multiple):
-    """resty.chash's ring, independent of chash: (hashes, node indices)."""
-    points = []
-    for idx, (node_id, weight) in enumerate(zip(ids, weights)):
-        base = zlib.crc32(node_id)
-        prev = 0
-        for _ in range(weight * multiple):
-            prev = zlib.crc32(prev.to_bytes(4, "little"), base)
-            points.append((prev, node_id, idx))
-    points.sort()  # equal hashes: the smallest id by bytes first
-    hashes, nodes = [], []
-    for h, _, idx in points:
-        if hashes and hashes[-1] == h:
-            continue
-        hashes.append(h)
-        nodes.append(idx)
-    return hashes, nodes
+    """resty.chash's ring, independent of chash: (hashes, node indices);
+    points chained from CRC32(id), equal hashes: the smallest id by bytes
+    first."""
+    return harness.crc32_ring([(zlib.crc32(node_id), weight, node_id)
+                               for node_id, weight in zip(ids, weights)], multiple)
 
 
 def model_chain(ring, servers, key, tries, members=None):
     """The peers tried with every connect refused: each node once in ring
     order from the key's point, down servers (and nodes outside members)
     skipped, at most tries and at most the live peers."""
-    hashes, nodes = ring
-    i = bisect.bisect_left(hashes, zlib.crc32(key.encode()))
-    live = [k for k, s in enumerate(servers)
-            if not s.down and (members is None or k in members)]
-    limit = min(tries, len(live))
-    seen, out = set(), []
-    for step in range(len(hashes)):
-        node = nodes[(i + step) % len(hashes)]
-        if node in seen:
-            continue
-        seen.add(node)
-        if servers[node].down or (members is not None and node not in members):
-            continue
-        out.append(peer_name(servers[node].text))
-        if len(out) == limit:
-            break
-    return out
+    return [peer_name(servers[i].text)
+            for i in harness.ring_walk(ring, servers, key, tries, members)]
 
 
 # ---------------------------------------------------------------- chash route
@@ -183,8 +129,8 @@ class Cli:
               (len(lines), len(keys)))
         return {ki: line.rpartition(",")[2] for ki, line in enumerate(lines)}
 
-    def build(self, servers, out, subsets=None):
-        cmd = [self.path, "build", "--servers", self.servers_file(servers), "--mode", "resty",
+    def build(self, servers, out, subsets=None, mode="resty"):
+        cmd = [self.path, "build", "--servers", self.servers_file(servers), "--mode", mode,
                "--config-version", "1"]
         for name, members in (subsets or {}).items():
             cmd += ["--subset", "%s=%s" % (name, self.servers_file(members))]
@@ -192,6 +138,13 @@ class Cli:
         if r.returncode != 0:
             raise RuntimeError("chash build: " + r.stderr)
         return out
+
+    def snapshots(self, snap_servers, other_servers, subsets=None):
+        """A resty snapshot of snap_servers, and an nginx one of the first 5
+        other servers (refused under flavor=resty): their paths."""
+        return (self.build(snap_servers, os.path.join(self.workdir, "resty.chash"), subsets),
+                self.build(other_servers[:5], os.path.join(self.workdir, "nginx.chash"),
+                           mode="nginx"))
 
 
 # ---------------------------------------------------------------- checks
@@ -259,17 +212,9 @@ def nginx_t(args, stream, balancer, lines, hosts=None):
     else:
         ngx = Nginx(module=args.module, hosts=hosts)
         ngx.write_conf([Upstream("u", balancer, [])])
-    try:
-        text = open(ngx.conf).read()
-        text = text.replace("        %s;\n" % balancer, "        %s;\n        %s\n" %
-                            (balancer, "\n        ".join(lines)))
-        with open(ngx.conf, "w") as f:
-            f.write(text)
-        line = next(i + 1 for i, t in enumerate(text.splitlines()) if t.strip() == "upstream u {")
-        rc, out = ngx.test_config()
-        return rc, out, ngx.conf, line
-    finally:
-        ngx.cleanup()
+    rc, out, text = ngx.test_edited(harness.upstream_lines(balancer, lines))
+    line = next(i + 1 for i, t in enumerate(text.splitlines()) if t.strip() == "upstream u {")
+    return rc, out, ngx.conf, line
 
 
 def config_errors(args, stream, snap_resty, snap_nginx):
@@ -296,10 +241,7 @@ def config_errors(args, stream, snap_resty, snap_nginx):
         ("id= with a snapshot", "chash %s flavor=resty id=apisix" % k,
          ["chash_snapshot %s;" % snap_resty], '"id=" is for server lines'),
     ]
-    for label, bal, lines, message in cases:
-        rc, out, _, _ = nginx_t(args, stream, bal, lines)
-        check(rc != 0 and message in out, "errors: %s: nginx -t says %r" % (label, out[-400:]))
-        print("errors: %s: refused: %s" % (label, message))
+    harness.check_refusals(lambda bal, lines: nginx_t(args, stream, bal, lines)[:2], [], cases)
     # accepted: the resty snapshot under flavor=resty and under no flavor
     for bal in ("chash %s flavor=resty" % k, "chash %s" % k):
         rc, out, _, _ = nginx_t(args, stream, bal, ["chash_snapshot %s;" % snap_resty])
@@ -334,22 +276,25 @@ def config_errors(args, stream, snap_resty, snap_nginx):
 
 # ---------------------------------------------------------------- runs
 
+def resty_notices(ngx, n):
+    """The flavor=resty notices of the start (one a server-line upstream)."""
+    notices = re.findall(r'chash upstream "resty\w*" in \S+:\d+: flavor=resty.*',
+                         ngx.stderr_log())
+    check(len(notices) == n, "error log: %d resty notices for %d server-line upstreams: %s"
+          % (len(notices), n, notices))
+    return notices
+
+
 def run_http(args, rng, cli, workdir):
-    ports = PortPool(rng)
+    ports = harness.PortPool(rng)
     keys = harness.random_keys(rng, args.keys)
     plain = resty_servers(rng, ports, args.servers, no_port=True)
-    down = with_down(rng, resty_servers(rng, ports, args.servers // 2, no_port=True), 0.2)
+    down = harness.with_down(rng, resty_servers(rng, ports, args.servers // 2, no_port=True),
+                             0.2)
     apisix = resty_servers(rng, ports, args.servers // 2, no_port=False)
     snap_servers = resty_servers(rng, ports, args.servers // 2, no_port=True)
     part = snap_servers[::3]
-    snap = cli.build(snap_servers, os.path.join(workdir, "resty.chash"),
-                     subsets={"part": part})
-    snap_nginx = os.path.join(workdir, "nginx.chash")
-    r = subprocess.run([cli.path, "build", "--servers", cli.servers_file(plain[:5]),
-                        "--config-version", "1", "--out", snap_nginx],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise RuntimeError("chash build: " + r.stderr)
+    snap, snap_nginx = cli.snapshots(snap_servers, plain, subsets={"part": part})
 
     upstreams = [
         Upstream("resty", "chash $arg_k flavor=resty", plain),
@@ -369,10 +314,7 @@ def run_http(args, rng, cli, workdir):
     try:
         ngx.write_conf(upstreams, tries=TRIES)
         ngx.start()
-        notices = re.findall(r'chash upstream "resty\w*" in \S+:\d+: flavor=resty.*',
-                             ngx.stderr_log())
-        check(len(notices) == 3, "error log: %d resty notices for 3 server-line upstreams: %s"
-              % (len(notices), notices))
+        notices = resty_notices(ngx, 3)
         check(any("id=apisix" in t for t in notices), "the notice names id=apisix")
         results, _ = harness.run_keys(ngx, [u.name for u in upstreams], keys)
         print("HTTP: %d requests in %.1f s" % (len(results), time.monotonic() - started),
@@ -411,36 +353,20 @@ def run_http(args, rng, cli, workdir):
         check_upstream("http resty snapshot subset", chains("resty_snap_part"), keys,
                        snap_servers, ring, cli, snap, members=members)
     finally:
-        ngx.stop()
-        if FAILURES or args.keep:
-            print("nginx prefix kept: " + ngx.prefix)
-        else:
-            ngx.cleanup()
+        ngx.finish()
     config_errors(args, False, snap, snap_nginx)
 
 
 def run_stream(args, rng, cli, workdir):
     import stream_harness as sh
     import test_stream
-    ports = PortPool(rng)
+    ports = harness.PortPool(rng)
     nkeys = args.keys
-    clients = []
-    seen = set()
-    while len(clients) < nkeys:
-        c = "127.%d.%d.%d" % (rng.randint(1, 249), rng.randint(0, 255), rng.randint(1, 254))
-        if c not in seen:
-            seen.add(c)
-            clients.append(c)
+    clients = harness.client_addresses(rng, nkeys)
     plain = resty_servers(rng, ports, args.servers)
-    down = with_down(rng, resty_servers(rng, ports, args.servers // 2), 0.2)
+    down = harness.with_down(rng, resty_servers(rng, ports, args.servers // 2), 0.2)
     snap_servers = resty_servers(rng, ports, args.servers // 2)
-    snap = cli.build(snap_servers, os.path.join(workdir, "resty.chash"))
-    snap_nginx = os.path.join(workdir, "nginx.chash")
-    r = subprocess.run([cli.path, "build", "--servers", cli.servers_file(plain[:5]),
-                        "--config-version", "1", "--out", snap_nginx],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise RuntimeError("chash build: " + r.stderr)
+    snap, snap_nginx = cli.snapshots(snap_servers, plain)
     port_of = {}
     upstreams = []
     for name, bal, servers, extra in (
@@ -458,14 +384,10 @@ def run_stream(args, rng, cli, workdir):
     try:
         ngx.write_stream_conf(upstreams, tries=TRIES)
         ngx.start()
-        notices = re.findall(r'chash upstream "resty\w*" in \S+:\d+: flavor=resty.*',
-                             ngx.stderr_log())
-        check(len(notices) == 2, "error log: %d resty notices for 2 server-line upstreams"
-              % len(notices))
+        resty_notices(ngx, 2)
         plan = [((u.name, ki), src, port_of[u.name])
                 for ki, src in enumerate(clients) for u in upstreams]
         results = test_stream.run_tcp(ngx, plan)
-        FAILURES.extend(test_stream.FAILURES)  # its session matching checks
         print("stream: %d TCP sessions in %.1f s" % (len(plan), time.monotonic() - started),
               flush=True)
         check(len(results) == len(plan), "stream: %d of %d sessions logged" %
@@ -486,23 +408,15 @@ def run_stream(args, rng, cli, workdir):
         check_upstream("stream resty snapshot", chains("resty_snap"), clients, snap_servers,
                        ring, cli, snap)
     finally:
-        ngx.stop()
-        if FAILURES or args.keep:
-            print("nginx prefix kept: " + ngx.prefix)
-        else:
-            ngx.cleanup()
+        ngx.finish()
     config_errors(args, True, snap, snap_nginx)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", help="ngx_http_upstream_chash_module.so: the HTTP tests")
+    ap = harness.arg_parser("ngx_http_upstream_chash_module.so: the HTTP tests", keys=600,
+                            servers=120, seed=20261201, module_required=False)
     ap.add_argument("--stream-module", help="ngx_stream_upstream_chash_module.so: the stream tests")
     ap.add_argument("--chash-cli", required=True, help="the chash command")
-    ap.add_argument("--keys", type=int, default=600)
-    ap.add_argument("--servers", type=int, default=120)
-    ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     if bool(args.module) == bool(args.stream_module):
         ap.error("one of --module and --stream-module")
@@ -510,17 +424,13 @@ def main():
         ap.error("no chash command at %s" % args.chash_cli)
     started = time.monotonic()
     rng = random.Random(args.seed)
-    workdir = tempfile.mkdtemp(prefix="chash-resty-")
-    os.chmod(workdir, 0o755)
-    cli = Cli(args.chash_cli, workdir)
-    if args.stream_module:
-        run_stream(args, rng, cli, workdir)
-    else:
-        run_http(args, rng, cli, workdir)
-    if not FAILURES and not args.keep:
-        subprocess.run(["rm", "-rf", workdir], check=False)
-    print("%d checks failed; %.1f s" % (len(FAILURES), time.monotonic() - started))
-    return 1 if FAILURES else 0
+    with harness.work_dir("chash-resty-", args.keep) as workdir:
+        cli = Cli(args.chash_cli, workdir)
+        if args.stream_module:
+            run_stream(args, rng, cli, workdir)
+        else:
+            run_http(args, rng, cli, workdir)
+    return harness.summary(started)
 
 
 if __name__ == "__main__":

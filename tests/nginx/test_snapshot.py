@@ -11,7 +11,6 @@ small HTTP backends on loopback that answer, so that a failed request is a
 real failure. Exit status 0 only when every check ran and passed.
 """
 
-import argparse
 import http.client
 import http.server
 import json
@@ -27,13 +26,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import Nginx, Server, Upstream  # noqa: E402
-import test_nginx as tn  # noqa: E402  (the port pool, the pingora model, compare_pairs)
+from harness import Nginx, Server, Upstream, check  # noqa: E402
+import test_nginx as tn  # noqa: E402  (the pingora model, peer_name, compare_pairs)
 
 TRIES = 30  # past nginx's 20 ring tries into round robin
 LOG_VARS = ["$chash_ring_version", "$chash_ring_choice", "$chash_subset"]
-check = tn.check
-FAILURES = tn.FAILURES
 
 
 class Cli:
@@ -82,23 +79,7 @@ class Cli:
 
 def snapshot_servers(rng, ports, n):
     """nginx flavor: IPv4:port, [::1]:port and IPv4 without a port."""
-    servers = []
-    texts = set()
-    while len(servers) < n:
-        r = rng.random()
-        if r < 0.6:
-            text = "127.%d.%d.%d:%d" % (rng.randint(0, 249), rng.randint(0, 255),
-                                        rng.randint(1, 254), ports.take())
-        elif r < 0.8:
-            text = "[::1]:%d" % ports.take()
-        else:
-            text = "127.%d.%d.%d" % (rng.randint(0, 249), rng.randint(0, 255),
-                                     rng.randint(1, 254))
-        if text in texts:
-            continue
-        texts.add(text)
-        servers.append(Server(text, rng.choice([1, 1, 2, 3, 5, 8, 10])))
-    return servers
+    return harness.random_servers(rng, ports, n, [("v4", 0.6), ("v6", 0.8), ("noport", 1)])
 
 
 def pick(rng, servers, fraction):
@@ -145,17 +126,11 @@ def prometheus_samples(text):
 def config_error(module, upstream_body, http_extra="", http_extra_main=""):
     """`nginx -t` of one upstream: (exit status, output)."""
     ngx = Nginx(module=module)
-    try:
-        ngx.write_conf([Upstream("u", "chash $arg_k", [])])
-        text = open(ngx.conf).read()
-        text = text.replace("        chash $arg_k;\n", upstream_body + "\n")
-        if http_extra_main:
-            text = text.replace("    log_format t", http_extra_main + "\n    log_format t", 1)
-        with open(ngx.conf, "w") as f:
-            f.write(text)
-        return ngx.test_config()
-    finally:
-        ngx.cleanup()
+    ngx.write_conf([Upstream("u", "chash $arg_k", [])])
+    edits = [("        chash $arg_k;\n", upstream_body + "\n")]
+    if http_extra_main:
+        edits.append(("    log_format t", http_extra_main + "\n    log_format t"))
+    return ngx.test_edited(*edits)[:2]
 
 
 # ---------------------------------------------------------------- part 1
@@ -174,7 +149,7 @@ def routing(args, cli, rng, ports, keys, workdir):
     sub_b = pick(rng, servers, 0.05)
     ring = cli.build(os.path.join(workdir, "nginx.chash"), servers, version=5,
                      subsets={"a": sub_a, "b": sub_b, "one": [servers[3]]}, sign=key)
-    ipp = [s for s in tn.ip_port_servers(rng, ports, max(20, args.servers // 3))]
+    ipp = harness.ip_port_servers(rng, ports, max(20, args.servers // 3))
     ipp_sub = pick(rng, ipp, 0.3)
     p1 = cli.build(os.path.join(workdir, "p1.chash"), ipp, version=1, mode="pingora-v1",
                    subsets={"a": ipp_sub})
@@ -185,16 +160,17 @@ def routing(args, cli, rng, ports, keys, workdir):
         return Upstream(name, balancer, [], extra="chash_snapshot %s %s;" % (path, params),
                         location_extra=location_extra)
 
-    plain = tn.with_params(servers, "max_fails=0")
+    plain = harness.with_params(servers, "max_fails=0")
     fails_params = "max_fails=2 fail_timeout=600s"
     upstreams = [
         Upstream("whole_hash", "hash $arg_k consistent", plain),
         snap("whole_chash", ring, "trusted_key=%s max_fails=0" % pub),
-        Upstream("fails_hash", "hash $arg_k consistent", tn.with_params(servers, fails_params)),
+        Upstream("fails_hash", "hash $arg_k consistent",
+                 harness.with_params(servers, fails_params)),
         snap("fails_chash", ring, fails_params),
-        Upstream("suba_hash", "hash $arg_k consistent", tn.with_params(sub_a, "max_fails=0")),
+        Upstream("suba_hash", "hash $arg_k consistent", harness.with_params(sub_a, "max_fails=0")),
         snap("suba_chash", ring, "max_fails=0", "chash $arg_k subset=a"),
-        Upstream("subb_hash", "hash $arg_k consistent", tn.with_params(sub_b, "max_fails=0")),
+        Upstream("subb_hash", "hash $arg_k consistent", harness.with_params(sub_b, "max_fails=0")),
         snap("subb_chash", ring, "max_fails=0", "chash $arg_k subset=$arg_s",
              "error_log %s/subset-error.log error; " % workdir),
         snap("p1_chash", p1, "max_fails=0", "chash $arg_k flavor=pingora-v1"),
@@ -371,11 +347,7 @@ def routing(args, cli, rng, ports, keys, workdir):
         print("chash_status: JSON and Prometheus (%d samples) agree with the requests sent; "
               "HEAD answered, POST refused" % len(samples), flush=True)
     finally:
-        ngx.stop()
-        if FAILURES or args.keep:
-            print("nginx prefix kept: " + ngx.prefix)
-        else:
-            ngx.cleanup()
+        ngx.finish()
     return ring, key, pub, servers
 
 
@@ -480,56 +452,47 @@ class Backend:
         self.server.server_close()
 
 
-class Traffic:
+class Traffic(harness.Traffic):
     """Threads sending requests to /u/live until stopped (bounded by a
-    deadline); each result is (time, status, body, version)."""
+    deadline); each result is (time, status, version) or (time, 0, error)."""
 
     def __init__(self, port, threads=2, seconds=120):
         self.port = port
-        self.stop_flag = False
-        self.results = []
-        self.lock = threading.Lock()
-        self.deadline = time.monotonic() + seconds
-        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
-                        for i in range(threads)]
-        for t in self.threads:
-            t.start()
+        super().__init__(threads, seconds)
 
     def run(self, n):
         i = 0
         conn = None
-        while not self.stop_flag and time.monotonic() < self.deadline:
+
+        def ask(conn):
+            conn.request("GET", "/u/live?k=t%d-%d" % (n, i))
+            resp = conn.getresponse()
+            resp.read()
+            return (time.monotonic(), resp.status, resp.getheader("X-Ring-Version"))
+
+        while self.running():
             i += 1
             try:
                 if conn is None or i % 20 == 0:  # new connections: every worker
                     if conn:
                         conn.close()
                     conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-                conn.request("GET", "/u/live?k=t%d-%d" % (n, i))
-                resp = conn.getresponse()
-                resp.read()
-                r = (time.monotonic(), resp.status, resp.getheader("X-Ring-Version"))
+                r = ask(conn)
             except (OSError, http.client.HTTPException) as e:
                 # a kept-alive connection closed by a worker that exits (reload,
                 # SIGKILL): a client resends an idempotent GET once
                 conn = None
                 try:
                     conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-                    conn.request("GET", "/u/live?k=t%d-%d" % (n, i))
-                    resp = conn.getresponse()
-                    resp.read()
-                    r = (time.monotonic(), resp.status, resp.getheader("X-Ring-Version"))
+                    r = ask(conn)
                 except (OSError, http.client.HTTPException) as e2:
                     r = (time.monotonic(), 0, repr(e) + " then " + repr(e2))
                     conn = None
-            with self.lock:
-                self.results.append(r)
+            self.add(r)
             time.sleep(0.002)
 
     def stop(self):
-        self.stop_flag = True
-        for t in self.threads:
-            t.join(timeout=15)
+        super().stop(timeout=15)
 
 
 def version_seen(port, path="/u/live?k=probe", conns=12):
@@ -816,41 +779,26 @@ def hot_swap(args, cli, rng, ports, workdir):
     finally:
         if traffic:
             traffic.stop()
-        ngx.stop()
-        for b in backends:
-            b.shutdown()
-        if FAILURES or args.keep:
-            print("nginx prefix kept: " + ngx.prefix)
-        else:
-            ngx.cleanup()
+        ngx.finish(*[b.shutdown for b in backends])
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True)
+    ap = harness.arg_parser("ngx_http_upstream_chash_module.so", keys=600, servers=120,
+                            seed=20261201)
     ap.add_argument("--chash-cli", required=True)
-    ap.add_argument("--keys", type=int, default=600)
-    ap.add_argument("--servers", type=int, default=120)
-    ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     args.module = os.path.abspath(args.module)
     args.chash_cli = os.path.abspath(args.chash_cli)
     started = time.monotonic()
     rng = random.Random(args.seed)
-    ports = tn.PortPool(rng)
+    ports = harness.PortPool(rng)
     keys = harness.random_keys(rng, args.keys)
-    workdir = harness.tempfile.mkdtemp(prefix="chash-snapshots-")
-    cli = Cli(args.chash_cli, workdir)
-    try:
+    with harness.work_dir("chash-snapshots-", args.keep) as workdir:
+        cli = Cli(args.chash_cli, workdir)
         ring, key, pub, servers = routing(args, cli, rng, ports, keys, workdir)
         config_errors(args, cli, rng, ports, workdir, ring, key, pub, servers)
         hot_swap(args, cli, rng, ports, workdir)
-    finally:
-        if not (FAILURES or args.keep):
-            shutil.rmtree(workdir, ignore_errors=True)
-    print("%d checks failed; %.1f s" % (len(FAILURES), time.monotonic() - started))
-    return 1 if FAILURES else 0
+    return harness.summary(started)
 
 
 if __name__ == "__main__":

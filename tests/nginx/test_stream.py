@@ -17,7 +17,6 @@ bounded_load=F in both modules against libchash's own bounded-load lookup.
 Exit status 0 only when every check ran and passed.
 """
 
-import argparse
 import bisect
 import errno
 import http.client
@@ -33,22 +32,12 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import Server  # noqa: E402
+from harness import MULTI_HOSTS, Server, check  # noqa: E402
 import stream_harness as sh  # noqa: E402
 import test_nginx  # noqa: E402  (its pingora-ketama model)
 from stream_harness import StreamNginx, StreamUpstream  # noqa: E402
 
 TRIES = 30  # proxy_next_upstream_tries: past nginx's 20 ring tries into round robin
-
-FAILURES = harness.FAILURES
-
-MULTI_HOSTS = harness.MULTI_HOSTS
-
-
-check = harness.check
-
-
-PortPool = harness.PortPool
 
 
 def bound_listener(listener, host, ports):
@@ -70,68 +59,20 @@ def bound_listener(listener, host, ports):
 def stream_servers(rng, ports, n, names=True):
     """n server lines, every one with a port (stream refuses the others):
     IPv4, [::1], names (one resolving to 3 addresses), identical lines;
-    weights 1..10 with a few large ones."""
-    servers, texts = [], set()
-    while len(servers) < n:
-        r = rng.random()
-        if r < 0.65 or not names:
-            text = "127.%d.%d.%d:%d" % (rng.randint(1, 249), rng.randint(0, 255),
-                                        rng.randint(1, 254), ports.take())
-        elif r < 0.82:
-            text = "[::1]:%d" % ports.take()
-        elif r < 0.93:
-            text = "%s:%d" % (rng.choice(["localhost"] + sorted(MULTI_HOSTS)), ports.take())
-        else:
-            text = None
-        weight = rng.choice([1, 1, 2, 3, 5, 8, 10]) if rng.random() < 0.95 else rng.randint(20, 40)
-        if text is None:
-            if servers:
-                dup = rng.choice(servers)
-                servers.append(Server(dup.text, dup.weight))
-            continue
-        if text in texts:
-            continue
-        texts.add(text)
-        servers.append(Server(text, weight))
-    return servers
-
-
-with_params = harness.with_params
-
-
-with_down = harness.with_down
+    weights 1..10 with a few large ones. names=False: IPv4 only."""
+    mix = [("v4", 0.65), ("v6", 0.82), ("name", 0.93), ("dup", 1)] if names else [("v4", 1)]
+    return harness.random_servers(rng, ports, n, mix, first=1, heavy=True)
 
 
 # ---------------------------------------------------------------- nginx ring model
 
-def nginx_ring(servers):
-    """nginx's ring of IPv4:port lines with distinct texts: (hashes, line
-    index), CRC32(host \\0 port, prev) chains, the first listed line wins a
-    tie. Used only to find keys for chosen peers."""
-    points = []
-    for idx, s in enumerate(servers):
-        host, _, port = s.text.rpartition(":")
-        base = zlib.crc32(host.encode() + b"\0" + port.encode())
-        prev = 0
-        for _ in range(s.weight * 160):
-            prev = zlib.crc32(prev.to_bytes(4, "little"), base)
-            points.append((prev, idx))
-    points.sort()
-    hashes, nodes = [], []
-    for h, idx in points:
-        if hashes and hashes[-1] == h:
-            continue
-        hashes.append(h)
-        nodes.append(idx)
-    return hashes, nodes
-
-
 def address_for(rng, servers, target, taken):
     """A client address 127.x.y.z whose $remote_addr key goes first to
-    servers[target]."""
-    hashes, nodes = nginx_ring(servers)
+    servers[target] (IPv4:port lines of distinct texts: nginx's ring is
+    pingora-v1's)."""
+    hashes, nodes = test_nginx.pingora_ring(servers, "pingora-v1", 160)
     for _ in range(200000):
-        a = "127.%d.%d.%d" % (rng.randint(1, 249), rng.randint(0, 255), rng.randint(1, 254))
+        a = harness.v4_text(rng, first=1)
         i = bisect.bisect_left(hashes, zlib.crc32(a.encode())) % len(hashes)
         if a not in taken and nodes[i] == target:
             taken.add(a)
@@ -169,41 +110,10 @@ def run_tcp(ngx, plan):
     return match_sessions(ngx, done, start)
 
 
-def normalize(addrs, upstream_name):
-    return ["<busy>" if a == upstream_name else a for a in addrs]
-
-
-def compare_pair(results, hname, cname, nkeys, label, statuses=("502",), first_only=False):
-    same, shown, lengths, first = 0, 0, [], set()
-    for name in (hname, cname):
-        odd = [results[(name, ki)] for ki in range(nkeys)
-               if (name, ki) in results and results[(name, ki)].status not in statuses]
-        check(not odd, "%s: %s: %d sessions did not end in %s; first: %s" %
-              (label, name, len(odd), "/".join(statuses), odd[:1]))
-    for ki in range(nkeys):
-        if (hname, ki) not in results or (cname, ki) not in results:
-            continue
-        ha = normalize(results[(hname, ki)].addrs, hname)
-        ca = normalize(results[(cname, ki)].addrs, cname)
-        if first_only:
-            ha, ca = ha[:1], ca[:1]
-        lengths.append(len(ha))
-        if ha:
-            first.add(ha[0])
-        if ha == ca:
-            same += 1
-        elif shown < 3:
-            shown += 1
-            d = next(i for i in range(max(len(ha), len(ca))) if ha[i:i + 1] != ca[i:i + 1])
-            print("  session %d (client %s), first difference at try %d:\n    hash  %s\n"
-                  "    chash %s" % (ki, results[(hname, ki)].remote_addr, d + 1,
-                                   ha[max(0, d - 2):d + 3], ca[max(0, d - 2):d + 3]))
-    check(same == nkeys, "%s: %s and %s agree on %d of %d sessions" %
-          (label, hname, cname, same, nkeys))
-    print("%s: %s vs %s: %d/%d sessions identical, %d distinct first peers, tries %d..%d" %
-          (label, hname, cname, same, nkeys, len(first), min(lengths or [0]),
-           max(lengths or [0])), flush=True)
-    return lengths, first
+def compare_pair(results, hname, cname, clients, label, **kw):
+    """harness.compare_pair, session by session (the key: the client's
+    address)."""
+    return harness.compare_pair(results, hname, cname, clients, label, unit="session", **kw)
 
 
 # ---------------------------------------------------------------- backends
@@ -264,21 +174,12 @@ def routing_cases(args, rng, ports):
     """Stock `hash KEY consistent;` beside `chash KEY;`, session by session."""
     nkeys = args.keys
     mixed = stream_servers(rng, ports, args.servers)
-    plain = with_params(mixed, "max_fails=0")
-    down = with_down(rng, plain, 0.15)
-    fails = [Server(s.text, s.weight, False,
-                    "max_fails=%d fail_timeout=600s" % rng.choice([0, 1, 1, 2, 3]))
-             for s in mixed]
-    single = [Server("127.250.1.1:%d" % ports.take(), 3, False, "max_fails=0")]
-    udp = with_params(stream_servers(rng, ports, max(40, args.servers // 3)), "max_fails=0")
+    plain, down, fails, single = harness.routing_fleets(rng, ports, mixed)
+    udp = harness.with_params(stream_servers(rng, ports, max(40, args.servers // 3)),
+                              "max_fails=0")
 
     taken = set()
-    clients = []
-    while len(clients) < nkeys:
-        a = "127.%d.%d.%d" % (rng.randint(1, 249), rng.randint(0, 255), rng.randint(1, 254))
-        if a not in taken:
-            taken.add(a)
-            clients.append(a)
+    clients = harness.client_addresses(rng, nkeys, taken)
 
     upstreams, pairs = [], []
     port_of = {}
@@ -322,7 +223,7 @@ def routing_cases(args, rng, ports):
     for tag, addr in (("black", black), ("hold", holder)):
         servers = stream_servers(rng, ports, 40, names=False)
         servers.insert(rng.randrange(41), Server("%s:%d" % addr, 4))
-        hang_sets[tag] = with_params(servers, "max_conns=1 max_fails=0")
+        hang_sets[tag] = harness.with_params(servers, "max_conns=1 max_fails=0")
         if args.module:
             pair(tag, hang_sets[tag], server_extra="proxy_connect_timeout 1s; "
                  "proxy_next_upstream_tries 6;")
@@ -330,12 +231,13 @@ def routing_cases(args, rng, ports):
     # the pingora flavors: the distinct walk of pingora-ketama's ring
     pingora = []
     if args.module:
-        ipp = with_params(stream_servers(rng, ports, max(20, args.servers // 3), names=False)
-                          + [Server("[::1]:%d" % ports.take(), 2) for _ in range(5)],
-                          "max_fails=0")
+        ipp = harness.with_params(
+            stream_servers(rng, ports, max(20, args.servers // 3), names=False)
+            + [Server("[::1]:%d" % ports.take(), 2) for _ in range(5)], "max_fails=0")
         for flavor, multiple, servers, tag in (("pingora-v1", 160, ipp, "up"),
                                                ("pingora-v2", 16, ipp, "up"),
-                                               ("pingora-v1", 160, with_down(rng, ipp, 0.2),
+                                               ("pingora-v1", 160,
+                                                harness.with_down(rng, ipp, 0.2),
                                                 "down")):
             name = "%s_%d_%s" % (flavor.replace("-", "_"), multiple, tag)
             bal = "chash $remote_addr flavor=%s" % flavor
@@ -357,12 +259,7 @@ def routing_cases(args, rng, ports):
         ngx.write_stream_conf(upstreams, tries=TRIES, stream_extra="\n".join(map_lines))
         ngx.start()
         if args.module:
-            notices = re.findall(r"chash upstream .*", ngx.stderr_log())
-            nchash = sum(1 for u in upstreams if u.balancer.startswith("chash"))
-            check(len(notices) == nchash, "error log: %d chash notices for %d chash upstreams"
-                  % (len(notices), nchash))
-            for line in notices[:1]:
-                print("error log: " + line.split(" while ")[0][:200])
+            harness.check_notices(ngx, upstreams, show=1)
 
         tcp_pairs = [p for p in pairs if not p[0].startswith(("udp", "black", "hold"))]
         plan = []
@@ -395,7 +292,7 @@ def routing_cases(args, rng, ports):
 
         if args.module:
             for hname, cname in tcp_pairs:
-                compare_pair(results, hname, cname, nkeys, "TCP")
+                compare_pair(results, hname, cname, clients, "TCP")
 
             for name, flavor, multiple, servers in pingora:
                 ring = test_nginx.pingora_ring(servers, flavor, multiple)
@@ -425,7 +322,7 @@ def routing_cases(args, rng, ports):
             udp_results = match_sessions(ngx, done, start)
             check(all(r.protocol == "UDP" for r in udp_results.values()), "UDP sessions")
             print("UDP: %d sessions in %.1f s" % (len(done), time.monotonic() - t0))
-            compare_pair(udp_results, "udp_hash", "udp_chash", nkeys, "UDP",
+            compare_pair(udp_results, "udp_hash", "udp_chash", clients, "UDP",
                          statuses=("200",), first_only=True)
 
             hang_cases(ngx, rng, hang_sets, black, holder, hold, port_of, taken)
@@ -435,13 +332,7 @@ def routing_cases(args, rng, ports):
             check(all(results[(h, 0)].ring == "-" for h, _ in tcp_pairs),
                   "$chash_ring is empty for stock hash upstreams")
     finally:
-        ngx.stop()
-        blackhole.close()
-        hold.close()
-        if FAILURES or args.keep:
-            print("nginx prefix kept: " + ngx.prefix)
-        else:
-            ngx.cleanup()
+        ngx.finish(blackhole.close, hold.close)
 
 
 def hang_cases(ngx, rng, hang_sets, black, holder, hold, port_of, taken):
@@ -559,9 +450,7 @@ def nginx_tests_cases(args, ports):
                       "consistent 2/2; PROXY protocol key: %d addresses over both backends" %
                       (mode, "%d: 10" % p3, answers[(mode, "cons")], len(claimed)), flush=True)
             finally:
-                ngx.stop()
-                if not (FAILURES or args.keep):
-                    ngx.cleanup()
+                ngx.finish()
         if args.module:
             check(answers[("stock", "cons")] == answers[("chash", "cons")],
                   "consistent: stock %s, chash %s" % (answers[("stock", "cons")],
@@ -580,10 +469,11 @@ def config_errors(args):
     """nginx -t gives the same error for chash as for stock hash, and
     chash's own."""
     same = [
-        ("backup refused", ["server 127.0.0.1:1;", "server 127.0.0.2:1 backup;"],
-         'balancing method does not support parameter "backup"'),
-        ("no port", ["server 127.0.0.1;"], 'no port in upstream "127.0.0.1"'),
-    ]
+        (label, "hash $remote_addr consistent", "chash $remote_addr", lines, message)
+        for label, lines, message in (
+            ("backup refused", ["server 127.0.0.1:1;", "server 127.0.0.2:1 backup;"],
+             'balancing method does not support parameter "backup"'),
+            ("no port", ["server 127.0.0.1;"], 'no port in upstream "127.0.0.1"'))]
     own = [
         ("name with pingora", "chash $remote_addr flavor=pingora-v1",
          ["server localhost:1;"], "pingora"),
@@ -606,34 +496,17 @@ def config_errors(args):
 
     def nginx_t(balancer, lines):
         ngx = StreamNginx(stream_module=args.module)
-        try:
-            ngx.write_stream_conf([StreamUpstream("u", balancer, [], [sh.listen_port()])])
-            text = open(ngx.conf).read()
-            text = text.replace("        %s;\n" % balancer, "        %s;\n        %s\n" %
-                                (balancer, "\n        ".join(lines)))
-            with open(ngx.conf, "w") as f:
-                f.write(text)
-            return ngx.test_config()
-        finally:
-            ngx.cleanup()
+        ngx.write_stream_conf([StreamUpstream("u", balancer, [], [sh.listen_port()])])
+        return ngx.test_edited(harness.upstream_lines(balancer, lines))[:2]
 
-    for label, lines, message in same:
-        hrc, hout = nginx_t("hash $remote_addr consistent", lines)
-        crc, cout = nginx_t("chash $remote_addr", lines)
-        check(hrc != 0 and message in hout, "errors: %s: hash says %r" % (label, hout[-300:]))
-        check(crc != 0 and message in cout, "errors: %s: chash says %r" % (label, cout[-300:]))
-        print("errors: %s: both refused with %r" % (label, message))
-    for label, cbal, lines, message in own:
-        crc, cout = nginx_t(cbal, lines)
-        check(crc != 0 and message in cout, "errors: %s: chash says %r" % (label, cout[-400:]))
-        print("errors: %s: refused: %s" % (label, cout.strip().splitlines()[0][:160]))
+    harness.check_refusals(nginx_t, same, own)
 
 
 def both_modules(args, rng, ports):
     """The HTTP and the stream chash modules in one nginx: each routes as its
     stock twin, each names its own ring (their copies of the core do not
     bind to each other)."""
-    servers = with_params(stream_servers(rng, ports, 60, names=False), "max_fails=0")
+    servers = harness.with_params(stream_servers(rng, ports, 60, names=False), "max_fails=0")
     harness.check_refused(servers, {})
     ngx = StreamNginx(stream_module=args.module, http_module=args.http_module,
                       keep=args.keep)
@@ -671,7 +544,7 @@ def both_modules(args, rng, ports):
         conn.close()
         plan = []
         for i in range(n):
-            src = "127.%d.%d.%d" % (rng.randint(1, 249), rng.randint(0, 255), rng.randint(1, 254))
+            src = harness.v4_text(rng, first=1)
             plan += [(("s_hash", i), src, ups[0].ports[0]), (("s_chash", i), src, ups[1].ports[0])]
         sres = run_tcp(ngx, plan)
         log = {}
@@ -693,9 +566,7 @@ def both_modules(args, rng, ports):
         print("both modules in one nginx: HTTP %d/%d requests and stream %d/%d sessions "
               "as stock (every retry), ring %s in both" % (hsame, n, ssame, n, sring), flush=True)
     finally:
-        ngx.stop()
-        if not (FAILURES or args.keep):
-            ngx.cleanup()
+        ngx.finish()
 
 
 # ---------------------------------------------------------------- bounded load
@@ -795,19 +666,12 @@ def bounded_load_cases(args, rng, ports):
             ring = lib.ring(flavor, servers)
             taken = set()
             hot = [address_for(rng, servers, 0, taken) for _ in range(20)] if flavor == 0 else []
-            keys = []
-            while len(keys) < 40 - len(hot):
-                a = "127.%d.%d.%d" % (rng.randint(1, 249), rng.randint(0, 255),
-                                      rng.randint(1, 254))
-                if a not in taken:
-                    taken.add(a)
-                    keys.append(a)
+            keys = harness.client_addresses(rng, 40 - len(hot), taken)
             if flavor != 0:
                 # pingora's ring: hot keys found by the library itself
                 keys = keys[:20]
                 while len(hot) < 20:
-                    a = "127.%d.%d.%d" % (rng.randint(1, 249), rng.randint(0, 255),
-                                          rng.randint(1, 254))
+                    a = harness.v4_text(rng, first=1)
                     if a not in taken and lib.bounded(ring, a, [0] * 8, 1e9) == 0:
                         taken.add(a)
                         hot.append(a)
@@ -859,34 +723,19 @@ def bounded_load_cases(args, rng, ports):
     finally:
         for sock in held:
             sock.close()
-        ngx.stop()
-        for li in listeners:
-            li.close()
-        if not (FAILURES or args.keep):
-            ngx.cleanup()
+        ngx.finish(*[li.close for li in listeners])
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", help="ngx_stream_upstream_chash_module.so")
+    ap = harness.arg_parser("ngx_stream_upstream_chash_module.so", keys=1000, servers=300,
+                            seed=20261201, module_required=False, keys_help="client addresses")
     ap.add_argument("--http-module", help="ngx_http_upstream_chash_module.so (both in one nginx)")
-    ap.add_argument("--stock-only", action="store_true",
-                    help="run the stock hash upstreams only (the harness alone)")
-    ap.add_argument("--keys", type=int, default=1000, help="client addresses")
-    ap.add_argument("--servers", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--libchash", help="libchash.so: bounded_load against the library's lookup")
-    ap.add_argument("--keep", action="store_true", help="keep the nginx prefixes")
-    args = ap.parse_args()
-    if not args.stock_only and not args.module:
-        ap.error("--module is required (or --stock-only)")
-    if args.stock_only:
-        args.module = None
-        args.http_module = None
+    args = harness.parse_stock_only(ap, "http_module")
 
     started = time.monotonic()
     rng = random.Random(args.seed)
-    ports = PortPool(rng)
+    ports = harness.PortPool(rng)
     phases = [("routing", lambda: routing_cases(args, rng, ports)),
               ("stream_upstream_hash.t", lambda: nginx_tests_cases(args, ports))]
     if args.module:
@@ -895,12 +744,8 @@ def main():
         phases.append(("both modules", lambda: both_modules(args, rng, ports)))
     if args.module and args.libchash:
         phases.append(("bounded load", lambda: bounded_load_cases(args, rng, ports)))
-    for label, run in phases:
-        t0 = time.monotonic()
-        run()
-        print("-- %s: %.1f s" % (label, time.monotonic() - t0), flush=True)
-    print("%d checks failed; %.1f s" % (len(FAILURES), time.monotonic() - started))
-    return 1 if FAILURES else 0
+    harness.run_phases(phases)
+    return harness.summary(started)
 
 
 if __name__ == "__main__":

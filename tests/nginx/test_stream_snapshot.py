@@ -13,11 +13,9 @@ tries 30 peers; the hot-swap part runs backends that answer their port.
 Exit status 0 only when every check ran and passed.
 """
 
-import argparse
 import json
 import os
 import random
-import shutil
 import socket
 import sys
 import threading
@@ -25,16 +23,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import Server  # noqa: E402
+from harness import Server, check  # noqa: E402
 import stream_harness as sh  # noqa: E402
 from stream_harness import StreamNginx, StreamUpstream  # noqa: E402
-import test_nginx as tn  # noqa: E402  (ip_port_servers, peer_name)
+import test_nginx as tn  # noqa: E402  (peer_name)
 import test_snapshot as tsnap  # noqa: E402  (the chash command: build, route)
 import test_stream as ts  # noqa: E402  (run_tcp, compare_pair, PortEchoBackends)
 
 TRIES = 30
-check = ts.check
-FAILURES = ts.FAILURES
 
 
 class PolicySession(sh.Session):
@@ -55,19 +51,7 @@ def write_conf(ngx, upstreams, **kw):
         '\\t$chash_ring"',
         '\\t$chash_ring\\t$chash_ring_version\\t$chash_ring_choice\\t$chash_subset"')
     check("$chash_subset" in text, "the log format carries the $chash_* variables")
-    ngx.conf = os.path.join(ngx.prefix, "nginx.conf")
-    with open(ngx.conf, "w") as f:
-        f.write(text)
-
-
-def clients_for(rng, n):
-    taken, out = set(), []
-    while len(out) < n:
-        a = "127.%d.%d.%d" % (rng.randint(1, 249), rng.randint(0, 255), rng.randint(1, 254))
-        if a not in taken:
-            taken.add(a)
-            out.append(a)
-    return out
+    ngx.write_text(text)
 
 
 def routing(args, cli, rng, ports, workdir):
@@ -76,11 +60,11 @@ def routing(args, cli, rng, ports, workdir):
     route --ring --new-ring --rollout at several rollouts and scopes."""
     cli.run("keygen", "--out", os.path.join(workdir, "key"))
     pub = os.path.join(workdir, "key.pub")
-    servers = tn.ip_port_servers(rng, ports, args.servers)
+    servers = harness.ip_port_servers(rng, ports, args.servers)
     sub_a = tsnap.pick(rng, servers, 0.3)
     ring = cli.build(os.path.join(workdir, "nginx.chash"), servers, version=5,
                      subsets={"a": sub_a}, sign=os.path.join(workdir, "key"))
-    ipp = tn.ip_port_servers(rng, ports, max(20, args.servers // 3))
+    ipp = harness.ip_port_servers(rng, ports, max(20, args.servers // 3))
     ipp_sub = tsnap.pick(rng, ipp, 0.3)
     p1 = cli.build(os.path.join(workdir, "p1.chash"), ipp, version=1, mode="pingora-v1",
                    subsets={"a": ipp_sub})
@@ -95,12 +79,14 @@ def routing(args, cli, rng, ports, workdir):
 
     fails = "max_fails=2 fail_timeout=600s"
     upstreams = [
-        up("whole_hash", "hash $remote_addr consistent", ts.with_params(servers, "max_fails=0")),
+        up("whole_hash", "hash $remote_addr consistent",
+           harness.with_params(servers, "max_fails=0")),
         up("whole_chash", "chash $remote_addr", [],
            "chash_snapshot %s trusted_key=%s max_fails=0;" % (ring, pub)),
-        up("fails_hash", "hash $remote_addr consistent", ts.with_params(servers, fails)),
+        up("fails_hash", "hash $remote_addr consistent", harness.with_params(servers, fails)),
         up("fails_chash", "chash $remote_addr", [], "chash_snapshot %s %s;" % (ring, fails)),
-        up("suba_hash", "hash $remote_addr consistent", ts.with_params(sub_a, "max_fails=0")),
+        up("suba_hash", "hash $remote_addr consistent",
+           harness.with_params(sub_a, "max_fails=0")),
         up("suba_chash", "chash $remote_addr subset=a", [],
            "chash_snapshot %s max_fails=0;" % ring),
     ]
@@ -125,7 +111,7 @@ def routing(args, cli, rng, ports, workdir):
     maps = "\n".join(mr + ["    }"] + ms + ["    }"])
 
     n = harness.check_refused(servers + ipp, {})
-    clients = clients_for(rng, args.keys)
+    clients = harness.client_addresses(rng, args.keys)
     print("routing: %d stream upstreams, %d servers (%d addresses checked closed), %d clients"
           % (len(upstreams), len(servers) + len(ipp), n, len(clients)), flush=True)
     ngx = StreamNginx(stream_module=args.module, keep=args.keep)
@@ -142,11 +128,11 @@ def routing(args, cli, rng, ports, workdir):
         results = ts.run_tcp(ngx, plan)
         print("%d sessions in %.1f s" % (len(plan), time.monotonic() - t0), flush=True)
         nk = len(clients)
-        lengths, _ = ts.compare_pair(results, "whole_hash", "whole_chash", nk, "snapshot")
+        lengths, _ = ts.compare_pair(results, "whole_hash", "whole_chash", clients, "snapshot")
         check(max(lengths or [0]) == TRIES, "the snapshot walk reaches round robin (%d tries)"
               % max(lengths or [0]))
-        ts.compare_pair(results, "fails_hash", "fails_chash", nk, "snapshot, max_fails=2")
-        ts.compare_pair(results, "suba_hash", "suba_chash", nk, "subset a")
+        ts.compare_pair(results, "fails_hash", "fails_chash", clients, "snapshot, max_fails=2")
+        ts.compare_pair(results, "suba_hash", "suba_chash", clients, "subset a")
         inside = {tn.peer_name(s.text) for s in sub_a}
         outside = [a for ki in range(nk) if ("suba_chash", ki) in results
                    for a in results[("suba_chash", ki)].addrs if a not in inside]
@@ -195,9 +181,7 @@ def routing(args, cli, rng, ports, workdir):
               "first pick and $chash_ring_choice = chash route --ring --new-ring"
               % (len(cases), len(mclients)), flush=True)
     finally:
-        ngx.stop()
-        if not (FAILURES or args.keep):
-            ngx.cleanup()
+        ngx.finish()
 
 
 class Traffic:
@@ -219,8 +203,7 @@ class Traffic:
     def _run(self):
         while not self.stop.is_set() and self.ok + len(self.failed) < self.limit \
                 and time.monotonic() < self.deadline:
-            src = "127.%d.%d.%d" % (self.rng.randint(1, 249), self.rng.randint(0, 255),
-                                    self.rng.randint(1, 254))
+            src = harness.v4_text(self.rng, first=1)
             try:
                 _, data = sh.tcp_session(src, self.port, send=b"x", timeout=10)
                 if data.decode() in self.backends:
@@ -286,12 +269,7 @@ def hot_swap(args, cli, rng, ports, workdir):
             check(took is not None, "version %d served by every worker" % version)
             served.append(str(version))
             held.sendall(b"h")
-            data = b""
-            while True:
-                chunk = held.recv(64)
-                if not chunk:
-                    break
-                data += chunk
+            data = harness.read_until_closed(held, 64)
             held.close()
             check(data.decode() in {str(a[1]) for a in addrs},
                   "the session open across the swap to %d answered: %r" % (version, data))
@@ -325,17 +303,14 @@ def hot_swap(args, cli, rng, ports, workdir):
     finally:
         if traffic:
             traffic.finish()
-        ngx.stop()
-        backends.close()
-        if not (FAILURES or args.keep):
-            ngx.cleanup()
+        ngx.finish(backends.close)
 
 
 def status_both(args, cli, rng, ports, workdir):
     """Both modules in one nginx: the HTTP module's chash_status shows the
     stream snapshot upstreams (JSON stream_upstreams, Prometheus
     protocol="stream") beside an HTTP one, counters equal to the sessions."""
-    servers = tn.ip_port_servers(rng, ports, 30)
+    servers = harness.ip_port_servers(rng, ports, 30)
     sub_a = tsnap.pick(rng, servers, 0.4)
     ring = cli.build(os.path.join(workdir, "status.chash"), servers, version=7,
                      subsets={"a": sub_a})
@@ -420,9 +395,7 @@ def status_both(args, cli, rng, ports, workdir):
               "unknown, migration) and protocol=\"stream\" samples = the %d sessions"
               % len(plan), flush=True)
     finally:
-        ngx.stop()
-        if not (FAILURES or args.keep):
-            ngx.cleanup()
+        ngx.finish()
 
 
 def config_errors(args, cli, rng, ports, workdir):
@@ -431,7 +404,7 @@ def config_errors(args, cli, rng, ports, workdir):
     key, other = os.path.join(workdir, "ck"), os.path.join(workdir, "other")
     cli.run("keygen", "--out", key)
     cli.run("keygen", "--out", other)
-    servers = tn.ip_port_servers(rng, ports, 8)
+    servers = harness.ip_port_servers(rng, ports, 8)
     signed = cli.build(os.path.join(workdir, "ce.chash"), servers, version=4, sign=key)
     noport = cli.build(os.path.join(workdir, "noport.chash"),
                        servers[:3] + [Server("127.0.0.9", 1)], version=4)
@@ -458,16 +431,8 @@ def config_errors(args, cli, rng, ports, workdir):
     ]
     for label, body, message in cases:
         ngx = StreamNginx(stream_module=args.module)
-        try:
-            ngx.write_stream_conf([StreamUpstream("u", "chash $remote_addr", [],
-                                                  [sh.listen_port()])])
-            text = open(ngx.conf).read().replace("        chash $remote_addr;\n",
-                                                 "        %s\n" % body)
-            with open(ngx.conf, "w") as f:
-                f.write(text)
-            rc, out = ngx.test_config()
-        finally:
-            ngx.cleanup()
+        ngx.write_stream_conf([StreamUpstream("u", "chash $remote_addr", [], [sh.listen_port()])])
+        rc, out, _ = ngx.test_edited(("        chash $remote_addr;\n", "        %s\n" % body))
         check(rc != 0 and message in out, "nginx -t, %s: %r" % (label, out[-400:]))
         print("nginx -t, %s: refused (%s)" % (label, message), flush=True)
     ok = StreamNginx(stream_module=args.module)
@@ -482,37 +447,25 @@ def config_errors(args, cli, rng, ports, workdir):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--module", required=True, help="ngx_stream_upstream_chash_module.so")
+    ap = harness.arg_parser("ngx_stream_upstream_chash_module.so", keys=300, servers=100,
+                            seed=20261201, keys_help="client addresses")
     ap.add_argument("--chash-cli", required=True)
     ap.add_argument("--http-module", help="ngx_http_upstream_chash_module.so: chash_status")
-    ap.add_argument("--keys", type=int, default=300, help="client addresses")
-    ap.add_argument("--servers", type=int, default=100)
-    ap.add_argument("--seed", type=int, default=20261201)
-    ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     args.module = os.path.abspath(args.module)
     started = time.monotonic()
     rng = random.Random(args.seed)
-    ports = ts.PortPool(rng)
-    workdir = harness.tempfile.mkdtemp(prefix="chash-stream-snapshots-")
-    cli = tsnap.Cli(os.path.abspath(args.chash_cli), workdir)
-    phases = [("routing", lambda: routing(args, cli, rng, ports, workdir)),
-              ("hot swap", lambda: hot_swap(args, cli, rng, ports, workdir)),
-              ("nginx -t", lambda: config_errors(args, cli, rng, ports, workdir))]
-    if args.http_module:
-        args.http_module = os.path.abspath(args.http_module)
-        phases.append(("status", lambda: status_both(args, cli, rng, ports, workdir)))
-    try:
-        for label, run in phases:
-            t0 = time.monotonic()
-            run()
-            print("-- %s: %.1f s" % (label, time.monotonic() - t0), flush=True)
-    finally:
-        if not (FAILURES or args.keep):
-            shutil.rmtree(workdir, ignore_errors=True)
-    print("%d checks failed; %.1f s" % (len(FAILURES), time.monotonic() - started))
-    return 1 if FAILURES else 0
+    ports = harness.PortPool(rng)
+    with harness.work_dir("chash-stream-snapshots-", args.keep) as workdir:
+        cli = tsnap.Cli(os.path.abspath(args.chash_cli), workdir)
+        phases = [("routing", lambda: routing(args, cli, rng, ports, workdir)),
+                  ("hot swap", lambda: hot_swap(args, cli, rng, ports, workdir)),
+                  ("nginx -t", lambda: config_errors(args, cli, rng, ports, workdir))]
+        if args.http_module:
+            args.http_module = os.path.abspath(args.http_module)
+            phases.append(("status", lambda: status_both(args, cli, rng, ports, workdir)))
+        harness.run_phases(phases)
+    return harness.summary(started)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ def check_routed(program, quiet=False):
         rows = common.read_answers(os.path.join(d, f"{name}.csv"))
         if [k for k, _ in rows] != keys:
             raise SystemExit(f"{program}/{name}: the csv's keys are not {kfile}'s")
-        got = route(servers, driver.options_from_string(options), keys)
+        got = route(servers, common.options_from_string(driver, options), keys)
         ok = sum(1 for (_, want), g in zip(rows, got) if want == g)
         good += ok
         total += len(rows)
@@ -338,50 +338,52 @@ def m_envoy_ring_no_wrap(ring, h):
 
 
 def mutant_list():
+    """(program, what the mutant gets wrong, the models attribute it replaces,
+    its value)."""
     hashes = dict(models.MEMCACHED_HASHES)
     return [
         ("haproxy", "successor lookup (ketama) instead of the nearest point",
-         lambda: patched(models, "haproxy_lookup", m_haproxy_successor)),
+         "haproxy_lookup", m_haproxy_successor),
         ("haproxy", "server ids 1..N in order, explicit ids ignored",
-         lambda: patched(models, "haproxy_ids", m_haproxy_ids_sequential)),
+         "haproxy_ids", m_haproxy_ids_sequential),
         ("haproxy", "automatic ids may reuse a later server's explicit id",
-         lambda: patched(models, "haproxy_ids", m_haproxy_ids_explicit_not_reserved)),
+         "haproxy_ids", m_haproxy_ids_explicit_not_reserved),
         ("haproxy", "equal node keys: the previous group's first server, not its last",
-         lambda: patched(models, "haproxy_lookup", m_haproxy_tie_prev_first)),
+         "haproxy_lookup", m_haproxy_tie_prev_first),
         ("varnish", "a key above the last point wraps to point 0",
-         lambda: patched(models, "varnish_lookup", m_varnish_wrap)),
+         "varnish_lookup", m_varnish_wrap),
         ("varnish", "equal points: the first of them (lower_bound), not the bisection's",
-         lambda: patched(models, "varnish_lookup", m_varnish_first_equal)),
+         "varnish_lookup", m_varnish_first_equal),
         ("varnish", "points numbered 1..replicas (as the manual says), not 0..replicas-1",
-         lambda: patched(models, "varnish_circle", m_varnish_from_one)),
+         "varnish_circle", m_varnish_from_one),
         ("varnish", "replicas*weight rounded, not truncated",
-         lambda: patched(models, "varnish_replicas", m_varnish_round)),
+         "varnish_replicas", m_varnish_round),
         ("twemproxy", "fnv1a_64 as a true 64-bit FNV-1a (unsigned bytes)",
-         lambda: patched(models, "MEMCACHED_HASHES", dict(hashes, fnv1a_64=m_fnv1a_64_true))),
+         "MEMCACHED_HASHES", dict(hashes, fnv1a_64=m_fnv1a_64_true)),
         ("twemproxy", "crc32 as all 32 bits (not 15)",
-         lambda: patched(models, "MEMCACHED_HASHES", dict(hashes, crc32=models.crc32_full))),
+         "MEMCACHED_HASHES", dict(hashes, crc32=models.crc32_full)),
         ("twemproxy", "crc16 kept to 16 bits",
-         lambda: patched(models, "MEMCACHED_HASHES", dict(hashes, crc16=m_crc16_masked))),
+         "MEMCACHED_HASHES", dict(hashes, crc16=m_crc16_masked)),
         ("twemproxy", "the server name is not hashed (HOST:PORT instead)",
-         lambda: patched(models, "twemproxy_name", m_twemproxy_name_ignored)),
+         "twemproxy_name", m_twemproxy_name_ignored),
         ("twemproxy", "port 11211 kept in the hashed HOST:PORT",
-         lambda: patched(models, "twemproxy_name", m_twemproxy_port_kept)),
+         "twemproxy_name", m_twemproxy_port_kept),
         ("libmemcached", "one-at-a-time with unsigned bytes",
-         lambda: patched(models, "MEMCACHED_HASHES", dict(hashes, default=m_unsigned_one_at_a_time,
-                                                          one_at_a_time=m_unsigned_one_at_a_time))),
+         "MEMCACHED_HASHES", dict(hashes, default=m_unsigned_one_at_a_time,
+                                  one_at_a_time=m_unsigned_one_at_a_time)),
         ("libmemcached", "no wrap past the last point",
-         lambda: patched(models, "ketama_lower_bound", m_ketama_no_wrap_points)),
+         "ketama_lower_bound", m_ketama_no_wrap_points),
         ("envoy", "ring lookup without the wrap to entry 0",
-         lambda: patched(models, "envoy_ring_lookup", m_envoy_ring_no_wrap)),
+         "envoy_ring_lookup", m_envoy_ring_no_wrap),
     ]
 
 
 def run_mutants(programs):
     failures = 0
-    for program, desc, patch in mutant_list():
+    for program, desc, name, value in mutant_list():
         if program not in programs:
             continue
-        with patch():
+        with patched(models, name, value):
             if program == "envoy":  # the ring mutant: the ring sets only
                 good, total = check_envoy(quiet=True, prefix="ring_", hashes=False)
             else:

@@ -22,6 +22,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import common  # noqa: E402
 import differential  # noqa: E402
 
 DATA = os.path.join(HERE, "..", "data")
@@ -63,17 +64,6 @@ def envoy_options(text):
     return o
 
 
-def answers(path):
-    rows = []
-    with open(path, "rb") as f:
-        for line in f.read().split(b"\n"):
-            if not line or line.startswith(b"#"):
-                continue
-            key, _, addr = line.rpartition(b",")
-            rows.append((key, addr))
-    return rows
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--chash", required=True)
@@ -93,12 +83,11 @@ def main():
                     skipped.append(what)
                     continue
             else:
-                o = differential.DRIVERS[program].options_from_string(options)
+                o = common.options_from_string(differential.DRIVERS[program], options)
             servers_path = os.path.join(DATA, program, servers_file)
             with open(servers_path) as f:
-                import common
                 servers = common.parse_servers(f.read(), servers_path)
-            rows = answers(csv)
+            rows = common.read_answers(csv)
             keys_text = b"".join(k + b"\n" for k, _ in rows)
             cmd = shlex.split(a.chash) + ["route", "--servers", servers_path] + \
                 differential.CHASH_ADAPTERS[program](o, servers)
@@ -114,7 +103,7 @@ def main():
                 failures.append(f"{what}: {len(got)} lines for {len(rows)} keys")
                 continue
             wrong = [(k, addr, line) for (k, addr), line in zip(rows, got)
-                     if line != k + b"," + addr]
+                     if line != k + b"," + addr.encode()]
             compared += len(rows)
             differing += len(wrong)
             status = "ok" if not wrong else f"{len(wrong)} DIFFER"
@@ -122,7 +111,7 @@ def main():
             print(f"{what}: {len(rows)} answers, {status}  ({flavor_args})")
             if wrong:
                 k, addr, line = wrong[0]
-                failures.append(f"{what}: key {k[:60]!r}: the program answered {addr.decode()}, "
+                failures.append(f"{what}: key {k[:60]!r}: the program answered {addr}, "
                                 f"chash printed {line[-80:]!r}")
     unexpected = sorted(set(skipped) ^ set(SKIPPED))
     if unexpected:

@@ -8,6 +8,7 @@ described in tests/oracles/README.md.
 import argparse
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
@@ -46,6 +47,19 @@ class Server:
 
     def __repr__(self):
         return f"Server({self.line()!r})"
+
+
+def server_names(servers, what, default_prefix, name_re, rule):
+    """Each server's name: its name= attribute, else default_prefix and its
+    1-based index. Each must match name_re (rule says what it must be, for
+    the error), no two alike. what: "server", "backend"."""
+    names = [s.attrs.get("name", f"{default_prefix}{i}") for i, s in enumerate(servers, 1)]
+    for name in names:
+        if not name_re.match(name):
+            raise OracleError(f"{what} name '{name}': {rule}")
+    if len(set(names)) != len(names):
+        raise OracleError(f"two {what}s have the same name")
+    return names
 
 
 def parse_servers(text, source="servers"):
@@ -196,6 +210,40 @@ def wait_port(port, proc, seconds=15, host="127.0.0.1"):
         except OSError:
             time.sleep(0.05)
     raise OracleError(f"nothing listens on {host}:{port} after {seconds}s:\n{proc.log_tail()}")
+
+
+def start_on_free_ports(nports, start, bind_error, seconds=15):
+    """Starts a program on nports free loopback ports: start(ports) starts it
+    (a Process) listening on them. Returns (process, ports) once every port
+    accepts connections. A start that fails with bind_error in its log (a
+    port taken in the meantime) is retried on other ports, three tries in
+    all; any other failure is raised at once."""
+    for attempt in range(3):
+        ports = [free_port() for _ in range(nports)]
+        if len(set(ports)) < nports:
+            continue
+        proc = start(ports)
+        try:
+            for port in ports:
+                wait_port(port, proc, seconds=seconds)
+            return proc, ports
+        except OracleError:
+            log = proc.log_tail()
+            proc.stop()
+            if attempt == 2 or bind_error not in log.lower():
+                raise
+    raise OracleError("could not bind free loopback ports")
+
+
+def addrs_by_name(keys, got, by_name, what):
+    """The ADDR of the server each (status, name) of got names; any other
+    status or name is an error."""
+    answers = []
+    for k, (status, name) in zip(keys, got):
+        if status != 200 or name not in by_name:
+            raise OracleError(f"key {k!r}: status {status}, {what} {name!r}")
+        answers.append(by_name[name])
+    return answers
 
 
 class WorkDir:
@@ -362,6 +410,42 @@ def loopback_addrs(rng, n, ports=(1024, 65000), second_octets=(0,), fixed_port=N
 # ---------------------------------------------------------------- CLI
 
 
+FLEET_SIZES = [1, 2, 3, 7, 20, 50, 100]
+
+
+def random_case(driver, rng, n_keys, fleet=None, options=None):
+    """A random case for driver: (servers, keys, options). The options are
+    the driver's random_options unless given, the fleet has `fleet` servers
+    or a size drawn from FLEET_SIZES; the driver's random_fleet_and_keys
+    makes the servers and the keys for them."""
+    o = driver.random_options(rng) if options is None else options
+    n = fleet or rng.choice(FLEET_SIZES)
+    return driver.random_fleet_and_keys(rng, n, n_keys, o)
+
+
+def describe(driver, o):
+    """driver's options o as command-line text, as options_from_string reads
+    them: `--NAME VALUE` for each, `--NAME` for a flag that is on; the ones
+    that are off, empty or 0 left out, as are the driver's LOCAL_OPTIONS
+    (settings of the driver, not of the program)."""
+    words = []
+    for name, value in o.items():
+        if not value or name in getattr(driver, "LOCAL_OPTIONS", ()):
+            continue
+        words.append("--" + name.replace("_", "-"))
+        if value is not True:
+            words.append(shlex.quote(str(value)))
+    return " ".join(words)
+
+
+def options_from_string(driver, text):
+    """driver's options from their command-line text (the OPTIONS column of
+    a sets.txt)."""
+    p = argparse.ArgumentParser()
+    driver.add_options(p)
+    return driver.options_from_args(p.parse_args(shlex.split(text)))
+
+
 def main(driver, argv=None):
     """The common command line of every driver (see README.md)."""
     p = argparse.ArgumentParser(description=driver.DESCRIPTION)
@@ -383,11 +467,11 @@ def main(driver, argv=None):
         if not args.out:
             p.error("--random needs --out DIR")
         rng = random.Random(args.seed)
-        servers, keys, options = driver.random_case(rng, args.random, args.fleet,
-                                                    options if args.fixed_options else None)
+        servers, keys, options = random_case(driver, rng, args.random, args.fleet,
+                                              options if args.fixed_options else None)
         answers = driver.run(servers, keys, options, seconds=args.seconds, keep=args.keep_temp)
         os.makedirs(args.out, exist_ok=True)
-        desc = driver.describe(options)
+        desc = describe(driver, options)
         with open(os.path.join(args.out, "servers.txt"), "w") as f:
             f.write(format_servers(servers, [f"random fleet, seed {args.seed}: {desc}"]))
         with open(os.path.join(args.out, "keys.txt"), "wb") as f:
@@ -404,6 +488,13 @@ def main(driver, argv=None):
     answers = driver.run(servers, keys, options, seconds=args.seconds, keep=args.keep_temp)
     sys.stdout.buffer.write(format_answers(keys, answers))
     return 0
+
+
+def provenance(program, package, note, script):
+    """The first comment line of recorded answers: the program, its Debian
+    version, how it was asked, by which driver."""
+    return (f"answers of the real {program} {dpkg_version(package)} ({note}), "
+            f"tests/oracles/{os.path.basename(script)}")
 
 
 def dpkg_version(package):

@@ -276,8 +276,8 @@ def main():
                 fleet = a.fleet
                 if a.program == "libmemcached" and fleet:
                     fleet = min(fleet, libmemcached_oracle.MAX_SERVERS)
-                servers, keys, o = driver.random_case(rng, a.keys, fleet, None)
-                desc = driver.describe(o)
+                servers, keys, o = common.random_case(driver, rng, a.keys, fleet, None)
+                desc = common.describe(driver, o)
                 real = driver.run(servers, keys, o, seconds=left)
                 if a.chash:
                     other = run_chash(a.chash, a.program, servers, keys, o, left)

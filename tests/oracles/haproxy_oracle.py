@@ -18,7 +18,6 @@ numbers the server itself; NAME defaults to sINDEX, 1-based).
 
 import os
 import re
-import shlex
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,35 +45,16 @@ def options_from_args(args):
     return {"balance": args.balance, "function": args.function, "avalanche": args.avalanche}
 
 
-def describe(o):
-    s = f"--balance {o['balance']} --function {o['function']}"
-    return s + (" --avalanche" if o["avalanche"] else "")
-
-
-def options_from_string(text):
-    import argparse
-    p = argparse.ArgumentParser()
-    add_options(p)
-    return options_from_args(p.parse_args(shlex.split(text)))
-
-
 def provenance():
-    return (f"answers of the real haproxy {common.dpkg_version('haproxy')} (Debian 12), "
-            f"tests/oracles/haproxy_oracle.py")
+    return common.provenance("haproxy", "haproxy", "Debian 12", __file__)
 
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
 
 
 def server_names(servers):
-    names = []
-    for i, s in enumerate(servers, 1):
-        name = s.attrs.get("name", f"s{i}")
-        if not NAME_RE.match(name):
-            raise OracleError(f"server name '{name}' has characters haproxy refuses")
-        names.append(name)
-    if len(set(names)) != len(names):
-        raise OracleError("two servers have the same name")
+    names = common.server_names(servers, "server", "s", NAME_RE,
+                                "characters haproxy takes: [A-Za-z0-9_.:-]")
     for s in servers:
         unknown = set(s.attrs) - {"id", "name"}
         if unknown:
@@ -150,34 +130,21 @@ def run(servers, keys, o, seconds=120, keep=False):
     by_name = {n: s.addr for s, n in zip(servers, names)}
     if not any(int(s.weight) > 0 for s in servers):
         raise OracleError("every server has weight 0")
-    for attempt in range(3):
-        with common.WorkDir(keep) as tmp:
-            port, rport = common.free_port(), common.free_port()
-            if port == rport:
-                continue
-            cfg = os.path.join(tmp, "haproxy.cfg")
+    with common.WorkDir(keep) as tmp:
+        cfg = os.path.join(tmp, "haproxy.cfg")
+
+        def start(ports):
             with open(cfg, "w") as f:
-                f.write(config(servers, names, o, port, rport))
-            proc = common.Process(["haproxy", "-db", "-f", cfg], tmp, seconds + 10, "haproxy.log")
-            try:
-                try:
-                    common.wait_port(port, proc)
-                    common.wait_port(rport, proc)
-                except OracleError:
-                    if attempt < 2 and "cannot bind" in proc.log_tail().lower():
-                        continue
-                    raise
-                got = common.http_exchange(port, [request(k, o) for k in keys], "X-Server",
-                                           seconds)
-            finally:
-                proc.stop()
-        answers = []
-        for k, (status, name) in zip(keys, got):
-            if status != 200 or name not in by_name:
-                raise OracleError(f"key {k!r}: status {status}, server {name!r}")
-            answers.append(by_name[name])
-        return answers
-    raise OracleError("could not find free loopback ports")
+                f.write(config(servers, names, o, *ports))
+            return common.Process(["haproxy", "-db", "-f", cfg], tmp, seconds + 10, "haproxy.log")
+
+        # the frontend's port, the responder's
+        proc, (port, _) = common.start_on_free_ports(2, start, "cannot bind")
+        try:
+            got = common.http_exchange(port, [request(k, o) for k in keys], "X-Server", seconds)
+        finally:
+            proc.stop()
+    return common.addrs_by_name(keys, got, by_name, "server")
 
 
 # ---------------------------------------------------------------- random cases
@@ -239,9 +206,7 @@ def random_options(rng):
             "avalanche": f != "default" and rng.random() < 0.5}
 
 
-def random_case(rng, n_keys, fleet=None, options=None):
-    o = random_options(rng) if options is None else options
-    n = fleet or rng.choice([1, 2, 3, 7, 20, 50, 100])
+def random_fleet_and_keys(rng, n, n_keys, o):
     return random_fleet(rng, n), random_keys(rng, n_keys, o), o
 
 

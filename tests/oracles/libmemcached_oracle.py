@@ -16,7 +16,6 @@ update_continuum() asserts with more than 100 servers: fleets stay at <= 100.
 """
 
 import os
-import shlex
 import subprocess
 import sys
 
@@ -31,6 +30,7 @@ MODES = ("weighted", "ketama", "spy")
 HASHES = ("keep", "default", "md5", "crc", "fnv1_64", "fnv1a_64", "fnv1_32", "fnv1a_32",
           "murmur", "jenkins", "murmur3")
 MAX_SERVERS = 100
+LOCAL_OPTIONS = ("build_dir",)  # where the helper is compiled: not libmemcached's
 SOURCE = os.path.join(common.HERE, "libmemcached_oracle.c")
 
 
@@ -48,20 +48,9 @@ def options_from_args(args):
     return {"mode": args.mode, "hash": args.hash, "build_dir": getattr(args, "build_dir", None)}
 
 
-def describe(o):
-    return f"--mode {o['mode']} --hash {o['hash']}"
-
-
-def options_from_string(text):
-    import argparse
-    p = argparse.ArgumentParser()
-    add_options(p)
-    return options_from_args(p.parse_args(shlex.split(text)))
-
-
 def provenance():
-    return (f"answers of the real libmemcached {common.dpkg_version('libmemcached-dev')} "
-            f"(Debian 12, memcached_generate_hash), tests/oracles/libmemcached_oracle.py")
+    return common.provenance("libmemcached", "libmemcached-dev",
+                             "Debian 12, memcached_generate_hash", __file__)
 
 
 def build(directory):
@@ -165,9 +154,7 @@ def random_options(rng):
     return {"mode": mode, "hash": h, "build_dir": None}
 
 
-def random_case(rng, n_keys, fleet=None, options=None):
-    o = random_options(rng) if options is None else options
-    n = fleet or rng.choice([1, 2, 3, 7, 20, 50, 100])
+def random_fleet_and_keys(rng, n, n_keys, o):
     return random_fleet(rng, min(n, MAX_SERVERS), o), random_keys(rng, n_keys), o
 
 

@@ -189,13 +189,18 @@ def fnv1_64(data):
     return h & M32
 
 
-def fnv1a_64(data):
-    """Not a 64-bit FNV: 32-bit state from the low halves of the 64-bit constants."""
-    h = 0x84222325
+def fnv1a_state32(data, basis, prime):
+    """FNV-1a of the signed bytes with a 32-bit state."""
+    h = basis
     for b in data:
         h ^= sbyte(b)
-        h = (h * 0x1b3) & M32
+        h = (h * prime) & M32
     return h
+
+
+def fnv1a_64(data):
+    """Not a 64-bit FNV: a 32-bit state from the low halves of the 64-bit constants."""
+    return fnv1a_state32(data, 0x84222325, 0x1b3)
 
 
 def fnv1_32(data):
@@ -207,11 +212,7 @@ def fnv1_32(data):
 
 
 def fnv1a_32(data):
-    h = 2166136261
-    for b in data:
-        h ^= sbyte(b)
-        h = (h * 16777619) & M32
-    return h
+    return fnv1a_state32(data, 2166136261, 16777619)
 
 
 def hsieh(data):

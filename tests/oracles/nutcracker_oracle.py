@@ -18,7 +18,6 @@ the ring hashes NAME, else HOST when PORT is 11211, else HOST:PORT.
 
 import os
 import re
-import shlex
 import socket
 import subprocess
 import sys
@@ -47,21 +46,8 @@ def options_from_args(args):
     return {"hash": args.hash, "hash_tag": args.hash_tag}
 
 
-def describe(o):
-    s = f"--hash {o['hash']}"
-    return s + (f" --hash-tag {shlex.quote(o['hash_tag'])}" if o.get("hash_tag") else "")
-
-
-def options_from_string(text):
-    import argparse
-    p = argparse.ArgumentParser()
-    add_options(p)
-    return options_from_args(p.parse_args(shlex.split(text)))
-
-
 def provenance():
-    return (f"answers of the real nutcracker {common.dpkg_version('nutcracker')} "
-            f"(twemproxy, Debian 12), tests/oracles/nutcracker_oracle.py")
+    return common.provenance("nutcracker", "nutcracker", "twemproxy, Debian 12", __file__)
 
 
 def check_servers(servers):
@@ -170,24 +156,17 @@ def run(servers, keys, o, seconds=120, keep=False):
             ready = fake.stdout.readline().decode().strip()
             if ready != "ready":
                 raise OracleError(f"fake memcached backends: {ready or 'exited'}")
-            for attempt in range(3):
-                port, stats = common.free_port(), common.free_port()
-                cfg = os.path.join(tmp, "nutcracker.yml")
+            cfg = os.path.join(tmp, "nutcracker.yml")
+
+            def start(ports):
                 with open(cfg, "w") as f:
-                    f.write(config(servers, o, port))
-                proc = common.Process(
-                    ["nutcracker", "-c", cfg, "-s", str(stats), "-a", "127.0.0.1", "-v", "4",
-                     "-p", os.path.join(tmp, "nutcracker.pid"), "-m", "16384"],
+                    f.write(config(servers, o, ports[0]))
+                return common.Process(
+                    ["nutcracker", "-c", cfg, "-s", str(common.free_port()), "-a", "127.0.0.1",
+                     "-v", "4", "-p", os.path.join(tmp, "nutcracker.pid"), "-m", "16384"],
                     tmp, seconds + 10, "nutcracker.log")
-                try:
-                    common.wait_port(port, proc)
-                    break
-                except OracleError:
-                    log = proc.log_tail()
-                    proc.stop()
-                    proc = None
-                    if attempt == 2 or "address already in use" not in log.lower():
-                        raise
+
+            proc, (port,) = common.start_on_free_ports(1, start, "address already in use")
             got = exchange(port, keys, seconds)
         finally:
             if proc is not None:
@@ -244,9 +223,7 @@ def random_options(rng):
     return {"hash": rng.choice(HASHES), "hash_tag": rng.choice(["", "", "{}", "::"])}
 
 
-def random_case(rng, n_keys, fleet=None, options=None):
-    o = random_options(rng) if options is None else options
-    n = fleet or rng.choice([1, 2, 3, 7, 20, 50, 100])
+def random_fleet_and_keys(rng, n, n_keys, o):
     return random_fleet(rng, n), random_keys(rng, n_keys, o), o
 
 

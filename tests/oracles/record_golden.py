@@ -57,6 +57,15 @@ def keys_from(rng, n, make, extra=()):
     return keys
 
 
+def keys_and_small_keys(seed, make, edge):
+    """The memcached family's two key files: keys.txt (1,000 keys, seed) and
+    keys_small.txt (300, seed + 1), each with the edge keys first."""
+    return {
+        "keys.txt": keys_from(random.Random(seed), 1000, make, edge),
+        "keys_small.txt": keys_from(random.Random(seed + 1), 300, make, edge),
+    }
+
+
 # ================================================================ haproxy
 
 def haproxy_keys():
@@ -247,13 +256,13 @@ def varnish_extra_keys(sets):
         if s.keys_name.endswith("_ties.txt"):
             from collections import Counter
             from models import varnish_circle
-            o = varnish_oracle.options_from_string(s.options)
+            o = common.options_from_string(varnish_oracle, s.options)
             points = varnish_circle(s.servers, o["replicas"])
             count = Counter(p for p, _ in points)
             shared = sorted(v for v, n in count.items() if n > 1)
             out[s.keys_name] = [str(x).encode() for v in shared for x in (v - 1, v, v + 1)]
         elif s.keys_name.startswith("keys_int"):
-            o = varnish_oracle.options_from_string(s.options)
+            o = common.options_from_string(varnish_oracle, s.options)
             out[s.keys_name] = varnish_int_keys(s.servers, o["replicas"], rng, 400)
     return out
 
@@ -271,10 +280,7 @@ def twemproxy_keys():
 
     edge = [b"a", b"k" * 250, b"x\ty", b"\x01\x02", b"\x7f", b"\xff\xfe", "caf\u00e9".encode(),
             b"{tag}rest", b"{}empty", b"a{b", b"}{", b"user:{1000}:profile", b"user:{1000}:cart"]
-    return {
-        "keys.txt": keys_from(random.Random(501), 1000, make, edge),
-        "keys_small.txt": keys_from(random.Random(502), 300, make, edge),
-    }
+    return keys_and_small_keys(501, make, edge)
 
 
 def twemproxy_sets():
@@ -319,10 +325,7 @@ def libmemcached_keys():
 
     edge = [b"", b"a", b" ", b"k" * 250, b"x" * 600, b"\x00", b"\x01\x02", b"\xff\xfe",
             "caf\u00e9".encode(), b"foo bar", b"123456789"]
-    return {
-        "keys.txt": keys_from(random.Random(701), 1000, make, edge),
-        "keys_small.txt": keys_from(random.Random(702), 300, make, edge),
-    }
+    return keys_and_small_keys(701, make, edge)
 
 
 def libmemcached_sets():
@@ -392,7 +395,7 @@ def record(program, verify=False, only=None, seconds=300):
     for s in sets:
         if only and s.name not in only:
             continue
-        o = driver.options_from_string(s.options)
+        o = common.options_from_string(driver, s.options)
         # servers files are shared by identical fleets
         text = common.format_servers(s.servers)
         sname = written_servers.get(text)

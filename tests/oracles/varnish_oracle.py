@@ -22,7 +22,6 @@ ring hashes IDENT, default NAME; WEIGHT a REAL >= 1, e.g. 2.5).
 
 import os
 import re
-import shlex
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -48,29 +47,14 @@ def options_from_args(args):
     return {"by": args.by, "replicas": args.replicas, "alt": args.alt}
 
 
-def describe(o):
-    s = f"--by {o['by']} --replicas {o['replicas']}"
-    return s + (f" --alt {o['alt']}" if o.get("alt") else "")
-
-
-def options_from_string(text):
-    import argparse
-    p = argparse.ArgumentParser()
-    add_options(p)
-    return options_from_args(p.parse_args(shlex.split(text)))
-
-
 def provenance():
-    return (f"answers of the real varnishd {common.dpkg_version('varnish')} (Debian 12, "
-            f"vmod_directors shard), tests/oracles/varnish_oracle.py")
+    return common.provenance("varnishd", "varnish", "Debian 12, vmod_directors shard", __file__)
 
 
 def names_of(servers):
-    names = []
-    for i, s in enumerate(servers, 1):
-        name = s.attrs.get("name", f"b{i}")
-        if not NAME_RE.match(name):
-            raise OracleError(f"backend name '{name}': a VCL identifier [A-Za-z][A-Za-z0-9_]*")
+    names = common.server_names(servers, "backend", "b", NAME_RE,
+                                "a VCL identifier [A-Za-z][A-Za-z0-9_]*")
+    for s in servers:
         if "ident" in s.attrs and not IDENT_RE.match(s.attrs["ident"]):
             raise OracleError(f"ident '{s.attrs['ident']}': printable ASCII, no space, quote or \\")
         if set(s.attrs) - {"name", "ident"}:
@@ -78,9 +62,6 @@ def names_of(servers):
         if float(s.weight) < 1:
             raise OracleError(f"{s.addr}: weight must be >= 1 (varnish raises lower ones to 1)")
         s.host_port()
-        names.append(name)
-    if len(set(names)) != len(names):
-        raise OracleError("two backends have the same name")
     idents = [s.attrs.get("ident", n) for s, n in zip(servers, names)]
     if len(set(idents)) != len(idents):
         raise OracleError("two backends have the same ident (varnish skips the second)")
@@ -145,36 +126,27 @@ def run(servers, keys, o, seconds=120, keep=False):
     for k in keys:
         check_key(k, o)
     by_name = {n: s.addr for s, n in zip(servers, names)}
-    for attempt in range(3):
-        with common.WorkDir(keep) as tmp:
-            port = common.free_port()
-            path = os.path.join(tmp, "oracle.vcl")
-            with open(path, "w") as f:
-                f.write(vcl(servers, names, o))
-            proc = common.Process(
-                ["varnishd", "-F", "-j", "none", "-a", f"127.0.0.1:{port}", "-T", "none",
+    with common.WorkDir(keep) as tmp:
+        path = os.path.join(tmp, "oracle.vcl")
+        with open(path, "w") as f:
+            f.write(vcl(servers, names, o))
+
+        def start(ports):
+            return common.Process(
+                ["varnishd", "-F", "-j", "none", "-a", f"127.0.0.1:{ports[0]}", "-T", "none",
                  "-n", os.path.join(tmp, "varnish"), "-f", path, "-s", "malloc,16m",
                  "-p", "thread_pools=1", "-p", "thread_pool_min=5",
                  "-p", "thread_pool_max=20", "-p", "http_req_hdr_len=16k",
                  "-p", "http_req_size=64k"],
                 tmp, seconds + 20, "varnishd.log")
-            try:
-                try:
-                    common.wait_port(port, proc, seconds=60)
-                except OracleError:
-                    if attempt < 2 and "address already in use" in proc.log_tail().lower():
-                        continue
-                    raise
-                got = common.http_exchange(port, [request(k, o) for k in keys], "X-Be", seconds)
-            finally:
-                proc.stop()
-        answers = []
-        for k, (status, name) in zip(keys, got):
-            if status != 200 or name not in by_name:
-                raise OracleError(f"key {k!r}: status {status}, backend {name!r}")
-            answers.append(by_name[name])
-        return answers
-    raise OracleError("could not bind a free loopback port")
+
+        proc, (port,) = common.start_on_free_ports(1, start, "address already in use",
+                                                   seconds=60)
+        try:
+            got = common.http_exchange(port, [request(k, o) for k in keys], "X-Be", seconds)
+        finally:
+            proc.stop()
+    return common.addrs_by_name(keys, got, by_name, "backend")
 
 
 # ---------------------------------------------------------------- random cases
@@ -234,9 +206,7 @@ def random_options(rng):
             "alt": rng.choice([0, 0, 0, 1, 2])}
 
 
-def random_case(rng, n_keys, fleet=None, options=None):
-    o = random_options(rng) if options is None else options
-    n = fleet or rng.choice([1, 2, 3, 7, 20, 50, 100])
+def random_fleet_and_keys(rng, n, n_keys, o):
     servers = random_fleet(rng, n)
     if o.get("alt", 0) >= len(servers):
         o = dict(o, alt=0)

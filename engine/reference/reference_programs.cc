@@ -1,5 +1,7 @@
 #include "reference/reference_programs.h"
 
+#include "hash/program_hashes.h"
+
 #include <openssl/evp.h>
 #include <sodium/crypto_hash_sha256.h>
 
@@ -35,16 +37,6 @@ uint32_t LittleEndian32(std::string_view s, size_t at, size_t count) {
 }  // namespace
 
 // ---- HAProxy: src/hash.c, include/haproxy/intops.h ----------------------------------
-
-uint32_t RefHaproxyFullHash(uint32_t a) {
-  a = (a + 0x7ed55d16u) + (a << 12);
-  a = (a ^ 0xc761c23cu) ^ (a >> 19);
-  a = (a + 0x165667b1u) + (a << 5);
-  a = (a + 0xd3a2646cu) ^ (a << 9);
-  a = (a + 0xfd7046c5u) + (a << 3);
-  a = (a ^ 0xb55a4f09u) ^ (a >> 16);
-  return a * 3221225473u;
-}
 
 uint32_t RefSdbm(std::string_view key) {
   uint32_t hash = 0;
@@ -140,137 +132,6 @@ uint32_t RefCrc16(std::string_view key) {
     crc = (crc << 8) ^ t;
   }
   return crc;
-}
-
-uint32_t RefHsieh(std::string_view key) {
-  if (key.empty()) return 0;
-  uint32_t hash = 0;
-  size_t at = 0;
-  const size_t blocks = key.size() / 4, rem = key.size() % 4;
-  for (size_t b = 0; b < blocks; ++b, at += 4) {
-    hash += LittleEndian32(key, at, 2);
-    const uint32_t tmp = (LittleEndian32(key, at + 2, 2) << 11) ^ hash;
-    hash = (hash << 16) ^ tmp;
-    hash += hash >> 11;
-  }
-  if (rem == 3) {
-    hash += LittleEndian32(key, at, 2);
-    hash ^= hash << 16;
-    hash ^= CharByte(key[at + 2]) << 18;
-    hash += hash >> 11;
-  } else if (rem == 2) {
-    hash += LittleEndian32(key, at, 2);
-    hash ^= hash << 11;
-    hash += hash >> 17;
-  } else if (rem == 1) {
-    hash += Byte(key[at]);
-    hash ^= hash << 10;
-    hash += hash >> 1;
-  }
-  hash ^= hash << 3;
-  hash += hash >> 5;
-  hash ^= hash << 4;
-  hash += hash >> 17;
-  hash ^= hash << 25;
-  hash += hash >> 6;
-  return hash;
-}
-
-uint32_t RefMurmur(std::string_view key) {
-  const uint32_t m = 0x5bd1e995u;
-  const uint32_t length = static_cast<uint32_t>(key.size());
-  uint32_t h = (0xdeadbeefu * length) ^ length;
-  size_t at = 0;
-  for (; key.size() - at >= 4; at += 4) {
-    uint32_t k = LittleEndian32(key, at, 4);
-    k *= m;
-    k ^= k >> 24;
-    k *= m;
-    h *= m;
-    h ^= k;
-  }
-  const size_t rest = key.size() - at;
-  if (rest > 0) {
-    h ^= LittleEndian32(key, at, rest);
-    h *= m;
-  }
-  h ^= h >> 13;
-  h *= m;
-  h ^= h >> 15;
-  return h;
-}
-
-uint32_t RefMurmur3(std::string_view key) {
-  const uint32_t c1 = 0xcc9e2d51u, c2 = 0x1b873593u;
-  const uint32_t length = static_cast<uint32_t>(key.size());
-  uint32_t h = 0xdeadbeefu * length;
-  size_t at = 0;
-  for (; key.size() - at >= 4; at += 4) {
-    uint32_t k = LittleEndian32(key, at, 4);
-    k = Rotl32(k * c1, 15) * c2;
-    h = Rotl32(h ^ k, 13) * 5 + 0xe6546b64u;
-  }
-  const size_t rest = key.size() - at;
-  if (rest > 0) h ^= Rotl32(LittleEndian32(key, at, rest) * c1, 15) * c2;
-  h ^= length;
-  h = (h ^ (h >> 16)) * 0x85ebca6bu;
-  h = (h ^ (h >> 13)) * 0xc2b2ae35u;
-  return h ^ (h >> 16);
-}
-
-uint32_t RefJenkins(std::string_view key, uint32_t initval) {
-  const auto mix = [](uint32_t& a, uint32_t& b, uint32_t& c) {
-    a -= c;
-    a ^= Rotl32(c, 4);
-    c += b;
-    b -= a;
-    b ^= Rotl32(a, 6);
-    a += c;
-    c -= b;
-    c ^= Rotl32(b, 8);
-    b += a;
-    a -= c;
-    a ^= Rotl32(c, 16);
-    c += b;
-    b -= a;
-    b ^= Rotl32(a, 19);
-    a += c;
-    c -= b;
-    c ^= Rotl32(b, 4);
-    b += a;
-  };
-  uint32_t a = 0xdeadbeefu + static_cast<uint32_t>(key.size()) + initval;
-  uint32_t b = a, c = a;
-  size_t at = 0, length = key.size();
-  while (length > 12) {
-    a += LittleEndian32(key, at, 4);
-    b += LittleEndian32(key, at + 4, 4);
-    c += LittleEndian32(key, at + 8, 4);
-    mix(a, b, c);
-    length -= 12;
-    at += 12;
-  }
-  if (length == 0) return c;
-  uint32_t word[3] = {0, 0, 0};
-  for (size_t i = 0; i < length; ++i) word[i / 4] |= Byte(key[at + i]) << (8 * (i % 4));
-  a += word[0];
-  b += word[1];
-  c += word[2];
-  c ^= b;
-  c -= Rotl32(b, 14);
-  a ^= c;
-  a -= Rotl32(c, 11);
-  b ^= a;
-  b -= Rotl32(a, 25);
-  c ^= b;
-  c -= Rotl32(b, 16);
-  a ^= c;
-  a -= Rotl32(c, 4);
-  b ^= a;
-  b -= Rotl32(a, 14);
-  c ^= b;
-  c -= Rotl32(b, 24);
-  return c;
 }
 
 // ---- Digests -------------------------------------------------------------------------
@@ -390,13 +251,13 @@ uint32_t KetamaHash(KetamaKeyHash hash, std::string_view key) {
     case KetamaKeyHash::kCrc16:
       return RefCrc16(key);
     case KetamaKeyHash::kHsieh:
-      return RefHsieh(key);
+      return internal::HsiehHashkit(key.data(), key.size());
     case KetamaKeyHash::kMurmur:
-      return RefMurmur(key);
+      return internal::MurmurHashkit(key.data(), key.size());
     case KetamaKeyHash::kJenkins:
-      return RefJenkins(key, 13);
+      return internal::JenkinsHashLittle(key.data(), key.size(), 13);
     case KetamaKeyHash::kMurmur3:
-      return RefMurmur3(key);
+      return internal::Murmur3Hashkit(key.data(), key.size());
   }
   return 0;
 }
@@ -422,7 +283,7 @@ uint64_t RefKeyHash(const RingOptions& options, size_t weighted_servers, std::st
           h = RefCrc32(key);
           break;
       }
-      return options.haproxy.avalanche ? RefHaproxyFullHash(h) : h;
+      return options.haproxy.avalanche ? internal::HaproxyFullHash(h) : h;
     }
     case Flavor::kKetamaMd5: {
       const KetamaVariant variant = options.ketama.variant;
@@ -809,9 +670,9 @@ Result<ProgramRing> ProgramRing::Build(const RingOptions& options,
       const uint32_t id = ring.servers_[s].server_id;
       for (uint32_t j = 0; j < counts[s]; ++j) {
         const uint32_t node_key = options.haproxy.server_key == HaproxyServerKey::kIdUnfixed30
-                                      ? RefHaproxyFullHash(id) + j
+                                      ? internal::HaproxyFullHash(id) + j
                                       : id * 4096u + j;
-        points.push_back({RefHaproxyFullHash(node_key), s});
+        points.push_back({internal::HaproxyFullHash(node_key), s});
       }
     } else if (flavor == Flavor::kKetamaMd5) {
       if (options.ketama.variant == KetamaVariant::kLibmemcachedUnweighted ||

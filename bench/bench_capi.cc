@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,110 +102,89 @@ Fixture* Get(uint32_t nodes, uint32_t weight) {
   return &f;
 }
 
-#define CHASH_FIXTURE(state)                                                                      \
-  Fixture* f = Get(static_cast<uint32_t>(state.range(0)), static_cast<uint32_t>(state.range(1))); \
-  if (!f->error.empty()) {                                                                        \
-    state.SkipWithError(f->error.c_str());                                                        \
-    return;                                                                                       \
-  }
-
-void BM_Hash_Cpp(benchmark::State& state) {
-  CHASH_FIXTURE(state);
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(f->cpp.FindNodeByHash(f->hashes[i++ & (kProbes - 1)]));
-  }
-  state.SetItemsProcessed(state.iterations());
+// The fixture of the benchmark's {nodes, weight}, or null (the benchmark
+// then fails) when it is unusable.
+const Fixture* Usable(benchmark::State& state) {
+  const Fixture* f =
+      Get(static_cast<uint32_t>(state.range(0)), static_cast<uint32_t>(state.range(1)));
+  if (f->error.empty()) return f;
+  state.SkipWithError(f->error.c_str());
+  return nullptr;
 }
 
-void BM_Hash_C(benchmark::State& state) {
-  CHASH_FIXTURE(state);
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(chash_ring_find_hash(f->c, f->hashes[i++ & (kProbes - 1)]));
-  }
-  state.SetItemsProcessed(state.iterations());
+// Registers NAME: lookup(fixture, probe index), one probe an iteration.
+template <typename Lookup>
+benchmark::internal::Benchmark* Single(const char* name, Lookup lookup) {
+  return benchmark::RegisterBenchmark(name, [lookup](benchmark::State& state) {
+    const Fixture* f = Usable(state);
+    if (f == nullptr) return;
+    size_t i = 0;
+    for (auto _ : state) benchmark::DoNotOptimize(lookup(*f, i++ & (kProbes - 1)));
+    state.SetItemsProcessed(state.iterations());
+  });
 }
 
-void BM_Key_Cpp(benchmark::State& state) {
-  CHASH_FIXTURE(state);
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(f->cpp.FindNode(f->keys[i++ & (kProbes - 1)]));
-  }
-  state.SetItemsProcessed(state.iterations());
+// Registers NAME: batch(fixture, first probe, out), kBatch probes an
+// iteration.
+template <typename Batch>
+benchmark::internal::Benchmark* Batches(const char* name, Batch batch) {
+  return benchmark::RegisterBenchmark(name, [batch](benchmark::State& state) {
+    const Fixture* f = Usable(state);
+    if (f == nullptr) return;
+    std::vector<uint32_t> out(kBatch);
+    size_t begin = 0;
+    for (auto _ : state) {
+      batch(*f, begin, out.data());
+      benchmark::DoNotOptimize(out.data());
+      begin = (begin + kBatch) & (kProbes - 1);
+    }
+    state.SetItemsProcessed(state.iterations() * kBatch);
+  });
 }
 
-void BM_Key_C(benchmark::State& state) {
-  CHASH_FIXTURE(state);
-  size_t i = 0;
-  for (auto _ : state) {
-    const size_t k = i++ & (kProbes - 1);
-    benchmark::DoNotOptimize(chash_ring_find(f->c, f->key_pointers[k], f->key_lengths[k]));
+// Each lookup through C++ (_Cpp) and through C (_C), on each ring: {nodes,
+// weight} of 16,000 and 20,480,000 points.
+void RegisterAll() {
+  using F = const Fixture&;  // the lookups' first parameter
+  std::vector<benchmark::internal::Benchmark*> all = {
+      Single("BM_Hash_Cpp", [](F f, size_t i) { return f.cpp.FindNodeByHash(f.hashes[i]); }),
+      Single("BM_Hash_C", [](F f, size_t i) { return chash_ring_find_hash(f.c, f.hashes[i]); }),
+      Single("BM_Key_Cpp", [](F f, size_t i) { return f.cpp.FindNode(f.keys[i]); }),
+      Single("BM_Key_C",
+             [](F f, size_t i) {
+               return chash_ring_find(f.c, f.key_pointers[i], f.key_lengths[i]);
+             }),
+      Batches("BM_KeyBatch_Cpp",
+              [](F f, size_t begin, uint32_t* out) {
+                f.cpp.FindNodes(std::span(f.keys).subspan(begin, kBatch), std::span(out, kBatch));
+              }),
+      Batches("BM_KeyBatch_C",
+              [](F f, size_t begin, uint32_t* out) {
+                chash_ring_find_keys(f.c, f.key_pointers.data() + begin,
+                                     f.key_lengths.data() + begin, kBatch, out);
+              }),
+      Batches("BM_HashBatch_Cpp",
+              [](F f, size_t begin, uint32_t* out) {
+                f.cpp.FindNodesByHash(std::span(f.hashes).subspan(begin, kBatch),
+                                      std::span(out, kBatch));
+              }),
+      Batches("BM_HashBatch_C",
+              [](F f, size_t begin, uint32_t* out) {
+                chash_ring_find_hashes(f.c, f.hashes.data() + begin, kBatch, out);
+              }),
+  };
+  for (benchmark::internal::Benchmark* b : all) {
+    b->ArgNames({"nodes", "weight"})->Args({100, 10})->Args({2048, 625});
   }
-  state.SetItemsProcessed(state.iterations());
 }
-
-void BM_KeyBatch_Cpp(benchmark::State& state) {
-  CHASH_FIXTURE(state);
-  std::vector<uint32_t> out(kBatch);
-  size_t begin = 0;
-  for (auto _ : state) {
-    f->cpp.FindNodes(std::span(f->keys).subspan(begin, kBatch), out);
-    benchmark::DoNotOptimize(out.data());
-    begin = (begin + kBatch) & (kProbes - 1);
-  }
-  state.SetItemsProcessed(state.iterations() * kBatch);
-}
-
-void BM_KeyBatch_C(benchmark::State& state) {
-  CHASH_FIXTURE(state);
-  std::vector<uint32_t> out(kBatch);
-  size_t begin = 0;
-  for (auto _ : state) {
-    chash_ring_find_keys(f->c, f->key_pointers.data() + begin, f->key_lengths.data() + begin,
-                         kBatch, out.data());
-    benchmark::DoNotOptimize(out.data());
-    begin = (begin + kBatch) & (kProbes - 1);
-  }
-  state.SetItemsProcessed(state.iterations() * kBatch);
-}
-
-void BM_HashBatch_Cpp(benchmark::State& state) {
-  CHASH_FIXTURE(state);
-  std::vector<uint32_t> out(kBatch);
-  size_t begin = 0;
-  for (auto _ : state) {
-    f->cpp.FindNodesByHash(std::span(f->hashes).subspan(begin, kBatch), out);
-    benchmark::DoNotOptimize(out.data());
-    begin = (begin + kBatch) & (kProbes - 1);
-  }
-  state.SetItemsProcessed(state.iterations() * kBatch);
-}
-
-void BM_HashBatch_C(benchmark::State& state) {
-  CHASH_FIXTURE(state);
-  std::vector<uint32_t> out(kBatch);
-  size_t begin = 0;
-  for (auto _ : state) {
-    chash_ring_find_hashes(f->c, f->hashes.data() + begin, kBatch, out.data());
-    benchmark::DoNotOptimize(out.data());
-    begin = (begin + kBatch) & (kProbes - 1);
-  }
-  state.SetItemsProcessed(state.iterations() * kBatch);
-}
-
-// {nodes, weight}: 16,000 and 20,480,000 points.
-#define CHASH_RINGS ArgNames({"nodes", "weight"})->Args({100, 10})->Args({2048, 625})
-BENCHMARK(BM_Hash_Cpp)->CHASH_RINGS;
-BENCHMARK(BM_Hash_C)->CHASH_RINGS;
-BENCHMARK(BM_Key_Cpp)->CHASH_RINGS;
-BENCHMARK(BM_Key_C)->CHASH_RINGS;
-BENCHMARK(BM_KeyBatch_Cpp)->CHASH_RINGS;
-BENCHMARK(BM_KeyBatch_C)->CHASH_RINGS;
-BENCHMARK(BM_HashBatch_Cpp)->CHASH_RINGS;
-BENCHMARK(BM_HashBatch_C)->CHASH_RINGS;
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

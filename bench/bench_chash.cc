@@ -45,6 +45,7 @@
 #include "proc_memory.h"
 #include "builder/columns_builder.h"
 #include "builder/parallel.h"
+#include "bench_util.h"
 #include "chash/chash.h"
 #include "cold_lookups.h"
 #include "dispatch_control.h"
@@ -72,17 +73,8 @@ constexpr RingSpec kRingSpecs[] = {
 constexpr size_t kLargeRings = 4;  // index of the first ring that outgrows the caches
 bool with_204m = false;
 
-std::string NodeAddressText(uint32_t i) {
-  return "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443";
-}
-
 Result<Ring> BuildSpec(const RingSpec& spec) {
-  RingBuilder builder({.flavor = Flavor::kPingoraV2, .point_multiple = spec.multiple,
-                       .max_points = kHardMaxPoints});
-  for (uint32_t i = 0; i < spec.nodes; ++i) {
-    if (Status status = builder.Add(NodeAddressText(i), spec.weight); !status.ok()) return status;
-  }
-  return std::move(builder).Build();
+  return BuildNodes(Flavor::kPingoraV2, spec.multiple, spec.nodes, spec.weight);
 }
 
 struct PingoraPoint {  // pingora-ketama v1 Point: node index and hash, 8 bytes
@@ -121,12 +113,7 @@ struct Fixture {
   std::vector<uint32_t> key_expected;
 };
 
-Fixture& GetFixture(size_t index) {
-  static std::map<size_t, std::unique_ptr<Fixture>> fixtures;
-  auto& slot = fixtures[index];
-  if (slot) return *slot;
-  slot = std::make_unique<Fixture>();
-  Fixture& f = *slot;
+void MakeFixture(Fixture& f, size_t index) {
   f.spec = &kRingSpecs[index];
   std::fprintf(stderr, "[fixture %s: building ring and baselines...]\n", f.spec->name);
   Result<Ring> ring = BuildSpec(*f.spec);
@@ -137,10 +124,8 @@ Fixture& GetFixture(size_t index) {
   f.ring = std::move(ring).value();
   f.points = f.ring.num_points();
 
-  std::vector<reference::Server> servers;
-  for (uint32_t i = 0; i < f.spec->nodes; ++i) servers.push_back({NodeAddressText(i), f.spec->weight});
-  Result<reference::ReferenceRing> built = reference::ReferenceRing::Build(
-      Flavor::kPingoraV2, f.spec->multiple, servers, kHardMaxPoints);
+  Result<reference::ReferenceRing> built =
+      BuildReferenceNodes(Flavor::kPingoraV2, f.spec->multiple, f.spec->nodes, f.spec->weight);
   if (!built.ok()) std::abort();
   const reference::ReferenceRing& reference = built.value();
   const auto& points = reference.points();
@@ -177,7 +162,10 @@ Fixture& GetFixture(size_t index) {
   }
   f.key_views.assign(f.keys.begin(), f.keys.end());
   for (const std::string& key : f.keys) f.key_expected.push_back(reference.FindNode(key));
-  return f;
+}
+
+Fixture& GetFixture(size_t index) {
+  return MadeOnce<Fixture>(index, [index](Fixture& f) { MakeFixture(f, index); });
 }
 
 const Ring& SmallPagesRing(Fixture& f) {
@@ -310,14 +298,6 @@ inline uint32_t NginxNode(const Fixture& f, uint32_t hash) {
 
 // ---- Benchmark plumbing ----------------------------------------------------------
 
-// Reports time per operation (ns) in the JSON, beside items_per_second.
-void SetPerOp(benchmark::State& state, size_t ops_per_iteration) {
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * ops_per_iteration));
-  state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(ops_per_iteration) * 1e-9,
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-}
-
 // Checks `lookup` on the fixture's check hashes against the reference.
 bool CheckByHash(benchmark::State& state, const Fixture& f,
                  const std::function<uint32_t(uint32_t)>& lookup) {
@@ -351,19 +331,12 @@ bool CheckByKey(benchmark::State& state, const Fixture& f,
   return true;
 }
 
-// Forces a Highway target for one benchmark and names it in the label.
-class TargetScope {
+// Forces a Highway target for one benchmark; the label names it and the
+// CRC-32 implementation.
+class CrcTargetScope : public TargetScope {
  public:
-  TargetScope(benchmark::State& state, const std::string& target) {
-    ok_ = ForceTarget(target).ok() && ActiveTargetName() == target;
-    if (!ok_) state.SkipWithError(("cannot force target " + target).c_str());
-    state.SetLabel(target + " crc=" + internal::Crc32ImplementationName());
-  }
-  ~TargetScope() { (void)ForceTarget(""); }
-  bool ok() const { return ok_; }
-
- private:
-  bool ok_ = false;
+  CrcTargetScope(benchmark::State& state, const std::string& target)
+      : TargetScope(state, target, std::string(" crc=") + internal::Crc32ImplementationName()) {}
 };
 
 constexpr size_t kOpsPerIteration = 1024;
@@ -372,23 +345,16 @@ constexpr size_t kOpsPerIteration = 1024;
 
 void BM_ByHashSingle(benchmark::State& state, size_t ring, std::string target, bool small_pages) {
   Fixture& f = GetFixture(ring);
-  const TargetScope scope(state, target);
+  const CrcTargetScope scope(state, target);
   const Ring& r = small_pages ? SmallPagesRing(f) : f.ring;
-  if (!scope.ok() || !CheckByHash(state, f, [&](uint32_t h) { return r.FindNodeByHash(h); })) return;
-  size_t pos = 0;
-  uint32_t sink = 0;
-  for (auto _ : state) {
-    const uint32_t* q = f.hashes.data() + pos;
-    for (size_t i = 0; i < kOpsPerIteration; ++i) sink += r.FindNodeByHash(q[i]);
-    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
-  }
-  benchmark::DoNotOptimize(sink);
-  SetPerOp(state, kOpsPerIteration);
+  const auto find = [&r](uint32_t h) { return r.FindNodeByHash(h); };
+  if (!scope.ok() || !CheckByHash(state, f, find)) return;
+  TimeEach(state, f.hashes, kOpsPerIteration, find);
 }
 
 void BM_ByHashDependent(benchmark::State& state, size_t ring, std::string target) {
   Fixture& f = GetFixture(ring);
-  const TargetScope scope(state, target);
+  const CrcTargetScope scope(state, target);
   if (!scope.ok() || !CheckByHash(state, f, [&](uint32_t h) { return f.ring.FindNodeByHash(h); })) {
     return;
   }
@@ -406,7 +372,7 @@ void BM_ByHashDependent(benchmark::State& state, size_t ring, std::string target
 void BM_ByHashBatch(benchmark::State& state, size_t ring, std::string target, size_t batch,
                     bool small_pages) {
   Fixture& f = GetFixture(ring);
-  const TargetScope scope(state, target);
+  const CrcTargetScope scope(state, target);
   const Ring& r = small_pages ? SmallPagesRing(f) : f.ring;
   if (!scope.ok() || !CheckBatchByHash(state, f, r)) return;
   std::vector<uint32_t> out(batch);
@@ -425,78 +391,44 @@ void BM_ByHashBatch(benchmark::State& state, size_t ring, std::string target, si
 // FindNodeByHash, two calls, as FindNode was before the fused kernel.
 void BM_KeySingle(benchmark::State& state, size_t ring, std::string target, bool unfused = false) {
   Fixture& f = GetFixture(ring);
-  const TargetScope scope(state, target);
-  const auto find = [&f, unfused](std::string_view k) {
-    return unfused ? f.ring.FindNodeByHash(Crc32(k)) : f.ring.FindNode(k);
-  };
-  if (!scope.ok() || !CheckByKey(state, f, find)) return;
-  size_t pos = 0;
-  uint32_t sink = 0;
-  for (auto _ : state) {
-    const std::string_view* k = f.key_views.data() + pos;
-    if (unfused) {
-      for (size_t i = 0; i < kOpsPerIteration; ++i) sink += f.ring.FindNodeByHash(Crc32(k[i]));
-    } else {
-      for (size_t i = 0; i < kOpsPerIteration; ++i) sink += f.ring.FindNode(k[i]);
-    }
-    pos = (pos + kOpsPerIteration) & (kKeyCount - 1);
+  const CrcTargetScope scope(state, target);
+  const auto fused = [&f](std::string_view k) { return f.ring.FindNode(k); };
+  const auto two_calls = [&f](std::string_view k) { return f.ring.FindNodeByHash(Crc32(k)); };
+  if (!scope.ok()) return;
+  if (unfused) {
+    if (CheckByKey(state, f, two_calls)) TimeEach(state, f.key_views, kOpsPerIteration, two_calls);
+  } else {
+    if (CheckByKey(state, f, fused)) TimeEach(state, f.key_views, kOpsPerIteration, fused);
   }
-  benchmark::DoNotOptimize(sink);
-  SetPerOp(state, kOpsPerIteration);
 }
 
 void BM_KeyBatch(benchmark::State& state, size_t ring, std::string target) {
   Fixture& f = GetFixture(ring);
-  const TargetScope scope(state, target);
+  const CrcTargetScope scope(state, target);
   if (!scope.ok()) return;
-  std::vector<uint32_t> out(f.keys.size());
-  f.ring.FindNodes(f.key_views, out);
-  if (out != f.key_expected) {
-    state.SkipWithError("batch key answers differ from the reference");
-    return;
-  }
-  size_t pos = 0;
-  for (auto _ : state) {
-    f.ring.FindNodes(std::span(f.key_views).subspan(pos, kOpsPerIteration), out);
-    benchmark::DoNotOptimize(out.data());
-    pos = (pos + kOpsPerIteration) & (kKeyCount - 1);
-  }
-  SetPerOp(state, kOpsPerIteration);
+  TimeBatches(state, f.key_views, f.key_expected, kOpsPerIteration,
+              "batch key answers differ from the reference",
+              [&f](std::span<const std::string_view> keys, std::span<uint32_t> out) {
+                f.ring.FindNodes(keys, out);
+              });
 }
 
 // ---- Baselines ---------------------------------------------------------------------------
 
-template <typename Lookup>
-void RunByHash(benchmark::State& state, const Fixture& f, Lookup lookup) {
-  if (!CheckByHash(state, f, lookup)) return;
-  size_t pos = 0;
-  uint32_t sink = 0;
-  for (auto _ : state) {
-    const uint32_t* q = f.hashes.data() + pos;
-    for (size_t i = 0; i < kOpsPerIteration; ++i) sink += lookup(q[i]);
-    pos = (pos + kOpsPerIteration) & (kQueryCount - 1);
-  }
-  benchmark::DoNotOptimize(sink);
-  SetPerOp(state, kOpsPerIteration);
-}
-
-template <typename Lookup>
-void RunByKey(benchmark::State& state, const Fixture& f, Lookup lookup) {
-  if (!CheckByKey(state, f, lookup)) return;
-  size_t pos = 0;
-  uint32_t sink = 0;
-  for (auto _ : state) {
-    const std::string_view* k = f.key_views.data() + pos;
-    for (size_t i = 0; i < kOpsPerIteration; ++i) sink += lookup(k[i]);
-    pos = (pos + kOpsPerIteration) & (kKeyCount - 1);
-  }
-  benchmark::DoNotOptimize(sink);
-  SetPerOp(state, kOpsPerIteration);
-}
-
-void BM_LowerBound(benchmark::State& state, size_t ring) {
+// A baseline's lookup by hash or by key (a template argument: called, and
+// inlined, in the timed loop): checked against the reference, then timed.
+template <uint32_t (*kLookup)(const Fixture&, uint32_t)>
+void BM_BaselineByHash(benchmark::State& state, size_t ring) {
   const Fixture& f = GetFixture(ring);
-  RunByHash(state, f, [&](uint32_t h) { return LowerBoundNode(f, h); });
+  const auto find = [&f](uint32_t h) { return kLookup(f, h); };
+  if (CheckByHash(state, f, find)) TimeEach(state, f.hashes, kOpsPerIteration, find);
+}
+
+template <uint32_t (*kLookup)(const Fixture&, std::string_view)>
+void BM_BaselineByKey(benchmark::State& state, size_t ring) {
+  const Fixture& f = GetFixture(ring);
+  const auto find = [&f](std::string_view k) { return kLookup(f, k); };
+  if (CheckByKey(state, f, find)) TimeEach(state, f.key_views, kOpsPerIteration, find);
 }
 
 void BM_LowerBoundDependent(benchmark::State& state, size_t ring) {
@@ -513,24 +445,12 @@ void BM_LowerBoundDependent(benchmark::State& state, size_t ring) {
   SetPerOp(state, kOpsPerIteration);
 }
 
-void BM_PingoraByHash(benchmark::State& state, size_t ring) {
-  const Fixture& f = GetFixture(ring);
-  RunByHash(state, f, [&](uint32_t h) { return PingoraNode(f, h); });
+// pingora-ketama's and nginx's key paths: their CRC-32, then their search.
+uint32_t PingoraKeyNode(const Fixture& f, std::string_view key) {
+  return PingoraNode(f, TableCrc32(key));
 }
-
-void BM_PingoraKey(benchmark::State& state, size_t ring) {
-  const Fixture& f = GetFixture(ring);
-  RunByKey(state, f, [&](std::string_view k) { return PingoraNode(f, TableCrc32(k)); });
-}
-
-void BM_NginxByHash(benchmark::State& state, size_t ring) {
-  const Fixture& f = GetFixture(ring);
-  RunByHash(state, f, [&](uint32_t h) { return NginxNode(f, h); });
-}
-
-void BM_NginxKey(benchmark::State& state, size_t ring) {
-  const Fixture& f = GetFixture(ring);
-  RunByKey(state, f, [&](std::string_view k) { return NginxNode(f, ByteTableCrc32(k)); });
+uint32_t NginxKeyNode(const Fixture& f, std::string_view key) {
+  return NginxNode(f, ByteTableCrc32(key));
 }
 
 // Two random cache lines per lookup over the ring's column bytes, eight
@@ -556,9 +476,7 @@ void BM_MemoryFloor(benchmark::State& state, size_t ring, bool small_pages) {
     for (size_t i = 0; i < kOpsPerIteration; i += 8) {
       uint64_t sum = 0;
       for (int load = 0; load < 16; ++load) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        NextXorShift(x);
         const uint64_t line = static_cast<uint64_t>((static_cast<unsigned __int128>(x >> 32) * lines) >> 32);
         sum += buffer[line * 64];
       }
@@ -579,9 +497,7 @@ void BM_DependentLine(benchmark::State& state, size_t ring) {
   uint64_t x = 0x9E3779B97F4A7C15ull;
   for (auto _ : state) {
     for (size_t i = 0; i < kOpsPerIteration; ++i) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
+      NextXorShift(x);
       x ^= buffer[((x >> 32) * lines >> 32) * 64];
     }
   }
@@ -644,12 +560,7 @@ struct RadixLab {
   int shift = 32;
 };
 
-RadixLab& GetRadixLab(Fixture& f, int bits) {
-  static std::map<std::pair<const Fixture*, int>, std::unique_ptr<RadixLab>> labs;
-  auto& slot = labs[{&f, bits}];
-  if (slot) return *slot;
-  slot = std::make_unique<RadixLab>();
-  RadixLab& lab = *slot;
+void MakeRadixLab(RadixLab& lab, const Fixture& f, int bits) {
   lab.shift = 32 - bits;
   const size_t entries = size_t{1} << bits;
   lab.table.resize(entries + 1);
@@ -661,7 +572,11 @@ RadixLab& GetRadixLab(Fixture& f, int bits) {
     lab.table[p] = static_cast<uint32_t>(pos);
   }
   lab.table[entries] = static_cast<uint32_t>(n);
-  return lab;
+}
+
+RadixLab& GetRadixLab(Fixture& f, int bits) {
+  return MadeOnce<RadixLab>(std::pair<const Fixture*, int>(&f, bits),
+                            [&](RadixLab& lab) { MakeRadixLab(lab, f, bits); });
 }
 
 inline uint32_t RadixNode(const Fixture& f, const RadixLab& lab, uint32_t x) {
@@ -752,12 +667,7 @@ struct InterpLab {
   uint32_t n = 0;
 };
 
-InterpLab& GetInterpLab(Fixture& f, int bits) {
-  static std::map<std::pair<const Fixture*, int>, std::unique_ptr<InterpLab>> labs;
-  auto& slot = labs[{&f, bits}];
-  if (slot) return *slot;
-  slot = std::make_unique<InterpLab>();
-  InterpLab& lab = *slot;
+void MakeInterpLab(InterpLab& lab, Fixture& f, int bits) {
   const RadixLab& radix = GetRadixLab(f, bits);
   lab.shift = radix.shift;
   lab.n = static_cast<uint32_t>(f.sorted_hash.size());
@@ -770,7 +680,11 @@ InterpLab& GetInterpLab(Fixture& f, int bits) {
   std::fill(lab.hash.data() + lab.n, lab.hash.data() + lab.n + 32, UINT32_MAX);
   std::copy(f.sorted_node.data(), f.sorted_node.data() + lab.n, lab.node.data());
   std::fill(lab.node.data() + lab.n, lab.node.data() + lab.n + 32, f.sorted_node[0]);
-  return lab;
+}
+
+InterpLab& GetInterpLab(Fixture& f, int bits) {
+  return MadeOnce<InterpLab>(std::pair<const Fixture*, int>(&f, bits),
+                             [&](InterpLab& lab) { MakeInterpLab(lab, f, bits); });
 }
 
 __attribute__((target("avx2,popcnt"))) inline uint32_t LabCountLess16(const uint32_t* keys,
@@ -996,12 +910,9 @@ uint32_t ProxyLookup(const Fixture& f, const RadixLab* radix, ProxyWhat what, si
     case ProxyWhat::kInterp32Hash:
       return 0;
 #endif
-    case ProxyWhat::kLine: {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
+    case ProxyWhat::kLine:
+      NextXorShift(x);
       return f.floor_buffer[((x >> 32) * (f.floor_buffer.size() / 64) >> 32) * 64];
-    }
   }
   return 0;
 }
@@ -1278,18 +1189,20 @@ void RegisterAll() {
   };
   for (size_t ring = 0; ring < rings; ++ring) {
     const std::string r = RingName(ring);
-    reg("lower_bound/single/" + r, [ring](benchmark::State& s) { BM_LowerBound(s, ring); });
-    reg("lower_bound/dependent/" + r,
-        [ring](benchmark::State& s) { BM_LowerBoundDependent(s, ring); });
-    reg("pingora/by_hash/" + r, [ring](benchmark::State& s) { BM_PingoraByHash(s, ring); });
-    reg("pingora/key/" + r, [ring](benchmark::State& s) { BM_PingoraKey(s, ring); });
-    reg("nginx/by_hash/" + r, [ring](benchmark::State& s) { BM_NginxByHash(s, ring); });
-    reg("nginx/key/" + r, [ring](benchmark::State& s) { BM_NginxKey(s, ring); });
-    reg("floor/" + r, [ring](benchmark::State& s) { BM_MemoryFloor(s, ring, false); });
-    reg("floor_dependent/" + r, [ring](benchmark::State& s) { BM_DependentLine(s, ring); });
-    reg("baseline/batch1024/" + r, [ring](benchmark::State& s) { BM_BranchlessBatch(s, ring); });
-    reg("baseline/key_batch1024/" + r,
-        [ring](benchmark::State& s) { BM_BaselineKeyBatch(s, ring); });
+    const std::pair<const char*, void (*)(benchmark::State&, size_t)> baselines[] = {
+        {"lower_bound/single/", BM_BaselineByHash<LowerBoundNode>},
+        {"lower_bound/dependent/", BM_LowerBoundDependent},
+        {"pingora/by_hash/", BM_BaselineByHash<PingoraNode>},
+        {"pingora/key/", BM_BaselineByKey<PingoraKeyNode>},
+        {"nginx/by_hash/", BM_BaselineByHash<NginxNode>},
+        {"nginx/key/", BM_BaselineByKey<NginxKeyNode>},
+        {"floor/", [](benchmark::State& s, size_t i) { BM_MemoryFloor(s, i, false); }},
+        {"floor_dependent/", BM_DependentLine},
+        {"baseline/batch1024/", BM_BranchlessBatch},
+        {"baseline/key_batch1024/", BM_BaselineKeyBatch}};
+    for (const auto& [name, run] : baselines) {
+      reg(name + r, [ring, run = run](benchmark::State& s) { run(s, ring); });
+    }
     for (const std::string& t : targets) {
       reg("chash/single/" + r + "/" + t,
           [ring, t](benchmark::State& s) { BM_ByHashSingle(s, ring, t, false); });

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -118,29 +119,45 @@ void Label(benchmark::State& state, const Fleet& fleet) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
 
-// ---- Plain ------------------------------------------------------------------------
-
-void BM_Plain(benchmark::State& state) {
-  const Fleet& fleet = GetFleet(static_cast<int>(state.range(0)));
+// Times lookup(key), one key an iteration, over the fleet's keys.
+template <typename Lookup>
+void TimeKeys(benchmark::State& state, const Fleet& fleet, Lookup lookup) {
   size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(fleet.ring->FindNode(fleet.keys[i++ & (kKeys - 1)]));
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(lookup(fleet.keys[i++ & (kKeys - 1)]));
   Label(state, fleet);
 }
+
+// Times batch(keys), 1,024 keys an iteration, over the fleet's keys.
+template <typename Batch>
+void TimeKeyBatches(benchmark::State& state, const Fleet& fleet, Batch batch) {
+  size_t at = 0;
+  for (auto _ : state) {
+    batch(std::span<const std::string_view>(fleet.keys.data() + at, 1024));
+    at = (at + 1024) & (kKeys - 1);
+  }
+  Label(state, fleet);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 1024);
+}
+
+// ---- Plain ------------------------------------------------------------------------
+
+// One key at a time on one of the fleet's rings, `ring`: the fleet of range(0).
+void PlainLookups(benchmark::State& state, std::shared_ptr<const Ring> Fleet::*ring) {
+  const Fleet& fleet = GetFleet(static_cast<int>(state.range(0)));
+  const Ring& r = *(fleet.*ring);
+  TimeKeys(state, fleet, [&r](std::string_view key) { return r.FindNode(key); });
+}
+
+void BM_Plain(benchmark::State& state) { PlainLookups(state, &Fleet::ring); }
 BENCHMARK(BM_Plain)->Arg(0)->Arg(1);
 
 void BM_PlainBatch(benchmark::State& state) {
   const Fleet& fleet = GetFleet(static_cast<int>(state.range(0)));
   std::vector<uint32_t> out(1024);
-  size_t at = 0;
-  for (auto _ : state) {
-    fleet.ring->FindNodes({fleet.keys.data() + at, 1024}, out);
+  TimeKeyBatches(state, fleet, [&](std::span<const std::string_view> keys) {
+    fleet.ring->FindNodes(keys, out);
     benchmark::DoNotOptimize(out.data());
-    at = (at + 1024) & (kKeys - 1);
-  }
-  Label(state, fleet);
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 1024);
+  });
 }
 BENCHMARK(BM_PlainBatch)->Arg(0)->Arg(1);
 
@@ -156,11 +173,8 @@ void BM_Masked(benchmark::State& state) {
     state.SkipWithError("masked answers differ from the subset ring");
     return;
   }
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(FindAvailableNode(*fleet.ring, mask, fleet.keys[i++ & (kKeys - 1)]));
-  }
-  Label(state, fleet);
+  TimeKeys(state, fleet,
+           [&](std::string_view key) { return FindAvailableNode(*fleet.ring, mask, key); });
 }
 BENCHMARK(BM_Masked)->ArgsProduct({{0, 1}, {100, 90, 50, 10}});
 
@@ -169,14 +183,10 @@ void BM_MaskedBatch(benchmark::State& state) {
   const NodeMask mask =
       RandomMask(fleet.ring->num_nodes(), static_cast<double>(state.range(1)) / 100, 7);
   std::vector<uint32_t> out(1024);
-  size_t at = 0;
-  for (auto _ : state) {
-    FindAvailableNodes(*fleet.ring, mask, {fleet.keys.data() + at, 1024}, out);
+  TimeKeyBatches(state, fleet, [&](std::span<const std::string_view> keys) {
+    FindAvailableNodes(*fleet.ring, mask, keys, out);
     benchmark::DoNotOptimize(out.data());
-    at = (at + 1024) & (kKeys - 1);
-  }
-  Label(state, fleet);
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 1024);
+  });
 }
 BENCHMARK(BM_MaskedBatch)->ArgsProduct({{0, 1}, {100, 90, 50}});
 
@@ -197,11 +207,8 @@ void BM_AvailabilityMask(benchmark::State& state) {
       return;
     }
   }
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(published.FindNode(*fleet.ring, fleet.keys[i++ & (kKeys - 1)]));
-  }
-  Label(state, fleet);
+  TimeKeys(state, fleet,
+           [&](std::string_view key) { return published.FindNode(*fleet.ring, key); });
 }
 BENCHMARK(BM_AvailabilityMask)->ArgsProduct({{0, 1}, {100, 90}});
 
@@ -215,11 +222,7 @@ void BM_DedicatedSubsetRing(benchmark::State& state) {
     state.SkipWithError("masked answers differ from the subset ring");
     return;
   }
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(subset.FindNode(fleet.keys[i++ & (kKeys - 1)]));
-  }
-  Label(state, fleet);
+  TimeKeys(state, fleet, [&](std::string_view key) { return subset.FindNode(key); });
 }
 BENCHMARK(BM_DedicatedSubsetRing)->ArgsProduct({{0, 1}, {90, 50, 10}});
 
@@ -283,11 +286,7 @@ void RunMigration(benchmark::State& state, const Fleet& fleet,
     state.SkipWithError("migration setup or answers wrong");
     return;
   }
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(migration->Find(fleet.keys[i++ & (kKeys - 1)]));
-  }
-  Label(state, fleet);
+  TimeKeys(state, fleet, [&](std::string_view key) { return migration->Find(key); });
 }
 
 void BM_Migration(benchmark::State& state) {
@@ -314,14 +313,10 @@ void BM_MigrationOverheadBatch(benchmark::State& state) {
   }
   std::vector<uint32_t> nodes(1024);
   std::vector<RingSide> sides(1024);
-  size_t at = 0;
-  for (auto _ : state) {
-    migration->FindNodes({fleet.keys.data() + at, 1024}, nodes, sides);
+  TimeKeyBatches(state, fleet, [&](std::span<const std::string_view> keys) {
+    migration->FindNodes(keys, nodes, sides);
     benchmark::DoNotOptimize(nodes.data());
-    at = (at + 1024) & (kKeys - 1);
-  }
-  Label(state, fleet);
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 1024);
+  });
 }
 BENCHMARK(BM_MigrationOverheadBatch)->ArgsProduct({{0, 1}, {50}});
 
@@ -359,14 +354,7 @@ void BM_KeyCrc32(benchmark::State& state) {
 BENCHMARK(BM_KeyCrc32);
 
 // The old ring alone (pingora-v1 at 160): BM_Migration at 0% against it.
-void BM_PlainOldRing(benchmark::State& state) {
-  const Fleet& fleet = GetFleet(static_cast<int>(state.range(0)));
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(fleet.v1_ring->FindNode(fleet.keys[i++ & (kKeys - 1)]));
-  }
-  Label(state, fleet);
-}
+void BM_PlainOldRing(benchmark::State& state) { PlainLookups(state, &Fleet::v1_ring); }
 BENCHMARK(BM_PlainOldRing)->Arg(0)->Arg(1);
 
 // ---- Bounded load ---------------------------------------------------------------------
@@ -381,12 +369,9 @@ void BM_BoundedLoad(benchmark::State& state) {
     if (static_cast<int64_t>(rng() % 100) < state.range(1)) load = 125;
   }
   const uint64_t capacity = 125;
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        FindNodeUnderCapacity(*fleet.ring, Crc32(fleet.keys[i++ & (kKeys - 1)]), loads, capacity));
-  }
-  Label(state, fleet);
+  TimeKeys(state, fleet, [&](std::string_view key) {
+    return FindNodeUnderCapacity(*fleet.ring, Crc32(key), loads, capacity);
+  });
 }
 BENCHMARK(BM_BoundedLoad)->ArgsProduct({{0, 1}, {0, 20}});
 

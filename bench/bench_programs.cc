@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "chash/chash.h"
 #include "cold_lookups.h"
 #include "dispatch_control.h"
@@ -121,17 +122,12 @@ struct Fixture {
   std::string error;
 };
 
-Fixture& GetFixture(size_t index) {
-  static std::map<size_t, std::unique_ptr<Fixture>> fixtures;
-  std::unique_ptr<Fixture>& slot = fixtures[index];
-  if (slot) return *slot;
-  slot = std::make_unique<Fixture>();
-  Fixture& f = *slot;
+void MakeFixture(Fixture& f, size_t index) {
   f.spec = &Specs()[index];
   Result<Ring> ring = BuildFleet(*f.spec);
   if (!ring.ok()) {
     f.error = ring.status().ToString();
-    return f;
+    return;
   }
   f.ring = std::move(ring).value();
   f.keys = Keys(index + 1);
@@ -154,38 +150,20 @@ Fixture& GetFixture(size_t index) {
     Result<reference::ProgramRing> model = reference::ProgramRing::Build(options, servers);
     if (!model.ok()) {
       f.error = "reference: " + model.status().ToString();
-      return f;
+      return;
     }
     for (size_t i = 0; i < kKeyCount; i += 61) {
       if (model.value().FindNode(f.keys[i]) != f.expected[i]) {
         f.error = "differs from the reference model for key " + f.keys[i];
-        return f;
+        return;
       }
     }
   }
-  return f;
 }
 
-void SetPerOp(benchmark::State& state, size_t ops) {
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * ops));
-  state.counters["ns_per_op"] =
-      benchmark::Counter(static_cast<double>(ops) * 1e-9,
-                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+Fixture& GetFixture(size_t index) {
+  return MadeOnce<Fixture>(index, [index](Fixture& f) { MakeFixture(f, index); });
 }
-
-class TargetScope {
- public:
-  TargetScope(benchmark::State& state, const std::string& target) {
-    ok_ = ForceTarget(target).ok();
-    if (!ok_) state.SkipWithError(("cannot force target " + target).c_str());
-    state.SetLabel(std::string(ActiveTargetName()));
-  }
-  ~TargetScope() { (void)ForceTarget(""); }
-  bool ok() const { return ok_; }
-
- private:
-  bool ok_ = false;
-};
 
 bool Usable(benchmark::State& state, const Fixture& f) {
   if (!f.error.empty()) {
@@ -201,60 +179,32 @@ void BM_Key(benchmark::State& state, size_t index, std::string target) {
   Fixture& f = GetFixture(index);
   const TargetScope scope(state, target);
   if (!Usable(state, f) || !scope.ok()) return;
-  size_t pos = 0;
-  uint32_t sink = 0;
-  for (auto _ : state) {
-    const std::string_view* k = f.views.data() + pos;
-    for (size_t i = 0; i < kOps; ++i) sink += f.ring.FindNode(k[i]);
-    pos = (pos + kOps) & (kKeyCount - 1);
-  }
-  benchmark::DoNotOptimize(sink);
-  SetPerOp(state, kOps);
+  TimeEach(state, f.views, kOps, [&f](std::string_view key) { return f.ring.FindNode(key); });
 }
 
 void BM_KeyBatch(benchmark::State& state, size_t index, std::string target) {
   Fixture& f = GetFixture(index);
   const TargetScope scope(state, target);
   if (!Usable(state, f) || !scope.ok()) return;
-  std::vector<uint32_t> out(kKeyCount);
-  f.ring.FindNodes(f.views, out);
-  if (out != f.expected) return state.SkipWithError("batch answers differ from single ones");
-  size_t pos = 0;
-  for (auto _ : state) {
-    f.ring.FindNodes(std::span(f.views).subspan(pos, kOps), std::span(out).first(kOps));
-    benchmark::DoNotOptimize(out.data());
-    pos = (pos + kOps) & (kKeyCount - 1);
-  }
-  SetPerOp(state, kOps);
+  TimeBatches(state, f.views, f.expected, kOps, "batch answers differ from single ones",
+              [&f](std::span<const std::string_view> keys, std::span<uint32_t> out) {
+                f.ring.FindNodes(keys, out);
+              });
 }
 
 void BM_Hash(benchmark::State& state, size_t index) {
   Fixture& f = GetFixture(index);
   if (!Usable(state, f)) return;
-  size_t pos = 0;
-  uint32_t sink = 0;
-  for (auto _ : state) {
-    const uint64_t* h = f.hashes.data() + pos;
-    for (size_t i = 0; i < kOps; ++i) sink += f.ring.FindNodeByHash64(h[i]);
-    pos = (pos + kOps) & (kKeyCount - 1);
-  }
-  benchmark::DoNotOptimize(sink);
-  SetPerOp(state, kOps);
+  TimeEach(state, f.hashes, kOps, [&f](uint64_t hash) { return f.ring.FindNodeByHash64(hash); });
 }
 
 void BM_HashBatch(benchmark::State& state, size_t index) {
   Fixture& f = GetFixture(index);
   if (!Usable(state, f)) return;
-  std::vector<uint32_t> out(kKeyCount);
-  f.ring.FindNodesByHash64(f.hashes, out);
-  if (out != f.expected) return state.SkipWithError("hash batch answers differ from the keys'");
-  size_t pos = 0;
-  for (auto _ : state) {
-    f.ring.FindNodesByHash64(std::span(f.hashes).subspan(pos, kOps), std::span(out).first(kOps));
-    benchmark::DoNotOptimize(out.data());
-    pos = (pos + kOps) & (kKeyCount - 1);
-  }
-  SetPerOp(state, kOps);
+  TimeBatches(state, f.hashes, f.expected, kOps, "hash batch answers differ from the keys'",
+              [&f](std::span<const uint64_t> hashes, std::span<uint32_t> out) {
+                f.ring.FindNodesByHash64(hashes, out);
+              });
 }
 
 // ---- Cold: one key after a sweep --------------------------------------------------------
@@ -372,17 +322,9 @@ Memcached& GetMemcached() {
 void BM_Libmemcached(benchmark::State& state) {
   Memcached& f = GetMemcached();
   if (!f.error.empty()) return state.SkipWithError(f.error.c_str());
-  size_t pos = 0;
-  uint32_t sink = 0;
-  for (auto _ : state) {
-    for (size_t i = 0; i < kOps; ++i) {
-      const std::string& key = f.keys[pos + i];
-      sink += memcached_generate_hash(f.m, key.data(), key.size());
-    }
-    pos = (pos + kOps) & (kKeyCount - 1);
-  }
-  benchmark::DoNotOptimize(sink);
-  SetPerOp(state, kOps);
+  TimeEach(state, f.keys, kOps, [&f](const std::string& key) {
+    return memcached_generate_hash(f.m, key.data(), key.size());
+  });
 }
 
 void BM_LibmemcachedChash(benchmark::State& state, bool batch, std::string target) {

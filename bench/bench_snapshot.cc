@@ -67,6 +67,7 @@
 #include <vector>
 
 #include "proc_memory.h"
+#include "bench_util.h"
 #include "builder/columns_builder.h"
 #include "builder/parallel.h"
 #include "chash/chash.h"
@@ -106,17 +107,8 @@ std::string snapshot_dir;
 bool IsLarge(size_t ring) { return ring >= kFirstLarge; }
 bool IsHuge(size_t ring) { return ring == 2; }
 
-std::string NodeAddressText(uint32_t i) {
-  return "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443";
-}
-
 Result<Ring> BuildSpec(const RingSpec& spec) {
-  RingBuilder builder(
-      {.flavor = spec.flavor, .point_multiple = spec.multiple, .max_points = kHardMaxPoints});
-  for (uint32_t i = 0; i < spec.nodes; ++i) {
-    if (Status status = builder.Add(NodeAddressText(i), spec.weight); !status.ok()) return status;
-  }
-  return std::move(builder).Build();
+  return BuildNodes(spec.flavor, spec.multiple, spec.nodes, spec.weight);
 }
 
 SnapshotWriteOptions WriteOptions(const RingSpec& spec) {
@@ -149,19 +141,14 @@ struct Fixture {
 
 std::vector<std::string> files_to_remove;
 
-Fixture& GetFixture(size_t index) {
-  static std::map<size_t, std::unique_ptr<Fixture>> fixtures;
-  auto& slot = fixtures[index];
-  if (slot) return *slot;
-  slot = std::make_unique<Fixture>();
-  Fixture& f = *slot;
+void MakeFixture(Fixture& f, size_t index) {
   f.spec = &kRingSpecs[index];
   std::fprintf(stderr, "[fixture %s: building the ring, writing its snapshots...]\n",
                f.spec->name);
   Result<Ring> ring = BuildSpec(*f.spec);
   if (!ring.ok()) {
     f.error = "build: " + ring.status().ToString();
-    return f;
+    return;
   }
   f.ring = std::move(ring).value();
 
@@ -189,27 +176,23 @@ Fixture& GetFixture(size_t index) {
   for (const std::string& key : f.keys) f.key_expected.push_back(f.ring.FindNode(key));
 
   if (f.spec->check_reference) {
-    std::vector<reference::Server> servers;
-    for (uint32_t i = 0; i < f.spec->nodes; ++i) {
-      servers.push_back({NodeAddressText(i), f.spec->weight});
-    }
-    Result<reference::ReferenceRing> reference = reference::ReferenceRing::Build(
-        f.spec->flavor, f.spec->multiple, servers, kHardMaxPoints);
+    Result<reference::ReferenceRing> reference =
+        BuildReferenceNodes(f.spec->flavor, f.spec->multiple, f.spec->nodes, f.spec->weight);
     if (!reference.ok()) {
       f.error = "reference build failed";
-      return f;
+      return;
     }
     for (size_t i = 0; i < f.check_hashes.size(); ++i) {
       if (reference.value().FindNodeByHash(f.check_hashes[i]) != f.check_expected[i]) {
         f.error = "the built ring differs from the reference at hash " +
                   std::to_string(f.check_hashes[i]);
-        return f;
+        return;
       }
     }
     for (size_t i = 0; i < f.keys.size(); i += 7) {
       if (reference.value().FindNode(f.keys[i]) != f.key_expected[i]) {
         f.error = "the built ring differs from the reference on key " + f.keys[i];
-        return f;
+        return;
       }
     }
   }
@@ -217,7 +200,7 @@ Fixture& GetFixture(size_t index) {
   Result<SecretKey> key = GenerateSecretKey();
   if (!key.ok()) {
     f.error = "keygen: " + key.status().ToString();
-    return f;
+    return;
   }
   f.key = key.value();
   const std::string base = snapshot_dir + "/bench-snapshot-" + std::to_string(getpid()) + "-" +
@@ -229,14 +212,17 @@ Fixture& GetFixture(size_t index) {
   SnapshotWriteOptions write = WriteOptions(*f.spec);
   if (Status status = WriteSnapshotFile(f.ring, write, f.path); !status.ok()) {
     f.error = "write: " + status.ToString();
-    return f;
+    return;
   }
   write.signing_key = f.key;
   if (Status status = WriteSnapshotFile(f.ring, write, f.signed_path); !status.ok()) {
     f.error = "write signed: " + status.ToString();
-    return f;
+    return;
   }
-  return f;
+}
+
+Fixture& GetFixture(size_t index) {
+  return MadeOnce<Fixture>(index, [index](Fixture& f) { MakeFixture(f, index); });
 }
 
 Fixture* Usable(benchmark::State& state, size_t ring) {
@@ -273,13 +259,6 @@ bool CheckRing(benchmark::State& state, const Fixture& f, const Ring& ring) {
   return true;
 }
 
-void SetPerOp(benchmark::State& state, size_t ops_per_iteration) {
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * ops_per_iteration));
-  state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(ops_per_iteration) * 1e-9,
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-}
-
 void SetPoints(benchmark::State& state, const Fixture& f) {
   state.counters["points"] = static_cast<double>(f.ring.num_points());
   struct stat st {};
@@ -300,26 +279,23 @@ enum class Shape {
   kSealedSigned,
 };
 
+// Every shape, in the order the make/ and load/ rows are registered, with
+// its name in the benchmarks' names.
+constexpr std::pair<Shape, const char*> kShapes[] = {
+    {Shape::kBuild, "build"},
+    {Shape::kMapVerified, "map_verified"},
+    {Shape::kMapUnverified, "map_unverified"},
+    {Shape::kCopyVerified, "copy_verified"},
+    {Shape::kCopyUnverified, "copy_unverified"},
+    {Shape::kMapSigned, "map_signed"},
+    {Shape::kMapPointsDigest, "map_points_digest"},
+    {Shape::kSealedVerified, "sealed_verified"},
+    {Shape::kSealedSigned, "sealed_signed"},
+};
+
 const char* ShapeName(Shape shape) {
-  switch (shape) {
-    case Shape::kBuild:
-      return "build";
-    case Shape::kMapVerified:
-      return "map_verified";
-    case Shape::kMapUnverified:
-      return "map_unverified";
-    case Shape::kCopyVerified:
-      return "copy_verified";
-    case Shape::kCopyUnverified:
-      return "copy_unverified";
-    case Shape::kMapSigned:
-      return "map_signed";
-    case Shape::kMapPointsDigest:
-      return "map_points_digest";
-    case Shape::kSealedVerified:
-      return "sealed_verified";
-    case Shape::kSealedSigned:
-      return "sealed_signed";
+  for (const auto& [s, name] : kShapes) {
+    if (s == shape) return name;
   }
   return "?";
 }
@@ -572,22 +548,6 @@ void BM_Part(benchmark::State& state, size_t ring, Part part) {
 
 enum class RingKind { kBuilt, kBuilt4k, kMap, kCopy, kSealed };
 
-const char* KindName(RingKind kind) {
-  switch (kind) {
-    case RingKind::kBuilt:
-      return "built";
-    case RingKind::kBuilt4k:
-      return "built_4k_pages";
-    case RingKind::kMap:
-      return "map";
-    case RingKind::kCopy:
-      return "copy";
-    case RingKind::kSealed:
-      return "sealed";
-  }
-  return "?";
-}
-
 // A ring of the kind, kept for the whole run (loads are kept by kind).
 const Ring* RingOfKind(Fixture& f, RingKind kind, std::string& error) {
   static std::map<std::pair<const Fixture*, RingKind>, std::shared_ptr<const RingSnapshot>> loaded;
@@ -825,14 +785,12 @@ void RegisterAll() {
   };
   for (size_t ring = 0; ring < rings; ++ring) {
     const std::string r = kRingSpecs[ring].name;
-    for (const Shape shape :
-         {Shape::kBuild, Shape::kMapVerified, Shape::kMapUnverified, Shape::kCopyVerified,
-          Shape::kCopyUnverified, Shape::kMapSigned, Shape::kMapPointsDigest,
-          Shape::kSealedVerified, Shape::kSealedSigned}) {
+    for (const auto& [shape, name] : kShapes) {
       const int large = shape == Shape::kBuild || shape == Shape::kMapPointsDigest ? 5 : 20;
       const int huge = shape == Shape::kBuild || shape == Shape::kMapPointsDigest ? 2 : 5;
-      slow(reg(std::string(shape == Shape::kBuild ? "make/" : "load/") + ShapeName(shape) + "/" + r,
-               [ring, shape](benchmark::State& s) { BM_Make(s, ring, shape); }),
+      slow(reg(std::string(shape == Shape::kBuild ? "make/" : "load/") + name + "/" + r,
+               // An init-capture: clang 14 cannot capture structured bindings.
+               [ring, shape = shape](benchmark::State& s) { BM_Make(s, ring, shape); }),
            ring, large, huge);
     }
     slow(reg("load/map_verified_cold/" + r, [ring](benchmark::State& s) { BM_LoadCold(s, ring); }),
@@ -874,14 +832,18 @@ void RegisterAll() {
           ->UseManualTime()
           ->Iterations(1);
     }
-    for (const RingKind kind :
-         {RingKind::kBuilt, RingKind::kBuilt4k, RingKind::kMap, RingKind::kCopy,
-          RingKind::kSealed}) {
+    for (const auto& [kind, kind_name] : {std::pair{RingKind::kBuilt, "built"},
+                                          std::pair{RingKind::kBuilt4k, "built_4k_pages"},
+                                          std::pair{RingKind::kMap, "map"},
+                                          std::pair{RingKind::kCopy, "copy"},
+                                          std::pair{RingKind::kSealed, "sealed"}}) {
       for (const auto& [shape, name] : {std::pair{LookupShape::kSingle, "single"},
                                         std::pair{LookupShape::kBatch, "batch1024"},
                                         std::pair{LookupShape::kKey, "key"}}) {
-        reg(std::string("lookup/") + name + "/" + KindName(kind) + "/" + r,
-            [ring, kind, shape = shape](benchmark::State& s) { BM_Lookup(s, ring, kind, shape); })
+        reg(std::string("lookup/") + name + "/" + kind_name + "/" + r,
+            [ring, kind = kind, shape = shape](benchmark::State& s) {
+              BM_Lookup(s, ring, kind, shape);
+            })
             ->Unit(benchmark::kNanosecond);
       }
     }

@@ -43,6 +43,18 @@ std::string Hex32(uint32_t value) {
   return text;
 }
 
+std::string ElidedLines(size_t count, size_t head, const std::function<std::string(size_t)>& line) {
+  std::string out;
+  for (size_t i = 0; i < count; ++i) {
+    if (i == head && count > head + 8) {
+      out += "  ...\n";
+      i = count - 4;
+    }
+    out += line(i);
+  }
+  return out;
+}
+
 const std::vector<std::string>& Targets() {
   static const std::vector<std::string> targets = SupportedTargetNames();
   return targets;

@@ -33,6 +33,10 @@ void CheckErrorFormat(const Status& status, const std::string& case_description)
 std::string Printable(std::string_view bytes);
 std::string Hex32(uint32_t value);  // "0x0000abcd"
 
+// line(0) .. line(count - 1) for a case description; past head + 8 lines,
+// the first `head`, "  ...", and the last 4.
+std::string ElidedLines(size_t count, size_t head, const std::function<std::string(size_t)>& line);
+
 // Every SIMD target this CPU supports (chash::SupportedTargetNames, cached).
 const std::vector<std::string>& Targets();
 

@@ -67,6 +67,34 @@ struct MaskCaseWriter {
   std::string Bytes() const;
 };
 
+// The end of a ring or points case as the seeds write it: U8 count, the
+// probe hashes (U32 each), then the mask fields. `Writer` is the case's
+// writer (Hash and Mask return it, for chaining).
+template <typename Writer>
+class ProbesAndMaskWriter {
+ public:
+  Writer& Hash(uint32_t hash) {
+    hashes_.push_back(hash);
+    return static_cast<Writer&>(*this);
+  }
+  Writer& Mask(const MaskCaseWriter& mask) {
+    mask_ = mask.Bytes();
+    return static_cast<Writer&>(*this);
+  }
+
+ protected:
+  // The case's bytes: `w` (its own fields) and this tail.
+  std::string WithProbesAndMask(FuzzWriter& w) const {
+    w.U8(static_cast<uint8_t>(hashes_.size()));
+    for (const uint32_t hash : hashes_) w.U32(hash);
+    return w.Bytes(mask_).bytes();
+  }
+
+ private:
+  std::vector<uint32_t> hashes_;
+  std::string mask_;
+};
+
 }  // namespace chash::fuzz
 
 #endif  // CHASH_FUZZ_MASK_CASE_H_

@@ -209,14 +209,10 @@ std::string PointsCase::Describe() const {
                     std::to_string(points.size()) + " points, max_points " +
                     std::to_string(max_points) + ", tie_rank of " +
                     std::to_string(tie_rank.size()) + "\n";
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (i == 32 && points.size() > 40) {
-      out += "  ...\n";
-      i = points.size() - 4;
-    }
-    out += "  point " + std::to_string(i) + ": " + Hex32(points[i].hash) + " node " +
+  out += ElidedLines(points.size(), 32, [&](size_t i) {
+    return "  point " + std::to_string(i) + ": " + Hex32(points[i].hash) + " node " +
            std::to_string(points[i].node) + "\n";
-  }
+  });
   if (!tie_rank.empty() && tie_rank.size() <= 16) {
     out += "  tie_rank:";
     for (const uint32_t rank : tie_rank) out.append(" ").append(std::to_string(rank));
@@ -290,13 +286,11 @@ PointsCaseWriter::PointsCaseWriter(Nodes mode, uint32_t nodes, Rank rank, Cap ca
   switch (mode) {
     case Nodes::kSmall16:
     case Nodes::kTiny4:
+    case Nodes::kSmall64:
       header_.U8(static_cast<uint8_t>(nodes - 1));
       break;
     case Nodes::kU8:
       header_.U8(static_cast<uint8_t>(nodes));
-      break;
-    case Nodes::kSmall64:
-      header_.U8(static_cast<uint8_t>(nodes - 1));
       break;
     case Nodes::k256Plus:
       header_.U8(static_cast<uint8_t>(nodes - 256));
@@ -343,73 +337,61 @@ void PointsCaseWriter::Node(FuzzWriter& w, uint32_t node) {
   }
 }
 
+PointsCaseWriter& PointsCaseWriter::Op(const FuzzWriter& w) {
+  ops_.push_back(w.bytes());
+  return *this;
+}
+
 PointsCaseWriter& PointsCaseWriter::One(uint32_t hash, uint32_t node) {
   FuzzWriter w;
   w.U8(kOnePoint).U32(hash);
   Node(w, node);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w);
 }
 
 PointsCaseWriter& PointsCaseWriter::EqualRun(uint32_t hash, const std::vector<uint32_t>& nodes) {
   FuzzWriter w;
   w.U8(kEqualRun).U32(hash).U8(static_cast<uint8_t>(nodes.size() - 2));
   for (const uint32_t node : nodes) Node(w, node);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w);
 }
 
 PointsCaseWriter& PointsCaseWriter::Extreme(uint8_t which, uint32_t node) {
   FuzzWriter w;
   w.U8(kExtreme).U8(which);
   Node(w, node);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w);
 }
 
 PointsCaseWriter& PointsCaseWriter::Consecutive(uint32_t base, const std::vector<uint32_t>& nodes) {
   FuzzWriter w;
   w.U8(kConsecutive).U32(base).U8(static_cast<uint8_t>(nodes.size() - 1));
   for (const uint32_t node : nodes) Node(w, node);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w);
 }
 
 PointsCaseWriter& PointsCaseWriter::AllEqual(uint32_t hash, uint32_t count, uint32_t first_node) {
   FuzzWriter w;
   w.U8(kAllEqual).U32(hash).U8(static_cast<uint8_t>(count - 1));
   Node(w, first_node);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w);
 }
 
 PointsCaseWriter& PointsCaseWriter::Repeat(uint16_t index, uint32_t node) {
   FuzzWriter w;
   w.U8(kRepeat).U16(index);
   Node(w, node);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w);
 }
 
 PointsCaseWriter& PointsCaseWriter::BadNode(uint32_t hash, uint8_t which) {
   FuzzWriter w;
   w.U8(kBadNode).U32(hash).U8(which);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w);
 }
 
 PointsCaseWriter& PointsCaseWriter::CapDelta(uint8_t delta) {
   cap_tail_ = FuzzWriter().U8(delta).bytes();
-  return *this;
-}
-
-PointsCaseWriter& PointsCaseWriter::Hash(uint32_t hash) {
-  hashes_.push_back(hash);
-  return *this;
-}
-
-PointsCaseWriter& PointsCaseWriter::Mask(const MaskCaseWriter& mask) {
-  mask_ = mask.Bytes();
   return *this;
 }
 
@@ -425,9 +407,7 @@ std::string PointsCaseWriter::Bytes() const {
   w.U8(static_cast<uint8_t>(ops_.size()));
   for (const std::string& op : ops_) w.Bytes(op);
   if (cap_ == Cap::kRelative) w.Bytes(cap_tail_.empty() ? std::string(1, '\0') : cap_tail_);
-  w.U8(static_cast<uint8_t>(hashes_.size()));
-  for (const uint32_t hash : hashes_) w.U32(hash);
-  return w.Bytes(mask_).bytes();
+  return WithProbesAndMask(w);
 }
 
 }  // namespace chash::fuzz

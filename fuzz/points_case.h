@@ -79,7 +79,7 @@ struct PointsOutcome {
 // Fail()s (aborts) on any difference.
 PointsOutcome RunPointsDiff(const PointsCase& points_case);
 
-class PointsCaseWriter {
+class PointsCaseWriter : public ProbesAndMaskWriter<PointsCaseWriter> {
  public:
   enum class Nodes : uint8_t {
     kSmall16 = 0,
@@ -116,19 +116,18 @@ class PointsCaseWriter {
   PointsCaseWriter& Repeat(uint16_t index, uint32_t node);
   PointsCaseWriter& BadNode(uint32_t hash, uint8_t which);
   PointsCaseWriter& CapDelta(uint8_t delta);  // Cap::kRelative
-  PointsCaseWriter& Hash(uint32_t hash);
-  PointsCaseWriter& Mask(const MaskCaseWriter& mask);
+  // Hash(uint32_t) and Mask(const MaskCaseWriter&): ProbesAndMaskWriter.
   std::string Bytes() const;
 
  private:
   void Node(FuzzWriter& w, uint32_t node);
+  // Ends an op: `w` (its byte and fields).
+  PointsCaseWriter& Op(const FuzzWriter& w);
   FuzzWriter header_;
   std::vector<std::pair<uint16_t, uint16_t>> swaps_;
   std::string broken_;
   std::vector<std::string> ops_;
   std::string cap_tail_;
-  std::vector<uint32_t> hashes_;
-  std::string mask_;
   Rank rank_;
   Cap cap_;
 };

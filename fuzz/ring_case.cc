@@ -218,14 +218,10 @@ std::string RingCase::Describe() const {
                     ", " + std::to_string(servers.size()) + " servers, " +
                     std::to_string(keys.size()) + " keys, " + std::to_string(hashes.size()) +
                     " extra hashes\n";
-  for (size_t i = 0; i < servers.size(); ++i) {
-    if (i == 24 && servers.size() > 32) {
-      out += "  ...\n";
-      i = servers.size() - 4;
-    }
-    out += "  server " + std::to_string(i) + ": " + Printable(servers[i].address) + " weight " +
+  out += ElidedLines(servers.size(), 24, [&](size_t i) {
+    return "  server " + std::to_string(i) + ": " + Printable(servers[i].address) + " weight " +
            std::to_string(servers[i].weight) + "\n";
-  }
+  });
   for (size_t i = 0; i < keys.size() && i < 8; ++i) out += "  key " + Printable(keys[i]) + "\n";
   return out + "  " + mask.Describe();
 }
@@ -344,17 +340,11 @@ RingCaseWriter::RingCaseWriter(Flavor flavor, Multiple multiple_mode, uint32_t m
         header_.U32(multiple);
     }
   }
-  switch (cap_mode) {
-    case Cap::kFuzzDefault:
-      break;
-    case Cap::kU16:
-      header_.U16(static_cast<uint16_t>(cap));
-      break;
-    case Cap::kU8:
-      header_.U8(static_cast<uint8_t>(cap));
-      break;
-    case Cap::kInvalid:
-      header_.U8(static_cast<uint8_t>(cap));
+  // kU8 and kInvalid (a cap past kHardMaxPoints) both write one byte.
+  if (cap_mode == Cap::kU16) {
+    header_.U16(static_cast<uint16_t>(cap));
+  } else if (cap_mode != Cap::kFuzzDefault) {
+    header_.U8(static_cast<uint8_t>(cap));
   }
 }
 
@@ -370,12 +360,16 @@ void RingCaseWriter::Weight(FuzzWriter& w, uint32_t weight) {
   }
 }
 
-RingCaseWriter& RingCaseWriter::Text(std::string_view text, uint32_t weight) {
-  FuzzWriter w;
-  w.U8(kText).String(text);
+RingCaseWriter& RingCaseWriter::Op(FuzzWriter& w, uint32_t weight) {
   Weight(w, weight);
   ops_.push_back(w.bytes());
   return *this;
+}
+
+RingCaseWriter& RingCaseWriter::Text(std::string_view text, uint32_t weight) {
+  FuzzWriter w;
+  w.U8(kText).String(text);
+  return Op(w, weight);
 }
 
 RingCaseWriter& RingCaseWriter::Ipv4(std::array<uint8_t, 4> octets, uint16_t port, uint32_t weight,
@@ -384,9 +378,7 @@ RingCaseWriter& RingCaseWriter::Ipv4(std::array<uint8_t, 4> octets, uint16_t por
   w.U8(static_cast<uint8_t>(kIpv4 | variant << 3));
   for (const uint8_t octet : octets) w.U8(octet);
   w.U16(port);
-  Weight(w, weight);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w, weight);
 }
 
 RingCaseWriter& RingCaseWriter::Ipv6(std::array<uint16_t, 8> groups, uint16_t port, uint32_t weight,
@@ -400,35 +392,27 @@ RingCaseWriter& RingCaseWriter::Ipv6(std::array<uint16_t, 8> groups, uint16_t po
     if (group != 0) w.U16(group);
   }
   w.U16(port);
-  Weight(w, weight);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w, weight);
 }
 
 RingCaseWriter& RingCaseWriter::Name(uint16_t n, uint32_t weight, uint8_t variant, uint16_t port) {
   FuzzWriter w;
   w.U8(static_cast<uint8_t>(kName | variant << 3)).U16(n);
   if (variant & 1) w.U16(port);
-  Weight(w, weight);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w, weight);
 }
 
 RingCaseWriter& RingCaseWriter::Unix(uint16_t n, uint32_t weight, uint8_t variant, uint8_t extra) {
   FuzzWriter w;
   w.U8(static_cast<uint8_t>(kUnix | variant << 3)).U16(n);
   if (variant & 2) w.U8(extra);
-  Weight(w, weight);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w, weight);
 }
 
 RingCaseWriter& RingCaseWriter::Respell(uint8_t index, uint8_t form, uint32_t weight) {
   FuzzWriter w;
   w.U8(static_cast<uint8_t>(kRespell | form << 3)).U8(index);
-  Weight(w, weight);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w, weight);
 }
 
 RingCaseWriter& RingCaseWriter::Bulk(uint16_t base, uint8_t count, bool near_max, uint32_t weight) {
@@ -436,23 +420,11 @@ RingCaseWriter& RingCaseWriter::Bulk(uint16_t base, uint8_t count, bool near_max
   w.U8(static_cast<uint8_t>(kBulk | (near_max ? kBulkNearMaxVariant : 0) << 3))
       .U16(base)
       .U8(near_max ? count : static_cast<uint8_t>(count - 1));
-  Weight(w, weight);
-  ops_.push_back(w.bytes());
-  return *this;
+  return Op(w, weight);
 }
 
 RingCaseWriter& RingCaseWriter::Key(std::string_view key) {
   keys_.emplace_back(key);
-  return *this;
-}
-
-RingCaseWriter& RingCaseWriter::Hash(uint32_t hash) {
-  hashes_.push_back(hash);
-  return *this;
-}
-
-RingCaseWriter& RingCaseWriter::Mask(const MaskCaseWriter& mask) {
-  mask_ = mask.Bytes();
   return *this;
 }
 
@@ -462,9 +434,7 @@ std::string RingCaseWriter::Bytes() const {
   for (const std::string& op : ops_) w.Bytes(op);
   w.U8(static_cast<uint8_t>(keys_.size()));
   for (const std::string& key : keys_) w.String(key);
-  w.U8(static_cast<uint8_t>(hashes_.size()));
-  for (const uint32_t hash : hashes_) w.U32(hash);
-  return w.Bytes(mask_).bytes();
+  return WithProbesAndMask(w);
 }
 
 }  // namespace chash::fuzz

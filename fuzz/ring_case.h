@@ -93,7 +93,7 @@ struct RingOutcome {
 RingOutcome RunRingDiff(const RingCase& ring_case);
 
 // Writes inputs for DecodeRingCase (the named seeds).
-class RingCaseWriter {
+class RingCaseWriter : public ProbesAndMaskWriter<RingCaseWriter> {
  public:
   enum class Multiple : uint8_t { kDefault = 0, kSmall = 1, kU16 = 2, kU32 = 3 };
   enum class Cap : uint8_t { kFuzzDefault = 0, kU16 = 1, kU8 = 2, kInvalid = 3 };
@@ -112,18 +112,17 @@ class RingCaseWriter {
   // near_max: 65,536 - count nodes; else count (1..32) nodes.
   RingCaseWriter& Bulk(uint16_t base, uint8_t count, bool near_max, uint32_t weight);
   RingCaseWriter& Key(std::string_view key);
-  RingCaseWriter& Hash(uint32_t hash);
-  RingCaseWriter& Mask(const MaskCaseWriter& mask);
+  // Hash(uint32_t) and Mask(const MaskCaseWriter&): ProbesAndMaskWriter.
 
   std::string Bytes() const;  // the encoded input
 
  private:
   void Weight(FuzzWriter& w, uint32_t weight);
+  // Ends an op: `w` (its byte and fields) and the node's weight.
+  RingCaseWriter& Op(FuzzWriter& w, uint32_t weight);
   FuzzWriter header_;
   std::vector<std::string> ops_;
   std::vector<std::string> keys_;
-  std::vector<uint32_t> hashes_;
-  std::string mask_;
 };
 
 }  // namespace chash::fuzz

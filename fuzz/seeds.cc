@@ -698,11 +698,30 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
     bytes[at] = static_cast<char>(bytes[at] ^ xor_mask);
     return bytes;
   };
+  // `bytes` with the little-endian `value` (of its width) stored at `at`.
+  const auto stored = [](std::string bytes, size_t at, auto value) {
+    auto* p = reinterpret_cast<uint8_t*>(bytes.data()) + at;
+    if constexpr (sizeof(value) == 1) *p = value;
+    if constexpr (sizeof(value) == 2) fmt::StoreU16(p, value);
+    if constexpr (sizeof(value) == 4) fmt::StoreU32(p, value);
+    return bytes;
+  };
+  const auto load32 = [](const std::string& bytes, size_t at) {
+    return fmt::LoadU32(reinterpret_cast<const uint8_t*>(bytes.data()) + at);
+  };
+  // Where a section starts: listed in the header's first list, or (format
+  // 1.4's two more) in its second.
+  const auto section = [](const std::string& bytes, uint32_t s) -> size_t {
+    const auto* at = reinterpret_cast<const uint8_t*>(bytes.data());
+    return s < fmt::kSectionCount
+               ? fmt::LoadU64(at + fmt::kOffSections + 16 * s)
+               : fmt::LoadU64(at + fmt::kOffSectionsMore + 16 * (s - fmt::kSectionCount));
+  };
   add("bad_magic", 1, edited(v1, 0, 0x20), "refused magic");
   add("unknown_major", 1, edited(v1, fmt::kOffMajor, 0x02), "refused version");
   const auto* raw = reinterpret_cast<const uint8_t*>(v1.data());
-  const size_t hash_column = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kHashColumn);
-  const size_t node_column = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kNodeColumn);
+  const size_t hash_column = section(v1, fmt::kHashColumn);
+  const size_t node_column = section(v1, fmt::kNodeColumn);
   add("flipped_hash_bit", 0, edited(v1, hash_column + 41, 0x10), "refused checksum");
   add("flipped_hash_bit_checksum_fixed", 1, edited(v1, hash_column + 43, 0x80),
       "refused hash_column");
@@ -715,16 +734,15 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
   // and files without one (written with it left out, or of format 1.0).
   const std::string v1_no_index = SnapshotSeedBytes(1, 160, 30, 0, false, false);
   add("valid_no_index", 0, v1_no_index, "accepted");
-  std::string v1_format_10 = v1_no_index;
-  fmt::StoreU16(reinterpret_cast<uint8_t*>(v1_format_10.data()) + fmt::kOffMinor, 0);
-  add("valid_format_1_0_checksum_fixed", 1, v1_format_10, "accepted");
+  add("valid_format_1_0_checksum_fixed", 1, stored(v1_no_index, fmt::kOffMinor, uint16_t{0}),
+      "accepted");
   // The minor byte XOR its own value and another's: that other minor.
   // (The seeds above are of the CRC-32 flavors: 1.3 files.)
   constexpr uint8_t kToMinor0 = fmt::kMinorCrc32Flavors ^ 0;
   constexpr uint8_t kToMinor1 = fmt::kMinorCrc32Flavors ^ 1;
   add("format_1_0_with_index_checksum_fixed", 1, edited(v1, fmt::kOffMinor, kToMinor0),
       "refused sections");
-  const size_t index = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kSearchIndex);
+  const size_t index = section(v1, fmt::kSearchIndex);
   const size_t index_keys = index + fmt::kIndexHeaderBytes;
   const uint64_t index_bytes = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kSearchIndex + 8);
   add("index_flipped_bit", 0, edited(v1, index_keys + 5, 0x08), "refused checksum");
@@ -746,20 +764,14 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
   add("index_table_entry_checksum_fixed", 1, edited(v1, index + index_bytes - 4, 0x01),
       "refused index");
   add("signed_index_key_checksum_fixed", 1,
-      edited(signed_v2,
-             fmt::LoadU64(reinterpret_cast<const uint8_t*>(signed_v2.data()) + fmt::kOffSections +
-                          16 * fmt::kSearchIndex) +
-                 fmt::kIndexHeaderBytes + 2,
-             0x04),
+      edited(signed_v2, section(signed_v2, fmt::kSearchIndex) + fmt::kIndexHeaderBytes + 2, 0x04),
       "refused index");
   // A verified signature stands in for the checksum: a wrong checksum field
   // (outside the signed bytes) loads with the key and is refused without;
   // damage inside the signed bytes is still named "checksum" with the key.
   add("signed_checksum_field_wrong", 0, edited(signed_v2, signed_v2.size() - 1, 0x01),
       "refused checksum");
-  const size_t signed_hash_column =
-      fmt::LoadU64(reinterpret_cast<const uint8_t*>(signed_v2.data()) + fmt::kOffSections +
-                   16 * fmt::kHashColumn);
+  const size_t signed_hash_column = section(signed_v2, fmt::kHashColumn);
   add("signed_flipped_hash_bit", 0, edited(signed_v2, signed_hash_column + 9, 0x02),
       "refused checksum");
 
@@ -772,10 +784,6 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
     add((std::string("valid_1_4_") + program_names[which]).c_str(), 0, program[which], "accepted");
   }
   add("valid_1_4_maglev_signed", 0, ProgramSnapshotSeedBytes(4, true), "accepted");
-  const auto section = [](const std::string& bytes, uint32_t s) -> size_t {
-    const auto* at = reinterpret_cast<const uint8_t*>(bytes.data());
-    return fmt::LoadU64(at + fmt::kOffSectionsMore + 16 * (s - fmt::kSectionCount));
-  };
   add("v1_4_haproxy_hash_function_checksum_fixed", 1,
       edited(program[0], section(program[0], fmt::kFlavorOptions), 0x08), "refused options");
   add("v1_4_haproxy_server_id_twice_checksum_fixed", 1,
@@ -792,35 +800,19 @@ void AddSnapshotSeeds(std::vector<Seed>& seeds) {
       "refused options");
   add("v1_4_varnish_replicas_checksum_fixed", 1,
       edited(program[2], section(program[2], fmt::kFlavorOptions), 0x01), "refused options");
+  const std::string& envoy = program[3];
+  const size_t envoy_hash = section(envoy, fmt::kHashColumn);
+  const size_t envoy_low = section(envoy, fmt::kLowColumn);
   add("v1_4_envoy_low_sentinel_checksum_fixed", 1,
-      [&] {
-        std::string bytes = program[3];
-        const auto* at = reinterpret_cast<const uint8_t*>(bytes.data());
-        const uint32_t n = fmt::LoadU32(at + fmt::kOffPoints);
-        bytes[section(bytes, fmt::kLowColumn) + 4 * n] = 0;
-        return bytes;
-      }(),
+      stored(envoy, envoy_low + 4 * load32(envoy, fmt::kOffPoints), uint8_t{0}),
       "refused low_column");
+  // Points 0 and 1 one high half, their low halves descending.
+  const std::string one_high = stored(envoy, envoy_hash + 4, load32(envoy, envoy_hash));
   add("v1_4_envoy_low_order_checksum_fixed", 1,
-      [&] {
-        std::string bytes = program[3];
-        auto* at = reinterpret_cast<uint8_t*>(bytes.data());
-        const size_t hash = fmt::LoadU64(at + fmt::kOffSections + 16 * fmt::kHashColumn);
-        const size_t low = section(bytes, fmt::kLowColumn);
-        fmt::StoreU32(at + hash + 4, fmt::LoadU32(at + hash));
-        fmt::StoreU32(at + low, 2);
-        fmt::StoreU32(at + low + 4, 1);
-        return bytes;
-      }(),
+      stored(stored(one_high, envoy_low, uint32_t{2}), envoy_low + 4, uint32_t{1}),
       "refused low_column");
   add("v1_4_maglev_entry_past_nodes_checksum_fixed", 1,
-      [&] {
-        std::string bytes = program[4];
-        auto* at = reinterpret_cast<uint8_t*>(bytes.data());
-        const size_t table = fmt::LoadU64(at + fmt::kOffSections + 16 * fmt::kNodeColumn);
-        fmt::StoreU16(at + table + 2 * 66, 6);
-        return bytes;
-      }(),
+      stored(program[4], section(program[4], fmt::kNodeColumn) + 2 * 66, uint16_t{6}),
       "refused node_column");
   add("v1_4_as_1_3_checksum_fixed", 1, edited(program[2], fmt::kOffMinor, 0x07),
       "refused header");

@@ -3,6 +3,7 @@
 #include <sodium/crypto_sign_ed25519.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "chash/failover.h"
@@ -40,19 +41,30 @@ std::string CheckRefusal(const Status& status, const std::string& description) {
   Fail("a refusal names no known check: " + status.ToString(), description);
 }
 
+// Probes where answers change: for each of the ring's first 4,096 points,
+// its hash (hash(), or hash64() for 64-bit probes) plus each of `deltas`;
+// for a table (Maglev), its first 4,096 entries.
+template <typename Hash>
+void AddPointProbes(const Ring& ring, std::initializer_list<Hash> deltas,
+                    std::vector<Hash>& probes) {
+  if (ring.lookup_rule() == LookupRule::kTable) {
+    for (uint64_t i = 0; i < ring.num_points() && i < 4096; ++i) {
+      probes.push_back(static_cast<Hash>(i));
+    }
+    return;
+  }
+  PointCursor cursor = ring.Begin();
+  for (uint64_t i = 0; i < ring.num_points() && i < 4096; ++i, cursor.Advance()) {
+    const Hash hash = sizeof(Hash) == 8 ? static_cast<Hash>(cursor.hash64()) : cursor.hash();
+    for (const Hash delta : deltas) probes.push_back(hash + delta);
+  }
+}
+
 // Answers in bounds on a ring of the other programs' flavors (1.4): their
 // 64-bit lookups, walks and retries.
 void CheckProgramInBounds(const Ring& ring, const std::string& description) {
   std::vector<uint64_t> probes = {0, 1, UINT32_MAX, uint64_t{UINT32_MAX} + 1, UINT64_MAX};
-  if (ring.lookup_rule() == LookupRule::kTable) {
-    for (uint64_t i = 0; i < ring.num_points() && i < 4096; ++i) probes.push_back(i);
-  } else {
-    PointCursor cursor = ring.Begin();
-    for (uint64_t i = 0; i < ring.num_points() && i < 4096; ++i, cursor.Advance()) {
-      probes.push_back(cursor.hash64());
-      probes.push_back(cursor.hash64() + 1);
-    }
-  }
+  AddPointProbes<uint64_t>(ring, {0, 1}, probes);
   std::vector<uint32_t> batch(probes.size());
   ring.FindNodesByHash64(probes, batch);
   const auto in_bounds = [&](uint32_t node) {
@@ -100,16 +112,7 @@ void CompareWithRebuilt(const Ring& ring, const std::string& description) {
   const Ring& want = rebuilt.value();
   if (want.num_points() != ring.num_points()) Fail("point counts differ from the rebuilt ring", description);
   std::vector<uint64_t> probes = {0, UINT32_MAX, UINT64_MAX};
-  if (want.lookup_rule() == LookupRule::kTable) {
-    for (uint64_t i = 0; i < want.num_points() && i < 4096; ++i) probes.push_back(i);
-  } else {
-    PointCursor cursor = want.Begin();
-    for (uint64_t i = 0; i < want.num_points() && i < 4096; ++i, cursor.Advance()) {
-      probes.push_back(cursor.hash64());
-      probes.push_back(cursor.hash64() - 1);
-      probes.push_back(cursor.hash64() + 1);
-    }
-  }
+  AddPointProbes<uint64_t>(want, {0, UINT64_MAX /* -1 */, 1}, probes);
   for (const uint64_t probe : probes) {
     if (want.FindNodeByHash64(probe) != ring.FindNodeByHash64(probe) ||
         want.FindNodeForAttempt(probe, 2) != ring.FindNodeForAttempt(probe, 2)) {
@@ -130,11 +133,7 @@ void CheckInBounds(const Ring& ring, const std::string& description) {
     return;
   }
   std::vector<uint32_t> probes = {0, 1, UINT32_MAX - 1, UINT32_MAX};
-  PointCursor cursor = ring.Begin();
-  for (uint64_t i = 0; i < ring.num_points() && i < 4096; ++i, cursor.Advance()) {
-    probes.push_back(cursor.hash());
-    probes.push_back(cursor.hash() + 1);
-  }
+  AddPointProbes<uint32_t>(ring, {0, 1}, probes);
   std::vector<uint32_t> batch(probes.size());
   ring.FindNodesByHash(probes, batch);
   for (size_t i = 0; i < probes.size(); ++i) {
@@ -249,6 +248,28 @@ std::string RunSnapshotCheck(const uint8_t* data, size_t size) {
   return "accepted";
 }
 
+namespace {
+
+// The seeds' write options: config version 42, `label`, a fixed creation
+// time, signed with FuzzSigningKey() when `sign`.
+SnapshotWriteOptions SeedWriteOptions(const char* label, bool sign) {
+  SnapshotWriteOptions options;
+  options.config_version = 42;
+  options.label = label;
+  options.created_unix_seconds = 1700000000;
+  if (sign) options.signing_key = FuzzSigningKey();
+  return options;
+}
+
+// The file of `ring` ("" if it was not built or cannot be written).
+std::string SeedFile(const Result<Ring>& ring, const SnapshotWriteOptions& options) {
+  if (!ring.ok()) return {};
+  Result<std::string> bytes = SerializeSnapshot(ring.value(), options);
+  return bytes.ok() ? bytes.value() : std::string();
+}
+
+}  // namespace
+
 std::string SnapshotSeedBytes(int flavor, uint32_t multiple, uint32_t nodes, int subsets,
                               bool sign, bool store_index) {
   const Flavor flavors[] = {Flavor::kNginx, Flavor::kPingoraV1, Flavor::kPingoraV2};
@@ -260,19 +281,14 @@ std::string SnapshotSeedBytes(int flavor, uint32_t multiple, uint32_t nodes, int
   }
   Result<Ring> ring = std::move(builder).Build();
   if (!ring.ok()) return {};
-  SnapshotWriteOptions options;
-  options.config_version = 42;
-  options.label = "fuzz seed";
-  options.created_unix_seconds = 1700000000;
+  SnapshotWriteOptions options = SeedWriteOptions("fuzz seed", sign);
   for (int s = 0; s < subsets; ++s) {
     NodeMask mask(ring.value().num_nodes(), false);
     for (uint32_t id = static_cast<uint32_t>(s); id < nodes; id += 2 + s) mask.Set(id, true);
     options.subsets.push_back({"subset-" + std::to_string(s), mask});
   }
-  if (sign) options.signing_key = FuzzSigningKey();
   options.store_search_index = store_index;
-  Result<std::string> bytes = SerializeSnapshot(ring.value(), options);
-  return bytes.ok() ? bytes.value() : std::string();
+  return SeedFile(ring, options);
 }
 
 std::string ProgramSnapshotSeedBytes(int which, bool sign) {
@@ -307,16 +323,11 @@ std::string ProgramSnapshotSeedBytes(int which, bool sign) {
   }
   Result<Ring> ring = std::move(builder).Build();
   if (!ring.ok()) return {};
-  SnapshotWriteOptions write;
-  write.config_version = 42;
-  write.label = "fuzz seed 1.4";
-  write.created_unix_seconds = 1700000000;
+  SnapshotWriteOptions write = SeedWriteOptions("fuzz seed 1.4", sign);
   NodeMask mask(ring.value().num_nodes(), false);
   mask.Set(1, true);
   write.subsets.push_back({"one", mask});
-  if (sign) write.signing_key = FuzzSigningKey();
-  Result<std::string> bytes = SerializeSnapshot(ring.value(), write);
-  return bytes.ok() ? bytes.value() : std::string();
+  return SeedFile(ring, write);
 }
 
 }  // namespace chash::fuzz

@@ -14,6 +14,7 @@
 #include "chash/chash_c.h"
 #include "chash/snapshot.h"
 #include "cli_run.h"
+#include "snapshot_util.h"
 #include "test_util.h"
 
 namespace chash {
@@ -247,9 +248,7 @@ TEST_F(CApiSnapshot, ReloaderAcceptsRefusesAndReports) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string path = TempPath("capi_reload.chash");
-  SnapshotWriteOptions v1;
-  v1.config_version = 1;
-  ASSERT_TRUE(WriteSnapshotFile(ring_, v1, path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(ring_, testing::Versioned(1), path).ok());
   chash_reloader_options options = testing::Sized<chash_reloader_options>();
   options.state_dir = dir.c_str();
   options.name = "capi";
@@ -257,15 +256,17 @@ TEST_F(CApiSnapshot, ReloaderAcceptsRefusesAndReports) {
   ASSERT_EQ(chash_reloader_new(path.c_str(), &options, &reloader), CHASH_OK) << chash_last_error();
 
   chash_reload_result result = testing::Sized<chash_reload_result>();
-  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  // The reloader's check of its path, into `result`.
+  const auto check = [&] {
+    result = testing::Sized<chash_reload_result>();
+    return chash_reloader_check(reloader, &result);
+  };
+  ASSERT_EQ(check(), CHASH_OK);
   EXPECT_EQ(result.outcome, CHASH_RELOAD_UNCHANGED);
   EXPECT_EQ(result.snapshot, nullptr);
 
-  SnapshotWriteOptions v2;
-  v2.config_version = 2;
-  ASSERT_TRUE(WriteSnapshotFile(ring_, v2, path).ok());
-  result = testing::Sized<chash_reload_result>();
-  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  ASSERT_TRUE(WriteSnapshotFile(ring_, testing::Versioned(2), path).ok());
+  ASSERT_EQ(check(), CHASH_OK);
   ASSERT_EQ(result.outcome, CHASH_RELOAD_NEW);
   EXPECT_EQ(result.config_version, 2u);
   ASSERT_NE(result.snapshot, nullptr);
@@ -273,8 +274,7 @@ TEST_F(CApiSnapshot, ReloaderAcceptsRefusesAndReports) {
   ASSERT_EQ(chash_reloader_refuse(reloader, &result, CHASH_CHECK_ADDRESS, "node 3 is a name"),
             CHASH_OK);
   chash_snapshot_free(result.snapshot);
-  result = testing::Sized<chash_reload_result>();
-  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  ASSERT_EQ(check(), CHASH_OK);
   EXPECT_EQ(result.outcome, CHASH_RELOAD_UNCHANGED) << "a refused file is not looked at again";
   chash_reload_report report = testing::Sized<chash_reload_report>();
   ASSERT_EQ(chash_reloader_report(reloader, &report), CHASH_OK);
@@ -282,11 +282,8 @@ TEST_F(CApiSnapshot, ReloaderAcceptsRefusesAndReports) {
   EXPECT_STREQ(report.last_message, "address: node 3 is a name");
   EXPECT_EQ(report.served_version, 1u);
 
-  SnapshotWriteOptions v3;
-  v3.config_version = 3;
-  ASSERT_TRUE(WriteSnapshotFile(ring_, v3, path).ok());
-  result = testing::Sized<chash_reload_result>();
-  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  ASSERT_TRUE(WriteSnapshotFile(ring_, testing::Versioned(3), path).ok());
+  ASSERT_EQ(check(), CHASH_OK);
   ASSERT_EQ(result.outcome, CHASH_RELOAD_NEW);
   EXPECT_EQ(chash_reloader_accept(reloader, &result), CHASH_OK) << chash_last_error();
   chash_snapshot_free(result.snapshot);
@@ -301,7 +298,7 @@ TEST_F(CApiSnapshot, ReloaderAcceptsRefusesAndReports) {
   chash_reloader_free(reloader);
 
   // A "restart" on version 1: refused (rollback), version 3 served from NAME.good.
-  ASSERT_TRUE(WriteSnapshotFile(ring_, v1, path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(ring_, testing::Versioned(1), path).ok());
   ASSERT_EQ(chash_reloader_new(path.c_str(), &options, &reloader), CHASH_OK) << chash_last_error();
   report = testing::Sized<chash_reload_report>();
   ASSERT_EQ(chash_reloader_report(reloader, &report), CHASH_OK);
@@ -319,17 +316,15 @@ TEST_F(CApiSnapshot, ReloaderAcceptsRefusesAndReports) {
   chash_snapshot* none = nullptr;
   ASSERT_EQ(chash_reloader_current(reloader, &none), CHASH_OK);
   EXPECT_EQ(none, nullptr) << "a deferred reloader serves nothing before its first check";
-  result = testing::Sized<chash_reload_result>();
-  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  ASSERT_EQ(check(), CHASH_OK);
   ASSERT_EQ(result.outcome, CHASH_RELOAD_NEW);
   ASSERT_EQ(chash_reloader_accept(reloader, &result), CHASH_OK);
   chash_snapshot_free(result.snapshot);
-  std::string damaged = SerializeSnapshot(ring_, v3).value();
+  std::string damaged = SerializeSnapshot(ring_, testing::Versioned(3)).value();
   damaged[damaged.size() / 2] ^= 1;
   std::ofstream(path + ".bad", std::ios::binary) << damaged;
   ASSERT_EQ(std::rename((path + ".bad").c_str(), path.c_str()), 0);
-  result = testing::Sized<chash_reload_result>();
-  ASSERT_EQ(chash_reloader_check(reloader, &result), CHASH_OK);
+  ASSERT_EQ(check(), CHASH_OK);
   EXPECT_EQ(result.outcome, CHASH_RELOAD_REFUSED);
   EXPECT_EQ(result.check, CHASH_CHECK_CHECKSUM);
   EXPECT_EQ(result.error, CHASH_E_BAD_SNAPSHOT);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <set>
@@ -82,24 +83,47 @@ struct KeyArrays {
   std::vector<std::string_view> views;
 };
 
-class CApiRandomRings : public ::testing::TestWithParam<Flavor> {};
+class CApiRandomRings : public ::testing::TestWithParam<Flavor> {
+ protected:
+  struct Rings {
+    int seed;
+    size_t count;  // scaled (testing::Scaled), at least 4
+    uint32_t max_multiple;  // of pingora-v2; the others' is 160
+    uint32_t max_nodes;
+    uint32_t max_weight;
+  };
+  using Check = std::function<void(std::mt19937_64& rng, const RingSpec& spec, const Ring& ring,
+                                   const RingHandle& c_ring)>;
+
+  // Random rings of the flavor, each built by the engine and through the C
+  // API, given to `check` with the generator (for more random input) until
+  // the first fatal failure.
+  void ForEachRing(const Rings& rings, const Check& check) {
+    std::mt19937_64 rng(rings.seed + static_cast<int>(GetParam()));
+    const size_t count = testing::Scaled(rings.count, 4);
+    for (size_t r = 0; r < count && !HasFatalFailure(); ++r) {
+      const uint32_t multiple =
+          GetParam() == Flavor::kPingoraV2 ? 1 + rng() % rings.max_multiple : 160;
+      const RingSpec spec = RandomRingSpec(rng, GetParam(), multiple,
+                                           1 + rng() % rings.max_nodes, rings.max_weight);
+      SCOPED_TRACE(spec.Describe());
+      const Ring ring = testing::BuildEngine(spec);
+      const RingHandle c_ring = BuildC(spec);
+      ASSERT_NE(c_ring, nullptr);
+      check(rng, spec, ring, c_ring);
+    }
+  }
+};
 
 TEST_P(CApiRandomRings, LookupsAndWalksMatchTheCppApi) {
-  std::mt19937_64 rng(1234 + static_cast<int>(GetParam()));
-  const size_t rings = testing::Scaled(30, 4);
-  for (size_t r = 0; r < rings; ++r) {
-    const uint32_t multiple = GetParam() == Flavor::kPingoraV2 ? 1 + rng() % 40 : 160;
-    const RingSpec spec = RandomRingSpec(rng, GetParam(), multiple, 1 + rng() % 60, 8);
-    SCOPED_TRACE(spec.Describe());
-    const Ring ring = testing::BuildEngine(spec);
-    const RingHandle c_ring = BuildC(spec);
-    ASSERT_NE(c_ring, nullptr);
+  const auto check = [&](std::mt19937_64& rng, const RingSpec& spec, const Ring& ring,
+                         const RingHandle& c_ring) {
     ASSERT_EQ(chash_ring_num_nodes(c_ring.get()), ring.num_nodes());
     ASSERT_EQ(chash_ring_num_points(c_ring.get()), ring.num_points());
     ASSERT_EQ(chash_ring_points_generated(c_ring.get()), ring.points_generated());
     ASSERT_EQ(chash_ring_nodes_with_points(c_ring.get()), ring.nodes_with_points());
     ASSERT_EQ(chash_ring_flavor(c_ring.get()), static_cast<uint32_t>(GetParam()));
-    ASSERT_EQ(chash_ring_point_multiple(c_ring.get()), multiple);
+    ASSERT_EQ(chash_ring_point_multiple(c_ring.get()), spec.multiple);
     for (uint32_t node = 0; node < ring.num_nodes(); ++node) {
       size_t len = 0;
       const char* address = chash_ring_node_address(c_ring.get(), node, &len);
@@ -156,20 +180,14 @@ TEST_P(CApiRandomRings, LookupsAndWalksMatchTheCppApi) {
         if (node == Ring::kNoNode) break;
       }
     }
-  }
+  };
+  ForEachRing({.seed = 1234, .count = 30, .max_multiple = 40, .max_nodes = 60, .max_weight = 8},
+              check);
 }
 
 TEST_P(CApiRandomRings, MasksBoundedLoadsAndIdentityMatchTheCppApi) {
-  std::mt19937_64 rng(777 + static_cast<int>(GetParam()));
-  const size_t rings = testing::Scaled(20, 4);
-  for (size_t r = 0; r < rings; ++r) {
-    const uint32_t multiple = GetParam() == Flavor::kPingoraV2 ? 1 + rng() % 20 : 160;
-    const RingSpec spec = RandomRingSpec(rng, GetParam(), multiple, 1 + rng() % 40, 5);
-    SCOPED_TRACE(spec.Describe());
-    const Ring ring = testing::BuildEngine(spec);
-    const RingHandle c_ring = BuildC(spec);
-    ASSERT_NE(c_ring, nullptr);
-
+  const auto check = [&](std::mt19937_64& rng, const RingSpec&, const Ring& ring,
+                         const RingHandle& c_ring) {
     NodeMask mask(ring.num_nodes());
     chash_node_mask* c_mask_raw = nullptr;
     ASSERT_EQ(chash_node_mask_new(ring.num_nodes(), 1, &c_mask_raw), CHASH_OK);
@@ -276,7 +294,9 @@ TEST_P(CApiRandomRings, MasksBoundedLoadsAndIdentityMatchTheCppApi) {
     ASSERT_EQ(chash_ring_memory_usage(c_ring.get(), &usage), CHASH_OK);
     EXPECT_EQ(usage.column_bytes, ring.memory_usage().column_bytes);
     EXPECT_EQ(usage.other_bytes, ring.memory_usage().other_bytes);
-  }
+  };
+  ForEachRing({.seed = 777, .count = 20, .max_multiple = 20, .max_nodes = 40, .max_weight = 5},
+              check);
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavors, CApiRandomRings,

@@ -35,25 +35,39 @@ testing::CliRun RunUnderLimit(const std::string& args, long kib) {
   return run;
 }
 
-TEST(CliOomTest, StatsOverTheLimitSaysWhatItWasBuilding) {
-  if (!LimitsApply()) GTEST_SKIP() << "no address-space limit under sanitizers or qemu";
+// A servers file of `count` servers NET(i / 256).(i % 256)SUFFIX.
+std::string ServersText(const std::string& net, int count, const std::string& suffix) {
   std::string servers;
-  for (int i = 0; i < 2048; ++i) {
-    servers += "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443 625\n";
+  for (int i = 0; i < count; ++i) {
+    servers += net + std::to_string(i / 256) + "." + std::to_string(i % 256) + suffix + "\n";
   }
-  const std::string path = testing::WriteTemp("oom_servers.txt", servers);
-  // 204,800,000 points need about 2 GB to build; 300 MB of address space
-  // holds the program, not the ring.
-  const testing::CliRun run = RunUnderLimit("stats --servers " + path + " --mode pingora-v1",
-                                            300 * 1024);
-  EXPECT_EQ(run.status, 2) << run.err;
+  return servers;
+}
+
+// 2,048 servers of weight 625: 204,800,000 points of pingora-v1, which need
+// about 2 GB to build.
+std::string BigFleet() { return ServersText("10.0.", 2048, ":443 625"); }
+
+// The run failed as out of memory: exit status 2, no signal, one line on
+// stderr starting with `prefix`, nothing on stdout.
+void ExpectOneLineFailure(const testing::CliRun& run, const std::string& prefix) {
+  EXPECT_EQ(run.status, 2) << "exit status 2, no signal: " << run.err;
   ASSERT_FALSE(run.err.empty());
   EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << "one line: " << run.err;
-  EXPECT_EQ(run.err.rfind("chash stats: " + path + ": building the pingora-v1 ring", 0), 0u)
-      << run.err;
+  EXPECT_EQ(run.err.rfind(prefix, 0), 0u) << run.err;
+  EXPECT_NE(run.err.find("out of memory"), std::string::npos) << run.err;
+  EXPECT_TRUE(run.out.empty()) << run.out;
+}
+
+TEST(CliOomTest, StatsOverTheLimitSaysWhatItWasBuilding) {
+  if (!LimitsApply()) GTEST_SKIP() << "no address-space limit under sanitizers or qemu";
+  const std::string path = testing::WriteTemp("oom_servers.txt", BigFleet());
+  // 300 MB of address space holds the program, not the ring.
+  const testing::CliRun run = RunUnderLimit("stats --servers " + path + " --mode pingora-v1",
+                                            300 * 1024);
+  ExpectOneLineFailure(run, "chash stats: " + path + ": building the pingora-v1 ring");
   EXPECT_NE(run.err.find("out of memory: cannot hold 204800000 ring points"), std::string::npos)
       << run.err;
-  EXPECT_TRUE(run.out.empty()) << run.out;
 }
 
 TEST(CliOomTest, DemoOverTheLimitSaysWhatItWasBuilding) {
@@ -82,14 +96,6 @@ int TempFilesBeside(const std::string& path) {
   return count;
 }
 
-std::string BigFleet() {
-  std::string servers;
-  for (int i = 0; i < 2048; ++i) {
-    servers += "10.0." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443 625\n";
-  }
-  return servers;
-}
-
 TEST(CliOomTest, BuildOverTheLimitLeavesTheDestinationAlone) {
   if (!LimitsApply()) GTEST_SKIP() << "no address-space limit under sanitizers or qemu";
   const std::string servers = testing::WriteTemp("oom_build_servers.txt", BigFleet());
@@ -99,24 +105,15 @@ TEST(CliOomTest, BuildOverTheLimitLeavesTheDestinationAlone) {
   const std::string out = testing::WriteTemp("oom_build.ring", previous);
   const testing::CliRun run = RunUnderLimit(
       "build --servers " + servers + " --mode pingora-v1 --out " + out, 300 * 1024);
-  EXPECT_EQ(run.status, 2) << "exit status 2, no signal: " << run.err;
-  ASSERT_FALSE(run.err.empty());
-  EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << "one line: " << run.err;
-  EXPECT_EQ(run.err.rfind("chash build: " + servers + ": building the pingora-v1 ring", 0), 0u)
-      << run.err;
-  EXPECT_NE(run.err.find("out of memory"), std::string::npos) << run.err;
-  EXPECT_TRUE(run.out.empty()) << run.out;
+  ExpectOneLineFailure(run, "chash build: " + servers + ": building the pingora-v1 ring");
   EXPECT_EQ(testing::ReadAll(out), previous) << "the destination was changed";
   EXPECT_EQ(TempFilesBeside(out), 0) << "a temporary file was left beside " << out;
 }
 
 TEST(CliOomTest, RouteOverTheLimitSaysWhatItWasLoading) {
   if (!LimitsApply()) GTEST_SKIP() << "no address-space limit under sanitizers or qemu";
-  std::string servers;
-  for (int i = 0; i < 1000; ++i) {
-    servers += "10.1." + std::to_string(i / 256) + "." + std::to_string(i % 256) + ":443\n";
-  }
-  const std::string servers_path = testing::WriteTemp("oom_route_servers.txt", servers);
+  const std::string servers_path =
+      testing::WriteTemp("oom_route_servers.txt", ServersText("10.1.", 1000, ":443"));
   const std::string ring = testing::TempPath("oom_route.ring");
   // About 10M points: a 60 MB snapshot, built without a limit.
   const testing::CliRun built = testing::RunChash("build --servers " + servers_path +
@@ -126,13 +123,8 @@ TEST(CliOomTest, RouteOverTheLimitSaysWhatItWasLoading) {
   // 64 MiB of address space holds the program (about 45 MB here), not the
   // 60 MB mapping as well.
   const testing::CliRun run = RunUnderLimit("route --ring " + ring, 64 * 1024);
-  EXPECT_EQ(run.status, 2) << "exit status 2, no signal: " << run.err;
-  ASSERT_FALSE(run.err.empty());
-  EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << "one line: " << run.err;
-  EXPECT_EQ(run.err.rfind("chash route: loading the ring snapshot: out of memory: ", 0), 0u)
-      << run.err;
+  ExpectOneLineFailure(run, "chash route: loading the ring snapshot: out of memory: ");
   EXPECT_NE(run.err.find(ring), std::string::npos) << "names the file: " << run.err;
-  EXPECT_TRUE(run.out.empty()) << run.out;
   // The same command without the limit routes: the limit was the cause.
   const testing::CliRun free_run = testing::RunChash("route --ring " + ring);
   EXPECT_EQ(free_run.status, 0) << free_run.err;

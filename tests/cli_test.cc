@@ -116,27 +116,44 @@ std::vector<std::pair<std::string, std::string>> GoldenRows(const std::string& r
   return rows;
 }
 
+// A golden answers file as `chash route` is asked it: the keys, one a line,
+// and the KEY,ADDR lines it must print.
+struct GoldenRoutes {
+  size_t rows = 0;
+  std::string keys, expected;
+};
+
+GoldenRoutes GoldenRoutesOf(const std::string& relative) {
+  GoldenRoutes golden;
+  for (const auto& [key, addr] : GoldenRows(relative)) {
+    ++golden.rows;
+    golden.keys += key + "\n";
+    golden.expected += key + "," + addr + "\n";
+  }
+  return golden;
+}
+
+// `chash route ARGS` prints the golden answers (`what` names the case).
+void ExpectRoutes(const std::string& args, const GoldenRoutes& golden, const std::string& what) {
+  const CliRun run = RunChash("route " + args, golden.keys);
+  ASSERT_EQ(run.status, 0) << what << ": " << run.err;
+  EXPECT_EQ(run.out, golden.expected) << what;
+}
+
 TEST(CliPrograms, HaproxyRoutesAsTheRealHaproxy) {
   // haproxy 2.6's answers (tests/data/haproxy/sets.txt: default_uri_20,
   // `hash-type consistent`, balance uri).
-  const auto rows = GoldenRows("haproxy/default_uri_20.csv");
-  ASSERT_GT(rows.size(), 100u);
-  std::string keys, expected;
-  for (const auto& [key, addr] : rows) {
-    keys += key + "\n";
-    expected += key + "," + addr + "\n";
-  }
-  const CliRun run = RunChash("route --flavor haproxy --balance uri --servers " +
-                                  testing::DataPath("haproxy/default_uri_20.servers"),
-                              keys);
-  ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_EQ(run.out, expected);
+  const GoldenRoutes golden = GoldenRoutesOf("haproxy/default_uri_20.csv");
+  ASSERT_GT(golden.rows, 100u);
+  ExpectRoutes("--flavor haproxy --balance uri --servers " +
+                   testing::DataPath("haproxy/default_uri_20.servers"),
+               golden, "balance uri");
   // Without --balance the query string is hashed too: some answers change.
   const CliRun whole = RunChash("route --flavor haproxy --balance uri-whole --servers " +
                                     testing::DataPath("haproxy/default_uri_20.servers"),
-                                keys);
+                                golden.keys);
   ASSERT_EQ(whole.status, 0) << whole.err;
-  EXPECT_NE(whole.out, expected);
+  EXPECT_NE(whole.out, golden.expected);
 }
 
 TEST(CliPrograms, SnapshotsOfProgramRingsRouteAsTheRealPrograms) {
@@ -153,13 +170,8 @@ TEST(CliPrograms, SnapshotsOfProgramRingsRouteAsTheRealPrograms) {
              "--balance uri"},
         Case{"twemproxy/crc32a_20", "twemproxy/named_20.servers",
              "--flavor ketama-md5 --variant twemproxy --key-hash crc32a", ""}}) {
-    const auto rows = GoldenRows(c.set + ".csv");
-    ASSERT_GE(rows.size(), 100u) << c.set;
-    std::string keys, expected;
-    for (const auto& [key, addr] : rows) {
-      keys += key + "\n";
-      expected += key + "," + addr + "\n";
-    }
+    const GoldenRoutes golden = GoldenRoutesOf(c.set + ".csv");
+    ASSERT_GE(golden.rows, 100u) << c.set;
     const std::string first = dir + "/program_v3.chash";
     const std::string second = dir + "/program_v4.chash";
     const CliRun built = RunChash("build " + c.build_options + " --servers " +
@@ -170,9 +182,7 @@ TEST(CliPrograms, SnapshotsOfProgramRingsRouteAsTheRealPrograms) {
         RunChash("build --from " + first + " --above " + first + " --out " + second);
     ASSERT_EQ(republished.status, 0) << republished.err;
     for (const std::string& ring : {first, second}) {
-      const CliRun run = RunChash("route --ring " + ring + " " + c.route_options, keys);
-      ASSERT_EQ(run.status, 0) << run.err;
-      EXPECT_EQ(run.out, expected) << c.set << " through " << ring;
+      ExpectRoutes("--ring " + ring + " " + c.route_options, golden, c.set + " through " + ring);
     }
     const CliRun refused = RunChash("build --from " + first + " --above " + first +
                                     " --hash-function djb2 --out " + second);
@@ -268,17 +278,10 @@ TEST(CliPrograms, HaproxyCfgRoutesAsTheRealHaproxy) {
   const std::string cfg = testing::DataPath("haproxy-cfg/mixed_25.cfg");
   for (const auto& [backend, set] : {std::pair<std::string, std::string>{"sdbm", "sdbm_uri_25"},
                                      {"inherits", "wt6_avalanche_uri_25"}}) {
-    const auto rows = GoldenRows("haproxy/" + set + ".csv");
-    ASSERT_EQ(rows.size(), 300u) << set;
-    std::string keys, expected;
-    for (const auto& [key, addr] : rows) {
-      keys += key + "\n";
-      expected += key + "," + addr + "\n";
-    }
-    const CliRun run =
-        RunChash("route --haproxy-cfg " + cfg + " --backend " + backend + " --balance uri", keys);
-    ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(run.out, expected) << backend;
+    const GoldenRoutes golden = GoldenRoutesOf("haproxy/" + set + ".csv");
+    ASSERT_EQ(golden.rows, 300u) << set;
+    ExpectRoutes("--haproxy-cfg " + cfg + " --backend " + backend + " --balance uri", golden,
+                 backend);
   }
   const CliRun stats = RunChash("stats --json --haproxy-cfg " + cfg + " --backend sdbm");
   EXPECT_EQ(stats.status, 0) << stats.err;
@@ -360,16 +363,9 @@ TEST(CliPrograms, NutcrackerYmlRoutesAsTheRealNutcracker) {
   }
   for (const auto& [pool, set] : {std::pair<std::string, std::string>{"named", "crc32a_20"},
                                   {"tagged", "fnv1a_64_tag_100"}}) {
-    const auto rows = GoldenRows("twemproxy/" + set + ".csv");
-    ASSERT_GE(rows.size(), 300u) << set;
-    std::string keys, expected;
-    for (const auto& [key, addr] : rows) {
-      keys += key + "\n";
-      expected += key + "," + addr + "\n";
-    }
-    const CliRun run = RunChash("route --nutcracker-yml " + yml + " --pool " + pool, keys);
-    ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(run.out, expected) << pool;
+    const GoldenRoutes golden = GoldenRoutesOf("twemproxy/" + set + ".csv");
+    ASSERT_GE(golden.rows, 300u) << set;
+    ExpectRoutes("--nutcracker-yml " + yml + " --pool " + pool, golden, pool);
   }
   ExpectUsageError(RunChash("route --nutcracker-yml " + yml + " --pool modula", "a\n"),
                    "distribution modula: twemproxy keeps no ring for it");
@@ -400,18 +396,10 @@ TEST(CliPrograms, EnvoyClusterRoutesAsEnvoysTests) {
   }
   size_t compared = 0;
   for (const std::string cluster : {"ring_basic", "ring_hash_key", "maglev_weighted"}) {
-    const auto rows = GoldenRows("envoy/" + cluster + ".csv");
-    ASSERT_FALSE(rows.empty()) << cluster;
-    std::string keys, expected;
-    for (const auto& [key, addr] : rows) {
-      keys += key + "\n";
-      expected += key + "," + addr + "\n";
-    }
-    const CliRun run =
-        RunChash("route --by-hash --envoy-cluster " + yaml + " --cluster " + cluster, keys);
-    ASSERT_EQ(run.status, 0) << run.err;
-    EXPECT_EQ(run.out, expected) << cluster;
-    compared += rows.size();
+    const GoldenRoutes golden = GoldenRoutesOf("envoy/" + cluster + ".csv");
+    ASSERT_GT(golden.rows, 0u) << cluster;
+    ExpectRoutes("--by-hash --envoy-cluster " + yaml + " --cluster " + cluster, golden, cluster);
+    compared += golden.rows;
   }
   EXPECT_EQ(compared, 60u);
   ExpectUsageError(RunChash("route --envoy-cluster " + yaml, "1\n"),
@@ -428,46 +416,47 @@ TEST(CliPrograms, EnvoyClusterRoutesAsEnvoysTests) {
 
 TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
   const std::string servers = WriteTemp("p1", "10.0.0.1:80 1\n10.0.0.2:80 2\n");
-  ExpectUsageError(RunChash("route --flavor haproxy --replicas 3 --servers " + servers, "a\n"),
-                   "--replicas is an option of the varnish-shard flavor, not of haproxy");
-  ExpectUsageError(RunChash("route --servers " + servers + " --table-size 7", "a\n"),
-                   "--table-size is an option of the envoy-maglev flavor, not of nginx");
-  ExpectUsageError(
-      RunChash("stats --flavor varnish-shard --hash-function djb2 --servers " + servers),
-      "--hash-function is an option of the haproxy and envoy-ring flavors, not of varnish-shard");
-  ExpectUsageError(RunChash("route --flavor haproxy --hash-function md5 --servers " + servers,
-                            "a\n"),
-                   "--hash-function must be one of sdbm, djb2, wt6, crc32, got 'md5'");
-  ExpectUsageError(RunChash("route --flavor ketama-md5 --hash-tag {} --servers " + servers, "a\n"),
-                   "--hash-tag is twemproxy's hash_tag: it needs --variant twemproxy");
-  ExpectUsageError(RunChash("route --flavor envoy-maglev --table-size 10 --servers " + servers,
-                            "a\n"),
-                   "--flavor envoy-maglev: ");
-  ExpectUsageError(RunChash("route --flavor envoy-ring --min-ring-size 9 --max-ring-size 8 "
-                            "--servers " + servers, "a\n"),
-                   "--min-ring-size 9 is above --max-ring-size 8");
-  ExpectUsageError(RunChash("route --flavor nginx --balance uri --servers " + servers, "a\n"),
-                   "--balance needs --flavor haproxy");
-  ExpectUsageError(RunChash("route --flavor haproxy --alt 1 --servers " + servers, "a\n"),
-                   "--alt is Varnish's alt=K: it needs --flavor varnish-shard");
-  ExpectUsageError(RunChash("route --flavor varnish-shard --by-hash --servers " + servers,
-                            "4294967296\n12\n"),
-                   "'4294967296' is not a key hash (--by-hash: a decimal integer below 2^32)");
-  ExpectUsageError(RunChash("build --flavor haproxy --table-size 17 --out x.chash --servers " +
-                            servers),
-                   "--table-size");
-  ExpectUsageError(RunChash("plan --flavor varnish-shard --rings 2 --servers " + servers),
-                   "--rings plans pingora-v2 multiples");
-  ExpectUsageError(RunChash("route --flavor haproxy --nginx-conf x.conf --upstream u", "a\n"),
-                   "--nginx-conf reads nginx upstreams; the haproxy flavor takes its servers");
-  ExpectUsageError(RunChash("route --ring x.chash --replicas 3", "a\n"),
-                   "--ring and --replicas cannot be combined");
   // A weighted ketama ring's points depend on every server: no mask answers
   // what libmemcached answers without one.
   const std::string down = WriteTemp("p9", "10.0.0.1:80\n");
-  ExpectUsageError(RunChash("route --flavor ketama-md5 --servers " + servers + " --down " + down,
-                            "a\n"),
-                   "--down and --subset: the ketama-md5 ring's points depend on every server");
+  struct Refusal {
+    std::string args, stdin_text, fragment;
+  };
+  for (const Refusal& c : std::vector<Refusal>{
+           {"route --flavor haproxy --replicas 3 --servers " + servers, "a\n",
+            "--replicas is an option of the varnish-shard flavor, not of haproxy"},
+           {"route --servers " + servers + " --table-size 7", "a\n",
+            "--table-size is an option of the envoy-maglev flavor, not of nginx"},
+           {"stats --flavor varnish-shard --hash-function djb2 --servers " + servers, "",
+            "--hash-function is an option of the haproxy and envoy-ring flavors, not of "
+            "varnish-shard"},
+           {"route --flavor haproxy --hash-function md5 --servers " + servers, "a\n",
+            "--hash-function must be one of sdbm, djb2, wt6, crc32, got 'md5'"},
+           {"route --flavor ketama-md5 --hash-tag {} --servers " + servers, "a\n",
+            "--hash-tag is twemproxy's hash_tag: it needs --variant twemproxy"},
+           {"route --flavor envoy-maglev --table-size 10 --servers " + servers, "a\n",
+            "--flavor envoy-maglev: "},
+           {"route --flavor envoy-ring --min-ring-size 9 --max-ring-size 8 --servers " + servers,
+            "a\n", "--min-ring-size 9 is above --max-ring-size 8"},
+           {"route --flavor nginx --balance uri --servers " + servers, "a\n",
+            "--balance needs --flavor haproxy"},
+           {"route --flavor haproxy --alt 1 --servers " + servers, "a\n",
+            "--alt is Varnish's alt=K: it needs --flavor varnish-shard"},
+           {"route --flavor varnish-shard --by-hash --servers " + servers, "4294967296\n12\n",
+            "'4294967296' is not a key hash (--by-hash: a decimal integer below 2^32)"},
+           {"build --flavor haproxy --table-size 17 --out x.chash --servers " + servers, "",
+            "--table-size"},
+           {"plan --flavor varnish-shard --rings 2 --servers " + servers, "",
+            "--rings plans pingora-v2 multiples"},
+           {"route --flavor haproxy --nginx-conf x.conf --upstream u", "a\n",
+            "--nginx-conf reads nginx upstreams; the haproxy flavor takes its servers"},
+           {"route --ring x.chash --replicas 3", "a\n", "--ring and --replicas cannot be combined"},
+           {"route --flavor ketama-md5 --servers " + servers + " --down " + down, "a\n",
+            "--down and --subset: the ketama-md5 ring's points depend on every server"},
+       }) {
+    SCOPED_TRACE(c.args);
+    ExpectUsageError(RunChash(c.args, c.stdin_text), c.fragment);
+  }
 }
 
 TEST(CliPrograms, DownListsNameServersByAddr) {

@@ -90,8 +90,8 @@ TEST(CollisionTable, NginxRingsWithRealCollisions) {
         ReadServersFile(DataPath(std::string("nginx/") + set + ".servers"));
     ASSERT_TRUE(servers.ok());
     const Ring ring = testing::MustBuild(servers.value(), {.flavor = Flavor::kNginx});
-    std::vector<uint32_t> config_rank(servers.value().size());
-    for (uint32_t i = 0; i < config_rank.size(); ++i) config_rank[i] = i;
+    const std::vector<uint32_t> config_rank =
+        testing::TieRanks(static_cast<uint32_t>(servers.value().size()));
     const Contenders contenders =
         GroupByHash(ChainPoints(servers.value(), Flavor::kNginx, 160), config_rank);
     ExpectLosersMatch(ring, contenders);
@@ -122,10 +122,8 @@ TEST(CollisionTable, RawRingsWithForcedCollisions) {
   std::mt19937 rng(7);
   for (size_t round = 0; round < testing::Scaled(40, 10); ++round) {
     const uint32_t num_nodes = 1 + rng() % 12;
-    std::vector<uint32_t> rank(num_nodes);
-    for (uint32_t i = 0; i < num_nodes; ++i) rank[i] = i;
     const bool explicit_rank = round % 2 == 1;
-    if (explicit_rank) std::shuffle(rank.begin(), rank.end(), rng);
+    const std::vector<uint32_t> rank = testing::TieRanks(num_nodes, explicit_rank ? &rng : nullptr);
     std::vector<RawPoint> points;
     const uint32_t distinct_hashes = 1 + rng() % 30;
     for (uint32_t i = 0; i < 3 * distinct_hashes; ++i) {

@@ -24,16 +24,10 @@ size_t Rounds() { return testing::Scaled(300, 20); }
 
 std::shared_ptr<const Ring> BuildShared(Flavor flavor, uint32_t multiple, uint32_t nodes,
                                         uint32_t first_octet = 1) {
-  RingBuilder builder({.flavor = flavor, .point_multiple = multiple});
-  for (uint32_t i = 0; i < nodes; ++i) {
-    const std::string address = "10." + std::to_string(first_octet) + "." +
-                                std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) +
-                                ":80";
-    EXPECT_TRUE(builder.Add(address, 1 + i % 3).ok()) << address;
-  }
-  Result<Ring> ring = std::move(builder).Build();
-  EXPECT_TRUE(ring.ok()) << ring.status().ToString();
-  return std::make_shared<const Ring>(ring.ok() ? std::move(ring).value() : Ring());
+  return std::make_shared<const Ring>(testing::BuildNumbered(
+      {.flavor = flavor, .point_multiple = multiple},
+      {"10." + std::to_string(first_octet) + ".", ":80", [](uint32_t i) { return 1 + i % 3; }},
+      nodes));
 }
 
 std::vector<std::string> Keys(size_t count) {

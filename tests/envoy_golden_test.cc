@@ -62,6 +62,31 @@ void ExpectRing(const Ring& ring, const std::vector<Entry>& expected) {
 
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
+// chooseHost(hash) for each (hash, host index) as the test asserts it: the
+// single form and the batch form.
+void ExpectHosts(const Ring& ring, const std::vector<std::pair<uint64_t, uint32_t>>& expected) {
+  std::vector<uint64_t> hashes;
+  std::vector<uint32_t> hosts;
+  for (const auto& [hash, host] : expected) {
+    EXPECT_EQ(ring.FindNodeByHash64(hash), host) << hash;
+    hashes.push_back(hash);
+    hosts.push_back(host);
+  }
+  std::vector<uint32_t> out(hashes.size());
+  ASSERT_EQ(ring.FindNodesByHash64(hashes, out), hashes.size());
+  EXPECT_EQ(out, hosts) << "the batch form";
+}
+
+// A Maglev table as the test lists it: hash i picks entry i % size, for
+// `rounds` times round the table.
+void ExpectTable(const Ring& table, const std::vector<uint32_t>& entries, uint32_t rounds) {
+  std::vector<std::pair<uint64_t, uint32_t>> expected;
+  for (uint32_t i = 0; i < rounds * entries.size(); ++i) {
+    expected.emplace_back(i, entries[i % entries.size()]);
+  }
+  ExpectHosts(table, expected);
+}
+
 // Every ring test runs on every SIMD target (testing::ForEachTarget): the
 // 64-bit lookup searches the high halves with the target's kernels.
 // RingHashLoadBalancerTest.Basic and .BasicWithRetryHostPredicate.
@@ -81,22 +106,16 @@ TEST(EnvoyGolden, RingBasic) {
                       {13444792449719432967u, "127.0.0.1:92"},
                       {15516499411664133160u, "127.0.0.1:94"},
                       {16117243373044804889u, "127.0.0.1:90"}});
-    EXPECT_EQ(ring.FindNodeByHash64(0), 4u);
-    EXPECT_EQ(ring.FindNodeByHash64(kMax), 4u);
-    EXPECT_EQ(ring.FindNodeByHash64(3551244743356806947u), 5u);
-    EXPECT_EQ(ring.FindNodeByHash64(3551244743356806948u), 3u);
-    EXPECT_EQ(ring.FindNodeByHash64(16117243373044804880u), 0u);
+    ExpectHosts(ring, {{0, 4},
+                       {kMax, 4},
+                       {3551244743356806947u, 5},
+                       {3551244743356806948u, 3},
+                       {16117243373044804880u, 0}});
     // Retries: attempt a takes the entry a places on.
     EXPECT_EQ(ring.FindNodeForAttempt(0, 0), 4u);
     EXPECT_EQ(ring.FindNodeForAttempt(0, 1), 2u);   // "Second attempt chooses the next host"
     EXPECT_EQ(ring.FindNodeForAttempt(0, 2), 0u);   // "Exhausted retries return the last"
     EXPECT_EQ(ring.FindNodeForAttempt(0, 13), 2u);  // "Retries wrap around the ring"
-    // The batch form answers as the single one.
-    const std::vector<uint64_t> hashes = {0, kMax, 3551244743356806947u, 3551244743356806948u,
-                                          16117243373044804880u};
-    std::vector<uint32_t> out(hashes.size());
-    ASSERT_EQ(ring.FindNodesByHash64(hashes, out), hashes.size());
-    EXPECT_EQ(out, (std::vector<uint32_t>{4, 4, 5, 3, 0}));
   });
 }
 
@@ -119,11 +138,11 @@ TEST(EnvoyGolden, RingMurmur2) {
                       {15427156902705414897u, "127.0.0.1:80"},
                       {16375050414328759093u, "127.0.0.1:85"},
                       {17613279263364193813u, "127.0.0.1:80"}});
-    EXPECT_EQ(ring.FindNodeByHash64(0), 5u);
-    EXPECT_EQ(ring.FindNodeByHash64(kMax), 5u);
-    EXPECT_EQ(ring.FindNodeByHash64(1358027074129602068u), 5u);
-    EXPECT_EQ(ring.FindNodeByHash64(1358027074129602069u), 3u);
-    EXPECT_EQ(ring.FindNodeByHash64(10150910876324007730u), 2u);
+    ExpectHosts(ring, {{0, 5},
+                       {kMax, 5},
+                       {1358027074129602068u, 5},
+                       {1358027074129602069u, 3},
+                       {10150910876324007730u, 2}});
   });
 }
 
@@ -146,10 +165,7 @@ TEST(EnvoyGolden, RingHostnameKeys) {
                       {13776502110861797421u, "90"},
                       {14338313586354474791u, "91"},
                       {15364271037087512980u, "94"}});
-    EXPECT_EQ(ring.FindNodeByHash64(0), 5u);
-    EXPECT_EQ(ring.FindNodeByHash64(kMax), 5u);
-    EXPECT_EQ(ring.FindNodeByHash64(7225015537174310577u), 2u);
-    EXPECT_EQ(ring.FindNodeByHash64(6803900775736438537u), 3u);
+    ExpectHosts(ring, {{0, 5}, {kMax, 5}, {7225015537174310577u, 2}, {6803900775736438537u, 3}});
   });
 }
 
@@ -164,13 +180,13 @@ TEST(EnvoyGolden, RingUnevenHosts) {
                        {7859399908942313493u, "127.0.0.1:81"},
                        {13838424394637650569u, "127.0.0.1:80"},
                        {16064866803292627174u, "127.0.0.1:81"}});
-    EXPECT_EQ(first.FindNodeByHash64(0), 0u);
+    ExpectHosts(first, {{0, 0}});
     const Ring second = Build(options, Ports(81, 82));
     ExpectRing(second, {{7859399908942313493u, "127.0.0.1:81"},
                         {8241336090459785962u, "127.0.0.1:82"},
                         {12882406409176325258u, "127.0.0.1:82"},
                         {16064866803292627174u, "127.0.0.1:81"}});
-    EXPECT_EQ(second.FindNodeByHash64(0), 0u);
+    ExpectHosts(second, {{0, 0}});
   });
 }
 
@@ -182,10 +198,12 @@ TEST(EnvoyGolden, RingHostWeightedTiny) {
                              .envoy_ring = {.minimum_ring_size = 6, .maximum_ring_size = 6}},
                             {{"127.0.0.1:90", 1}, {"127.0.0.1:91", 2}, {"127.0.0.1:92", 3}});
     EXPECT_EQ(ring.num_points(), 6u);
-    const std::pair<uint64_t, uint32_t> expected[] = {
-        {928266305478181108u, 2},  {4443673547860492590u, 2},  {5583722120771150861u, 1},
-        {6311230543546372928u, 1}, {13444792449719432967u, 2}, {16117243373044804889u, 0}};
-    for (const auto& [hash, host] : expected) EXPECT_EQ(ring.FindNodeByHash64(hash), host) << hash;
+    ExpectHosts(ring, {{928266305478181108u, 2},
+                       {4443673547860492590u, 2},
+                       {5583722120771150861u, 1},
+                       {6311230543546372928u, 1},
+                       {13444792449719432967u, 2},
+                       {16117243373044804889u, 0}});
   });
 }
 
@@ -234,10 +252,7 @@ TEST(EnvoyGolden, MaglevBasic) {
   testing::ForEachTarget([&](const std::string&) {
     const Ring table =
         Build({.flavor = Flavor::kEnvoyMaglev, .maglev = {.table_size = 7}}, Ports(90, 95));
-    const std::vector<uint32_t> expected = {2, 4, 0, 1, 5, 0, 3};
-    for (uint32_t i = 0; i < 3 * expected.size(); ++i) {
-      EXPECT_EQ(table.FindNodeByHash64(i), expected[i % expected.size()]) << i;
-    }
+    ExpectTable(table, {2, 4, 0, 1, 5, 0, 3}, 3);
     EXPECT_EQ(table.FindNodeForAttempt(10, 0), 1u);  // "Confirm that i=3 is selected"
     EXPECT_EQ(table.FindNodeForAttempt(10, 1), 0u);  // "Second attempt chooses a different host"
     EXPECT_EQ(table.FindNodeForAttempt(10, 2), 5u);  // "Exhausted retries return the last"
@@ -260,8 +275,7 @@ TEST(EnvoyGolden, MaglevHostnameKeys) {
     std::vector<std::pair<std::string, uint32_t>> hosts;
     for (int port = 90; port <= 95; ++port) hosts.emplace_back(std::to_string(port), 1);
     const Ring table = Build({.flavor = Flavor::kEnvoyMaglev, .maglev = {.table_size = 7}}, hosts);
-    const std::vector<uint32_t> expected = {2, 5, 0, 3, 4, 1, 0};
-    for (uint32_t i = 0; i < 7; ++i) EXPECT_EQ(table.FindNodeByHash64(i), expected[i]) << i;
+    ExpectTable(table, {2, 5, 0, 3, 4, 1, 0}, 1);
   });
 }
 
@@ -270,15 +284,7 @@ TEST(EnvoyGolden, MaglevWeighted) {
   testing::ForEachTarget([&](const std::string&) {
     const Ring table = Build({.flavor = Flavor::kEnvoyMaglev, .maglev = {.table_size = 17}},
                              {{"127.0.0.1:90", 1}, {"127.0.0.1:91", 2}});
-    const std::vector<uint32_t> expected = {1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 0, 1};
-    for (uint32_t i = 0; i < 3 * expected.size(); ++i) {
-      EXPECT_EQ(table.FindNodeByHash64(i), expected[i % expected.size()]) << i;
-    }
-    std::vector<uint64_t> hashes(17);
-    for (uint64_t i = 0; i < 17; ++i) hashes[i] = i;
-    std::vector<uint32_t> out(17);
-    table.FindNodesByHash64(hashes, out);
-    EXPECT_EQ(out, expected);
+    ExpectTable(table, {1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 0, 1}, 3);
   });
 }
 

@@ -183,9 +183,7 @@ TEST(MaskedLookup, RawRingsWithForcedCollisions) {
   std::mt19937 rng(99);
   for (size_t round = 0; round < testing::Scaled(300, 40); ++round) {
     const uint32_t num_nodes = 1 + rng() % 20;
-    std::vector<uint32_t> rank(num_nodes);
-    for (uint32_t i = 0; i < num_nodes; ++i) rank[i] = i;
-    std::shuffle(rank.begin(), rank.end(), rng);
+    const std::vector<uint32_t> rank = testing::TieRanks(num_nodes, &rng);
     const uint32_t hashes = 1 + rng() % 40;
     std::vector<RawPoint> points;
     for (uint32_t i = 0, n = rng() % 120; i < n; ++i) {

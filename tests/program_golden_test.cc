@@ -203,6 +203,28 @@ size_t CompareSet(const std::string& program, const SetRow& set, const SetPlan& 
   return answers.size();
 }
 
+// The attribute of a server line that names its node: haproxy's `id`,
+// twemproxy's `name`.
+enum class NodeAttr { kNone, kId, kName };
+
+// A plan whose nodes are the servers as written (the program answers their
+// ADDR), with their `attr` when they have one, and whose keys are looked up
+// as they come.
+SetPlan KeysPlan(Flavor flavor, const std::vector<ServerLine>& servers, NodeAttr attr) {
+  SetPlan setup;
+  setup.options.flavor = flavor;
+  for (const ServerLine& server : servers) {
+    NodeOptions node;
+    if (attr == NodeAttr::kId && server.attrs.count("id")) {
+      node.server_id = std::stoul(server.attrs.at("id"));
+    }
+    if (attr == NodeAttr::kName && server.attrs.count("name")) node.name = server.attrs.at("name");
+    setup.nodes.push_back({server.addr, Weight(server), node, server.addr});
+  }
+  setup.answer = [](const Ring& ring, const std::string& key) { return ring.FindNode(key); };
+  return setup;
+}
+
 size_t RowsOf(const std::string& program, const SetRow& set) {
   return ReadAnswers(testing::DataPath(program + "/" + set.name + ".csv")).size();
 }
@@ -259,8 +281,7 @@ TEST(ProgramGolden, Haproxy) {
   RunProgram("haproxy",
              [](const SetRow& set, const std::vector<ServerLine>& servers,
                 std::string&) -> std::optional<SetPlan> {
-               SetPlan setup;
-               setup.options.flavor = Flavor::kHaproxy;
+               SetPlan setup = KeysPlan(Flavor::kHaproxy, servers, NodeAttr::kId);
                const std::string function = Option(set, "--function");
                static const std::map<std::string, HaproxyHash> kFunctions = {
                    {"default", HaproxyHash::kSdbm},
@@ -272,11 +293,6 @@ TEST(ProgramGolden, Haproxy) {
                // `hash-type consistent` alone is sdbm with avalanche.
                setup.options.haproxy.avalanche =
                    function == "default" || set.options.count("--avalanche");
-               for (const ServerLine& server : servers) {
-                 NodeOptions node;
-                 if (server.attrs.count("id")) node.server_id = std::stoul(server.attrs.at("id"));
-                 setup.nodes.push_back({server.addr, Weight(server), node, server.addr});
-               }
                const std::string balance = Option(set, "--balance");
                setup.answer = [balance](const Ring& ring, const std::string& key) {
                  return ring.FindNode(HaproxyKeyBytes(key, balance));
@@ -312,8 +328,7 @@ TEST(ProgramGolden, Libmemcached) {
       "libmemcached",
       [](const SetRow& set, const std::vector<ServerLine>& servers,
          std::string&) -> std::optional<SetPlan> {
-        SetPlan setup;
-        setup.options.flavor = Flavor::kKetamaMd5;
+        SetPlan setup = KeysPlan(Flavor::kKetamaMd5, servers, NodeAttr::kNone);
         const std::string mode = Option(set, "--mode");
         const std::string hash = Option(set, "--hash", "keep");
         // A server added with weight > 1 turns the weighted continuum on in
@@ -332,10 +347,6 @@ TEST(ProgramGolden, Libmemcached) {
               heavy ? KetamaVariant::kLibmemcachedSpyWeighted : KetamaVariant::kLibmemcachedSpy;
         }
         if (hash != "keep") ketama.key_hash = KetamaHashNames().at(hash);
-        for (const ServerLine& server : servers) {
-          setup.nodes.push_back({server.addr, Weight(server), {}, server.addr});
-        }
-        setup.answer = [](const Ring& ring, const std::string& key) { return ring.FindNode(key); };
         return setup;
       });
 }
@@ -346,21 +357,12 @@ TEST(ProgramGolden, Twemproxy) {
   RunProgram("twemproxy",
              [](const SetRow& set, const std::vector<ServerLine>& servers,
                 std::string&) -> std::optional<SetPlan> {
-               SetPlan setup;
-               setup.options.flavor = Flavor::kKetamaMd5;
+               SetPlan setup = KeysPlan(Flavor::kKetamaMd5, servers, NodeAttr::kName);
                KetamaOptions& ketama = setup.options.ketama;
                ketama.variant = KetamaVariant::kTwemproxy;
                ketama.key_hash = KetamaHashNames().at(Option(set, "--hash", "fnv1a_64"));
                const std::string tag = Option(set, "--hash-tag");
                if (tag.size() == 2) ketama.hash_tag = {tag[0], tag[1]};
-               for (const ServerLine& server : servers) {
-                 NodeOptions node;
-                 if (server.attrs.count("name")) node.name = server.attrs.at("name");
-                 setup.nodes.push_back({server.addr, Weight(server), node, server.addr});
-               }
-               setup.answer = [](const Ring& ring, const std::string& key) {
-                 return ring.FindNode(key);
-               };
                return setup;
              });
 }

@@ -42,28 +42,29 @@ std::vector<ServerEntry> Parse(std::string_view text) {
   return entries.ok() ? entries.value() : std::vector<ServerEntry>{};
 }
 
+using AddressAndWeight = std::pair<std::string, uint32_t>;
+
+// The entries' addresses and weights, in order.
+std::vector<AddressAndWeight> AddressesAndWeights(const std::vector<ServerEntry>& entries) {
+  std::vector<AddressAndWeight> pairs;
+  for (const ServerEntry& entry : entries) pairs.emplace_back(entry.address, entry.weight);
+  return pairs;
+}
+
 TEST(ServersFile, AddressAndOptionalWeightDefaultingToOne) {
-  const auto entries = Parse("10.0.0.1:443 100\n[::1]:7777\nunix:/run/app.sock 2\n");
-  ASSERT_EQ(entries.size(), 3u);
-  EXPECT_EQ(entries[0].address, "10.0.0.1:443");
-  EXPECT_EQ(entries[0].weight, 100u);
-  EXPECT_EQ(entries[1].address, "[::1]:7777");
-  EXPECT_EQ(entries[1].weight, 1u);
-  EXPECT_EQ(entries[2].address, "unix:/run/app.sock");
-  EXPECT_EQ(entries[2].weight, 2u);
+  EXPECT_EQ(AddressesAndWeights(Parse("10.0.0.1:443 100\n[::1]:7777\nunix:/run/app.sock 2\n")),
+            (std::vector<AddressAndWeight>{
+                {"10.0.0.1:443", 100}, {"[::1]:7777", 1}, {"unix:/run/app.sock", 2}}));
 }
 
 TEST(ServersFile, CommentStartsAnywhereOnALine) {
   const auto entries =
       Parse("# a whole-line comment\n10.0.0.1:80 3 # after the weight\n10.0.0.2:80# no space\n"
             "  # indented\n10.0.0.3:80 #5\n");
-  ASSERT_EQ(entries.size(), 3u);
-  EXPECT_EQ(entries[0].address, "10.0.0.1:80");
-  EXPECT_EQ(entries[0].weight, 3u);
-  EXPECT_EQ(entries[1].address, "10.0.0.2:80");
-  EXPECT_EQ(entries[1].weight, 1u);
-  EXPECT_EQ(entries[2].address, "10.0.0.3:80");
-  EXPECT_EQ(entries[2].weight, 1u) << "a weight after '#' is a comment";
+  EXPECT_EQ(AddressesAndWeights(entries),
+            (std::vector<AddressAndWeight>{
+                {"10.0.0.1:80", 3}, {"10.0.0.2:80", 1}, {"10.0.0.3:80", 1}}))
+      << "a weight after '#' is a comment";
 }
 
 TEST(ServersFile, BlankLinesAreIgnoredButCounted) {
@@ -77,11 +78,11 @@ TEST(ServersFile, BlankLinesAreIgnoredButCounted) {
 
 TEST(ServersFile, CrlfLinesDropTheirCarriageReturn) {
   const auto entries = Parse("# c\r\n10.0.0.1:80 7\r\n10.0.0.2:80\r\n\r\n10.0.0.3:80 # x\r\n");
+  EXPECT_EQ(AddressesAndWeights(entries),
+            (std::vector<AddressAndWeight>{
+                {"10.0.0.1:80", 7}, {"10.0.0.2:80", 1}, {"10.0.0.3:80", 1}}))
+      << "no '\\r' left in an address";
   ASSERT_EQ(entries.size(), 3u);
-  EXPECT_EQ(entries[0].address, "10.0.0.1:80");
-  EXPECT_EQ(entries[0].weight, 7u);
-  EXPECT_EQ(entries[1].address, "10.0.0.2:80") << "no '\\r' left in the address";
-  EXPECT_EQ(entries[1].weight, 1u);
   EXPECT_EQ(entries[2].line, 5u);
   // Only a trailing '\r' is dropped: one inside a line is not a separator.
   const auto inner = ParseServersText("10.0.0.1:80\r5\n", "t");
@@ -97,10 +98,8 @@ TEST(ServersFile, LastLineWithoutNewlineIsRead) {
 }
 
 TEST(ServersFile, SpacesAndTabsSeparateFields) {
-  const auto entries = Parse("\t 10.0.0.1:80 \t  12 \t\n");
-  ASSERT_EQ(entries.size(), 1u);
-  EXPECT_EQ(entries[0].address, "10.0.0.1:80");
-  EXPECT_EQ(entries[0].weight, 12u);
+  EXPECT_EQ(AddressesAndWeights(Parse("\t 10.0.0.1:80 \t  12 \t\n")),
+            (std::vector<AddressAndWeight>{{"10.0.0.1:80", 12}}));
 }
 
 TEST(ServersFile, WeightZeroIsADrainedNodeWithItsId) {

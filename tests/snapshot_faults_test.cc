@@ -25,35 +25,23 @@
 #include "builder/parallel.h"
 #include "snapshot/format.h"
 #include "cli_run.h"
+#include "snapshot_util.h"
 #include "test_util.h"
 
 namespace chash {
 namespace {
 
+using testing::CheckOf;
+using testing::SectionOffset;
+using testing::StatusOfChild;
 using testing::TempPath;
+using testing::Versioned;
 namespace fmt = internal::snapshot;
 
 Ring Fleet(uint32_t nodes, uint32_t first, uint32_t multiple = 16) {
-  RingBuilder builder({.flavor = Flavor::kPingoraV2, .point_multiple = multiple});
-  for (uint32_t i = 0; i < nodes; ++i) {
-    const uint32_t n = first + i;
-    EXPECT_TRUE(builder
-                    .Add("10.4." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1) +
-                             ":8080",
-                         1 + n % 3)
-                    .ok());
-  }
-  return std::move(builder).Build().value();
-}
-
-SnapshotWriteOptions Version(uint64_t version) {
-  SnapshotWriteOptions options;
-  options.config_version = version;
-  return options;
-}
-
-std::string CheckOf(const Status& status) {
-  return status.ok() ? "" : std::string(SnapshotCheckName(FailedSnapshotCheck(status)));
+  return testing::BuildNumbered({.flavor = Flavor::kPingoraV2, .point_multiple = multiple},
+                                {"10.4.", ":8080", [](uint32_t n) { return 1 + n % 3; }}, nodes,
+                                first);
 }
 
 // Every probe answers as `expected` does.
@@ -81,6 +69,55 @@ std::string StateDir(const std::string& name) {
   return dir;
 }
 
+// A reloader's files: its snapshot at TempPath(CASE.chash) and a fresh state
+// directory TempPath(CASE_state), named `name` in it; both removed when the
+// test ends.
+struct ReloadFiles {
+  explicit ReloadFiles(const std::string& test_case, const std::string& name = "")
+      : dir(StateDir(test_case + "_state")), path(TempPath(test_case + ".chash")) {
+    options.state_dir = dir;
+    options.name = name;
+  }
+  ~ReloadFiles() {
+    std::filesystem::remove_all(dir);
+    std::remove(path.c_str());
+  }
+  Result<std::unique_ptr<SnapshotReloader>> Create() const {
+    return SnapshotReloader::Create(path, options);
+  }
+  // The first file, `ring` as `version`, and a reloader of it.
+  Result<std::unique_ptr<SnapshotReloader>> Start(const Ring& ring, uint64_t version) const {
+    const Status written = WriteSnapshotFile(ring, Versioned(version), path);
+    if (!written.ok()) return written;
+    return Create();
+  }
+  const std::string dir;
+  const std::string path;
+  ReloadOptions options;
+};
+
+// The file of `ring` as `version` with the byte at 1/`part` of it XORed with
+// `flip`: damage only the checksum sees.
+std::string Damaged(const Ring& ring, uint64_t version, uint8_t flip, size_t part = 2) {
+  std::string bytes = SerializeSnapshot(ring, Versioned(version)).value();
+  bytes[bytes.size() / part] ^= flip;
+  return bytes;
+}
+
+// `bytes` published at `path` as a control plane publishes: written beside
+// it, then renamed over it.
+void Publish(const std::string& bytes, const std::string& path) {
+  const std::string temp = path + ".new";
+  std::ofstream(temp, std::ios::binary) << bytes;
+  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+}
+
+// A child's wait status: exited with 0.
+::testing::AssertionResult ExitedWithZero(int wstatus) {
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "exit " << WEXITSTATUS(wstatus);
+}
+
 // ---- A served ring is immune to its file ----------------------------------
 
 // `cp new old`, `rsync --inplace`, `cat >`: the served file written through,
@@ -90,13 +127,13 @@ TEST(SnapshotFaults, SealedRingIsImmuneToWritesInPlace) {
   const Ring ring = Fleet(60, 0);
   const Ring other = Fleet(60, 100);
   const std::string path = TempPath("in_place.chash");
-  ASSERT_TRUE(WriteSnapshotFile(ring, Version(1), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(ring, Versioned(1), path).ok());
   Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_EQ(loaded.value()->mode(), SnapshotLoadMode::kSealed);
   const Ring& served = loaded.value()->ring();
 
-  const std::string replacement = SerializeSnapshot(other, Version(2)).value();
+  const std::string replacement = SerializeSnapshot(other, Versioned(2)).value();
   WriteInPlace(path, 0, replacement);
   ExpectAnswersOf(ring, served, "after another file was written over it");
   std::string noise(std::filesystem::file_size(path), '\0');
@@ -120,18 +157,19 @@ TEST(SnapshotFaults, SealedRingIsImmuneToWritesInPlace) {
 TEST(SnapshotFaults, MappedRingLookupsStayInBoundsOnAnyBytes) {
   const Ring ring = Fleet(200, 0, 160);  // 64K points: a stored index with levels
   const std::string path = TempPath("mapped_noise.chash");
-  ASSERT_TRUE(WriteSnapshotFile(ring, Version(1), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(ring, Versioned(1), path).ok());
   SnapshotLoadOptions map;
   map.mode = SnapshotLoadMode::kMap;
   Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path, map);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   const Ring& served = loaded.value()->ring();
   const std::string bytes = testing::ReadAll(path);
-  const auto* raw = reinterpret_cast<const uint8_t*>(bytes.data());
-  const uint64_t index = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kSearchIndex);
-  const uint64_t index_bytes = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kSearchIndex + 8);
-  const uint64_t hashes = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kHashColumn);
-  const uint64_t hash_bytes = fmt::LoadU64(raw + fmt::kOffSections + 16 * fmt::kHashColumn + 8);
+  const uint64_t index = SectionOffset(bytes, fmt::kSearchIndex);
+  const uint64_t index_bytes =
+      testing::LoadAt<uint64_t>(bytes, fmt::kOffSections + 16 * fmt::kSearchIndex + 8);
+  const uint64_t hashes = SectionOffset(bytes, fmt::kHashColumn);
+  const uint64_t hash_bytes =
+      testing::LoadAt<uint64_t>(bytes, fmt::kOffSections + 16 * fmt::kHashColumn + 8);
   ASSERT_GT(index_bytes, 0u);
   std::mt19937 rng(11);
   for (int round = 0; round < 4; ++round) {
@@ -170,18 +208,14 @@ TEST(SnapshotFaults, FifoIsRefusedWithoutBlocking) {
   const std::string path = TempPath("fifo.chash");
   std::remove(path.c_str());
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int wstatus = StatusOfChild([&] {
     alarm(10);
     Result<std::shared_ptr<const RingSnapshot>> loaded = LoadSnapshot(path);
-    _exit(!loaded.ok() && CheckOf(loaded.status()) == "not_regular" ? 0 : 3);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+    return !loaded.ok() && CheckOf(loaded.status()) == "not_regular" ? 0 : 3;
+  });
   EXPECT_FALSE(WIFSIGNALED(wstatus)) << "the load blocked (killed by signal "
                                      << WTERMSIG(wstatus) << ")";
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "exit " << WEXITSTATUS(wstatus);
+  EXPECT_TRUE(ExitedWithZero(wstatus));
   Result<std::shared_ptr<const RingSnapshot>> directory = LoadSnapshot(StateDir("a_directory"));
   EXPECT_EQ(CheckOf(directory.status()), "not_regular") << directory.status().ToString();
   std::remove(path.c_str());
@@ -194,11 +228,9 @@ TEST(SnapshotFaults, FifoIsRefusedWithoutBlocking) {
 TEST(SnapshotFaults, SparseAndOversizedFilesAreRefusedFromTheHeader) {
   const Ring ring = Fleet(30, 0);
   const std::string path = TempPath("sparse.chash");
-  ASSERT_TRUE(WriteSnapshotFile(ring, Version(1), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(ring, Versioned(1), path).ok());
   ASSERT_EQ(truncate(path.c_str(), int64_t{4} << 30), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int wstatus = StatusOfChild([&] {
     // 1 GiB of address space more than the process has now: a load that
     // read or mapped the 4 GiB would fail for memory, not for the check.
     struct rlimit limit {};
@@ -208,17 +240,14 @@ TEST(SnapshotFaults, SparseAndOversizedFilesAreRefusedFromTheHeader) {
     limit.rlim_cur = limit.rlim_max = pages * 4096 + (uint64_t{1} << 30);
     setrlimit(RLIMIT_AS, &limit);
     Result<std::shared_ptr<const RingSnapshot>> capped = LoadSnapshot(path);
-    if (capped.ok() || CheckOf(capped.status()) != "max_size") _exit(3);
+    if (capped.ok() || CheckOf(capped.status()) != "max_size") return 3;
     SnapshotLoadOptions big;
     big.max_file_bytes = uint64_t{8} << 30;
     Result<std::shared_ptr<const RingSnapshot>> holes = LoadSnapshot(path, big);
-    if (holes.ok() || CheckOf(holes.status()) != "sparse") _exit(4);
-    _exit(0);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
-      << "exit " << WEXITSTATUS(wstatus) << ": 3 = not refused for its size, 4 = not for its holes";
+    if (holes.ok() || CheckOf(holes.status()) != "sparse") return 4;
+    return 0;
+  });
+  EXPECT_TRUE(ExitedWithZero(wstatus)) << "3 = not refused for its size, 4 = not for its holes";
   std::remove(path.c_str());
 }
 
@@ -229,7 +258,7 @@ TEST(SnapshotFaults, UntrustedOrOldFilesAreRefusedBeforeTheBody) {
   const std::string path = TempPath("unsigned_sparse.chash");
   // An unsigned file with a hole where its columns should be: with trusted
   // keys it is refused for its signature before the hole is looked at.
-  ASSERT_TRUE(WriteSnapshotFile(ring, Version(5), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(ring, Versioned(5), path).ok());
   std::string bytes = testing::ReadAll(path);
   SnapshotLoadOptions trust;
   trust.trusted_keys = {key.value().public_key()};
@@ -244,7 +273,7 @@ TEST(SnapshotFaults, UntrustedOrOldFilesAreRefusedBeforeTheBody) {
   EXPECT_EQ(CheckOf(LoadSnapshot(path, trust).status()), "size")
       << "a file shorter than its header says is refused for its size";
   std::remove(path.c_str());
-  ASSERT_TRUE(WriteSnapshotFile(ring, Version(5), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(ring, Versioned(5), path).ok());
   EXPECT_EQ(CheckOf(LoadSnapshot(path, trust).status()), "signature");
   SnapshotLoadOptions newer;
   newer.min_config_version = 6;
@@ -257,7 +286,7 @@ TEST(SnapshotFaults, UntrustedOrOldFilesAreRefusedBeforeTheBody) {
 TEST(SnapshotFaults, ExpiredFilesAreRefused) {
   const Ring ring = Fleet(30, 0);
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
-  SnapshotWriteOptions stale = Version(3);
+  SnapshotWriteOptions stale = Versioned(3);
   stale.expires_unix_seconds = now - 60;
   Result<std::string> bytes = SerializeSnapshot(ring, stale);
   ASSERT_TRUE(bytes.ok());
@@ -265,7 +294,7 @@ TEST(SnapshotFaults, ExpiredFilesAreRefused) {
   EXPECT_EQ(CheckOf(refused.status()), "expired") << refused.status().ToString();
   EXPECT_EQ(refused.status().code(), StatusCode::kUntrusted);
 
-  SnapshotWriteOptions fresh = Version(3);
+  SnapshotWriteOptions fresh = Versioned(3);
   fresh.expires_unix_seconds = now + 3600;
   Result<std::string> good = SerializeSnapshot(ring, fresh);
   ASSERT_TRUE(good.ok());
@@ -289,7 +318,7 @@ TEST(SnapshotFaults, ExpiredFilesAreRefused) {
   trust.trusted_keys = {key.value().public_key()};
   EXPECT_EQ(CheckOf(LoadSnapshotFromBytes(forged, trust).status()), "signature");
 
-  SnapshotWriteOptions negative = Version(3);
+  SnapshotWriteOptions negative = Versioned(3);
   negative.expires_unix_seconds = -5;
   EXPECT_EQ(SerializeSnapshot(ring, negative).status().code(), StatusCode::kBadArgument);
 }
@@ -299,24 +328,19 @@ TEST(SnapshotFaults, ExpiredFilesAreRefused) {
 TEST(SnapshotFaults, VersionsNeverGoBackAcrossRestarts) {
   const Ring v1 = Fleet(40, 0);
   const Ring v2 = Fleet(40, 50);
-  const std::string dir = StateDir("versions_state");
-  const std::string path = TempPath("versions.chash");
-  ReloadOptions options;
-  options.state_dir = dir;
-  options.name = "cache";
-  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
+  const ReloadFiles files("versions", "cache");
   {
-    Result<std::unique_ptr<SnapshotReloader>> first = SnapshotReloader::Create(path, options);
+    Result<std::unique_ptr<SnapshotReloader>> first = files.Start(v1, 1);
     ASSERT_TRUE(first.ok()) << first.status().ToString();
-    ASSERT_TRUE(WriteSnapshotFile(v2, Version(2), path).ok());
+    ASSERT_TRUE(WriteSnapshotFile(v2, Versioned(2), files.path).ok());
     ASSERT_TRUE(first.value()->Poll().ok());
     EXPECT_EQ(first.value()->current()->info().config_version, 2u);
     EXPECT_EQ(first.value()->report().highest_version, 2u);
   }
   // A restart with the older signed file renamed back: refused as a
   // rollback, and the last good file (version 2) served instead.
-  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> restarted = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(WriteSnapshotFile(v1, Versioned(1), files.path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> restarted = files.Create();
   ASSERT_TRUE(restarted.ok()) << restarted.status().ToString();
   EXPECT_EQ(restarted.value()->current()->info().config_version, 2u);
   ExpectAnswersOf(v2, *restarted.value()->ring(), "served from the last good file");
@@ -324,58 +348,43 @@ TEST(SnapshotFaults, VersionsNeverGoBackAcrossRestarts) {
   EXPECT_TRUE(report.serving_last_good);
   EXPECT_EQ(report.last_check, SnapshotCheck::kRollback) << report.last_message;
   // A rollback done right: the old servers as a new, higher version.
-  ASSERT_TRUE(WriteSnapshotFile(v1, Version(3), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(v1, Versioned(3), files.path).ok());
   EXPECT_TRUE(restarted.value()->Poll().ok());
   EXPECT_EQ(restarted.value()->current()->info().config_version, 3u);
   EXPECT_FALSE(restarted.value()->report().serving_last_good);
   // Version 3 with another ring: same_version.
-  ASSERT_TRUE(WriteSnapshotFile(v2, Version(3), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(v2, Versioned(3), files.path).ok());
   EXPECT_EQ(CheckOf(restarted.value()->Poll()), "same_version");
   // Without the last good file, a restart on an older file fails, naming why.
-  std::filesystem::remove(dir + "/cache.good");
-  ASSERT_TRUE(WriteSnapshotFile(v2, Version(2), path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> nothing = SnapshotReloader::Create(path, options);
+  std::filesystem::remove(files.dir + "/cache.good");
+  ASSERT_TRUE(WriteSnapshotFile(v2, Versioned(2), files.path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> nothing = files.Create();
   ASSERT_FALSE(nothing.ok());
   EXPECT_EQ(CheckOf(nothing.status()), "rollback") << nothing.status().ToString();
-  std::filesystem::remove_all(dir);
-  std::remove(path.c_str());
 }
 
 // A damaged file at start: the last good one is served, and the refusal is
 // reported, not hidden.
 TEST(SnapshotFaults, LastGoodServesWhenTheFileIsDamagedAtStart) {
   const Ring v4 = Fleet(40, 0);
-  const std::string dir = StateDir("last_good_state");
-  const std::string path = TempPath("last_good.chash");
-  ReloadOptions options;
-  options.state_dir = dir;
-  ASSERT_TRUE(WriteSnapshotFile(v4, Version(4), path).ok());
-  ASSERT_TRUE(SnapshotReloader::Create(path, options).ok());
-  std::string damaged = SerializeSnapshot(Fleet(40, 7), Version(5)).value();
-  damaged[damaged.size() / 2] ^= 0x10;
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
-  Result<std::unique_ptr<SnapshotReloader>> restarted = SnapshotReloader::Create(path, options);
+  const ReloadFiles files("last_good");
+  ASSERT_TRUE(files.Start(v4, 4).ok());
+  std::ofstream(files.path, std::ios::binary | std::ios::trunc) << Damaged(Fleet(40, 7), 5, 0x10);
+  Result<std::unique_ptr<SnapshotReloader>> restarted = files.Create();
   ASSERT_TRUE(restarted.ok()) << restarted.status().ToString();
   EXPECT_EQ(restarted.value()->current()->info().config_version, 4u);
   EXPECT_TRUE(restarted.value()->report().serving_last_good);
   EXPECT_EQ(restarted.value()->report().last_check, SnapshotCheck::kChecksum);
-  std::filesystem::remove_all(dir);
-  std::remove(path.c_str());
 }
 
 // A configuration test (write_state = false) sees the persisted versions
 // but leaves the state directory as it was.
 TEST(SnapshotFaults, AReadOnlyReloaderWritesNothing) {
-  const std::string dir = StateDir("read_only_state");
-  const std::string path = TempPath("read_only.chash");
-  ReloadOptions options;
-  options.state_dir = dir;
-  options.name = "ro";
-  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 0), Version(5), path).ok());
-  ASSERT_TRUE(SnapshotReloader::Create(path, options).ok());
+  const ReloadFiles files("read_only", "ro");
+  ASSERT_TRUE(files.Start(Fleet(20, 0), 5).ok());
   const auto listing = [&] {
     std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    for (const auto& entry : std::filesystem::directory_iterator(files.dir)) {
       names.push_back(entry.path().filename().string() + ":" +
                       std::to_string(std::filesystem::last_write_time(entry).time_since_epoch().count()));
     }
@@ -383,19 +392,17 @@ TEST(SnapshotFaults, AReadOnlyReloaderWritesNothing) {
     return names;
   };
   const std::vector<std::string> before = listing();
-  ReloadOptions test = options;
+  ReloadOptions test = files.options;
   test.write_state = false;
-  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 1), Version(4), path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> refused = SnapshotReloader::Create(path, test);
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 1), Versioned(4), files.path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> refused = SnapshotReloader::Create(files.path, test);
   ASSERT_TRUE(refused.ok()) << "the last good file is served";
   EXPECT_TRUE(refused.value()->report().serving_last_good);
-  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 2), Version(6), path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> newer = SnapshotReloader::Create(path, test);
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 2), Versioned(6), files.path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> newer = SnapshotReloader::Create(files.path, test);
   ASSERT_TRUE(newer.ok());
   EXPECT_EQ(newer.value()->current()->info().config_version, 6u);
   EXPECT_EQ(listing(), before) << "a read-only reloader wrote to the state directory";
-  std::filesystem::remove_all(dir);
-  std::remove(path.c_str());
 }
 
 // A deferred reloader touches no file until its first Check, which finds
@@ -422,7 +429,7 @@ TEST(SnapshotFaults, ADeferredReloaderLoadsAtItsFirstCheck) {
   std::remove(path.c_str());
   EXPECT_EQ(reloader.Check().outcome, ReloadOutcome::kRefused) << "no file yet";
   const Ring v1 = Fleet(30, 0);
-  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(v1, Versioned(1), path).ok());
   ReloadCandidate first = reloader.Check();
   ASSERT_EQ(first.outcome, ReloadOutcome::kNew) << first.status.ToString();
   EXPECT_EQ(reloader.current(), nullptr) << "served before it was accepted";
@@ -439,19 +446,15 @@ TEST(SnapshotFaults, ADeferredReloaderLoadsAtItsFirstCheck) {
 TEST(SnapshotFaults, ACopyOfTheServedRingIsVerifiedToo) {
   const Ring ring = Fleet(30, 0);
   const std::string path = TempPath("same_ring.chash");
-  ASSERT_TRUE(WriteSnapshotFile(ring, Version(4), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(ring, Versioned(4), path).ok());
   Result<std::unique_ptr<SnapshotReloader>> created = SnapshotReloader::Create(path, {});
   ASSERT_TRUE(created.ok());
   SnapshotReloader& reloader = *created.value();
   const std::shared_ptr<const RingSnapshot> served = reloader.current();
-  ASSERT_TRUE(WriteSnapshotFile(ring, Version(4), path).ok());  // a new inode, the same ring
+  ASSERT_TRUE(WriteSnapshotFile(ring, Versioned(4), path).ok());  // a new inode, the same ring
   EXPECT_EQ(reloader.Check().outcome, ReloadOutcome::kSameRing);
   EXPECT_EQ(reloader.current(), served) << "the same ring is not swapped";
-  std::string damaged = SerializeSnapshot(ring, Version(4)).value();
-  damaged[damaged.size() / 2] ^= 4;
-  const std::string temp = path + ".damaged";
-  std::ofstream(temp, std::ios::binary) << damaged;
-  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(Publish(Damaged(ring, 4, 4), path));
   const ReloadCandidate refused = reloader.Check();
   EXPECT_EQ(refused.outcome, ReloadOutcome::kRefused);
   EXPECT_EQ(refused.check, SnapshotCheck::kChecksum) << refused.status.ToString();
@@ -466,16 +469,11 @@ TEST(SnapshotFaults, ACopyOfTheServedRingIsVerifiedToo) {
 TEST(SnapshotFaults, ASecondReloaderAdoptsTheVerifiedCopy) {
   const Ring v1 = Fleet(40, 0);
   const Ring v2 = Fleet(45, 10);
-  const std::string dir = StateDir("share_state");
-  const std::string path = TempPath("share.chash");
-  ReloadOptions options;
-  options.state_dir = dir;
-  options.name = "shared";
-  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> a = SnapshotReloader::Create(path, options);
-  Result<std::unique_ptr<SnapshotReloader>> b = SnapshotReloader::Create(path, options);
+  const ReloadFiles files("share", "shared");
+  Result<std::unique_ptr<SnapshotReloader>> a = files.Start(v1, 1);
+  Result<std::unique_ptr<SnapshotReloader>> b = files.Create();
   ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_TRUE(WriteSnapshotFile(v2, Version(2), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(v2, Versioned(2), files.path).ok());
   ReloadCandidate first = a.value()->Check();
   ASSERT_EQ(first.outcome, ReloadOutcome::kNew) << first.status.ToString();
   EXPECT_FALSE(first.adopted);
@@ -489,11 +487,7 @@ TEST(SnapshotFaults, ASecondReloaderAdoptsTheVerifiedCopy) {
 
   // A refusal is shared too: the second reloader refuses the identity the
   // first refused, with its check.
-  std::string damaged = SerializeSnapshot(Fleet(45, 20), Version(3)).value();
-  damaged[damaged.size() / 3] ^= 1;
-  const std::string temp = path + ".new";
-  std::ofstream(temp, std::ios::binary) << damaged;
-  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(Publish(Damaged(Fleet(45, 20), 3, 1, 3), files.path));
   EXPECT_EQ(CheckOf(a.value()->Poll()), "checksum");
   ReloadCandidate shared_refusal = b.value()->Check();
   EXPECT_EQ(shared_refusal.outcome, ReloadOutcome::kRefused);
@@ -502,7 +496,7 @@ TEST(SnapshotFaults, ASecondReloaderAdoptsTheVerifiedCopy) {
 
   // A process started later (a respawned worker) catches up without the
   // path: AdoptShared takes the newest verified copy.
-  ASSERT_TRUE(WriteSnapshotFile(Fleet(45, 30), Version(4), path).ok());
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(45, 30), Versioned(4), files.path).ok());
   ASSERT_TRUE(a.value()->Poll().ok());
   ReloadCandidate caught_up = b.value()->AdoptShared();
   ASSERT_EQ(caught_up.outcome, ReloadOutcome::kNew);
@@ -511,70 +505,51 @@ TEST(SnapshotFaults, ASecondReloaderAdoptsTheVerifiedCopy) {
   EXPECT_EQ(b.value()->current()->info().config_version, 4u);
   EXPECT_EQ(b.value()->Check().outcome, ReloadOutcome::kUnchanged)
       << "the path's file is the one adopted";
-  std::filesystem::remove_all(dir);
-  std::remove(path.c_str());
 }
 
 // Across processes: a child with the same state directory adopts what the
 // parent verified.
 TEST(SnapshotFaults, AnotherProcessAdoptsTheVerifiedCopy) {
-  const std::string dir = StateDir("share_process_state");
-  const std::string path = TempPath("share_process.chash");
-  ReloadOptions options;
-  options.state_dir = dir;
-  ASSERT_TRUE(WriteSnapshotFile(Fleet(40, 0), Version(7), path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> parent = SnapshotReloader::Create(path, options);
+  const ReloadFiles files("share_process");
+  Result<std::unique_ptr<SnapshotReloader>> parent = files.Start(Fleet(40, 0), 7);
   ASSERT_TRUE(parent.ok());
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int wstatus = StatusOfChild([&] {
     alarm(20);
     // A fresh reloader in the child: its Create adopts the parent's copy.
-    ASSERT_TRUE(WriteSnapshotFile(Fleet(40, 0), Version(7), path + ".unused").ok());
-    Result<std::unique_ptr<SnapshotReloader>> mine = SnapshotReloader::Create(path, options);
-    if (!mine.ok()) _exit(3);
+    if (!WriteSnapshotFile(Fleet(40, 0), Versioned(7), files.path + ".unused").ok()) return 2;
+    Result<std::unique_ptr<SnapshotReloader>> mine = files.Create();
+    if (!mine.ok()) return 3;
     ReloadCandidate none = mine.value()->Check();
-    _exit(none.outcome == ReloadOutcome::kUnchanged &&
-                  mine.value()->current()->info().config_version == 7
-              ? 0
-              : 4);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "exit " << WEXITSTATUS(wstatus);
-  std::filesystem::remove_all(dir);
-  std::remove(path.c_str());
-  std::remove((path + ".unused").c_str());
+    return none.outcome == ReloadOutcome::kUnchanged &&
+                   mine.value()->current()->info().config_version == 7
+               ? 0
+               : 4;
+  });
+  EXPECT_TRUE(ExitedWithZero(wstatus));
+  std::remove((files.path + ".unused").c_str());
 }
 
 // A record naming a descriptor that is not the sealed copy (the holder
 // closed it and reused the number) is not adopted: the file is verified.
 TEST(SnapshotFaults, AStaleShareRecordIsNotTrusted) {
-  const std::string dir = StateDir("stale_share_state");
-  const std::string path = TempPath("stale_share.chash");
-  ReloadOptions options;
-  options.state_dir = dir;
-  options.name = "stale";
-  ASSERT_TRUE(WriteSnapshotFile(Fleet(40, 0), Version(1), path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> a = SnapshotReloader::Create(path, options);
+  const ReloadFiles files("stale_share", "stale");
+  Result<std::unique_ptr<SnapshotReloader>> a = files.Start(Fleet(40, 0), 1);
   ASSERT_TRUE(a.ok());
   // The record now names a descriptor of this process that is a plain file.
-  const std::string share = dir + "/stale.share";
+  const std::string share = files.dir + "/stale.share";
   std::string record = testing::ReadAll(share);
-  const int other = open(path.c_str(), O_RDONLY);
+  const int other = open(files.path.c_str(), O_RDONLY);
   ASSERT_GE(other, 0);
   const size_t at = record.find("\nfd ");
   ASSERT_NE(at, std::string::npos);
   const size_t end = record.find('\n', at + 1);
   record.replace(at, end - at, "\nfd " + std::to_string(other));
   std::ofstream(share, std::ios::trunc) << record;
-  ASSERT_TRUE(WriteSnapshotFile(Fleet(40, 5), Version(2), path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> b = SnapshotReloader::Create(path, options);
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(40, 5), Versioned(2), files.path).ok());
+  Result<std::unique_ptr<SnapshotReloader>> b = files.Create();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(b.value()->current()->info().config_version, 2u);
   close(other);
-  std::filesystem::remove_all(dir);
-  std::remove(path.c_str());
 }
 
 // The process that verified the host's newest ring has exited (a worker
@@ -585,30 +560,17 @@ TEST(SnapshotFaults, AStaleShareRecordIsNotTrusted) {
 TEST(SnapshotFaults, AdoptSharedFallsBackToLastGoodWhenTheVerifierIsGone) {
   const Ring v1 = Fleet(40, 0);
   const Ring v2 = Fleet(42, 3);
-  const std::string dir = StateDir("gone_state");
-  const std::string path = TempPath("gone.chash");
-  ReloadOptions options;
-  options.state_dir = dir;
-  options.name = "gone";
-  ASSERT_TRUE(WriteSnapshotFile(v1, Version(1), path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> master = SnapshotReloader::Create(path, options);
+  const ReloadFiles files("gone", "gone");
+  Result<std::unique_ptr<SnapshotReloader>> master = files.Start(v1, 1);
   ASSERT_TRUE(master.ok());
-  ASSERT_TRUE(WriteSnapshotFile(v2, Version(2), path).ok());
-  const pid_t verifier = fork();
-  ASSERT_GE(verifier, 0);
-  if (verifier == 0) {
+  ASSERT_TRUE(WriteSnapshotFile(v2, Versioned(2), files.path).ok());
+  // The verifier: a process that verifies version 2, then exits.
+  ASSERT_TRUE(ExitedWithZero(StatusOfChild([&] {
     alarm(20);
-    Result<std::unique_ptr<SnapshotReloader>> mine = SnapshotReloader::Create(path, options);
-    _exit(mine.ok() && mine.value()->current()->info().config_version == 2 ? 0 : 3);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(verifier, &wstatus, 0), verifier);
-  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
-  std::string damaged = SerializeSnapshot(Fleet(42, 9), Version(3)).value();
-  damaged[damaged.size() / 2] ^= 1;
-  const std::string temp = path + ".new";
-  std::ofstream(temp, std::ios::binary) << damaged;
-  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
+    Result<std::unique_ptr<SnapshotReloader>> mine = files.Create();
+    return mine.ok() && mine.value()->current()->info().config_version == 2 ? 0 : 3;
+  })));
+  ASSERT_NO_FATAL_FAILURE(Publish(Damaged(Fleet(42, 9), 3, 1), files.path));
 
   ReloadCandidate caught_up = master.value()->AdoptShared();
   ASSERT_EQ(caught_up.outcome, ReloadOutcome::kNew) << "still serving version 1";
@@ -619,8 +581,6 @@ TEST(SnapshotFaults, AdoptSharedFallsBackToLastGoodWhenTheVerifierIsGone) {
   EXPECT_EQ(master.value()->AdoptShared().outcome, ReloadOutcome::kUnchanged);
   EXPECT_EQ(master.value()->Check().outcome, ReloadOutcome::kRefused);
   EXPECT_EQ(master.value()->current()->info().config_version, 2u);
-  std::filesystem::remove_all(dir);
-  std::remove(path.c_str());
 }
 
 // ---- A full disk -------------------------------------------------------------
@@ -629,42 +589,32 @@ TEST(SnapshotFaults, AdoptSharedFallsBackToLastGoodWhenTheVerifierIsGone) {
 // namespace, filled by another file): the new ring is served all the same,
 // the failure is reported, and the write is tried again once there is room.
 TEST(SnapshotFaults, AFullDiskDoesNotStopAReload) {
-  const std::string dir = StateDir("full_disk_state");
-  const std::string path = TempPath("full_disk.chash");
-  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 0), Version(1), path).ok());
+  const ReloadFiles files("full_disk", "disk");
+  ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 0), Versioned(1), files.path).ok());
   constexpr int kNoNamespace = 77;
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const int wstatus = StatusOfChild([&] {
     alarm(20);
-    if (!testing::MountSmallTmpfsInChild(dir, "256k")) _exit(kNoNamespace);
-    ReloadOptions options;
-    options.state_dir = dir;
-    options.name = "disk";
-    Result<std::unique_ptr<SnapshotReloader>> reloader = SnapshotReloader::Create(path, options);
-    if (!reloader.ok() || !reloader.value()->report().state_error.ok()) _exit(3);
-    const std::string filler = dir + "/filler";
+    if (!testing::MountSmallTmpfsInChild(files.dir, "256k")) return kNoNamespace;
+    Result<std::unique_ptr<SnapshotReloader>> reloader = files.Create();
+    if (!reloader.ok() || !reloader.value()->report().state_error.ok()) return 3;
+    const std::string filler = files.dir + "/filler";
     {
       std::ofstream fill(filler, std::ios::binary);
       const std::string block(4096, 'x');
       for (int i = 0; i < 128 && fill.good(); ++i) fill << block;
     }
-    if (!WriteSnapshotFile(Fleet(20, 3), Version(2), path).ok()) _exit(4);
+    if (!WriteSnapshotFile(Fleet(20, 3), Versioned(2), files.path).ok()) return 4;
     const Status polled = reloader.value()->Poll();
-    if (polled.ok()) _exit(5);  // the state could not have been written
-    if (reloader.value()->current()->info().config_version != 2) _exit(6);
-    if (reloader.value()->report().state_error.ok()) _exit(7);
+    if (polled.ok()) return 5;  // the state could not have been written
+    if (reloader.value()->current()->info().config_version != 2) return 6;
+    if (reloader.value()->report().state_error.ok()) return 7;
     std::remove(filler.c_str());
     (void)reloader.value()->Check();  // nothing new: retries the state
-    if (!reloader.value()->report().state_error.ok()) _exit(8);
-    Result<std::unique_ptr<SnapshotReloader>> restarted = SnapshotReloader::Create(path, options);
-    if (!restarted.ok() || restarted.value()->report().highest_version != 2) _exit(9);
-    _exit(0);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
-  std::filesystem::remove_all(dir);
-  std::remove(path.c_str());
+    if (!reloader.value()->report().state_error.ok()) return 8;
+    Result<std::unique_ptr<SnapshotReloader>> restarted = files.Create();
+    if (!restarted.ok() || restarted.value()->report().highest_version != 2) return 9;
+    return 0;
+  });
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kNoNamespace) {
     GTEST_SKIP() << "no user and mount namespace (or tmpfs) for this process";
   }
@@ -677,25 +627,20 @@ TEST(SnapshotFaults, AFullDiskDoesNotStopAReload) {
 // ---- Threads -----------------------------------------------------------------
 
 TEST(SnapshotFaults, DefaultThreadsFollowTheAffinityMask) {
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  EXPECT_TRUE(ExitedWithZero(StatusOfChild([] {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(0, &one);
-    if (sched_setaffinity(0, sizeof one, &one) != 0) _exit(3);
-    _exit(internal::UsableCpus() == 1 ? 0 : 4);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << "exit " << WEXITSTATUS(wstatus);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return 3;
+    return internal::UsableCpus() == 1 ? 0 : 4;
+  })));
   EXPECT_GE(internal::UsableCpus(), 1u);
   EXPECT_LE(internal::UsableCpus(), internal::kMaxDefaultThreads);
   // One thread or many: the same signed load.
   const Ring ring = Fleet(80, 0, 160);
   Result<SecretKey> key = GenerateSecretKey();
   ASSERT_TRUE(key.ok());
-  SnapshotWriteOptions write = Version(1);
+  SnapshotWriteOptions write = Versioned(1);
   write.signing_key = key.value();
   const std::string bytes = SerializeSnapshot(ring, write).value();
   for (const uint32_t threads : {1u, 3u, 300u}) {

@@ -22,16 +22,9 @@ using testing::Scaled;
 using testing::TempPath;
 
 Ring Fleet(uint32_t nodes, uint32_t first) {
-  RingBuilder builder({.flavor = Flavor::kPingoraV2, .point_multiple = 16});
-  for (uint32_t i = 0; i < nodes; ++i) {
-    const uint32_t n = first + i;
-    EXPECT_TRUE(builder
-                    .Add("10.2." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1) +
-                             ":443",
-                         1 + n % 4)
-                    .ok());
-  }
-  return std::move(builder).Build().value();
+  return testing::BuildNumbered({.flavor = Flavor::kPingoraV2, .point_multiple = 16},
+                                {"10.2.", ":443", [](uint32_t n) { return 1 + n % 4; }}, nodes,
+                                first);
 }
 
 TEST(SnapshotReloadSoak, ReadersSeeOnlyPublishedRings) {

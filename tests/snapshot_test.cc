@@ -25,53 +25,37 @@
 #include "identity/sha256.h"
 #include "ring_state.h"
 #include "snapshot/format.h"
+#include "snapshot_util.h"
 #include "test_util.h"
 
 namespace chash {
 namespace {
 
+using testing::CheckOf;
 using testing::DataPath;
+using testing::ExpectSameShape;
+using testing::FixChecksum;
 using testing::LoadServers;
 using testing::MustBuild;
+using testing::SectionOffset;
 using testing::TempPath;
+using testing::Versioned;
 namespace fmt = internal::snapshot;
 
 constexpr SnapshotLoadMode kEveryMode[] = {SnapshotLoadMode::kSealed, SnapshotLoadMode::kMap,
                                            SnapshotLoadMode::kCopy};
 
-// The name of the check a refusal names ("" for none).
-std::string_view CheckOf(const Status& status) {
-  return status.ok() ? std::string_view() : SnapshotCheckName(FailedSnapshotCheck(status));
-}
-
+// Servers 10.1.0.1:8080, ... of weights i % weight_mod: some 0 (drained).
 Ring BuildFleet(Flavor flavor, uint32_t multiple, uint32_t nodes, uint32_t weight_mod) {
-  RingBuilder builder({.flavor = flavor, .point_multiple = multiple});
-  for (uint32_t i = 0; i < nodes; ++i) {
-    const std::string address =
-        "10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) + ":8080";
-    EXPECT_TRUE(builder.Add(address, i % weight_mod).ok());  // some weight 0 (drained)
-  }
-  Result<Ring> ring = std::move(builder).Build();
-  EXPECT_TRUE(ring.ok()) << ring.status().ToString();
-  return std::move(ring).value();
+  return testing::BuildNumbered(
+      {.flavor = flavor, .point_multiple = multiple},
+      {"10.1.", ":8080", [weight_mod](uint32_t i) { return i % weight_mod; }}, nodes);
 }
 
 // Every hash at which an answer can change (each point, +-1), 0 and 2^32-1,
 // plus random hashes: single, batch, walks and a masked lookup.
 void ExpectSameAnswers(const Ring& built, const Ring& loaded) {
-  ASSERT_EQ(built.num_points(), loaded.num_points());
-  ASSERT_EQ(built.num_nodes(), loaded.num_nodes());
-  EXPECT_EQ(built.points_generated(), loaded.points_generated());
-  EXPECT_EQ(built.nodes_with_points(), loaded.nodes_with_points());
-  EXPECT_EQ(built.flavor(), loaded.flavor());
-  EXPECT_EQ(built.point_multiple(), loaded.point_multiple());
-  EXPECT_EQ(built.tie_break(), loaded.tie_break());
-  for (uint32_t id = 0; id < built.num_nodes(); ++id) {
-    ASSERT_EQ(built.node(id).address.written, loaded.node(id).address.written);
-    ASSERT_EQ(built.node(id).weight, loaded.node(id).weight);
-    ASSERT_EQ(built.owns_points(id), loaded.owns_points(id));
-    ASSERT_EQ(built.has_points(id), loaded.has_points(id));
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectSameShape(built, loaded));
   const CollisionLosers a = built.collision_losers(), b = loaded.collision_losers();
   ASSERT_EQ(a.hashes.size(), b.hashes.size());
   for (size_t i = 0; i < a.hashes.size(); ++i) {
@@ -107,30 +91,10 @@ void ExpectSameAnswers(const Ring& built, const Ring& loaded) {
   EXPECT_EQ(PointsDigest(built), PointsDigest(loaded));
 }
 
-SnapshotWriteOptions Versioned(uint64_t config_version, std::string label = "") {
-  SnapshotWriteOptions options;
-  options.config_version = config_version;
-  options.label = std::move(label);
-  return options;
-}
-
 std::string Serialize(const Ring& ring, const SnapshotWriteOptions& options = {}) {
   Result<std::string> bytes = SerializeSnapshot(ring, options);
   EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
   return bytes.ok() ? bytes.value() : std::string();
-}
-
-// Recomputes the trailer's checksum after an edit, so that the structural
-// check behind it is the one that must fail.
-void FixChecksum(std::string& bytes) {
-  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  const std::array<uint8_t, 16> sum = fmt::Checksum(data, bytes.size() - 16);
-  std::memcpy(bytes.data() + bytes.size() - 16, sum.data(), 16);
-}
-
-uint64_t SectionOffset(const std::string& bytes, uint32_t section) {
-  return fmt::LoadU64(reinterpret_cast<const uint8_t*>(bytes.data()) + fmt::kOffSections +
-                      16 * section);
 }
 
 // Expects a refusal naming `check`.
@@ -750,15 +714,11 @@ TEST(SnapshotFile, FullFileSystemIsAnIoErrorNotACrash) {
   rmdir(dir.c_str());
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
   constexpr int kNoNamespace = 77;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!testing::MountSmallTmpfsInChild(dir, "256k")) _exit(kNoNamespace);
+  const int wstatus = testing::StatusOfChild([&] {
+    if (!testing::MountSmallTmpfsInChild(dir, "256k")) return kNoNamespace;
     const Status status = WriteSnapshotFile(ring, {}, dir + "/ring.chash");
-    _exit(status.code() == StatusCode::kIoError ? 0 : 1);
-  }
-  ASSERT_GT(pid, 0);
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+    return status.code() == StatusCode::kIoError ? 0 : 1;
+  });
   rmdir(dir.c_str());
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kNoNamespace) {
     GTEST_SKIP() << "no user and mount namespace (or tmpfs) for this process";
@@ -781,10 +741,9 @@ TEST(SnapshotFile, CopyLoadSurvivesTruncationWhileReading) {
   ASSERT_TRUE(WriteSnapshotFile(ring, {}, path).ok());
   struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
+  const int wstatus = testing::StatusOfChild([&] {
     const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) _exit(2);
+    if (fd < 0) return 2;
     std::atomic<bool> done{false};
     std::thread cutter([&] {
       while (!done.load()) {
@@ -806,18 +765,15 @@ TEST(SnapshotFile, CopyLoadSurvivesTruncationWhileReading) {
         if (code != StatusCode::kBadSnapshot && code != StatusCode::kIoError) {
           std::fprintf(stderr, "refused as neither damaged nor unreadable: %s\n",
                        loaded.status().ToString().c_str());
-          _exit(4);
+          _exit(4);  // the cutter still running
         }
         ++refused;
       }
     }
     done.store(true);
     cutter.join();
-    _exit(refused > 0 ? 0 : 5);
-  }
-  ASSERT_GT(pid, 0);
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+    return refused > 0 ? 0 : 5;
+  });
   std::remove(path.c_str());
   ASSERT_FALSE(WIFSIGNALED(wstatus))
       << "the loading process died of signal " << WTERMSIG(wstatus) << " (SIGBUS is " << SIGBUS

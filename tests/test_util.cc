@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,6 +65,38 @@ Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& optio
   EXPECT_TRUE(ring.ok()) << ring.status().ToString();
   if (!ring.ok()) return Ring();
   return std::move(ring).value();
+}
+
+Ring BuildNumbered(const RingOptions& options, const NumberedFleet& fleet, uint32_t count,
+                   uint32_t first) {
+  RingBuilder builder(options);
+  for (uint32_t n = first; n < first + count; ++n) {
+    const std::string address =
+        fleet.net + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1) + fleet.port;
+    const Status added = builder.Add(address, fleet.weight(n));
+    EXPECT_TRUE(added.ok()) << address << ": " << added.ToString();
+  }
+  Result<Ring> ring = std::move(builder).Build();
+  EXPECT_TRUE(ring.ok()) << ring.status().ToString();
+  return ring.ok() ? std::move(ring).value() : Ring();
+}
+
+std::vector<uint32_t> TieRanks(uint32_t count, std::mt19937* shuffle) {
+  std::vector<uint32_t> rank(count);
+  for (uint32_t i = 0; i < count; ++i) rank[i] = i;
+  if (shuffle != nullptr) std::shuffle(rank.begin(), rank.end(), *shuffle);
+  return rank;
+}
+
+int StatusOfChild(const std::function<int()>& body) {
+  const pid_t child = fork();
+  EXPECT_GE(child, 0) << "fork failed";
+  if (child < 0) return -1;
+  if (child == 0) _exit(body());
+  int wstatus = 0;
+  const pid_t waited = waitpid(child, &wstatus, 0);
+  EXPECT_EQ(waited, child) << "waitpid failed";
+  return waited == child ? wstatus : -1;
 }
 
 bool MountSmallTmpfsInChild(const std::string& dir, const std::string& size) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,28 @@ std::vector<ServerEntry> LoadServers(const std::string& relative);
 
 // Builds a ring from "ADDR WEIGHT" lines; fails the test on error.
 Ring MustBuild(const std::vector<ServerEntry>& servers, const RingOptions& options);
+
+// A fleet of numbered servers: server n is "NET(n / 250).(n % 250 + 1)PORT"
+// ({"10.4.", ":8080"} names 10.4.0.1:8080, 10.4.0.2:8080, ...), of weight
+// weight(n).
+struct NumberedFleet {
+  std::string net;
+  std::string port;
+  std::function<uint32_t(uint32_t n)> weight;
+};
+
+// The ring of servers first .. first + count - 1 of `fleet`; fails the test
+// (and returns an empty ring) on an error.
+Ring BuildNumbered(const RingOptions& options, const NumberedFleet& fleet, uint32_t count,
+                   uint32_t first = 0);
+
+// The tie ranks 0 .. count - 1 of a raw ring's nodes, shuffled with
+// `shuffle` when one is given.
+std::vector<uint32_t> TieRanks(uint32_t count, std::mt19937* shuffle = nullptr);
+
+// Runs `body` in a forked child that exits with what it returns; the
+// child's wait status (-1, a test failure, if fork or waitpid failed).
+int StatusOfChild(const std::function<int()>& body);
 
 // In a forked child only: enters a new user and mount namespace (this user
 // mapped to root in it) and mounts a tmpfs of `size` ("256k") on `dir`, a

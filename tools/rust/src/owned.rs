@@ -7,6 +7,14 @@ use std::ptr::NonNull;
 
 use crate::ffi;
 
+// `unsafe impl Marker for ffi::T {}` for each T, under the SAFETY comment
+// written above the call.
+macro_rules! unsafe_marks {
+    ($marker:ident: $($handle:ident),+ $(,)?) => {
+        $(unsafe impl $marker for ffi::$handle {})+
+    };
+}
+
 /// A C object type and the library's call that frees it.
 ///
 /// # Safety
@@ -54,12 +62,8 @@ free_with! {
 // migration's lookups and controls (lock-free) and a reloader's calls (they
 // serialize) are documented thread-safe; a snapshot is immutable and
 // documented usable from any number of threads. A builder is none of these.
-unsafe impl ThreadSafe for ffi::chash_ring {}
-unsafe impl ThreadSafe for ffi::chash_node_mask {}
-unsafe impl ThreadSafe for ffi::chash_availability {}
-unsafe impl ThreadSafe for ffi::chash_migration {}
-unsafe impl ThreadSafe for ffi::chash_snapshot {}
-unsafe impl ThreadSafe for ffi::chash_reloader {}
+unsafe_marks!(ThreadSafe: chash_ring, chash_node_mask, chash_availability, chash_migration,
+              chash_snapshot, chash_reloader);
 
 /// A live handle, owned here alone: freed once, in Drop.
 pub(crate) struct Owned<T: Free>(NonNull<T>);
@@ -111,13 +115,10 @@ pub(crate) unsafe trait OutStruct: Sized {}
 
 // SAFETY: plain data with a leading u32 size (tests/header_sync.rs checks
 // the fields against the header).
-unsafe impl OutStruct for ffi::chash_memory_usage {}
-// An input struct of the same shape: `sized` makes its every-default value.
-unsafe impl OutStruct for ffi::chash_ring_options {}
-unsafe impl OutStruct for ffi::chash_ring_stats {}
-unsafe impl OutStruct for ffi::chash_snapshot_info {}
-unsafe impl OutStruct for ffi::chash_reload_result {}
-unsafe impl OutStruct for ffi::chash_reload_report {}
+// chash_ring_options is an input struct of the same shape: `sized` makes its
+// every-default value.
+unsafe_marks!(OutStruct: chash_memory_usage, chash_ring_options, chash_ring_stats,
+              chash_snapshot_info, chash_reload_result, chash_reload_report);
 
 /// The struct zeroed, its `size` set to its own size.
 pub(crate) fn sized<T: OutStruct>() -> T {

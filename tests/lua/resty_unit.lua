@@ -102,8 +102,20 @@ local function expect_error(what, value, err, pattern)
     return true
 end
 
-function _M.run(data, snapshots)
+-- The harness, for the other suites run the same way (programs_unit.lua).
+_M.test, _M.lines, _M.expect_error = test, lines, expect_error
+
+function _M.begin()
     out, passed, failed = {}, 0, 0
+end
+
+function _M.finish()
+    out[#out + 1] = "done " .. passed .. " " .. failed
+    return table.concat(out, "\n")
+end
+
+function _M.run(data, snapshots)
+    _M.begin()
     local G = data .. "/resty/"
 
     -- The ring chash:new builds of the golden nodes file NAME.nodes, the
@@ -583,8 +595,7 @@ function _M.run(data, snapshots)
         return o + n == 3000, "counters " .. o .. "+" .. n
     end)
 
-    out[#out + 1] = "done " .. passed .. " " .. failed
-    return table.concat(out, "\n")
+    return _M.finish()
 end
 
 return _M

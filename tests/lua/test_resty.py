@@ -4,6 +4,9 @@ child on 127.0.0.1 stopped by its PID (tests/nginx/harness.py's style).
 
 - the Lua unit tests (tests/lua/resty_unit.lua) of every call, against the
   answers recorded from resty.chash (tests/data/resty/);
+- the other programs' rings (new_program_ring, tests/lua/programs_unit.lua)
+  against every recorded answer of HAProxy, libmemcached, twemproxy, Varnish
+  and Envoy's tests (tests/data/{haproxy,libmemcached,twemproxy,varnish,envoy});
 - find() of every golden key of ra, in each worker, from the ring each
   worker built and from the snapshot every worker maps, against the golden
   data and `chash route --mode resty`;
@@ -280,6 +283,9 @@ class RestyTest(unittest.TestCase):
                 ngx.say(require("resty_unit").run("{DATA}", "{t}"))
             }}
         }}
+        location = /programs {{
+            content_by_lua_block {{ ngx.say(require("programs_unit").run("{DATA}")) }}
+        }}
         location = /find {{ content_by_lua_block {{ require("resty_app").find_body() }} }}
         location /proxy/ {{
             proxy_next_upstream error timeout;
@@ -311,8 +317,9 @@ class RestyTest(unittest.TestCase):
         finally:
             conn.close()
 
-    def test_lua_unit_tests(self):
-        status, body, _ = self.app("GET", "/unit")
+    def unit_suite(self, path, min_passed):
+        """Runs a Lua suite of resty_unit's harness at `path`: its lines."""
+        status, body, _ = self.app("GET", path)
         self.assertEqual(status, 200, self.nginx.error_log())
         lines = body.strip().splitlines()
         failures = [l for l in lines if l.startswith("not ok")]
@@ -320,7 +327,23 @@ class RestyTest(unittest.TestCase):
         done = lines[-1].split()
         self.assertEqual(done[0], "done", body[-2000:])
         self.assertEqual(int(done[2]), 0)
-        self.assertGreaterEqual(int(done[1]), 22, body)
+        self.assertGreaterEqual(int(done[1]), min_passed, body)
+        return lines
+
+    def test_lua_unit_tests(self):
+        self.unit_suite("/unit", 22)
+
+    def test_program_rings_answer_as_the_programs(self):
+        # tests/lua/programs_unit.lua: every recorded answer of haproxy 2.6,
+        # libmemcached 1.1, nutcracker 0.5, varnish 7.1 and Envoy's unit
+        # tests through new_program_ring (each set and answer count is
+        # asserted there), the walks (Varnish's alt, Envoy's retries) and
+        # the errors.
+        lines = self.unit_suite("/programs", 11)
+        for name in ("haproxy", "libmemcached", "twemproxy", "varnish", "envoy"):
+            self.assertTrue(any(l.startswith("ok %s_every_golden_answer" % name) for l in lines),
+                            name)
+        self.assertIn("ok envoy_expectations_sizes_retries_sweeps", lines)
 
     def test_find_in_every_worker_and_from_the_snapshot(self):
         rows = read_answers("ra.csv")

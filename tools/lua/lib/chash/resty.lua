@@ -20,6 +20,11 @@
 -- Objects are per worker and not shared across threads. watch (the reload
 -- policy of libchash) stats, opens, verifies and releases snapshot files in
 -- nginx's thread pool (ngx.run_worker_thread), never on the event loop.
+--
+-- new_program_ring(flavor, nodes, opts) builds the other programs' rings
+-- (haproxy, ketama-md5, varnish-shard, envoy-ring, envoy-maglev) with their
+-- options: find answers as the program, next walks as it retries where it
+-- does (tools/lua/README.md). Additive: nothing above changes.
 
 local ffi = require "ffi"
 
@@ -73,6 +78,23 @@ typedef struct chash_snapshot_info {
   uint8_t key_id[8];
   uint8_t fingerprint[32];
 } chash_snapshot_info;
+typedef struct chash_ring_options {
+  uint32_t size;
+  uint32_t point_multiple;
+  uint32_t haproxy_hash;
+  uint32_t haproxy_avalanche;
+  uint32_t haproxy_server_key;
+  uint32_t ketama_variant;
+  uint32_t ketama_key_hash;
+  uint32_t ketama_default_port;
+  uint8_t ketama_hash_tag[2];
+  uint8_t reserved0[2];
+  uint32_t varnish_replicas;
+  uint32_t envoy_hash;
+  uint64_t envoy_minimum_ring_size;
+  uint64_t envoy_maximum_ring_size;
+  uint64_t maglev_table_size;
+} chash_ring_options;
 typedef struct chash_reloader_options {
   uint32_t size;
   uint32_t flags;
@@ -124,9 +146,18 @@ int chash_builder_add(chash_builder *builder, const char *address, size_t addres
 const char *chash_builder_error(const chash_builder *builder);
 int chash_builder_build(chash_builder *builder, chash_ring **out);
 void chash_builder_free(chash_builder *builder);
+int chash_builder_new_with_options(uint32_t flavor, const chash_ring_options *options,
+                                   chash_builder **out);
+int chash_builder_add_node(chash_builder *builder, const char *address,
+                           size_t address_len, uint32_t weight, uint32_t server_id,
+                           const char *name, size_t name_len);
 
 void chash_ring_free(chash_ring *ring);
 int32_t chash_ring_find_position(const chash_ring *ring, uint32_t hash);
+uint64_t chash_ring_key_hash(const chash_ring *ring, const void *key, size_t key_len);
+int32_t chash_ring_key_hash_bits(const chash_ring *ring);
+int32_t chash_ring_find_hash64(const chash_ring *ring, uint64_t hash);
+int32_t chash_ring_find_attempt(const chash_ring *ring, uint64_t hash, uint32_t attempt);
 int32_t chash_ring_point_at(const chash_ring *ring, uint32_t position, uint32_t *hash);
 int chash_ring_collision_losers(const chash_ring *ring, const uint32_t **hashes,
                                 const uint16_t **nodes, uint64_t *count);
@@ -525,6 +556,24 @@ local function walk_buffer(ring)
     return walk_memory, walk_bytes
 end
 
+-- Up to n distinct node ids (ids[node + 1]) of chash_walk from `hash`
+-- through `mask` (nil: none), appended to a new array.
+local function distinct_walk(ring, mask, hash, n, ids)
+    local out = {}
+    local memory, bytes = walk_buffer(ring)
+    if lib.chash_walk_start(memory, bytes, ring, mask, hash, out_walk) ~= 0 then
+        return nil, last_error()
+    end
+    local walk, got = out_walk[0], 0
+    while got < n do
+        local node = lib.chash_walk_next(walk)
+        if node == NO_NODE then break end
+        got = got + 1
+        out[got] = ids[node + 1]
+    end
+    return out
+end
+
 --- walk(key [, count [, subset]]): up to `count` (default: all) distinct
 -- ids in ring order from the key's point: the retry order resty.chash users
 -- build by hand with next() and a seen-set. Under the node mask or a subset
@@ -537,23 +586,9 @@ function _M.walk(self, key, count, subset)
     if not n or n < 0 then return nil, "count must be a number >= 0" end
     local mask, err = subset_mask(self, subset)
     if err then return nil, err end
-    local out = {}
-    if self.num_points == 0 or n == 0 then return out end
+    if self.num_points == 0 or n == 0 then return {} end
     local k = tostring(key)
-    local hash = u32(lib.chash_crc32(k, #k))
-    local ring = self.ring
-    local memory, bytes = walk_buffer(ring)
-    if lib.chash_walk_start(memory, bytes, ring, mask, hash, out_walk) ~= 0 then
-        return nil, last_error()
-    end
-    local walk, ids, got = out_walk[0], self.ids, 0
-    while got < n do
-        local node = lib.chash_walk_next(walk)
-        if node == NO_NODE then break end
-        got = got + 1
-        out[got] = ids[node + 1]
-    end
-    return out
+    return distinct_walk(self.ring, mask, u32(lib.chash_crc32(k, #k)), n, self.ids)
 end
 
 --- set_available(id, available): marks a node up or down for find and
@@ -588,6 +623,402 @@ function _M.stats(self)
         collisions = self.nlosers,
         generated = tonumber(lib.chash_ring_points_generated(self.ring)),
         point_multiple = lib.chash_ring_point_multiple(self.ring),
+    }
+end
+
+-- ---- The other programs' rings: HAProxy, libmemcached, twemproxy, Varnish, Envoy ----
+
+-- Each flavor's libchash number, the options it reads (setters of
+-- chash_ring_options: true, or nil and a message), what a node carries
+-- beside its id and weight, and how next() walks.
+-- A setter of the chash_ring_options field `field`: convert(value) is its
+-- C value, or nil and what the option must be.
+local function setter(field, convert)
+    return function(o, value, option)
+        local v, must = convert(value)
+        if v == nil then
+            return nil, option .. " must be " .. must .. ", got " .. tostring(value)
+        end
+        o[field] = v
+        return true
+    end
+end
+
+-- One of `names` (name = C value).
+local function named(field, names)
+    local list = {}
+    for name in pairs(names) do list[#list + 1] = name end
+    table.sort(list)
+    local must = "one of " .. table.concat(list, ", ")
+    return setter(field, function(value) return names[value], must end)
+end
+
+-- An integer min..max (the C field's 0 is "the default": a 0 given in Lua
+-- is refused, not read as the default).
+local function bounded(field, min, max)
+    local must = "an integer " .. min .. ".." .. max
+    return setter(field, function(value)
+        if type(value) ~= "number" or value < min or value > max or value ~= floor(value) then
+            return nil, must
+        end
+        return value
+    end)
+end
+
+local function set_hash_tag(o, value, option)
+    if type(value) ~= "string" or #value ~= 2 then
+        return nil, option .. " must be two bytes (twemproxy's hash_tag: \"{}\"), got "
+                    .. tostring(value)
+    end
+    o.ketama_hash_tag[0], o.ketama_hash_tag[1] = value:byte(1, 2)
+    return true
+end
+
+local function set_avalanche(_, value, option)  -- applied after the loop
+    if type(value) ~= "boolean" then
+        return nil, option .. " must be a boolean, got " .. tostring(value)
+    end
+    return true
+end
+
+local KETAMA_VARIANTS = {
+    ["libmemcached-weighted"] = 0, ["libmemcached-unweighted"] = 1, twemproxy = 2,
+    libketama = 3, ["libmemcached-spy"] = 4, ["libmemcached-spy-weighted"] = 5,
+}
+local KETAMA_HASHES = {
+    default = 0, md5 = 1, one_at_a_time = 2, fnv1a_64 = 3, fnv1_64 = 4, fnv1_32 = 5,
+    fnv1a_32 = 6, crc32a = 7, crc32 = 8, crc16 = 9, hsieh = 10, murmur = 11, jenkins = 12,
+    murmur3 = 13,
+}
+local MAX_RING_SIZE = 8388608  -- Envoy's bound on both ring sizes
+
+local PROGRAMS = {
+    haproxy = { flavor = 4, walk = "distinct", node_option = "server_id", options = {
+        hash_function = named("haproxy_hash", { sdbm = 0, djb2 = 1, wt6 = 2, crc32 = 3 }),
+        avalanche = set_avalanche,
+        server_key = named("haproxy_server_key", { id = 0, ["id-unfixed-30"] = 1 }),
+    } },
+    ["ketama-md5"] = { flavor = 5, node_option = "name", options = {
+        variant = named("ketama_variant", KETAMA_VARIANTS),
+        key_hash = named("ketama_key_hash", KETAMA_HASHES),
+        default_port = bounded("ketama_default_port", 1, 65535),
+        hash_tag = set_hash_tag,
+    } },
+    ["varnish-shard"] = { flavor = 6, walk = "distinct", options = {
+        replicas = bounded("varnish_replicas", 1, MAX_WEIGHT),
+    } },
+    ["envoy-ring"] = { flavor = 7, walk = "attempt", options = {
+        minimum_ring_size = bounded("envoy_minimum_ring_size", 1, MAX_RING_SIZE),
+        maximum_ring_size = bounded("envoy_maximum_ring_size", 1, MAX_RING_SIZE),
+        hash_function = named("envoy_hash", { xx_hash = 0, murmur_hash_2 = 1 }),
+    } },
+    ["envoy-maglev"] = { flavor = 8, walk = "attempt", options = {
+        table_size = bounded("maglev_table_size", 2, 5000011),
+    } },
+}
+-- Unweighted libmemcached continua mask exactly (a server's points do not
+-- depend on the others): the ring without the servers ahead of a key is the
+-- distinct walk. The weighted ones, twemproxy's and libketama's rebuild
+-- every point when a server leaves: no walk answers as they do.
+local KETAMA_WALKS = { ["libmemcached-unweighted"] = true, ["libmemcached-spy"] = true }
+local NO_KETAMA_WALK = "ketama-md5 (weighted libmemcached, twemproxy, libketama) does not walk "
+    .. "its ring on a failure: the program rebuilds it without the ejected server (build the "
+    .. "ring of the other nodes)"
+
+local program_mt = {}
+program_mt.__index = program_mt
+
+-- The program whose option `name` is (for the message of a misplaced one).
+local function owners_of(name)
+    local owners = {}
+    for flavor, p in pairs(PROGRAMS) do
+        if p.options[name] then owners[#owners + 1] = flavor end
+    end
+    table.sort(owners)
+    return table.concat(owners, " and ")
+end
+
+-- chash_ring_options of `opts` for `program`; nil, message.
+local function program_options(name, program, opts)
+    local o = ffi_new("chash_ring_options")
+    o.size = ffi.sizeof(o)
+    for option, value in pairs(opts) do
+        local set = program.options[option]
+        if not set and option ~= "build_threads" and option ~= "max_points" then
+            local owners = type(option) == "string" and owners_of(option) or ""
+            if owners == "" then return nil, "unknown option " .. tostring(option) end
+            return nil, "option " .. option .. " is " .. owners .. "'s, not " .. name .. "'s"
+        end
+        if set then
+            local ok, err = set(o, value, option)
+            if not ok then return nil, err end
+        end
+    end
+    if name == "haproxy" then
+        -- haproxy.cfg's `hash-type consistent [FUNCTION [avalanche]]`: no
+        -- function is sdbm with avalanche; naming one drops the avalanche
+        -- unless asked for.
+        if opts.avalanche ~= nil then
+            o.haproxy_avalanche = opts.avalanche and 1 or 2
+        elseif opts.hash_function ~= nil then
+            o.haproxy_avalanche = 2
+        end
+    end
+    return o
+end
+
+-- id, weight, server id (0: none), name (nil: none) of node entry `i`; or
+-- nil, message.
+local function program_node(entry, i, program)
+    if type(entry) == "string" then return entry, 1, 0, nil end
+    if type(entry) ~= "table" then
+        return nil, "node " .. i .. " must be an id or a table { id, weight, ... }, got "
+                    .. type(entry)
+    end
+    local id, weight = entry[1] or entry.id, entry[2] or entry.weight or 1
+    if type(id) ~= "string" then
+        return nil, "node " .. i .. ": the id must be a string, got " .. type(id)
+    end
+    local w = tonumber(weight)
+    if type(weight) ~= "number" or w < 0 or w > MAX_WEIGHT then
+        return nil, "node " .. i .. " '" .. id .. "': weight must be a number 0.." .. MAX_WEIGHT
+                    .. ", got " .. tostring(weight)
+    end
+    local server_id, name = entry.server_id, entry.name
+    if server_id ~= nil then
+        if type(server_id) ~= "number" or server_id < 1 or server_id > 2147483647
+                or server_id ~= floor(server_id) then
+            return nil, "node " .. i .. " '" .. id .. "': server_id must be an integer "
+                        .. "1..2147483647, got " .. tostring(server_id)
+        end
+    end
+    if name ~= nil and (type(name) ~= "string" or name == "") then
+        return nil, "node " .. i .. " '" .. id .. "': name must be a non-empty string, got "
+                    .. tostring(name)
+    end
+    for option in pairs({ server_id = server_id, name = name }) do
+        if program.node_option ~= option then
+            return nil, "node " .. i .. " '" .. id .. "': " .. option .. " is "
+                        .. (option == "name" and "twemproxy's (ketama-md5)" or "haproxy's")
+                        .. ", not a node option of this flavor"
+        end
+    end
+    return id, w, server_id or 0, name
+end
+
+--- new_program_ring(flavor, nodes [, options]): another program's ring, to
+-- route keys exactly as that program does. flavor: "haproxy", "ketama-md5"
+-- (libmemcached, twemproxy, libketama), "varnish-shard", "envoy-ring",
+-- "envoy-maglev". nodes: an array in the program's configuration order, each
+-- an id (the text the ring hashes: the address; Varnish's ident or backend
+-- name; Envoy's hash_key or hostname) or { id, weight [, server_id = N]
+-- [, name = S] } (HAProxy's `id`, twemproxy's server name). Options: the
+-- flavor's (tools/lua/README.md), build_threads, max_points. Called as
+-- chash:new_program_ring(...) or chash.new_program_ring(...). The object,
+-- or nil, message.
+function _M.new_program_ring(first, flavor, nodes, opts)
+    if first ~= _M then flavor, nodes, opts = first, flavor, nodes end
+    local program = PROGRAMS[flavor]
+    if not program then
+        return nil, "flavor must be haproxy, ketama-md5, varnish-shard, envoy-ring or "
+                    .. "envoy-maglev, got " .. tostring(flavor)
+    end
+    if type(nodes) ~= "table" then
+        return nil, "nodes must be an array of nodes, got " .. type(nodes)
+    end
+    local count = 0
+    for _ in pairs(nodes) do count = count + 1 end
+    if count ~= #nodes then
+        return nil, "nodes must be an array (configuration order), not a table of id = weight"
+    end
+    opts = opts or {}
+    if type(opts) ~= "table" then return nil, "options must be a table" end
+    local o, err = program_options(flavor, program, opts)
+    if not o then return nil, err end
+    local entries = {}
+    local fractional = false
+    for i, entry in ipairs(nodes) do
+        local id, w, server_id, name = program_node(entry, i, program)
+        if not id then return nil, w end
+        entries[i] = { id, w, server_id, name }
+        fractional = fractional or w ~= floor(w)
+    end
+    if fractional then
+        if flavor ~= "varnish-shard" then
+            return nil, "weights must be integers (fractional weights are Varnish's)"
+        end
+        -- Varnish's REAL weights: trunc(replicas x max(w, 1)) points a
+        -- backend, as the weights of a ring of 1 replica.
+        local replicas = opts.replicas or 67
+        for _, e in ipairs(entries) do e[2] = floor(replicas * math.max(e[2], 1)) end
+        o.varnish_replicas = 1
+    end
+    if lib.chash_builder_new_with_options(program.flavor, o, out_builder) ~= 0 then
+        return nil, last_error()
+    end
+    local builder = out_builder[0]
+    lib.chash_builder_set_threads(builder, opts.build_threads or 1)
+    if opts.max_points and lib.chash_builder_set_max_points(builder, opts.max_points) ~= 0 then
+        lib.chash_builder_free(builder)
+        return nil, last_error()
+    end
+    local ids = {}
+    for i, e in ipairs(entries) do
+        local id, name = e[1], e[4]
+        if lib.chash_builder_add_node(builder, id, #id, e[2], e[3], name,
+                                      name and #name or 0) ~= 0 then
+            local message = ffi_string(lib.chash_builder_error(builder))
+            lib.chash_builder_free(builder)
+            return nil, message
+        end
+        ids[i] = id
+    end
+    if lib.chash_builder_build(builder, out_ring) ~= 0 then return nil, last_error() end
+    local ring = ffi_gc(out_ring[0], lib.chash_ring_free)
+    local walk, no_walk = program.walk, nil
+    if flavor == "ketama-md5" then
+        if KETAMA_WALKS[opts.variant] then walk = "distinct" else no_walk = NO_KETAMA_WALK end
+    end
+    return setmetatable({ ring = ring, ids = ids, flavor = flavor, walk_kind = walk,
+                          no_walk = no_walk, bits = lib.chash_ring_key_hash_bits(ring),
+                          num_points = tonumber(lib.chash_ring_num_points(ring)) }, program_mt)
+end
+
+local U64_TENTH = 1844674407370955161ULL  -- floor((2^64 - 1) / 10)
+
+-- A key hash given to find_hash: a Lua number for 32-bit rings, a uint64_t
+-- cdata for 64-bit rings; nil, message.
+local function parse_hash(self, hash)
+    local h
+    if type(hash) == "number" then
+        if hash < 0 or hash ~= floor(hash) or hash > 9007199254740992 then
+            return nil, "hash must be an integer >= 0 (above 2^53 a uint64_t or a decimal "
+                        .. "string), got " .. tostring(hash)
+        end
+        h = hash
+    elseif type(hash) == "string" then
+        if not hash:match("^%d+$") or #hash > 20 then
+            return nil, "hash must be a decimal integer, got '" .. hash .. "'"
+        end
+        h = 0ULL
+        for i = 1, #hash do
+            local d = hash:byte(i) - 48
+            if h > U64_TENTH or (h == U64_TENTH and d > 5) then
+                return nil, "hash " .. hash .. " is above 2^64 - 1"
+            end
+            h = h * 10 + d
+        end
+    elseif type(hash) == "cdata" and ffi.istype("uint64_t", hash) then
+        h = hash
+    else
+        return nil, "hash must be a number, a decimal string or a uint64_t, got " .. type(hash)
+    end
+    if self.bits == 64 then return 0ULL + h end
+    if h > 4294967295 then
+        return nil, "hash " .. tostring(h) .. " is above 2^32 - 1 (" .. self.flavor
+                    .. " hashes keys to 32 bits)"
+    end
+    return tonumber(h)
+end
+
+local function program_answer(self, h)
+    local node = lib.chash_ring_find_hash64(self.ring, h)
+    if node == NO_NODE then return nil, "empty ring: no node has points" end
+    return self.ids[node + 1], { hash = h, step = 0, ring = self }
+end
+
+--- ring:hash(key): the key's hash as the program computes it (HAProxy's
+-- function, the ketama key hash, Varnish's SHA-256, Envoy's XXH64 or
+-- MurmurHash2): a number, a uint64_t cdata on Envoy's 64-bit rings.
+function program_mt.hash(self, key)
+    local kt = type(key)
+    if kt ~= "string" and kt ~= "number" then
+        return nil, "key must be a string, got " .. kt
+    end
+    local k = tostring(key)
+    local h = lib.chash_ring_key_hash(self.ring, k, #k)
+    if self.bits == 64 then return h end
+    return tonumber(h)
+end
+
+--- ring:find(key): the id the program answers for the key (the bytes it
+-- hashes: HAProxy's path, whole URI or header value; the memcached key;
+-- Varnish's URL or key; an Envoy header value) and a cursor for next().
+function program_mt.find(self, key)
+    local h, err = program_mt.hash(self, key)
+    if h == nil then return nil, err end
+    return program_answer(self, h)
+end
+
+--- ring:find_hash(hash): the same for a hash the program computed (Envoy's
+-- request hash, Varnish's integer key): a number, a uint64_t or a decimal
+-- string (64-bit hashes above 2^53).
+function program_mt.find_hash(self, hash)
+    local h, err = parse_hash(self, hash)
+    if h == nil then return nil, err end
+    return program_answer(self, h)
+end
+
+local function check_cursor(self, cursor)
+    if type(cursor) ~= "table" or cursor.ring ~= self then
+        return nil, "cursor must be what find or next of this ring answered"
+    end
+    if not self.walk_kind then return nil, self.no_walk end
+    return true
+end
+
+--- ring:next(cursor): the program's next pick for the key and its cursor:
+-- Envoy's retry attempt 1, 2, ... (repeats included); for haproxy,
+-- varnish-shard and unweighted libmemcached the next distinct node in ring
+-- order (where the program sends the key when every node before it is out:
+-- HAProxy's tree without the down servers, Varnish's alt, libmemcached's
+-- continuum without the ejected servers). nil, message past the last node,
+-- and for the ketama rings that rebuild instead of walking.
+function program_mt.next(self, cursor)
+    local ok, err = check_cursor(self, cursor)
+    if not ok then return nil, err end
+    local step = cursor.step + 1
+    local node_id
+    if self.walk_kind == "attempt" then
+        local node = lib.chash_ring_find_attempt(self.ring, cursor.hash, step)
+        if node == NO_NODE then return nil, "empty ring: no node has points" end
+        node_id = self.ids[node + 1]
+    else
+        local ids, werr = distinct_walk(self.ring, nil, cursor.hash, step + 1, self.ids)
+        if not ids then return nil, werr end
+        node_id = ids[step + 1]
+        if node_id == nil then return nil, "every node has been tried" end
+    end
+    return node_id, { hash = cursor.hash, step = step, ring = self }
+end
+
+--- ring:walk(key [, count]): find's id and then next()'s, up to count
+-- (default: the node count): a Lua array, or nil, message.
+function program_mt.walk(self, key, count)
+    local n = count == nil and #self.ids or tonumber(count)
+    if not n or n < 0 then return nil, "count must be a number >= 0" end
+    local id, cursor = program_mt.find(self, key)
+    if id == nil then return nil, cursor end
+    if not self.walk_kind then return nil, self.no_walk end
+    if self.walk_kind == "distinct" then
+        return distinct_walk(self.ring, nil, cursor.hash, n, self.ids)
+    end
+    local out = {}
+    for attempt = 0, n - 1 do
+        out[attempt + 1] = self.ids[lib.chash_ring_find_attempt(self.ring, cursor.hash,
+                                                                attempt) + 1]
+    end
+    return out
+end
+
+--- ring:stats(): flavor, nodes, points kept, generated, key hash bits.
+function program_mt.stats(self)
+    return {
+        flavor = self.flavor,
+        nodes = #self.ids,
+        points = self.num_points,
+        generated = tonumber(lib.chash_ring_points_generated(self.ring)),
+        key_hash_bits = self.bits,
     }
 end
 

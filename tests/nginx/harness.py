@@ -823,6 +823,16 @@ def fetch(port, path, timeout=60):
         conn.close()
 
 
+def stop_keeping_failures(ngx, keep):
+    """Stops nginx; its prefix is kept (and printed) after a failed check
+    or with keep, else removed."""
+    ngx.stop()
+    if FAILURES or keep:
+        print("nginx prefix kept: " + ngx.prefix)
+    else:
+        ngx.cleanup()
+
+
 def check_refused(servers, hosts):
     """Every address the servers connect to must refuse connections now."""
     seen = set()

@@ -12,7 +12,8 @@
 
 
 static const char  *ngx_chash_flavors[] = {
-    "nginx", "pingora-v1", "pingora-v2", "resty"
+    "nginx", "pingora-v1", "pingora-v2", "resty",
+    "haproxy", "ketama-md5", "varnish-shard", "envoy-ring", "envoy-maglev"
 };
 
 #define ngx_chash_nflavors                                                   \

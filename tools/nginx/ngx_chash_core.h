@@ -33,12 +33,30 @@
 
 /* ---- ngx_chash_core.c: flavors, errors, peer bitmaps --------------------- */
 
-/* "nginx", "pingora-v1", "pingora-v2", "resty" by chash_flavor; "unknown"
- * for any other value (a snapshot's flavor is read from a file). */
+/* "nginx", "pingora-v1", "pingora-v2", "resty", then the other programs'
+ * "haproxy", "ketama-md5", "varnish-shard", "envoy-ring", "envoy-maglev", by
+ * chash_flavor; "unknown" for any other value (a snapshot's flavor is read
+ * from a file). */
 const char *ngx_chash_flavor_name(ngx_uint_t flavor);
 
 /* The flavor named name (flavor=NAME): NGX_OK and *flavor, or NGX_ERROR. */
 ngx_int_t ngx_chash_flavor_parse(ngx_str_t *name, ngx_uint_t *flavor);
+
+/* The other programs' flavors (haproxy .. envoy-maglev): keys hashed by
+ * the flavor (chash_ring_key_hash), nodes added with their options. */
+#define ngx_chash_flavor_other(flavor)  ((flavor) > CHASH_FLAVOR_RESTY)
+
+/*
+ * The options of the other programs' rings, from the `chash` directive:
+ * libchash's ring options, and haproxy's server ids (server_ids=, one a
+ * server line in order, 0: assigned as HAProxy assigns it), or NULL.
+ */
+typedef struct {
+    chash_ring_options   ring;
+    ngx_uint_t           set;         /* an option was given */
+    uint32_t            *server_ids;
+    ngx_uint_t           nserver_ids;
+} ngx_chash_flavor_options_t;
 
 /* id= of a resty upstream of server lines: what a node's id is. */
 #define NGX_CHASH_ID_ADDRESS  0     /* the server's address text as written */
@@ -93,11 +111,14 @@ typedef struct {
  * cf->pool). Errors are logged with ngx_chash_upstream_error. resty: a
  * node's id is texts[i] (id_form NGX_CHASH_ID_ADDRESS) or APISIX's form of
  * it; peers that share one text pointer (a name with several addresses)
- * are refused. NGX_OK, NGX_ERROR.
+ * are refused, for the other programs' flavors too. options: the ring
+ * options of the other programs' flavors (NULL for the others). NGX_OK,
+ * NGX_ERROR.
  */
 ngx_int_t ngx_chash_build_from_servers(ngx_conf_t *cf,
     const ngx_chash_upstream_t *up, ngx_uint_t flavor, ngx_uint_t multiple,
-    ngx_uint_t id_form, ngx_str_t **texts,
+    ngx_uint_t id_form, const ngx_chash_flavor_options_t *options,
+    ngx_str_t **texts,
     ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
     chash_ring **ring, ngx_str_t *ring_id);
 
@@ -137,7 +158,12 @@ typedef struct {
  * node is a lookup: only a second node (a retry, or a first node passed
  * over) starts the walk, in chash_walk_size bytes of the request's pool.
  * Node ids from the ring are checked against the node map before they
- * index it.
+ * index it. The other programs' flavors hash the key as their program
+ * does; haproxy, ketama-md5 and varnish-shard walk with chash_walk (the
+ * ring's own walk: HAProxy's next tree node, Varnish's idx + 1, ketama's
+ * next point), envoy-ring and envoy-maglev with Envoy's retry attempts
+ * (chash_ring_find_attempt: the next ring entry, Maglev's mutated hash),
+ * skipping the nodes already answered by the pick's rules.
  */
 typedef struct {
     ngx_uint_t            flavor;
@@ -145,6 +171,10 @@ typedef struct {
     uint32_t              node;     /* nginx: the current point's;
                                        distinct: the first node */
     uint32_t              hash;     /* the key's */
+    uint64_t              hash64;   /* other flavors: the key's, as the
+                                       program hashes it */
+    uint32_t              attempt;  /* Envoy's: the retry attempt */
+    uint32_t              attempts; /* Envoy's: attempts at most */
     ngx_uint_t            started;  /* distinct: the first node answered */
     chash_cursor          cursor;   /* nginx: the next point */
     chash_walk           *walk;     /* distinct: NULL until a second node */
@@ -429,6 +459,7 @@ typedef struct {
     double        bounded_load;   /* 0: off */
     ngx_str_t     subset;         /* subset='s text when has_subset */
     ngx_uint_t    has_subset;
+    ngx_chash_flavor_options_t  options;   /* the other programs' flavors */
 } ngx_chash_directive_t;
 
 /* value[2] .. value[n - 1]: the parameters after KEY; errors logged. */

@@ -105,6 +105,7 @@ typedef struct {
     ngx_uint_t                      id_form;     /* resty: NGX_CHASH_ID_* */
     ngx_flag_t                      id_set;
     double                          bounded_load;   /* 0: off */
+    ngx_chash_flavor_options_t      options;     /* haproxy .. envoy-maglev */
 
     chash_ring                     *ring;        /* freed with the cycle */
     ngx_chash_nodes_t               nodes;

@@ -71,7 +71,8 @@ ngx_chash_module_init(ngx_conf_t *cf, ngx_chash_up_srv_conf_t *us)
     }
 
     return ngx_chash_build_from_servers(cf, &up, ccf->flavor,
-                                        ccf->multiple, ccf->id_form, texts,
+                                        ccf->multiple, ccf->id_form,
+                                        &ccf->options, texts,
                                         weights, n, &ccf->nodes, &ccf->ring,
                                         &ccf->ring_id);
 }
@@ -400,8 +401,10 @@ ngx_chash_module_cv(ngx_conf_t *cf, ngx_str_t *value)
 
 
 /*
- * chash KEY [flavor=nginx|pingora-v1|pingora-v2|resty] [multiple=K]
- *     [id=address|apisix] [bounded_load=F] [subset=VALUE]
+ * chash KEY [flavor=nginx|pingora-v1|pingora-v2|resty|haproxy|ketama-md5|
+ *     varnish-shard|envoy-ring|envoy-maglev] [multiple=K]
+ *     [id=address|apisix] [bounded_load=F] [subset=VALUE] [the other
+ *     programs' options: ngx_chash_parse_directive]
  */
 static char *
 ngx_chash_module_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -441,6 +444,7 @@ ngx_chash_module_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ccf->id_form = d.id_form;
     ccf->id_set = d.id_set;
     ccf->bounded_load = d.bounded_load;
+    ccf->options = d.options;
 
     if (d.has_subset) {
         ccf->subset = ngx_chash_module_cv(cf, &d.subset);

@@ -55,7 +55,24 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     w->pool = pool;
     w->bounded_load = 0;
     w->passed = 0;
-    w->hash = ngx_crc32_long(key->data, key->len);
+    w->attempt = 0;
+    w->attempts = 0;
+
+    if (ngx_chash_flavor_other(flavor)) {
+        /* hashed as the program hashes it; Envoy's are 64 bits, and its
+         * retries are attempts: one a ring entry or table slot at most */
+        w->hash64 = chash_ring_key_hash(ring, key->data, key->len);
+        w->hash = (uint32_t) w->hash64;
+
+        if (chash_ring_key_hash_bits(ring) == 64) {
+            w->attempts = (uint32_t) ngx_min(chash_ring_num_points(ring),
+                                             0xffffffff);
+        }
+
+    } else {
+        w->hash = ngx_crc32_long(key->data, key->len);
+        w->hash64 = w->hash;
+    }
 
     if (flavor != CHASH_FLAVOR_NGINX) {
         /* distinct: libchash's walk, started when a second node is needed */
@@ -94,8 +111,22 @@ ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
         w->started = 1;
         w->node = w->mask ? chash_ring_find_available_hash(w->ring, w->mask,
                                                            w->hash)
-                          : chash_ring_find_hash(w->ring, w->hash);
+                          : chash_ring_find_hash64(w->ring, w->hash64);
         return w->node;
+    }
+
+    if (w->attempts) {
+        /* Envoy: retry attempt N, each a ring entry (or Maglev's mutated
+         * hash); tried and unusable nodes are skipped by the pick */
+        while (w->node != CHASH_NO_NODE && w->attempt < w->attempts) {
+            node = chash_ring_find_attempt(w->ring, w->hash64, ++w->attempt);
+
+            if (node != CHASH_NO_NODE) {
+                return node;
+            }
+        }
+
+        return CHASH_NO_NODE;
     }
 
     if (w->walk == NULL) {

@@ -56,20 +56,27 @@ ngx_chash_cmp_run(const void *one, const void *two)
 }
 
 
-/* id: the node's id, server's text by default; errors name server. */
+/* id: the node's id, server's text by default; errors name server. The
+ * other programs' flavors add with chash_builder_add_node (haproxy: its
+ * server id, 0 = as HAProxy assigns it). */
 static ngx_int_t
 ngx_chash_add(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     ngx_uint_t flavor, chash_builder *b, ngx_str_t *server, ngx_str_t *id,
-    ngx_uint_t weight)
+    ngx_uint_t weight, uint32_t server_id)
 {
+    int  rc;
+
     if (id == NULL) {
         id = server;
     }
 
-    if (chash_builder_add(b, (const char *) id->data, id->len,
-                          (uint32_t) weight)
-        != CHASH_OK)
-    {
+    rc = ngx_chash_flavor_other(flavor)
+         ? chash_builder_add_node(b, (const char *) id->data, id->len,
+                                  (uint32_t) weight, server_id, NULL, 0)
+         : chash_builder_add(b, (const char *) id->data, id->len,
+                             (uint32_t) weight);
+
+    if (rc != CHASH_OK) {
         ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
                                  "flavor=%s: server \"%V\": %s",
                                  ngx_chash_flavor_name(flavor), server,
@@ -156,7 +163,7 @@ ngx_chash_group(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
         }
 
         rc = ngx_chash_add(cf, up, flavor, b, text[runs[k].start].server,
-                           NULL, weight);
+                           NULL, weight, 0);
         if (rc != NGX_OK) {
             goto done;
         }
@@ -201,12 +208,24 @@ ngx_chash_apisix_id(ngx_pool_t *pool, ngx_str_t *server, ngx_str_t *id)
 
 static ngx_int_t
 ngx_chash_one_per_peer(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
-    ngx_uint_t flavor, ngx_uint_t id_form, ngx_str_t **texts,
+    ngx_uint_t flavor, ngx_uint_t id_form,
+    const ngx_chash_flavor_options_t *options, ngx_str_t **texts,
     ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
     chash_builder *b)
 {
+    uint32_t    server_id;
     ngx_str_t   apisix, *id;
     ngx_uint_t  i;
+
+    if (options && options->server_ids && options->nserver_ids != n) {
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
+                                 "flavor=%s: server_ids= names %ui ids for "
+                                 "%ui servers (one a server line, in "
+                                 "order; 0: as HAProxy numbers it)",
+                                 ngx_chash_flavor_name(flavor),
+                                 options->nserver_ids, n);
+        return NGX_DECLINED;
+    }
 
     nodes->nnodes = n;
     nodes->node_first = ngx_palloc(cf->pool, (n + 1) * sizeof(ngx_uint_t));
@@ -222,17 +241,20 @@ ngx_chash_one_per_peer(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 
         /*
          * pingora: the builder refuses anything but IP:port, one peer a
-         * line. resty: an id is one backend; the peers of a name that
-         * resolves to several addresses share their line's text.
+         * line. resty and the other programs: a node is one backend; the
+         * peers of a name that resolves to several addresses share their
+         * line's text.
          */
-        if (flavor == CHASH_FLAVOR_RESTY && i > 0
+        if (flavor >= CHASH_FLAVOR_RESTY && i > 0
             && texts[i]->data == texts[i - 1]->data)
         {
             ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up,
-                                     "flavor=resty: server \"%V\" resolves "
-                                     "to several addresses; a resty id is "
+                                     "flavor=%s: server \"%V\" resolves "
+                                     "to several addresses; a %s node is "
                                      "one backend: write a server line for "
-                                     "each address", texts[i]);
+                                     "each address",
+                                     ngx_chash_flavor_name(flavor), texts[i],
+                                     ngx_chash_flavor_name(flavor));
             return NGX_DECLINED;
         }
 
@@ -248,7 +270,11 @@ ngx_chash_one_per_peer(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
             id = &apisix;
         }
 
-        if (ngx_chash_add(cf, up, flavor, b, texts[i], id, weights[i])
+        server_id = options && options->server_ids ? options->server_ids[i]
+                                                   : 0;
+
+        if (ngx_chash_add(cf, up, flavor, b, texts[i], id, weights[i],
+                          server_id)
             != NGX_OK)
         {
             return NGX_DECLINED;
@@ -285,7 +311,7 @@ ngx_chash_usec(void)
 ngx_int_t
 ngx_chash_build_from_servers(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     ngx_uint_t flavor, ngx_uint_t multiple, ngx_uint_t id_form,
-    ngx_str_t **texts,
+    const ngx_chash_flavor_options_t *options, ngx_str_t **texts,
     ngx_uint_t *weights, ngx_uint_t n, ngx_chash_nodes_t *nodes,
     chash_ring **ring, ngx_str_t *ring_id)
 {
@@ -301,7 +327,10 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 
     start = ngx_chash_usec();
 
-    rc = chash_builder_new((uint32_t) flavor, (uint32_t) multiple, &b);
+    rc = ngx_chash_flavor_other(flavor)
+         ? chash_builder_new_with_options((uint32_t) flavor,
+                                          options ? &options->ring : NULL, &b)
+         : chash_builder_new((uint32_t) flavor, (uint32_t) multiple, &b);
     if (rc != CHASH_OK) {
         ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%s",
                                  chash_last_error());
@@ -322,8 +351,8 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
         grc = ngx_chash_group(cf, up, flavor, texts, weights, n, nodes, b);
 
     } else {
-        grc = ngx_chash_one_per_peer(cf, up, flavor, id_form, texts, weights,
-                                     n, nodes, b);
+        grc = ngx_chash_one_per_peer(cf, up, flavor, id_form, options,
+                                     texts, weights, n, nodes, b);
     }
 
     if (grc != NGX_OK) {

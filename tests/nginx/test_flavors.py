@@ -166,7 +166,7 @@ def run(args):
         path = os.path.join(DATA, program, servers_file)
         with open(path) as f:
             servers = common.parse_servers(f.read(), path)
-        o = differential.DRIVERS[program].options_from_string(options)
+        o = common.options_from_string(differential.DRIVERS[program], options)
         params, balance = directive(program, o, servers)
         sets.append((program, name, servers, o, params, balance,
                      answers(os.path.join(DATA, program, name + ".csv"))))
@@ -265,7 +265,7 @@ def config_errors(args):
         ("replicas 0", "chash $arg_k flavor=varnish-shard replicas=0",
          'invalid parameter "replicas=0"'),
         ("a table size not prime", "chash $arg_k flavor=envoy-maglev table_size=65536",
-         "flavor=envoy-maglev: "),
+         "flavor=envoy-maglev: the maglev table size must be a prime"),
         ("bad server id", "chash $arg_k flavor=haproxy server_ids=1,x",
          'invalid parameter "server_ids=1,x"'),
         ("server ids of another count", "chash $arg_k flavor=haproxy server_ids=1,2,3",

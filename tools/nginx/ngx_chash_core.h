@@ -466,6 +466,36 @@ typedef struct {
 char *ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value,
     ngx_uint_t n, ngx_chash_directive_t *d);
 
+
+/* ---- ngx_chash_flavor_options.c: the other programs' options ------------- */
+
+/* The options of flavor=haproxy .. envoy-maglev, named as `chash route`'s
+ * (tools/cli/README.md), nginx style: hash_function=sdbm, avalanche. */
+enum {
+    NGX_CHASH_OPT_HASH_FUNCTION = 0,
+    NGX_CHASH_OPT_AVALANCHE,
+    NGX_CHASH_OPT_SERVER_KEY,
+    NGX_CHASH_OPT_SERVER_IDS,
+    NGX_CHASH_OPT_VARIANT,
+    NGX_CHASH_OPT_KEY_HASH,
+    NGX_CHASH_OPT_DEFAULT_PORT,
+    NGX_CHASH_OPT_HASH_TAG,
+    NGX_CHASH_OPT_REPLICAS,
+    NGX_CHASH_OPT_MIN_RING_SIZE,
+    NGX_CHASH_OPT_MAX_RING_SIZE,
+    NGX_CHASH_OPT_TABLE_SIZE,
+    NGX_CHASH_NOPTS
+};
+
+/* The option a parameter of `chash` gives, or NGX_CHASH_NOPTS. */
+ngx_uint_t ngx_chash_flavor_option(ngx_str_t *param);
+
+/* The options of a directive of flavor d->flavor: opt[k] the parameter that
+ * gave option k (NULL: not given); each must be one of the flavor's, and the
+ * set is tried on a libchash builder; errors logged on the directive. */
+char *ngx_chash_parse_options(ngx_conf_t *cf, ngx_chash_directive_t *d,
+    ngx_str_t **opt);
+
 /*
  * bounded_load=F of a `chash` directive: value is the parameter's text after
  * "bounded_load=", F a decimal > 1 with at most 6 decimals (1.25). NGX_OK,

@@ -20,11 +20,6 @@
 #include "simd/search.h"
 
 namespace chash::internal {
-namespace {
-
-Status Bad(StatusCode code, std::string message) { return Status(code, std::move(message)); }
-
-std::string_view Name(Flavor flavor) { return FlavorName(flavor); }
 
 bool IsPrime(uint64_t n) noexcept {
   if (n < 2) return false;
@@ -33,6 +28,12 @@ bool IsPrime(uint64_t n) noexcept {
   }
   return true;
 }
+
+namespace {
+
+Status Bad(StatusCode code, std::string message) { return Status(code, std::move(message)); }
+
+std::string_view Name(Flavor flavor) { return FlavorName(flavor); }
 
 // Text the program prints back or hashes: 1..4,096 bytes; `strict` refuses
 // whitespace and control bytes (names that go on a command line or in a

@@ -20,6 +20,9 @@ namespace chash::internal {
 
 struct RingState;
 
+// n is a prime (Maglev's table sizes). O(sqrt(n)) divisions.
+bool IsPrime(uint64_t n) noexcept;
+
 // libmemcached's KETAMA and KETAMA_SPY: 100 points a server, each the key
 // hash of its label; the other ketama variants make 4 points an MD5 digest.
 constexpr bool IsUnweightedKetama(KetamaVariant variant) noexcept {

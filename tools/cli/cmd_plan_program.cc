@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chash/diff.h"
+#include "builder/flavor_points.h"  // engine/: IsPrime
 #include "chash/stats.h"
 #include "cli_common.h"
 #include "commands.h"
@@ -28,16 +29,8 @@ struct Setting {
 
 constexpr uint32_t kHaproxyMaxWeight = 256;  // HAProxy's `weight` bound
 
-bool IsPrime(uint64_t n) {
-  if (n < 2) return false;
-  for (uint64_t d = 2; d * d <= n; ++d) {
-    if (n % d == 0) return false;
-  }
-  return true;
-}
-
 uint64_t NextPrime(uint64_t n) {
-  while (!IsPrime(n)) ++n;
+  while (!internal::IsPrime(n)) ++n;
   return n;
 }
 
@@ -124,17 +117,15 @@ Result<Ring> BuildCandidate(const RingOptions& current, const ServersInput& inpu
   return BuildServersInput(input, options);
 }
 
-// A candidate's points, as a program allocates them or as chash does: the
-// columns, the search index and the collision table.
-uint64_t ChashBytes(const Ring& ring) {
-  const MemoryUsage memory = ring.memory_usage();
-  return memory.column_bytes + memory.index_bytes + memory.collision_table_bytes;
+// What chash spends on a ring's points: its columns, search index and
+// collision table (plan.h's bytes_per_ring), from its stats.
+uint64_t ChashBytes(const RingStats& stats) {
+  return stats.column_bytes + stats.index_bytes + stats.collision_table_bytes;
 }
 
 struct Row {
   uint64_t value = 0;
   RingStats stats;
-  uint64_t chash_bytes = 0;
   double moved_fraction = 0;
   bool moved_exact = true;
 };
@@ -146,7 +137,7 @@ std::string RowJson(const Row& row) {
          ",\"max_share_ratio\":" + JsonNumber(row.stats.max_share_ratio) +
          ",\"min_share_ratio\":" + JsonNumber(row.stats.min_share_ratio) +
          ",\"program_bytes\":" + std::to_string(row.stats.program_bytes) +
-         ",\"chash_bytes\":" + std::to_string(row.chash_bytes) +
+         ",\"chash_bytes\":" + std::to_string(ChashBytes(row.stats)) +
          ",\"moved_fraction\":" + JsonNumber(row.moved_fraction) +
          ",\"moved_exact\":" + (row.moved_exact ? "true" : "false") + "}";
 }
@@ -198,7 +189,6 @@ int RunProgramPlan(const Args& args, const Options& options) {
     if (!diff.ok()) return Fail("plan", diff.status().message());
     rows.push_back({.value = value,
                     .stats = ComputeRingStats(candidate.value()),
-                    .chash_bytes = ChashBytes(candidate.value()),
                     .moved_fraction = diff.value().moved_fraction(),
                     .moved_exact = diff.value().exact});
   }
@@ -212,7 +202,7 @@ int RunProgramPlan(const Args& args, const Options& options) {
   }
 
   const std::string flavor(FlavorName(current_options.flavor));
-  const Row current_row{.value = 0, .stats = current_stats, .chash_bytes = ChashBytes(current)};
+  const Row current_row{.value = 0, .stats = current_stats};
   if (options.Has("json") || options.Has("plot")) {
     std::string json = "{\"servers\":" + JsonString(input.name) +
                        ",\"flavor\":" + JsonString(flavor) +
@@ -230,7 +220,7 @@ int RunProgramPlan(const Args& args, const Options& options) {
       std::vector<SettingPoint> points;
       for (const Row& row : rows) {
         points.push_back(
-            {row.value, row.stats.cv_measured, row.stats.program_bytes, row.chash_bytes});
+            {row.value, row.stats.cv_measured, row.stats.program_bytes, ChashBytes(row.stats)});
       }
       const Status written = WritePlot(
           *plot, SettingPlanSvg(flavor, setting.value().name, input.name, points, cv_target,
@@ -250,7 +240,7 @@ int RunProgramPlan(const Args& args, const Options& options) {
       "%s bytes in the program, %s in chash\n",
       WithCommas(current_stats.points).c_str(), Percent(current_stats.cv_measured, 4).c_str(),
       current_stats.min_share_ratio, current_stats.max_share_ratio,
-      WithCommas(current_stats.program_bytes).c_str(), WithCommas(current_row.chash_bytes).c_str());
+      WithCommas(current_stats.program_bytes).c_str(), WithCommas(ChashBytes(current_stats)).c_str());
   std::printf("target    CV <= %s; candidates: %s (%s)\n\n", Percent(cv_target, 4).c_str(),
               setting.value().name.c_str(), setting.value().apply.c_str());
   std::printf("%10s %12s %12s %9s %9s %15s %13s %10s\n", "V", "points", "CV measured", "max r",
@@ -264,7 +254,7 @@ int RunProgramPlan(const Args& args, const Options& options) {
                 static_cast<unsigned long long>(row.value), WithCommas(row.stats.points).c_str(),
                 Percent(row.stats.cv_measured, 4).c_str(), row.stats.max_share_ratio,
                 row.stats.min_share_ratio, program_bytes.c_str(),
-                WithCommas(row.chash_bytes).c_str(), moved.c_str(),
+                WithCommas(ChashBytes(row.stats)).c_str(), moved.c_str(),
                 recommended == row.value ? "  <-" : "");
   }
   if (std::any_of(rows.begin(), rows.end(), [](const Row& row) { return !row.moved_exact; })) {

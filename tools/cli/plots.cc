@@ -103,6 +103,30 @@ std::pair<double, Attrs> CvMark(const Scale& y, std::string_view series, const s
   return {py, std::move(attrs)};
 }
 
+// The CV target across the plot, labelled.
+void DrawCvTarget(Document& doc, const Frame& frame, const Scale& y, double target) {
+  const double ty = y.Map(target);
+  doc.Line(frame.x0(), ty, frame.x1(doc), ty,
+           std::string("stroke=\"") + kTarget + "\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"",
+           {{"data-series", "cv_target"}, {"data-value", JsonNumber(target)}});
+  doc.Text(frame.x0() + 6, ty - 5, "CV target " + Format("%.4g%%", 100 * target), 11, "start",
+           std::string("fill=\"") + kTarget + "\" " + kHalo);
+}
+
+// The recommended value of `what` (K, or a program's setting), a dashed
+// vertical line, labelled.
+void DrawRecommended(Document& doc, const Frame& frame, const Scale& x, std::string_view what,
+                     uint64_t value) {
+  const double px = x.Map(static_cast<double>(value));
+  doc.Line(px, frame.y0(), px, frame.y1(doc),
+           std::string("stroke=\"") + kRecommended +
+               "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"",
+           {{"data-series", "recommended"}, {"data-k", std::to_string(value)}});
+  doc.Text(px + 4, frame.y0() + 12,
+           "recommended " + std::string(what) + " = " + std::to_string(value), 11, "start",
+           std::string("fill=\"") + kRecommended + "\" " + kHalo);
+}
+
 void Diamond(Document& doc, double x, double y, double r, std::string_view style,
              const Attrs& attrs) {
   doc.Polyline({{x, y - r}, {x + r, y}, {x, y + r}, {x - r, y}, {x, y - r}}, style, attrs);
@@ -175,13 +199,7 @@ std::string PlanSvg(const Plan& plan, const RingOptions& current,
   doc.Polyline(curve, std::string("stroke=\"") + kFormula + "\" stroke-width=\"1.5\"",
                {{"data-series", "cv_formula"}});
 
-  // The CV target.
-  const double ty = y.Map(plan.cv_target);
-  doc.Line(frame.x0(), ty, frame.x1(doc), ty,
-           std::string("stroke=\"") + kTarget + "\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"",
-           {{"data-series", "cv_target"}, {"data-value", JsonNumber(plan.cv_target)}});
-  doc.Text(frame.x0() + 6, ty - 5, "CV target " + Format("%.4g%%", 100 * plan.cv_target), 11,
-           "start", std::string("fill=\"") + kTarget + "\" " + kHalo);
+  DrawCvTarget(doc, frame, y, plan.cv_target);
 
   // Ring bytes (right axis), then measured CV as a line through its marks.
   std::vector<std::pair<double, double>> bytes_line, measured_line;
@@ -211,16 +229,7 @@ std::string PlanSvg(const Plan& plan, const RingOptions& current,
     doc.Circle(px, my, 4.5, std::string("fill=\"") + kMeasured + "\"", measured);
   }
 
-  // The recommended K.
-  if (plan.recommended) {
-    const double px = x.Map(*plan.recommended);
-    doc.Line(px, frame.y0(), px, frame.y1(doc),
-             std::string("stroke=\"") + kRecommended +
-                 "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"",
-             {{"data-series", "recommended"}, {"data-k", std::to_string(*plan.recommended)}});
-    doc.Text(px + 4, frame.y0() + 12, "recommended K = " + std::to_string(*plan.recommended), 11,
-             "start", std::string("fill=\"") + kRecommended + "\" " + kHalo);
-  }
+  if (plan.recommended) DrawRecommended(doc, frame, x, "K", *plan.recommended);
 
   // The current ring: measured (diamond) and predicted, and its bytes.
   const std::string ck = std::to_string(current.point_multiple);
@@ -303,12 +312,7 @@ std::string SettingPlanSvg(std::string_view flavor, std::string_view setting,
   svg::DrawYAxis(doc, frame, y2, svg::LogTicks(b_lo, b_hi, BytesLabel),
                  "bytes of the points (log scale)", "right");
 
-  const double ty = y.Map(cv_target);
-  doc.Line(frame.x0(), ty, frame.x1(doc), ty,
-           std::string("stroke=\"") + kTarget + "\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"",
-           {{"data-series", "cv_target"}, {"data-value", JsonNumber(cv_target)}});
-  doc.Text(frame.x0() + 6, ty - 5, "CV target " + Format("%.4g%%", 100 * cv_target), 11,
-           "start", std::string("fill=\"") + kTarget + "\" " + kHalo);
+  DrawCvTarget(doc, frame, y, cv_target);
 
   std::vector<std::pair<double, double>> measured_line;
   for (const SettingPoint& point : points) {
@@ -328,16 +332,7 @@ std::string SettingPlanSvg(std::string_view flavor, std::string_view setting,
   }
   doc.Polyline(measured_line, std::string("stroke=\"") + kMeasured + "\" stroke-width=\"1.5\"",
                {{"data-series", "cv_measured_line"}});
-  if (recommended) {
-    const double px = x.Map(static_cast<double>(*recommended));
-    doc.Line(px, frame.y0(), px, frame.y1(doc),
-             std::string("stroke=\"") + kRecommended +
-                 "\" stroke-width=\"1.5\" stroke-dasharray=\"3 3\"",
-             {{"data-series", "recommended"}, {"data-k", std::to_string(*recommended)}});
-    doc.Text(px + 4, frame.y0() + 12,
-             "recommended " + std::string(setting) + " = " + std::to_string(*recommended), 11,
-             "start", std::string("fill=\"") + kRecommended + "\" " + kHalo);
-  }
+  if (recommended) DrawRecommended(doc, frame, x, setting, *recommended);
   return doc.Finish();
 }
 

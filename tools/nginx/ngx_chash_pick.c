@@ -58,20 +58,15 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     w->attempt = 0;
     w->attempts = 0;
 
-    if (ngx_chash_flavor_other(flavor)) {
-        /* hashed as the program hashes it; Envoy's are 64 bits, and its
-         * retries are attempts: one a ring entry or table slot at most */
-        w->hash64 = chash_ring_key_hash(ring, key->data, key->len);
-        w->hash = (uint32_t) w->hash64;
+    /* the key hashed as the ring's flavor hashes it (CRC32 for nginx,
+     * pingora and resty); Envoy's are 64 bits, and its retries are
+     * attempts: one a ring entry or table slot at most */
+    w->hash64 = chash_ring_key_hash(ring, key->data, key->len);
+    w->hash = (uint32_t) w->hash64;
 
-        if (chash_ring_key_hash_bits(ring) == 64) {
-            w->attempts = (uint32_t) ngx_min(chash_ring_num_points(ring),
-                                             0xffffffff);
-        }
-
-    } else {
-        w->hash = ngx_crc32_long(key->data, key->len);
-        w->hash64 = w->hash;
+    if (chash_ring_key_hash_bits(ring) == 64) {
+        w->attempts = (uint32_t) ngx_min(chash_ring_num_points(ring),
+                                         0xffffffff);
     }
 
     if (flavor != CHASH_FLAVOR_NGINX) {

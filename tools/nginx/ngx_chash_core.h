@@ -375,6 +375,7 @@ struct ngx_chash_source_s {
     ngx_str_t                 *upstream;
     ngx_str_t                  directive;
     ngx_int_t                  flavor;        /* -1: any */
+    ngx_flag_t                 bounded_load;  /* the directive has it */
     uint32_t                   mode;          /* CHASH_LOAD_* */
     uint32_t                   threads;       /* 0: libchash's default */
     uint64_t                   max_size;      /* 0: libchash's default */
@@ -556,6 +557,8 @@ typedef struct {
     ngx_uint_t                 has_zone;
     ngx_uint_t                 multiple;
     ngx_flag_t                 id_set;
+    ngx_uint_t                 has_options; /* the other programs' */
+    ngx_flag_t                 bounded_load;
     void                      *module_conf;
     ngx_chash_build_peers_pt   build_peers;
     ngx_chash_free_peers_pt    free_peers;

@@ -225,6 +225,8 @@ ngx_chash_module_init_snapshot(ngx_conf_t *cf, ngx_chash_up_srv_conf_t *us,
     pc.has_zone = us->shm_zone != NULL;
     pc.multiple = ccf->multiple;
     pc.id_set = ccf->id_set;
+    pc.has_options = ccf->options.set;
+    pc.bounded_load = ccf->bounded_load > 1;
     pc.module_conf = ccf;
     pc.build_peers = ngx_chash_module_build_peers;
     pc.free_peers = ngx_chash_module_free_peers;

@@ -601,6 +601,13 @@ ngx_chash_policy_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
         return NGX_ERROR;
     }
 
+    if (pc->has_options) {
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "the ring's options "
+                                 "(hash_function=, replicas=, ...) come "
+                                 "from the snapshot with chash_snapshot");
+        return NGX_ERROR;
+    }
+
     srcs[0] = snap;
     srcs[1] = next;
 
@@ -613,6 +620,7 @@ ngx_chash_policy_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
         srcs[i]->upstream = up->name;
         srcs[i]->side = i;
         srcs[i]->flavor = pc->flavor;
+        srcs[i]->bounded_load = pc->bounded_load;
         srcs[i]->module_conf = pc->module_conf;
         srcs[i]->build_peers = pc->build_peers;
         srcs[i]->free_peers = pc->free_peers;

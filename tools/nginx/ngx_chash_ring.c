@@ -317,6 +317,7 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 {
     int                  rc;
     uint8_t              fingerprint[CHASH_FINGERPRINT_SIZE];
+    u_char               size[NGX_INT_T_LEN + 10], *size_end;
     uint64_t             start, build_us;
     ngx_int_t            grc;
     chash_builder       *b;
@@ -398,15 +399,21 @@ ngx_chash_build_from_servers(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 
     ngx_hex_dump(ring_id->data, fingerprint, ring_id->len / 2);
 
+    /* the other programs' rings have their own sizes, not a multiple */
+    size_end = ngx_chash_flavor_other(flavor)
+                   ? size
+                   : ngx_sprintf(size, " multiple=%uD",
+                                 chash_ring_point_multiple(*ring));
+
     ngx_chash_upstream_error(cf, NGX_LOG_NOTICE, up,
-                       "flavor=%s%s multiple=%uD, "
+                       "flavor=%s%s%*s, "
                        "%ui peers, %uD nodes, %uL points, %uL collisions, "
                        "%uL bytes (columns %uL, index %uL, collision table "
                        "%uL, nodes %uL), ring %V, built in %uL us",
                        ngx_chash_flavor_name(flavor),
                        flavor == CHASH_FLAVOR_RESTY
                        && id_form == NGX_CHASH_ID_APISIX ? " id=apisix" : "",
-                       chash_ring_point_multiple(*ring), n,
+                       (size_t) (size_end - size), size, n,
                        chash_ring_num_nodes(*ring),
                        chash_ring_num_points(*ring),
                        chash_ring_points_generated(*ring)

@@ -286,6 +286,18 @@ ngx_chash_gen_subsets(ngx_chash_gen_t *gen, uint32_t *check, u_char *err,
         return NGX_OK;
     }
 
+    /* a subset is a mask: on a ring whose program rebuilds it without the
+     * servers left out (weighted ketama, Envoy), a mask would answer what
+     * no such program does */
+    if (!chash_ring_masks_exactly(gen->ring)) {
+        *check = CHASH_CHECK_SUBSETS;
+        ngx_snprintf(err, len, "the snapshot has subsets, which a "
+                     "flavor=%s ring cannot answer exactly (its program "
+                     "rebuilds the ring without the other servers)%Z",
+                     ngx_chash_flavor_name(gen->info.flavor));
+        return NGX_DECLINED;
+    }
+
     gen->subsets = ngx_pcalloc(gen->pool,
                                gen->info.subsets * sizeof(ngx_chash_subset_t));
     if (gen->subsets == NULL) {
@@ -374,14 +386,24 @@ ngx_chash_gen_make(ngx_chash_source_t *src, chash_snapshot *snapshot,
         goto failed;
     }
 
-    /* Format 1.4 carries the other programs' rings (haproxy, ketama-md5,
-     * ...), which hash keys their own way: this module routes with the
-     * CRC-32 flavors only. */
-    if (gen->info.flavor > CHASH_FLAVOR_RESTY) {
+    /* a flavor this build does not know (a newer writer's) */
+    if (gen->info.flavor > CHASH_FLAVOR_ENVOY_MAGLEV) {
         *check = CHASH_CHECK_FLAVOR;
         ngx_snprintf(err, len, "the snapshot's flavor %uD is not one this "
-                     "module routes with (nginx, pingora-v1, pingora-v2, "
-                     "resty)%Z", gen->info.flavor);
+                     "module knows%Z", gen->info.flavor);
+        goto failed;
+    }
+
+    /* as on server lines (ngx_chash_parse_options): Envoy's own bounded
+     * load probes hosts in an order libchash does not reproduce */
+    if (src->bounded_load
+        && (gen->info.flavor == CHASH_FLAVOR_ENVOY_RING
+            || gen->info.flavor == CHASH_FLAVOR_ENVOY_MAGLEV))
+    {
+        *check = CHASH_CHECK_FLAVOR;
+        ngx_snprintf(err, len, "the snapshot is flavor=%s, which "
+                     "bounded_load= is not for%Z",
+                     ngx_chash_flavor_name(gen->info.flavor));
         goto failed;
     }
 

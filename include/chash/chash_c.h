@@ -148,7 +148,7 @@ CHASH_C_API const char *chash_strerror(int code) CHASH_C_NOEXCEPT;
  * thread ("" if none); valid until this thread's next failing call.
  * Truncated to 1023 bytes. */
 CHASH_C_API const char *chash_last_error(void) CHASH_C_NOEXCEPT;
-/* The loaded library's version: "0.2.0" and 200 (CHASH_VERSION_NUMBER). */
+/* The loaded library's version: "1.0.0" and 10000 (CHASH_VERSION_NUMBER). */
 CHASH_C_API const char *chash_version(void) CHASH_C_NOEXCEPT;
 CHASH_C_API uint32_t chash_version_number(void) CHASH_C_NOEXCEPT;
 /* The SIMD target lookups run on ("AVX3", "AVX2", "NEON", ...) and the

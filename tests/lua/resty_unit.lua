@@ -133,6 +133,12 @@ function _M.run(data, snapshots)
         end)
     end
 
+    test("version_is_the_loaded_libchash", function()
+        local v = chash.version()
+        return chash._VERSION == v and v:match("^%d+%.%d+%.%d+$") ~= nil,
+               "_VERSION " .. tostring(chash._VERSION) .. ", libchash " .. tostring(v)
+    end)
+
     test("new_as_function_and_method_agree", function()
         local nodes = read_nodes(G .. "ra.nodes")
         local a, b = chash:new(nodes), chash.new(nodes)

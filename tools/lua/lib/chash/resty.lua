@@ -263,7 +263,8 @@ if not lib then
     error("chash.resty: cannot load libchash.so (searched package.cpath and the system path)")
 end
 
-local _M = { _VERSION = "0.3.0", POINTS_PER_WEIGHT = 160 }
+-- _VERSION is the loaded libchash's (the module ships with it)
+local _M = { _VERSION = ffi_string(lib.chash_version()), POINTS_PER_WEIGHT = 160 }
 local mt = { __index = _M }
 
 local out_builder = ffi_new("chash_builder*[1]")

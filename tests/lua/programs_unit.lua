@@ -355,8 +355,72 @@ local function check_envoy_expect(dir, set, servers)
     return checked, not_asked
 end
 
-function _M.run(data)
+-- load_program_ring of a snapshot tests/lua/test_resty.py built of a set's
+-- servers with `chash build` (snapshots/NAME.ring): every answer of the set
+-- is the program's, through the same key rules as new_program_ring's ring;
+-- rows compared, or false and why.
+local function compare_loaded_set(data, snapshots, program, name, plan)
+    local dir = data .. "/" .. program .. "/"
+    local set
+    for _, s in ipairs(read_sets(dir)) do
+        if s.name == name then set = s end
+    end
+    local _, addr_of, answer = build(program, set, read_servers(dir, set.servers), plan)
+    local ring, err, check = chash.load_program_ring(snapshots .. "/" .. name .. ".ring")
+    if not ring then return false, name .. ": " .. tostring(err) .. " " .. tostring(check) end
+    local rows = read_answers(dir, name)
+    for i, row in ipairs(rows) do
+        -- a loaded ring's ids are its node texts: the servers file's
+        -- addresses, Varnish's backend names (as new_program_ring's ids)
+        local id, why = answer(ring, row[1])
+        if (addr_of[id] or id) ~= row[2] then
+            return false, name .. " row " .. i .. ": the program " .. row[2] .. ", loaded "
+                          .. tostring(id) .. " " .. tostring(why)
+        end
+    end
+    return #rows
+end
+
+function _M.run(data, snapshots)
     unit.begin()
+
+    test("load_program_ring_answers_as_the_programs", function()
+        local total = 0
+        for _, c in ipairs({ { "haproxy", "sdbm_uri_25", haproxy_plan },
+                             { "twemproxy", "md5_20", twemproxy_plan },
+                             { "libmemcached", "ketama_100", libmemcached_plan },
+                             { "varnish", "url_20", varnish_plan } }) do
+            local n, why = compare_loaded_set(data, snapshots, c[1], c[2], c[3])
+            if not n then return false, why end
+            if n == 0 then return false, c[2] .. ": no answers" end
+            total = total + n
+        end
+        -- the walk a loaded unweighted ketama ring takes, and the refusal of
+        -- a weighted one's (twemproxy rebuilds instead)
+        local lm = chash.load_program_ring(snapshots .. "/ketama_100.ring")
+        local tw = chash.load_program_ring(snapshots .. "/md5_20.ring")
+        local _, lm_cursor = lm:find("k")
+        local _, tw_cursor = tw:find("k")
+        local lm_next, tw_next = lm:next(lm_cursor), select(2, tw:next(tw_cursor))
+        if not lm_next or type(tw_next) ~= "string" or not tw_next:find("rebuilds") then
+            return false, "walks: " .. tostring(lm_next) .. " / " .. tostring(tw_next)
+        end
+        return total > 1000, total .. " answers"
+    end)
+
+    test("load_program_ring_and_load_refuse_each_others_flavors", function()
+        local ring, err, check = chash.load_program_ring(snapshots .. "/ra.ring")
+        if ring or check ~= "flavor" or not err:find("load%(%) takes resty's") then
+            return false, "resty file: " .. tostring(err) .. " " .. tostring(check)
+        end
+        ring, err, check = chash.load(snapshots .. "/sdbm_uri_25.ring")
+        if ring or check ~= "flavor" or not err:find("is not a resty ring") then
+            return false, "haproxy file: " .. tostring(err) .. " " .. tostring(check)
+        end
+        ring, err, check = chash.load_program_ring(snapshots .. "/missing.ring")
+        return ring == nil and type(err) == "string" and check ~= nil,
+               "missing file: " .. tostring(err) .. " " .. tostring(check)
+    end)
 
     -- Every set of each program and tests/data/PROVENANCE.md's counts
     -- (sets, answers): varnish's with REAL weights (url_real_weights) and

@@ -239,6 +239,17 @@ class RestyTest(unittest.TestCase):
         run(nginx_build + ["--out", os.path.join(t, "nginx.ring")])
         run(nginx_build + ["--config-version", "9", "--out", os.path.join(t, "nginx_v9.ring")])
         damage(os.path.join(t, "ra_v2.ring"), os.path.join(t, "corrupt.ring"))  # a new version, damaged
+        # the other programs' rings as snapshots (programs_unit.lua loads them)
+        for program, name, servers, options in (
+                ("haproxy", "sdbm_uri_25", "mixed_25", ["--flavor", "haproxy",
+                                                        "--hash-function", "sdbm"]),
+                ("twemproxy", "md5_20", "port11211_20", ["--flavor", "ketama-md5", "--variant",
+                                                         "twemproxy", "--key-hash", "md5"]),
+                ("libmemcached", "ketama_100", "ips_100", ["--flavor", "ketama-md5", "--variant",
+                                                           "libmemcached-unweighted"]),
+                ("varnish", "url_20", "web_20", ["--flavor", "varnish-shard"])):
+            run([CHASH, "build", "--servers", os.path.join(DATA, program, servers + ".servers"),
+                 *options, "--out", os.path.join(t, name + ".ring")])
 
         # Backends: a third of the ids map to ports that refuse connections.
         cls.live_ports = [free_port() for _ in range(4)]
@@ -284,7 +295,7 @@ class RestyTest(unittest.TestCase):
             }}
         }}
         location = /programs {{
-            content_by_lua_block {{ ngx.say(require("programs_unit").run("{DATA}")) }}
+            content_by_lua_block {{ ngx.say(require("programs_unit").run("{DATA}", "{t}")) }}
         }}
         location = /find {{ content_by_lua_block {{ require("resty_app").find_body() }} }}
         location /proxy/ {{
@@ -339,7 +350,7 @@ class RestyTest(unittest.TestCase):
         # tests through new_program_ring (each set and answer count is
         # asserted there), the walks (Varnish's alt, Envoy's retries) and
         # the errors.
-        lines = self.unit_suite("/programs", 11)
+        lines = self.unit_suite("/programs", 13)
         for name in ("haproxy", "libmemcached", "twemproxy", "varnish", "envoy"):
             self.assertTrue(any(l.startswith("ok %s_every_golden_answer" % name) for l in lines),
                             name)

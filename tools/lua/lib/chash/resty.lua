@@ -166,6 +166,7 @@ uint64_t chash_ring_num_points(const chash_ring *ring);
 uint64_t chash_ring_points_generated(const chash_ring *ring);
 int32_t chash_ring_flavor(const chash_ring *ring);
 int32_t chash_ring_point_multiple(const chash_ring *ring);
+int chash_ring_masks_exactly(const chash_ring *ring);
 const char *chash_ring_node_address(const chash_ring *ring, uint32_t node, size_t *len);
 int32_t chash_ring_node_weight(const chash_ring *ring, uint32_t node);
 
@@ -807,6 +808,24 @@ local function program_node(entry, i, program)
     return id, w, server_id or 0, name
 end
 
+-- The ring object of a built or loaded ring of another program's flavor.
+-- ketama-md5 walks when its ring masks exactly (unweighted libmemcached: a
+-- server's points do not depend on the others), which a snapshot tells as
+-- well as the variant does.
+local function program_ring(ring, ids, flavor)
+    local walk, no_walk = PROGRAMS[flavor].walk, nil
+    if flavor == "ketama-md5" then
+        if lib.chash_ring_masks_exactly(ring) ~= 0 then
+            walk = "distinct"
+        else
+            no_walk = NO_KETAMA_WALK
+        end
+    end
+    return setmetatable({ ring = ring, ids = ids, flavor = flavor, walk_kind = walk,
+                          no_walk = no_walk, bits = lib.chash_ring_key_hash_bits(ring),
+                          num_points = tonumber(lib.chash_ring_num_points(ring)) }, program_mt)
+end
+
 --- new_program_ring(flavor, nodes [, options]): another program's ring, to
 -- route keys exactly as that program does. flavor: "haproxy", "ketama-md5"
 -- (libmemcached, twemproxy, libketama), "varnish-shard", "envoy-ring",
@@ -875,14 +894,7 @@ function _M.new_program_ring(first, flavor, nodes, opts)
         ids[i] = id
     end
     if lib.chash_builder_build(builder, out_ring) ~= 0 then return nil, last_error() end
-    local ring = ffi_gc(out_ring[0], lib.chash_ring_free)
-    local walk, no_walk = program.walk, nil
-    if flavor == "ketama-md5" then
-        if KETAMA_WALKS[opts.variant] then walk = "distinct" else no_walk = NO_KETAMA_WALK end
-    end
-    return setmetatable({ ring = ring, ids = ids, flavor = flavor, walk_kind = walk,
-                          no_walk = no_walk, bits = lib.chash_ring_key_hash_bits(ring),
-                          num_points = tonumber(lib.chash_ring_num_points(ring)) }, program_mt)
+    return program_ring(ffi_gc(out_ring[0], lib.chash_ring_free), ids, flavor)
 end
 
 local U64_TENTH = 1844674407370955161ULL  -- floor((2^64 - 1) / 10)
@@ -1122,6 +1134,39 @@ function _M.load(first, path, opts)
     if lib.chash_snapshot_load(path, o, out) ~= 0 then return nil, last_error(), last_check() end
     local _ = keep
     return from_snapshot(out[0], path, lib.chash_snapshot_free, lib.chash_ring_free)
+end
+
+local PROGRAM_OF_FLAVOR = {}
+for name, program in pairs(PROGRAMS) do PROGRAM_OF_FLAVOR[program.flavor] = name end
+
+--- load_program_ring(path [, options]): another program's ring (haproxy,
+-- ketama-md5, varnish-shard, envoy-ring, envoy-maglev) from a snapshot file
+-- (`chash build --flavor haproxy ...`), checked as load() checks (the same
+-- options); the ring object of new_program_ring, whose ids are the
+-- snapshot's server texts. nil, message, check name if a check fails or the
+-- file is of a CRC-32 flavor (load() takes resty's).
+function _M.load_program_ring(first, path, opts)
+    if first ~= _M then path, opts = first, path end
+    if type(path) ~= "string" then return nil, "path must be a string" end
+    local o, keep = snapshot_options(opts)
+    if not o then return nil, keep end
+    local out = ffi_new("chash_snapshot*[1]")
+    if lib.chash_snapshot_load(path, o, out) ~= 0 then return nil, last_error(), last_check() end
+    local _ = keep
+    local snapshot = ffi_gc(out[0], lib.chash_snapshot_free)
+    if lib.chash_snapshot_ring(snapshot, out_ring) ~= 0 then return nil, last_error() end
+    local ring = ffi_gc(out_ring[0], lib.chash_ring_free)
+    local flavor = PROGRAM_OF_FLAVOR[tonumber(lib.chash_ring_flavor(ring))]
+    if not flavor then
+        return nil, "flavor: snapshot '" .. path .. "' is not another program's ring (haproxy, "
+                    .. "ketama-md5, varnish-shard, envoy-ring, envoy-maglev): load() takes "
+                    .. "resty's", check_name(CHECK_FLAVOR)
+    end
+    local ids = {}
+    for k = 0, lib.chash_ring_num_nodes(ring) - 1 do ids[k + 1] = node_text(ring, k) end
+    local self = program_ring(ring, ids, flavor)
+    self.snapshot = snapshot  -- the ring shares its columns: kept while the object lives
+    return self
 end
 
 -- ---- Watching a snapshot path: the reload policy of libchash -----------------

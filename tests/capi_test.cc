@@ -1031,6 +1031,36 @@ TEST(CApiFlavors, MaskedLookupsSayWhenTheRingMasksInexactly) {
   EXPECT_EQ(chash_ring_masks_exactly(nullptr), 0);
 }
 
+TEST(CApiFlavors, WalksRefuseRingsOfSixtyFourBitKeyHashesWithAMessage) {
+  // Envoy's rings hash keys to 64 bits: a walk from a 32-bit hash would
+  // start nowhere, so it is refused with its reason, never an empty walk.
+  for (const uint32_t flavor : {CHASH_FLAVOR_ENVOY_RING, CHASH_FLAVOR_ENVOY_MAGLEV}) {
+    chash_builder* builder = nullptr;
+    ASSERT_EQ(chash_builder_new_with_options(flavor, nullptr, &builder), CHASH_OK) << flavor;
+    for (const char* address : {"10.0.0.1:80", "10.0.0.2:80"}) {
+      ASSERT_EQ(chash_builder_add(builder, address, std::strlen(address), 1), CHASH_OK);
+    }
+    chash_ring* ring = nullptr;
+    ASSERT_EQ(chash_builder_build(builder, &ring), CHASH_OK);
+    ASSERT_EQ(chash_ring_key_hash_bits(ring), 64u);
+    chash_cursor cursor;
+    EXPECT_EQ(chash_ring_walk(ring, 7, &cursor), CHASH_E_BAD_ARGUMENT) << flavor;
+    EXPECT_NE(std::strstr(chash_last_error(), "chash_ring_find_attempt"), nullptr)
+        << chash_last_error();
+    EXPECT_EQ(chash_cursor_next(&cursor), CHASH_NO_NODE);
+    alignas(8) unsigned char memory[512];
+    ASSERT_LE(chash_walk_size(ring), sizeof(memory));
+    chash_walk* walk = nullptr;
+    EXPECT_EQ(chash_walk_start(memory, sizeof(memory), ring, nullptr, 7, &walk),
+              CHASH_E_BAD_ARGUMENT)
+        << flavor;
+    EXPECT_EQ(walk, nullptr);
+    EXPECT_NE(std::strstr(chash_last_error(), "envoy-"), nullptr) << chash_last_error();
+    EXPECT_NE(chash_ring_find_attempt(ring, 7, 1), CHASH_NO_NODE);
+    chash_ring_free(ring);
+  }
+}
+
 TEST(CApiFlavors, BadOptionsAndNodeOptionsAreRefused) {
   chash_builder* builder = reinterpret_cast<chash_builder*>(1);
   chash_ring_options o{};

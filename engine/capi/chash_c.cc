@@ -659,13 +659,30 @@ int chash_ring_collision_losers(const chash_ring* ring, const uint32_t** hashes,
   return CHASH_OK;
 }
 
+// The walks start from a 32-bit hash: Envoy's rings (64-bit points, Maglev's
+// table) have none to start from, and retry by attempt instead.
+extern "C++" {
+namespace {
+int RefuseWideRing(const chash_ring* ring, const char* function) noexcept {
+  const std::string_view flavor = chash::FlavorName(ring->ring.flavor());
+  char message[200];
+  std::snprintf(message, sizeof(message),
+                "%s: a %.*s ring hashes keys to 64 bits and retries by attempt, not by a walk "
+                "(chash_ring_find_attempt)",
+                function, static_cast<int>(flavor.size()), flavor.data());
+  return Fail(CHASH_E_BAD_ARGUMENT, message);
+}
+}  // namespace
+}  // extern "C++"
+
 int chash_ring_walk(const chash_ring* ring, uint32_t hash, chash_cursor* cursor) noexcept {
   if (cursor == nullptr) return NullArgument("chash_ring_walk", "cursor");
-  const chash::PointCursor walk =
-      ring == nullptr ? chash::PointCursor() : ring->ring.WalkFromHash(hash);
+  const bool walks = ring != nullptr && ring->ring.key_hash_bits() == 32;
+  const chash::PointCursor walk = walks ? ring->ring.WalkFromHash(hash) : chash::PointCursor();
   *cursor = chash_cursor{};
   std::memcpy(cursor->opaque, &walk, sizeof(walk));
   if (ring == nullptr) return NullArgument("chash_ring_walk", "ring");
+  if (!walks) return RefuseWideRing(ring, "chash_ring_walk");
   return CHASH_OK;
 }
 
@@ -714,6 +731,7 @@ int chash_walk_start(void* memory, size_t bytes, const chash_ring* ring,
   if (reinterpret_cast<uintptr_t>(memory) % alignof(uint64_t) != 0) {
     return Fail(CHASH_E_BAD_ARGUMENT, "chash_walk_start: memory is not 8-byte aligned");
   }
+  if (ring->ring.key_hash_bits() != 32) return RefuseWideRing(ring, "chash_walk_start");
   const size_t needed = chash_walk_size(ring);
   if (bytes < needed) {
     char message[160];

@@ -340,7 +340,9 @@ typedef struct chash_cursor {
 
 /* Puts the cursor at the point chash_ring_find_hash(ring, hash) answers with.
  * CHASH_E_NULL_ARGUMENT for a NULL cursor or ring (a NULL ring leaves an
- * empty cursor). O(log16 n). */
+ * empty cursor); CHASH_E_BAD_ARGUMENT and an empty cursor on a ring whose
+ * key hash is 64 bits (chash_ring_key_hash_bits: envoy-ring, envoy-maglev,
+ * which retry by chash_ring_find_attempt). O(log16 n). */
 CHASH_C_API int chash_ring_walk(const chash_ring *ring, uint32_t hash,
                                 chash_cursor *cursor) CHASH_C_NOEXCEPT;
 /* pingora NodeIterator::next: the node of the current point, then advances.
@@ -391,8 +393,9 @@ CHASH_C_API size_t chash_walk_size(const chash_ring *ring) CHASH_C_NOEXCEPT;
 /* Starts a walk of ring (through mask unless it is NULL) at the point of
  * `hash` in `memory`; *out points into memory. The ring and mask must
  * outlive the walk and the mask must not change during it.
- * CHASH_E_NULL_ARGUMENT, CHASH_E_BAD_ARGUMENT (bytes too small or memory
- * misaligned). O(log16 n + nodes / 64); no allocation. */
+ * CHASH_E_NULL_ARGUMENT, CHASH_E_BAD_ARGUMENT (bytes too small, memory
+ * misaligned, or a ring whose key hash is 64 bits: Envoy's retry by
+ * chash_ring_find_attempt). O(log16 n + nodes / 64); no allocation. */
 CHASH_C_API int chash_walk_start(void *memory, size_t bytes, const chash_ring *ring,
                                  const chash_node_mask *mask, uint32_t hash,
                                  chash_walk **out) CHASH_C_NOEXCEPT;

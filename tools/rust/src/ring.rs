@@ -273,7 +273,7 @@ impl Ring {
     }
 
     // The key hash the walks and the bounded loads start from (they take 32
-    // bits: on Envoy's rings they are empty).
+    // bits: on Envoy's rings the walks are empty, refused by the C library).
     fn key_hash32(&self, key: &[u8]) -> u32 {
         self.key_hash(key) as u32
     }
@@ -295,6 +295,37 @@ impl Ring {
     pub fn bucket_idx_for_attempt(&self, hash: u64, attempt: u32) -> Option<usize> {
         // SAFETY: the ring is alive.
         bucket(unsafe { ffi::chash_ring_find_attempt(self.raw(), hash, attempt) })
+    }
+
+    /// The program's picks for `key` on attempt 0, 1, 2, ... up to
+    /// `u32::MAX` ([`Ring::bucket_idx_for_attempt`] of [`Ring::key_hash`]; take
+    /// as many as the retry policy allows): Envoy's retries, repeats
+    /// included (Envoy's `previous_hosts` predicate skips the hosts tried:
+    /// skip them as you go; past [`Ring::num_points`] attempts the ring
+    /// entries come round again). Empty on an empty ring. O(1) an attempt
+    /// (Maglev: one rehash), no allocation.
+    ///
+    /// ```
+    /// use chash::{Flavor, Node, Ring, RingOptions};
+    /// let ring = Ring::build_with_options(
+    ///     &RingOptions::new(Flavor::EnvoyRing),
+    ///     [Node::new("10.0.0.1:80", 1), Node::new("10.0.0.2:80", 1)],
+    /// )?;
+    /// assert_eq!(ring.distinct_iter(b"user-42").count(), 0); // Envoy retries by attempt
+    /// let mut attempts = ring.attempt_iter(b"user-42");
+    /// assert_eq!(attempts.next(), ring.bucket_idx_by_hash64(ring.key_hash(b"user-42")));
+    /// let retries: Vec<usize> = ring.attempt_iter(b"user-42").take(5).collect();
+    /// assert_eq!(retries.len(), 5);
+    /// # Ok::<(), chash::Error>(())
+    /// ```
+    pub fn attempt_iter(&self, key: &[u8]) -> impl Iterator<Item = usize> + '_ {
+        self.attempt_iter_by_hash(self.key_hash(key))
+    }
+
+    /// [`Ring::attempt_iter`] from a key hash of the ring's width
+    /// ([`Ring::key_hash`]: Envoy's 64-bit request hash).
+    pub fn attempt_iter_by_hash(&self, hash: u64) -> impl Iterator<Item = usize> + '_ {
+        (0..=u32::MAX).map_while(move |attempt| self.bucket_idx_for_attempt(hash, attempt))
     }
 
     /// Buckets of many keys at once: `out[i]` for `keys[i]`, [`NO_BUCKET`]
@@ -414,7 +445,9 @@ impl Ring {
     /// Each bucket once, in ring order from `key`'s point: the failover
     /// order (the C library's `chash_walk` without a mask), ending after
     /// the last bucket that owns points. Its seen-set, 128 bytes plus a bit
-    /// a bucket, is one heap allocation a walk.
+    /// a bucket, is one heap allocation a walk. Empty on Envoy's rings
+    /// ([`Ring::key_hash_bits`] 64), which the C library refuses to walk:
+    /// Envoy retries by attempt, [`Ring::attempt_iter`].
     pub fn distinct_iter(&self, key: &[u8]) -> DistinctBuckets<'_> {
         self.distinct_iter_by_hash(self.key_hash32(key))
     }
@@ -429,8 +462,8 @@ impl Ring {
     /// The points from `key`'s point in ring order, forever (a bucket as
     /// often as it owns points; after [`Ring::num_points`] steps it is back
     /// at its start): the failover walk of pingora's `node_iter` and nginx's
-    /// `hash consistent`, as bucket indices. Empty on an empty ring. O(1) a
-    /// step, no allocation.
+    /// `hash consistent`, as bucket indices. Empty on an empty ring and on
+    /// Envoy's rings ([`Ring::attempt_iter`]). O(1) a step, no allocation.
     ///
     /// ```
     /// let ring = chash::Ring::build(chash::Flavor::Nginx, 0, [("10.0.0.1:80", 1), ("10.0.0.2:80", 1)])?;

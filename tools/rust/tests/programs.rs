@@ -535,6 +535,9 @@ fn check_envoy_expect(set: &Set, plan: &Plan<'_>) -> (usize, usize) {
             "attempt" => {
                 let bucket = ring.bucket_idx_for_attempt(number(1), number(2) as u32);
                 assert_eq!(answer(bucket), parts[3], "{what}: {line}");
+                let nth = ring.attempt_iter_by_hash(number(1)).nth(number(2) as usize);
+                assert_eq!(nth, bucket, "{what}: attempt_iter, {line}");
+                assert_eq!(ring.distinct_iter_by_hash(number(1) as u32).count(), 0, "{what}");
             }
             "sweep_div" | "sweep_seq" => {
                 let n = number(1);

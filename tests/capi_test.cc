@@ -1018,12 +1018,20 @@ TEST(CApiFlavors, MaskedLookupsSayWhenTheRingMasksInexactly) {
     ASSERT_EQ(chash_node_mask_new(3, 1, &mask), CHASH_OK);
     ASSERT_EQ(chash_node_mask_set(mask, 1, 0), CHASH_OK);
     const uint32_t answer = chash_ring_find_available(ring, mask, "key", 3);
+    const uint64_t idle[3] = {0, 0, 0};
+    const uint32_t bounded = chash_ring_find_under_capacity(ring, 7, idle, 3, 10, mask);
+    uint32_t one_call = 0;
+    const int one_call_rc = chash_ring_find_bounded_load(ring, 7, idle, 3, 1.25, mask, &one_call);
     if (flavor == CHASH_FLAVOR_HAPROXY) {
       EXPECT_EQ(chash_ring_masks_exactly(ring), 1);
       EXPECT_TRUE(answer == 0 || answer == 2) << answer;
+      EXPECT_TRUE(bounded == 0 || bounded == 2) << bounded;
+      EXPECT_EQ(one_call_rc, CHASH_OK);
     } else {
       EXPECT_EQ(chash_ring_masks_exactly(ring), 0) << flavor;
       EXPECT_EQ(answer, CHASH_MASK_REFUSED) << flavor;
+      EXPECT_EQ(bounded, CHASH_MASK_REFUSED) << flavor;  // as documented, never a node
+      EXPECT_EQ(one_call_rc, CHASH_E_BAD_ARGUMENT) << flavor;
     }
     chash_node_mask_free(mask);
     chash_ring_free(ring);

@@ -332,7 +332,7 @@ const char* BoundedLoadRefusal(const Ring& ring, const NodeMask* mask) noexcept 
   }
   if (mask != nullptr && !MasksExactly(ring)) {
     return "this ring's program rebuilds it when a node goes (its point counts depend on every "
-           "node): look the key up on BuildAvailableRing(ring, mask) instead of masking";
+           "node): build the ring of the available nodes instead of masking";
   }
   return nullptr;
 }

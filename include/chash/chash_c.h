@@ -518,9 +518,11 @@ CHASH_C_API uint64_t chash_bounded_load_capacity(uint64_t total_load, uint32_t n
                                                  double balance_factor) CHASH_C_NOEXCEPT;
 /* The first node in the (masked; mask NULL = all available) walk from
  * `hash` whose load is below `capacity`; nodes at or past num_loads are
- * skipped; CHASH_NO_NODE if none. loads may be NULL only if num_loads is 0.
- * Thread-safe, no allocation; costs as a masked lookup that walks past every
- * full node. */
+ * skipped; CHASH_NO_NODE if none; CHASH_MASK_REFUSED where
+ * chash_ring_find_bounded_load refuses (and says why): Envoy's rings, and
+ * a mask on a ring that masks inexactly (chash_ring_masks_exactly). loads
+ * may be NULL only if num_loads is 0. Thread-safe, no allocation; costs as
+ * a masked lookup that walks past every full node. */
 CHASH_C_API uint32_t chash_ring_find_under_capacity(const chash_ring *ring, uint32_t hash,
                                                     const uint64_t *loads, size_t num_loads,
                                                     uint64_t capacity,

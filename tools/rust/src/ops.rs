@@ -250,15 +250,17 @@ impl Continuum {
 
     /// The first bucket in the (masked) walk from `hash_key`'s point whose
     /// load is below `capacity` ([`bounded_load_capacity`] computed once a
-    /// batch, say); buckets at or past `loads.len()` are skipped; `None` if
-    /// every one is full. No allocation.
+    /// batch, say); buckets at or past `loads.len()` are skipped; `Ok(None)`
+    /// if every one is full; the errors of
+    /// [`Ring::bucket_idx_under_capacity`](crate::Ring::bucket_idx_under_capacity).
+    /// No allocation.
     pub fn bucket_idx_under_capacity(
         &self,
         hash_key: &[u8],
         loads: &[u64],
         capacity: u64,
         mask: Option<&NodeMask>,
-    ) -> Option<usize> {
+    ) -> Result<Option<usize>, Error> {
         self.ring.bucket_idx_under_capacity(hash_key, loads, capacity, mask)
     }
 

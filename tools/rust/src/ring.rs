@@ -620,15 +620,19 @@ impl Ring {
 
     /// The first bucket in the (masked) walk from `key`'s point whose load
     /// is below `capacity`; buckets at or past `loads.len()` are skipped;
-    /// `None` if every one is full. For callers that keep the capacity
-    /// themselves (computed once a batch).
+    /// `Ok(None)` if every one is full. For callers that keep the capacity
+    /// themselves (computed once a batch). An error
+    /// ([`ErrorKind::BadArgument`]) on the rings whose programs bound loads
+    /// otherwise or rebuild instead of masking, as
+    /// [`Ring::bucket_idx_bounded_load`] refuses them: Envoy's rings, and a
+    /// mask on a ring that does not [`Ring::masks_exactly`].
     pub fn bucket_idx_under_capacity(
         &self,
         key: &[u8],
         loads: &[u64],
         capacity: u64,
         mask: Option<&NodeMask>,
-    ) -> Option<usize> {
+    ) -> Result<Option<usize>, Error> {
         let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
         // SAFETY: loads.len() loads (the pointer is never read when empty); the
         // ring (and mask) are alive.
@@ -642,7 +646,16 @@ impl Ring {
                 mask,
             )
         };
-        bucket(node)
+        if node == crate::MASK_REFUSED {
+            let why = if self.key_hash_bits() == 64 {
+                "Envoy's rings bound loads by Envoy's own probe order: no bounded-load lookup"
+            } else {
+                "this ring's program rebuilds it without the masked buckets: no masked \
+                 bounded-load lookup (build the ring of the available buckets)"
+            };
+            return Err(Error::new(ErrorKind::BadArgument, why));
+        }
+        Ok(bucket(node))
     }
 
     /// The bytes the ring holds, O(1) (a snapshot's ring: its columns are

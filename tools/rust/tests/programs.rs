@@ -894,3 +894,45 @@ fn masked_lookups_refuse_rings_that_mask_inexactly() {
     let answer = haproxy.bucket_idx_available(b"some key", &mask).expect("an available bucket");
     assert_ne!(answer, 1);
 }
+
+#[test]
+fn bounded_loads_on_the_programs_rings_walk_or_say_why_not() {
+    let servers = [("10.0.0.1:80", 1), ("10.0.0.2:80", 2), ("10.0.0.3:80", 3)];
+    let build = |flavor| {
+        Ring::build_with_options(
+            &RingOptions::new(flavor),
+            servers.iter().map(|&(addr, weight)| Node::new(addr, weight)),
+        )
+        .expect("ring")
+    };
+    // HAProxy, Varnish, ketama: the key's bucket full, the next one in the
+    // ring's distinct walk that is not.
+    for flavor in [Flavor::Haproxy, Flavor::VarnishShard, Flavor::KetamaMd5] {
+        let ring = build(flavor);
+        for key in [b"a".as_slice(), b"/index.html", b"user-42"] {
+            let walk: Vec<usize> = ring.distinct_iter(key).collect();
+            assert_eq!(walk.len(), 3, "{flavor:?}");
+            let mut loads = [0u64; 3];
+            loads[walk[0]] = 100;
+            let capacity = chash::bounded_load_capacity(100, 3, 1.25).expect("capacity");
+            let got = ring.bucket_idx_under_capacity(key, &loads, capacity, None);
+            assert_eq!(got, Ok(Some(walk[1])), "{flavor:?}");
+            let one_call = ring.bucket_idx_bounded_load(key, &loads, 1.25, None);
+            assert_eq!(one_call, Ok(Some(walk[1])), "{flavor:?}");
+        }
+    }
+    // Envoy bounds loads its own way; weighted ketama rebuilds without a
+    // masked bucket: errors that say so, never "every bucket is full".
+    for flavor in [Flavor::EnvoyRing, Flavor::EnvoyMaglev] {
+        let ring = build(flavor);
+        let err = ring.bucket_idx_under_capacity(b"k", &[0; 3], 10, None).unwrap_err();
+        assert_eq!(err.kind(), chash::ErrorKind::BadArgument);
+        assert!(err.message().contains("Envoy"), "{err}");
+        let err = ring.bucket_idx_bounded_load(b"k", &[0; 3], 1.25, None).unwrap_err();
+        assert!(err.message().contains("Envoy"), "{err}");
+    }
+    let ketama = build(Flavor::KetamaMd5);
+    let mask = chash::NodeMask::new(3, true).expect("mask");
+    let err = ketama.bucket_idx_under_capacity(b"k", &[0; 3], 10, Some(&mask)).unwrap_err();
+    assert!(err.message().contains("rebuilds"), "{err}");
+}

@@ -163,7 +163,10 @@ typedef struct {
  * ring's own walk: HAProxy's next tree node, Varnish's idx + 1, ketama's
  * next point), envoy-ring and envoy-maglev with Envoy's retry attempts
  * (chash_ring_find_attempt: the next ring entry, Maglev's mutated hash),
- * skipping the nodes already answered by the pick's rules.
+ * skipping the nodes already answered by the pick's rules. On haproxy and
+ * unweighted ketama-md5 rings, whose programs remove a down server, the
+ * first down or failed node met turns the walk into one over the ring of
+ * the live nodes (w->mask, allocated then; w->removed).
  */
 typedef struct {
     ngx_uint_t            flavor;
@@ -180,7 +183,9 @@ typedef struct {
     chash_walk           *walk;     /* distinct: NULL until a second node */
     ngx_pool_t           *pool;     /* where the walk comes from */
     const chash_ring     *ring;
-    const chash_node_mask *mask;    /* a subset, or NULL: the whole ring */
+    const chash_node_mask *mask;    /* a subset, or NULL: the whole ring;
+                                       after removed, the live nodes */
+    ngx_uint_t            removed;  /* distinct: the down nodes are out */
     uint64_t              left;     /* nginx with a mask: points to skip */
     double                bounded_load;  /* > 1: F of bounded_load=F; 0: off */
     ngx_uint_t            passed;   /* nodes passed over at the capacity */
@@ -200,9 +205,11 @@ ngx_int_t ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
  * The next peer of the walk, by the flavor's rules: nginx, point after
  * point (one try a point), the usable peer of largest current weight among
  * the point's node's peers (smooth weighted round robin), and
- * NGX_CHASH_FALLBACK past NGX_CHASH_MAX_TRIES points; pingora and resty,
- * each node once in ring order, its peer if usable, NGX_CHASH_EXHAUSTED
- * when every node came (or the seen-set could not be allocated: logged).
+ * NGX_CHASH_FALLBACK past NGX_CHASH_MAX_TRIES points; the distinct
+ * flavors, each node once in ring order (haproxy and unweighted ketama-md5:
+ * of the ring of the live nodes once one is down), its peer if usable,
+ * NGX_CHASH_EXHAUSTED when every node came (or the seen-set or the mask of
+ * the live nodes could not be allocated: logged).
  * With w->bounded_load = F > 1, both walks also pass over a node
  * whose load (the active connections of its peers) is not below the
  * capacity ceil(F x (total load + 1) / nodes) of libchash's bounded-load

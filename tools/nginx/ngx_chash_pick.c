@@ -57,6 +57,7 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     w->passed = 0;
     w->attempt = 0;
     w->attempts = 0;
+    w->removed = 0;
 
     /* the key hashed as the ring's flavor hashes it (CRC32 for nginx,
      * pingora and resty); Envoy's are 64 bits, and its retries are
@@ -149,6 +150,97 @@ ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
     }
 
     return chash_walk_next(w->walk);
+}
+
+
+/*
+ * Whether the flavor's program takes a down server out of its ring and a
+ * mask of the live nodes answers exactly that ring of the others (libchash:
+ * chash_ring_masks_exactly). HAProxy dequeues a down server from its tree
+ * (chash_dequeue_srv): its keys go to the nearest remaining point, either
+ * side, and the other servers' points, keyed by their ids, stay. The
+ * unweighted libmemcached ketamas leave a server's 100 points out of the
+ * continuum, the others' unchanged. Not the weighted ketamas (libmemcached
+ * weighted, twemproxy, libketama) nor Envoy: they rebuild and renormalise
+ * the ring, which no mask reproduces (their rings mask inexactly), so the
+ * pick skips their down nodes along the walk, which is not what those
+ * programs do. Not varnish-shard either, although its ring masks exactly:
+ * Varnish's shard director itself skips unhealthy backends along the ring
+ * (idx, idx + 1, ...), which is the pick's skip. Nor pingora and resty,
+ * whose skip along the walk is this module's own contract.
+ */
+static ngx_uint_t
+ngx_chash_flavor_removes_down(ngx_uint_t flavor, const chash_ring *ring)
+{
+    return (flavor == CHASH_FLAVOR_HAPROXY
+            || flavor == CHASH_FLAVOR_KETAMA_MD5)
+           && chash_ring_masks_exactly(ring);
+}
+
+
+static void
+ngx_chash_mask_cleanup(void *data)
+{
+    chash_node_mask_free(data);
+}
+
+
+/*
+ * Takes the down nodes out of a distinct walk whose flavor's program
+ * removes them (ngx_chash_flavor_removes_down): w->mask becomes the nodes
+ * with a live peer now (within the subset's mask, if any) and the walk
+ * starts again from the key over them, so its next node is the masked
+ * lookup's (the nearest live node by the flavor's rule), then the walk of
+ * the ring of the live nodes. Nodes already tried come again and are
+ * skipped as tried. Once a request: a node that fails after this is skipped
+ * along the reduced walk. The mask is libchash's own allocation (it has no
+ * mask in caller memory), freed with the pool; a walk already started
+ * leaves its bytes in the pool and the next node needed takes new ones.
+ */
+static ngx_int_t
+ngx_chash_walk_remove_down(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
+    const ngx_chash_peer_ops_t *ops, void *data, time_t now)
+{
+    uint32_t             node, n;
+    ngx_uint_t           j;
+    chash_node_mask     *live;
+    ngx_pool_cleanup_t  *cln;
+
+    w->removed = 1;
+
+    cln = ngx_pool_cleanup_add(w->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = chash_ring_num_nodes(w->ring);
+
+    if (chash_node_mask_new(n, 0, &live) != CHASH_OK) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_chash_mask_cleanup;
+    cln->data = live;
+
+    for (node = 0; node < n && node < nodes->nnodes; node++) {
+        if (w->mask && !chash_node_mask_get(w->mask, node)) {
+            continue;
+        }
+
+        for (j = nodes->node_first[node]; j < nodes->node_first[node + 1]; j++)
+        {
+            if (ops->live(data, nodes->node_peers[j], now)) {
+                (void) chash_node_mask_set(live, node, 1);
+                break;
+            }
+        }
+    }
+
+    w->mask = live;
+    w->started = 0;
+    w->walk = NULL;
+
+    return NGX_OK;
 }
 
 
@@ -334,11 +426,14 @@ ngx_chash_pick_nginx(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
 
 
 /*
- * The distinct flavors' step (pingora, resty): each node once, in ring
- * order from the key's point; a node is skipped when its peer is not
- * usable (or is at the bounded-load capacity). When the walk has visited
- * every node, no live peer is left (as round robin answers when every peer
- * failed: "no live upstreams").
+ * The distinct flavors' step (pingora, resty, the other programs'): each
+ * node once, in ring order from the key's point; a node is skipped when its
+ * peer is not usable (or is at the bounded-load capacity), except that the
+ * first down or failed node met on a flavor whose program removes down
+ * servers restarts the walk over the ring of the live nodes
+ * (ngx_chash_walk_remove_down). When the walk has visited every node, no
+ * live peer is left (as round robin answers when every peer failed: "no
+ * live upstreams").
  */
 static ngx_int_t
 ngx_chash_pick_distinct(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
@@ -372,6 +467,25 @@ ngx_chash_pick_distinct(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
         i = nodes->node_peers[nodes->node_first[node]];
 
         if (!ops->usable(data, i, now)) {
+
+            if (!w->removed
+                && ngx_chash_flavor_removes_down(w->flavor, w->ring)
+                && !ops->live(data, i, now))
+            {
+                if (ngx_chash_walk_remove_down(w, nodes, ops, data, now)
+                    != NGX_OK)
+                {
+                    ngx_log_error(NGX_LOG_ALERT, log, 0,
+                                  "chash: no memory for the retry walk");
+                    return NGX_CHASH_EXHAUSTED;
+                }
+
+                ngx_log_debug2((NGX_LOG_DEBUG_HTTP|NGX_LOG_DEBUG_STREAM), log,
+                               0, "chash node:%uD down: the ring of %uD live "
+                               "nodes from the key", node,
+                               chash_node_mask_count_available(w->mask));
+            }
+
             continue;
         }
 

@@ -15,6 +15,16 @@ refused so that $upstream_addr shows the retry chain. Checked:
     ketama: from the first point at or after the key's hash), computed on
     the independent ring models of tests/oracles/models.py;
 
+  - `down` servers: some sets again, in an upstream of their own, with the
+    3 servers that answer most of their first DOWN_KEYS keys marked `down`.
+    HAProxy removes a down server from its tree and unweighted libmemcached
+    ketama leaves its points out: first pick and retries are the model's
+    ring of the other servers (HAProxy's with their same ids: its points
+    are keyed by server id), the keys of the up servers keep the real
+    program's answer. Weighted ketama's program rebuilds its continuum,
+    which the module does not: there a down server is skipped along the
+    full ring's walk;
+
 then nginx -t's refusals of bad options.
 
     tests/nginx/test_flavors.py --module HTTP_SO
@@ -59,6 +69,19 @@ SETS = [
     ("twemproxy", "fnv1a_64_20"), ("twemproxy", "md5_20"), ("twemproxy", "crc16_20"),
     ("twemproxy", "murmur_20"), ("twemproxy", "fnv1a_64_tag_100"), ("twemproxy", "hsieh_20"),
 ]
+
+# (program, set, more parameters): run again with DOWN_SERVERS servers
+# `down`, DOWN_KEYS keys; bounded_load with every connect refused passes no
+# node over (no peer holds a connection): the same chains, through the
+# capacity's code
+DOWN_SETS = [
+    ("haproxy", "default_uri_20", ""), ("haproxy", "default_uri_20", "bounded_load=1.25"),
+    ("haproxy", "sdbm_avalanche_hdr_25", ""), ("haproxy", "crc32_hdr_25", ""),
+    ("haproxy", "wide_100_uri_whole", ""), ("libmemcached", "ketama_100", ""),
+    ("libmemcached", "ketama_md5_20", ""), ("libmemcached", "weighted_crc_20", ""),
+]
+DOWN_SERVERS = 3
+DOWN_KEYS = 200
 
 # `chash route` options (differential.py's adapters) -> the directive's
 CLI_TO_NGINX = {"--flavor": "flavor", "--hash-function": "hash_function",
@@ -126,6 +149,28 @@ def key_hash(program, o, servers, key):
     return models.MEMCACHED_HASHES[o["hash"]](part) if part else 0
 
 
+def removes_down(program, params):
+    """Whether the program takes a down server out of the ring (and the
+    ring of the others is what its model of those servers builds): HAProxy,
+    libmemcached's unweighted ketamas; not its weighted ones, which rebuild
+    with every point count renormalised."""
+    return program == "haproxy" or any(p in params for p in (
+        '"variant=libmemcached-unweighted"', '"variant=libmemcached-spy"'))
+
+
+def ring_without(program, o, servers, down):
+    """The model's ring of the servers not in down, (hash, index in
+    servers): HAProxy's with their same ids, libmemcached's continuum of
+    the others."""
+    left = [x for x in range(len(servers)) if x not in down]
+    kept = [servers[x] for x in left]
+    if program == "haproxy":
+        ids = models.haproxy_ids(servers)
+        kept = [common.Server(s.addr, s.weight, dict(s.attrs, id=str(ids[x])))
+                for x, s in zip(left, kept)]
+    return [(h, left[x]) for h, x in ring_points(program, o, kept)]
+
+
 def model_chain(program, points, h, n):
     """The first n distinct servers of the ring's walk from the key's point."""
     hashes = [p[0] for p in points]
@@ -174,6 +219,24 @@ def run(args):
     for program, name, servers, o, params, balance, rows in sets:
         lines = [Server(s.addr, int(s.weight), False, "max_fails=0") for s in servers]
         upstreams.append(Upstream(name, "chash $http_x_key " + " ".join(params), lines))
+    downs = []
+    for (program, name, servers, o, params, balance, rows), (_, _, extra) in (
+            (st, d) for d in DOWN_SETS for st in sets if st[:2] == d[:2]):
+        keep = [(key, addr) for key, addr in rows
+                if sendable(models.haproxy_key_bytes(key, balance) if balance else key)]
+        keep = keep[:DOWN_KEYS]
+        index = {s.addr: x for x, s in enumerate(servers)}
+        answered = sorted(range(len(servers)),
+                          key=lambda x: (-sum(a == servers[x].addr for _, a in keep), x))
+        down = set(answered[:DOWN_SERVERS])
+        lines = [Server(s.addr, int(s.weight), x in down, "max_fails=0")
+                 for x, s in enumerate(servers)]
+        more = [extra] if extra else []
+        upstream = "_".join([name, "down"] + [m.split("=")[0] for m in more])
+        upstreams.append(Upstream(upstream, " ".join(["chash $http_x_key"] + params + more),
+                                  lines))
+        downs.append((upstream, " ".join([name] + more), program, servers, o, params, balance,
+                      keep, down, index))
     n = harness.check_refused([u for up in upstreams for u in up.servers], {})
     print("flavors: %d upstreams, %d addresses checked closed" % (len(upstreams), n), flush=True)
     ngx = Nginx(module=args.module, keep=args.keep)
@@ -191,6 +254,12 @@ def run(args):
                 i += 1
                 plan[str(i)] = (name, key, addr)
                 send(ngx.port, name, i, sent)
+        for upstream, _, program, servers, o, params, balance, rows, _, _ in downs:
+            for key, addr in rows:
+                i += 1
+                plan[str(i)] = (upstream, key, addr)
+                send(ngx.port, upstream, i,
+                     models.haproxy_key_bytes(key, balance) if balance else key)
         deadline = time.monotonic() + 30
         log = ngx.access_log()
         while not all(k in log for k in plan) and time.monotonic() < deadline:
@@ -232,8 +301,59 @@ def run(args):
                           TRIES, chains, len(ids),
                           ", %d keys no header can carry" % skipped if skipped else ""),
                   flush=True)
+        for case in downs:
+            check_down(case, plan, log)
     finally:
         harness.stop_keeping_failures(ngx, args.keep)
+
+
+def check_down(case, plan, log):
+    """One set's keys on its upstream with servers `down`: each retry chain
+    is the ring without them (the programs that remove a down server) or
+    the full ring's walk with them skipped (weighted ketama); a key whose
+    recorded server is up keeps it."""
+    upstream, name, program, servers, o, params, balance, rows, down, index = case
+    removes = removes_down(program, params)
+    if removes:
+        points = ring_without(program, o, servers, down)
+    else:
+        points = ring_points(program, o, servers)
+    tries = min(TRIES, len(servers) - len(down))
+    ids = [k for k, (nm, _, _) in plan.items() if nm == upstream]
+    firsts = chains = kept = moved = 0
+    bad = []
+    for k in ids:
+        _, key, addr = plan[k]
+        got = log.get(k, ([], "", ""))[0]
+        h = key_hash(program, o, servers, key)
+        if removes:
+            want = model_chain(program, points, h, tries)
+        else:
+            want = [x for x in model_chain(program, points, h, len(servers))
+                    if x not in down][:tries]
+        want = [servers[x].addr for x in want]
+        firsts += got[:1] == want[:1]
+        if got == want:
+            chains += 1
+        elif len(bad) < 3:
+            bad.append((key[:40], want, got))
+        if index[addr] in down:
+            moved += 1
+        elif got[:1] == [addr]:
+            kept += 1
+        elif len(bad) < 3:
+            bad.append((key[:40], "kept", addr, got[:1]))
+    rule = "the ring without them" if removes else "the walk skipping them"
+    check(chains == len(ids) and len(ids) > 0,
+          "%s/%s with %d down: %d of %d chains = %s: %s"
+          % (program, name, len(down), chains, len(ids), rule, bad))
+    check(kept + moved == len(ids), "%s/%s with %d down: %d of %d keys of up servers kept"
+          " the real program's answer: %s" % (program, name, len(down), kept,
+                                              len(ids) - moved, bad))
+    print("%s/%s with %d down: %d keys (%d of the down servers): first picks %d/%d and chains"
+          " of %d %d/%d = %s, the up servers' keys = %s %d/%d"
+          % (program, name, len(down), len(ids), moved, firsts, len(ids), tries, chains,
+             len(ids), rule, program, kept, len(ids) - moved), flush=True)
 
 
 def nginx_t(args, balancer, lines):

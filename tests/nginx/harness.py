@@ -722,6 +722,27 @@ http {{
                     out[fields[0]] = fields
         return out
 
+    def logged(self, ids, fields=False, timeout=30):
+        """The access log (access_fields() with fields, else access_log())
+        once every request id of ids is in it, or after timeout seconds."""
+        read = self.access_fields if fields else self.access_log
+        deadline = time.monotonic() + timeout
+        log = read()
+        while not all(k in log for k in ids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            log = read()
+        return log
+
+    def send_key(self, path, key):
+        """GET path with key, any bytes but CR, LF and NUL, in an X-Key
+        header, on a connection of its own, read until nginx closes it."""
+        req = b"GET %s HTTP/1.1\r\nHost: t\r\nX-Key: %s\r\nConnection: close\r\n\r\n" % (
+            path.encode(), key)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=60) as s:
+            s.sendall(req)
+            while s.recv(65536):
+                pass
+
     def truncate_access_log(self):
         """Keeps the log so far as access.log.N, starts an empty one."""
         path = os.path.join(self.prefix, "logs", "access.log")

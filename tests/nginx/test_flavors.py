@@ -34,7 +34,6 @@ Exit status 0 only when every check ran and passed.
 
 import argparse
 import os
-import socket
 import sys
 import time
 from bisect import bisect_left
@@ -195,15 +194,6 @@ def sendable(key):
     return not any(c in key for c in b"\r\n\0") and key == key.strip(b" \t")
 
 
-def send(port, upstream, i, key):
-    req = b"GET /u/%s?i=%d HTTP/1.1\r\nHost: t\r\nX-Key: %s\r\nConnection: close\r\n\r\n" % (
-        upstream.encode(), i, key)
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-        s.sendall(req)
-        while s.recv(65536):
-            pass
-
-
 def run(args):
     sets = []
     for program, name in SETS:
@@ -253,18 +243,14 @@ def run(args):
                     continue
                 i += 1
                 plan[str(i)] = (name, key, addr)
-                send(ngx.port, name, i, sent)
+                ngx.send_key("/u/%s?i=%d" % (name, i), sent)
         for upstream, _, program, servers, o, params, balance, rows, _, _ in downs:
             for key, addr in rows:
                 i += 1
                 plan[str(i)] = (upstream, key, addr)
-                send(ngx.port, upstream, i,
-                     models.haproxy_key_bytes(key, balance) if balance else key)
-        deadline = time.monotonic() + 30
-        log = ngx.access_log()
-        while not all(k in log for k in plan) and time.monotonic() < deadline:
-            time.sleep(0.1)
-            log = ngx.access_log()
+                ngx.send_key("/u/%s?i=%d" % (upstream, i),
+                             models.haproxy_key_bytes(key, balance) if balance else key)
+        log = ngx.logged(plan)
         print("flavors: %d requests in %.1f s" % (len(plan), time.monotonic() - started),
               flush=True)
         check(all(k in log for k in plan), "every request logged")

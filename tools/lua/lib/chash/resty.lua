@@ -1125,15 +1125,23 @@ end
 -- snapshot's server texts. Named subsets: find(key, name). nil, message,
 -- check name if a check fails. It reads the file on the calling thread: at
 -- start (init_worker_by_lua); watch() reloads off the event loop.
-function _M.load(first, path, opts)
-    if first ~= _M then path, opts = first, path end
+-- The snapshot handle of load() and load_program_ring() (theirs to own):
+-- raw, or nil, message, check name.
+local function load_snapshot(path, opts)
     if type(path) ~= "string" then return nil, "path must be a string" end
     local o, keep = snapshot_options(opts)
     if not o then return nil, keep end
     local out = ffi_new("chash_snapshot*[1]")
     if lib.chash_snapshot_load(path, o, out) ~= 0 then return nil, last_error(), last_check() end
     local _ = keep
-    return from_snapshot(out[0], path, lib.chash_snapshot_free, lib.chash_ring_free)
+    return out[0]
+end
+
+function _M.load(first, path, opts)
+    if first ~= _M then path, opts = first, path end
+    local raw, err, check = load_snapshot(path, opts)
+    if not raw then return nil, err, check end
+    return from_snapshot(raw, path, lib.chash_snapshot_free, lib.chash_ring_free)
 end
 
 local PROGRAM_OF_FLAVOR = {}
@@ -1147,13 +1155,9 @@ for name, program in pairs(PROGRAMS) do PROGRAM_OF_FLAVOR[program.flavor] = name
 -- file is of a CRC-32 flavor (load() takes resty's).
 function _M.load_program_ring(first, path, opts)
     if first ~= _M then path, opts = first, path end
-    if type(path) ~= "string" then return nil, "path must be a string" end
-    local o, keep = snapshot_options(opts)
-    if not o then return nil, keep end
-    local out = ffi_new("chash_snapshot*[1]")
-    if lib.chash_snapshot_load(path, o, out) ~= 0 then return nil, last_error(), last_check() end
-    local _ = keep
-    local snapshot = ffi_gc(out[0], lib.chash_snapshot_free)
+    local raw, err, check = load_snapshot(path, opts)
+    if not raw then return nil, err, check end
+    local snapshot = ffi_gc(raw, lib.chash_snapshot_free)
     if lib.chash_snapshot_ring(snapshot, out_ring) ~= 0 then return nil, last_error() end
     local ring = ffi_gc(out_ring[0], lib.chash_ring_free)
     local flavor = PROGRAM_OF_FLAVOR[tonumber(lib.chash_ring_flavor(ring))]

@@ -414,6 +414,52 @@ TEST(CliPrograms, EnvoyClusterRoutesAsEnvoysTests) {
                    "--cluster needs --envoy-cluster FILE");
 }
 
+TEST(CliPrograms, EnvoyClusterWeighsLocalitiesAndReadsThePriorityThatServes) {
+  // envoy-cluster/localities.yaml: the hosts of Envoy's own locality tests
+  // (ring and Maglev; a locality of weight 0; 1,023 hosts against one of
+  // weight 127) as clusters with locality_weighted_lb_config, whose
+  // expected hosts are those tests' assertions; and ring_basic with a
+  // priority-1 locality, which must not change ring_basic's answers.
+  const std::string yaml = testing::DataPath("envoy-cluster/localities.yaml");
+  const CliRun probe =
+      RunChash("route --by-hash --envoy-cluster " + yaml + " --cluster ring_basic_failover", "1\n");
+  if (probe.err.find("built without libyaml") != std::string::npos) {
+    GTEST_SKIP() << probe.err;
+  }
+  size_t compared = 0;
+  for (const auto& [cluster, answers] : std::vector<std::pair<std::string, std::string>>{
+           {"ring_locality_tiny", "ring_locality_tiny"},
+           {"ring_host_locality_tiny", "ring_host_locality_tiny"},
+           {"ring_lopsided", "ring_lopsided"},
+           {"maglev_locality_same", "maglev_locality_same"},
+           {"maglev_locality_different", "maglev_locality_different"},
+           {"ring_basic_failover", "ring_basic"}}) {
+    const GoldenRoutes golden = GoldenRoutesOf("envoy/" + answers + ".csv");
+    ASSERT_GT(golden.rows, 0u) << cluster;
+    ExpectRoutes("--by-hash --envoy-cluster " + yaml + " --cluster " + cluster, golden, cluster);
+    compared += golden.rows;
+  }
+  EXPECT_EQ(compared, 6u + 9u + 8u + 51u + 51u + 5u);
+
+  const auto cluster_of = [](const std::string& endpoints) {
+    return "clusters:\n- name: c\n  lb_policy: MAGLEV\n"
+           "  common_lb_config: {locality_weighted_lb_config: {}}\n"
+           "  load_assignment:\n    endpoints:\n" +
+           endpoints;
+  };
+  const std::string host =
+      "      lb_endpoints:\n"
+      "      - endpoint: {address: {socket_address: {address: 10.0.0.1, port_value: 80}}}\n";
+  const std::string unweighted = WriteTemp("loc1", cluster_of("    - locality: {zone: a}\n" + host));
+  ExpectUsageError(RunChash("route --envoy-cluster " + unweighted, "k\n"),
+                   "a locality without load_balancing_weight in a cluster with "
+                   "locality_weighted_lb_config");
+  const std::string zero =
+      WriteTemp("loc2", cluster_of("    - load_balancing_weight: 0\n" + host));
+  ExpectUsageError(RunChash("route --envoy-cluster " + zero, "k\n"),
+                   "every locality weight is 0: Envoy's ring would have no host");
+}
+
 TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
   const std::string servers = WriteTemp("p1", "10.0.0.1:80 1\n10.0.0.2:80 2\n");
   // A weighted ketama ring's points depend on every server: no mask answers

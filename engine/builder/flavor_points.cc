@@ -178,41 +178,6 @@ uint64_t LibketamaPoints(uint32_t weight, uint64_t total_memory, uint32_t server
   return static_cast<uint64_t>(std::floor(static_cast<float>(product))) * 4;
 }
 
-// Envoy's normalizeHostWeights and Ring constructor: the number of entries
-// each host of weight > 0 gets, in order.
-std::vector<uint64_t> EnvoyRingEntries(const RingOptions& options,
-                                       const std::vector<NodeInfo>& nodes) {
-  std::vector<uint64_t> entries(nodes.size(), 0);
-  const uint64_t sum = TotalWeight(nodes);
-  if (sum == 0) return entries;
-  double min_normalized = 1.0;
-  std::vector<double> normalized(nodes.size(), 0.0);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].weight == 0) continue;
-    normalized[i] = static_cast<double>(nodes[i].weight) * 1.0 / static_cast<double>(sum);
-    min_normalized = std::min(min_normalized, normalized[i]);
-  }
-  const double scale = std::min(
-      std::ceil(min_normalized * static_cast<double>(options.envoy_ring.minimum_ring_size)) /
-          min_normalized,
-      static_cast<double>(options.envoy_ring.maximum_ring_size));
-  double current = 0.0;
-  double target = 0.0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].weight == 0) continue;
-    // Two statements, not one fused multiply-add: the rounding of Envoy's
-    // x86-64 build (the engine is compiled with -ffp-contract=off).
-    const double add = scale * normalized[i];
-    target += add;
-    uint64_t count = 0;
-    while (current < target) {
-      ++count;
-      current += 1.0;
-    }
-    entries[i] = count;
-  }
-  return entries;
-}
 
 }  // namespace
 
@@ -584,7 +549,7 @@ PointCounts CountProgramPoints(const RingOptions& options, const std::vector<Nod
       break;
     }
     case Flavor::kEnvoyRing:
-      counts.per_node = EnvoyRingEntries(options, nodes);
+      counts.per_node = EnvoyRingEntries(options.envoy_ring, EnvoyNormalizedWeights(nodes));
       break;
     case Flavor::kEnvoyMaglev:
       counts.total = live == 0 ? 0 : options.maglev.table_size;
@@ -812,58 +777,19 @@ Status BuildEnvoyRing(const RingOptions& options, RingState& state, const PointC
   return Status();
 }
 
-// Envoy's Maglev table (maglev_lb.cc, OriginalMaglevTable).
+// Envoy's Maglev table: the columns of `state`, filled by MaglevFill.
 Status BuildMaglevTable(const RingOptions& options, RingState& state) {
-  const std::vector<NodeInfo>& nodes = state.nodes;
   const uint64_t m = options.maglev.table_size;
-  const uint64_t sum = TotalWeight(nodes);
-  struct Entry {
-    std::string_view key;
-    uint32_t node;
-    double weight;
-    uint64_t offset, skip;
-    double target = 0;
-    uint64_t next = 0;
-  };
-  std::vector<Entry> entries;
-  double max_normalized = 0.0;
-  for (uint32_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].weight == 0) continue;
-    const double weight = static_cast<double>(nodes[i].weight) * 1.0 / static_cast<double>(sum);
-    max_normalized = std::max(max_normalized, weight);
-    const std::string& key = nodes[i].address.host;
-    entries.push_back({key, i, weight, XxHash64(key.data(), key.size(), 0) % m,
-                       XxHash64(key.data(), key.size(), 1) % (m - 1) + 1});
-  }
-  // Envoy sorts by (key, host pointer, weight); keys are distinct here
-  // (kDuplicateNode), so the key alone orders them, byte by byte.
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  std::vector<std::string_view> keys;
+  keys.reserve(state.nodes.size());
+  for (const NodeInfo& node : state.nodes) keys.push_back(node.address.host);
   Columns& columns = state.columns;
   columns.size = static_cast<uint32_t>(m);
   if (!columns.node.Allocate(m)) {
     return Status(StatusCode::kOutOfMemory,
                   "out of memory allocating a maglev table of " + std::to_string(m) + " entries");
   }
-  std::vector<bool> taken(m, false);
-  uint16_t* table = columns.node.data();
-  uint64_t filled = 0;
-  for (uint32_t iteration = 1; filled < m; ++iteration) {
-    for (size_t i = 0; i < entries.size() && filled < m; ++i) {
-      Entry& entry = entries[i];
-      if (static_cast<double>(iteration) * entry.weight < entry.target) continue;
-      entry.target += max_normalized;
-      uint64_t c = (entry.offset + entry.skip * entry.next) % m;
-      while (taken[c]) {
-        ++entry.next;
-        c = (entry.offset + entry.skip * entry.next) % m;
-      }
-      table[c] = static_cast<uint16_t>(entry.node);
-      taken[c] = true;
-      ++entry.next;
-      ++filled;
-    }
-  }
+  MaglevFill(keys, EnvoyNormalizedWeights(state.nodes), std::span<uint16_t>(columns.node.data(), m));
   return Status();
 }
 
@@ -929,6 +855,94 @@ Status BuildProgramRingOrThrow(const RingOptions& options, RingState& state, uns
         state.varnish_bisection = columns.size == 2 || equal;
       }
       return status;
+    }
+  }
+}
+
+std::vector<double> EnvoyNormalizedWeights(const std::vector<NodeInfo>& nodes) {
+  std::vector<double> normalized(nodes.size(), 0.0);
+  const uint64_t sum = TotalWeight(nodes);
+  if (sum == 0) return normalized;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    normalized[i] = static_cast<double>(nodes[i].weight) * 1.0 / static_cast<double>(sum);
+  }
+  return normalized;
+}
+
+std::vector<uint64_t> EnvoyRingEntries(const EnvoyRingOptions& options,
+                                       const std::vector<double>& normalized) {
+  std::vector<uint64_t> entries(normalized.size(), 0);
+  double min_normalized = 1.0;
+  bool any = false;
+  for (const double n : normalized) {
+    if (n == 0) continue;
+    min_normalized = std::min(min_normalized, n);
+    any = true;
+  }
+  if (!any) return entries;
+  const double scale =
+      std::min(std::ceil(min_normalized * static_cast<double>(options.minimum_ring_size)) /
+                   min_normalized,
+               static_cast<double>(options.maximum_ring_size));
+  double current = 0.0;
+  double target = 0.0;
+  for (size_t i = 0; i < normalized.size(); ++i) {
+    if (normalized[i] == 0) continue;
+    // Two statements, not one fused multiply-add: the rounding of Envoy's
+    // x86-64 build (the engine is compiled with -ffp-contract=off).
+    const double add = scale * normalized[i];
+    target += add;
+    uint64_t count = 0;
+    while (current < target) {
+      ++count;
+      current += 1.0;
+    }
+    entries[i] = count;
+  }
+  return entries;
+}
+
+// Envoy's Maglev table (maglev_lb.cc, OriginalMaglevTable).
+void MaglevFill(const std::vector<std::string_view>& keys, const std::vector<double>& normalized,
+                std::span<uint16_t> table) {
+  const uint64_t m = table.size();
+  struct Entry {
+    std::string_view key;
+    uint32_t node;
+    double weight;
+    uint64_t offset, skip;
+    double target = 0;
+    uint64_t next = 0;
+  };
+  std::vector<Entry> entries;
+  double max_normalized = 0.0;
+  for (uint32_t i = 0; i < keys.size(); ++i) {
+    if (normalized[i] == 0) continue;
+    max_normalized = std::max(max_normalized, normalized[i]);
+    entries.push_back({keys[i], i, normalized[i], XxHash64(keys[i].data(), keys[i].size(), 0) % m,
+                       XxHash64(keys[i].data(), keys[i].size(), 1) % (m - 1) + 1});
+  }
+  if (entries.empty()) return;
+  // Envoy sorts by (key, host pointer, weight); keys are distinct here
+  // (kDuplicateNode), so the key alone orders them, byte by byte.
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  std::vector<bool> taken(m, false);
+  uint64_t filled = 0;
+  for (uint32_t iteration = 1; filled < m; ++iteration) {
+    for (size_t i = 0; i < entries.size() && filled < m; ++i) {
+      Entry& entry = entries[i];
+      if (static_cast<double>(iteration) * entry.weight < entry.target) continue;
+      entry.target += max_normalized;
+      uint64_t c = (entry.offset + entry.skip * entry.next) % m;
+      while (taken[c]) {
+        ++entry.next;
+        c = (entry.offset + entry.skip * entry.next) % m;
+      }
+      table[c] = static_cast<uint16_t>(entry.node);
+      taken[c] = true;
+      ++entry.next;
+      ++filled;
     }
   }
 }

@@ -8,6 +8,7 @@
 #define CHASH_ENGINE_BUILD_FLAVOR_POINTS_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,6 +89,25 @@ struct PointCounts {
   uint64_t total = 0;
 };
 PointCounts CountProgramPoints(const RingOptions& options, const std::vector<NodeInfo>& nodes);
+
+// Envoy's normalized host weights of integer weights (thread_aware_lb_impl.cc
+// normalizeHostWeights without localities): weight x 1.0 / sum, 0 for weight 0.
+std::vector<double> EnvoyNormalizedWeights(const std::vector<NodeInfo>& nodes);
+
+// Envoy's ring: each host's entry count from its normalized weight (0: not
+// on the ring), in host order: the Ring constructor's scale and targets.
+// Callers that normalize as Envoy does with locality weights (the
+// --envoy-cluster reader) compare these counts with their integer weights'.
+std::vector<uint64_t> EnvoyRingEntries(const EnvoyRingOptions& options,
+                                       const std::vector<double>& normalized);
+
+// Envoy's Maglev table of hosts `keys` (their hash keys, distinct) with
+// their normalized weights (0: no entry), in `table` (its size is the
+// table's, a prime; at least one host of weight > 0 leaves it all filled):
+// the host index of each entry. O(table x hosts) at worst, allocation of a
+// bit a table entry.
+void MaglevFill(const std::vector<std::string_view>& keys, const std::vector<double>& normalized,
+                std::span<uint16_t> table);
 
 // Builds the columns (or the Maglev table) of `state` from its nodes, whose
 // server ids are assigned; state.points_generated, rule, key hasher and

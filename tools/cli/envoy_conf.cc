@@ -1,8 +1,11 @@
 #include "envoy_conf.h"
 
+#include <algorithm>
 #include <string_view>
-#include <vector>
 #include <utility>
+#include <vector>
+
+#include "builder/flavor_points.h"  // EnvoyRingEntries, MaglevFill (chash_internal)
 
 #include "yaml_document.h"
 
@@ -62,6 +65,102 @@ class Yaml {
 
 }  // namespace
 
+// The hosts of one locality of the serving priority, in configuration
+// order, and its load_balancing_weight (with locality_weighted_lb_config).
+struct EnvoyLocality {
+  uint64_t weight = 0;
+  std::vector<size_t> hosts;  // indices into EnvoyCluster::servers
+};
+
+template <typename Unsigned>
+Unsigned Gcd(Unsigned a, Unsigned b) {
+  while (b != 0) a = std::exchange(b, a % b);
+  return a;
+}
+
+// Envoy weighs localities in two steps in doubles (thread_aware_lb_impl.cc
+// normalizeLocalityWeights): a host's normalized weight is w x (lw / Σlw) /
+// Σw of its locality, and a locality of weight 0 takes none of its hosts.
+// The engine normalizes integer weights in one step, W / ΣW. The integer
+// weights W = w x lw x (L / Σw), L the least common multiple of the
+// localities' sums, have Envoy's ratios; they replace the hosts' weights
+// when they give the ring Envoy gives (the same entry count for every host,
+// the same Maglev table), which the two roundings may not: then refused.
+Status WeighLocalities(EnvoyCluster& cluster, const std::vector<EnvoyLocality>& localities,
+                       const std::string& where) {
+  uint64_t locality_sum = 0;
+  uint64_t lcm = 1;
+  for (const EnvoyLocality& locality : localities) {
+    locality_sum += locality.weight;
+    uint64_t sum = 0;
+    for (const size_t h : locality.hosts) sum += cluster.program[h].weight;
+    if (sum > UINT32_MAX) {
+      return Bad(where + ": a locality's host weights add up to more than 4294967295 "
+                         "(Envoy refuses it)");
+    }
+    if (locality.weight == 0 || sum == 0) continue;
+    lcm = lcm / Gcd(lcm, sum) * sum;  // at most 2^32 x 2^32: checked below
+    if (lcm > UINT32_MAX) break;
+  }
+  if (locality_sum > UINT32_MAX) {
+    return Bad(where + ": the locality weights add up to more than 4294967295 (Envoy refuses it)");
+  }
+  if (locality_sum == 0) {
+    return Bad(where + ": every locality weight is 0: Envoy's ring would have no host");
+  }
+  std::vector<double> envoy(cluster.program.size(), 0.0);
+  std::vector<unsigned __int128> scaled(cluster.program.size(), 0);
+  for (const EnvoyLocality& locality : localities) {
+    uint64_t sum = 0;
+    for (const size_t h : locality.hosts) sum += cluster.program[h].weight;
+    if (locality.weight == 0 || sum == 0) continue;
+    const double normalized_locality =
+        static_cast<double>(locality.weight) / static_cast<double>(locality_sum);
+    for (const size_t h : locality.hosts) {
+      const uint32_t w = cluster.program[h].weight;
+      envoy[h] = w * normalized_locality / static_cast<double>(sum);
+      scaled[h] = static_cast<unsigned __int128>(w) * locality.weight * (lcm / sum);
+    }
+  }
+  unsigned __int128 total = 0;
+  unsigned __int128 common = 0;
+  for (const unsigned __int128 w : scaled) {
+    total += w;
+    common = Gcd(common, w);
+  }
+  if (lcm > UINT32_MAX || common == 0 || total / common > UINT32_MAX) {
+    return Bad(where + ": these locality weights need integer weights beyond 32 bits to be "
+                       "reproduced: chash cannot build Envoy's ring of them");
+  }
+  std::vector<NodeInfo> nodes(cluster.program.size());
+  for (size_t h = 0; h < nodes.size(); ++h) {
+    nodes[h].weight = static_cast<uint32_t>(scaled[h] / common);
+  }
+  const std::vector<double> integer = internal::EnvoyNormalizedWeights(nodes);
+  bool same = true;
+  if (cluster.options.flavor == Flavor::kEnvoyRing) {
+    same = internal::EnvoyRingEntries(cluster.options.envoy_ring, envoy) ==
+           internal::EnvoyRingEntries(cluster.options.envoy_ring, integer);
+  } else {
+    std::vector<std::string_view> keys;
+    for (const ProgramServer& server : cluster.program) keys.push_back(server.hashed);
+    const size_t m = cluster.options.maglev.table_size;
+    std::vector<uint16_t> a(m, 0), b(m, 0);
+    internal::MaglevFill(keys, envoy, a);
+    internal::MaglevFill(keys, integer, b);
+    same = a == b;
+  }
+  if (!same) {
+    return Bad(where + ": Envoy's two-step normalization of these locality weights rounds so "
+                       "that no integer weights give its ring: chash cannot build it exactly");
+  }
+  for (size_t h = 0; h < nodes.size(); ++h) {
+    cluster.program[h].weight = nodes[h].weight;
+    cluster.servers[h].weight = nodes[h].weight;
+  }
+  return Status();
+}
+
 Result<EnvoyCluster> ReadEnvoyCluster(const std::string& path, const std::string& name) {
   Result<YamlDocument> loaded = YamlDocument::Load(path);
   if (!loaded.ok()) return loaded.status();
@@ -120,15 +219,35 @@ Result<EnvoyCluster> ReadEnvoyCluster(const std::string& path, const std::string
                "': chash reads RING_HASH and MAGLEV clusters");
   }
   yaml_node_t* common = yaml.Get(cluster, "common_lb_config");
-  if (yaml.Get(common, "locality_weighted_lb_config") != nullptr) {
-    return Bad(yaml.Where(common) + ": locality_weighted_lb_config: chash does not weigh "
-                                    "localities yet");
-  }
+  const bool locality_weighted = yaml.Get(common, "locality_weighted_lb_config") != nullptr;
   const bool use_hostname =
       Yaml::Scalar(yaml.Get(yaml.Get(common, "consistent_hashing_lb_config"),
                             "use_hostname_for_hashing")) == "true";
   yaml_node_t* assignment = yaml.Get(cluster, "load_assignment");
+  // The ring that serves while every host is healthy: the lowest priority's
+  // (Envoy builds one a priority and sends a key to a higher one only as
+  // the lower ones' hosts fail).
+  std::vector<std::pair<yaml_node_t*, uint64_t>> localities;
+  uint64_t priority = UINT64_MAX;
   for (yaml_node_t* locality : yaml.Items(yaml.Get(assignment, "endpoints"))) {
+    Result<uint64_t> p = yaml.Uint(locality, "priority", 0, 0, UINT32_MAX);
+    if (!p.ok()) return p.status();
+    priority = std::min(priority, p.value());
+    localities.emplace_back(locality, p.value());
+  }
+  std::vector<EnvoyLocality> weighted;
+  for (const auto& [locality, locality_priority] : localities) {
+    if (locality_priority != priority) continue;
+    EnvoyLocality group;
+    if (locality_weighted) {
+      if (yaml.Get(locality, "load_balancing_weight") == nullptr) {
+        return Bad(yaml.Where(locality) + ": a locality without load_balancing_weight in a "
+                                          "cluster with locality_weighted_lb_config");
+      }
+      Result<uint64_t> w = yaml.Uint(locality, "load_balancing_weight", 0, 0, UINT32_MAX);
+      if (!w.ok()) return w.status();
+      group.weight = w.value();
+    }
     for (yaml_node_t* lb_endpoint : yaml.Items(yaml.Get(locality, "lb_endpoints"))) {
       yaml_node_t* endpoint = yaml.Get(lb_endpoint, "endpoint");
       yaml_node_t* socket = yaml.Get(yaml.Get(endpoint, "address"), "socket_address");
@@ -156,8 +275,16 @@ Result<EnvoyCluster> ReadEnvoyCluster(const std::string& path, const std::string
                    "hash_key"));
       if (!hash_key.empty()) server.hashed = hash_key;
       server.weight = entry.weight;
+      group.hosts.push_back(result.servers.size());
       result.servers.push_back(std::move(entry));
       result.program.push_back(std::move(server));
+    }
+    weighted.push_back(std::move(group));
+  }
+  result.priority = priority == UINT64_MAX ? 0 : static_cast<uint32_t>(priority);
+  if (locality_weighted && !result.servers.empty()) {
+    if (Status exact = WeighLocalities(result, weighted, yaml.Where(assignment)); !exact.ok()) {
+      return exact;
     }
   }
   if (result.servers.empty()) {

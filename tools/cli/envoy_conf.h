@@ -20,13 +20,16 @@ namespace chash::cli {
 
 struct EnvoyCluster {
   RingOptions options;  // envoy-ring or envoy-maglev
-  std::vector<ServerEntry> servers;
+  std::vector<ServerEntry> servers;  // the serving priority's hosts
   std::vector<ProgramServer> program;
+  uint32_t priority = 0;  // the lowest priority of the endpoints: the ring read
 };
 
-// `cluster` empty: the file's only cluster. Errors name the file and line;
-// locality-weighted clusters (locality_weighted_lb_config) and endpoints in
-// several localities with weights are refused.
+// `cluster` empty: the file's only cluster. The hosts are the lowest
+// priority's, the ring Envoy routes with while they are healthy. With
+// locality_weighted_lb_config, each host's weight becomes an integer weight
+// that gives the ring Envoy's locality weighting gives (refused where no
+// such weight does). Errors name the file and line.
 Result<EnvoyCluster> ReadEnvoyCluster(const std::string& path, const std::string& cluster);
 
 }  // namespace chash::cli

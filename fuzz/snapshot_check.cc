@@ -326,7 +326,9 @@ std::string ProgramSnapshotSeedBytes(int which, bool sign) {
   SnapshotWriteOptions write = SeedWriteOptions("fuzz seed 1.4", sign);
   NodeMask mask(ring.value().num_nodes(), false);
   mask.Set(1, true);
-  write.subsets.push_back({"one", mask});
+  // The writer refuses subsets where masks are inexact (weighted ketama,
+  // Envoy); the reader still takes the files 1.0.0 wrote with them.
+  if (MasksExactly(ring.value())) write.subsets.push_back({"one", mask});
   return SeedFile(ring, write);
 }
 

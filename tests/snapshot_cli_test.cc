@@ -235,6 +235,41 @@ TEST_F(SnapshotCli, RollbackIsANewerVersionOfTheOldServers) {
   std::remove(again.c_str());
 }
 
+TEST_F(SnapshotCli, SubsetsOnlyOnRingsThatMaskExactly) {
+  // A weighted ketama ring's points depend on every server: a subset (a
+  // mask) would answer what libmemcached does not, so build refuses it.
+  const std::string dir = DataPath("snapshot/");
+  const CliRun refused =
+      RunChash("build --servers " + dir + "servers-ketama-weighted-v1.4.txt --flavor ketama-md5 " +
+               "--variant libmemcached-weighted --subset a=" + dir +
+               "subset-ketama-weighted-v1.4.txt --out " + ring_);
+  EXPECT_EQ(refused.status, 2) << refused.err;
+  EXPECT_NE(refused.err.find("subset 'a': a ketama-md5 ring of these options cannot answer a "
+                             "subset exactly"),
+            std::string::npos)
+      << refused.err;
+  // The file chash 1.0.0 wrote so republishes without its subset, saying so.
+  const CliRun republished = RunChash("build --from " + dir +
+                                      "ketama-weighted-subsets-v1.4.chash --config-version 2 --out " +
+                                      ring_);
+  ASSERT_EQ(republished.status, 0) << republished.err;
+  EXPECT_NE(republished.err.find("1 subset(s) are left out: a ketama-md5 ring"), std::string::npos)
+      << republished.err;
+  const CliRun inspected = RunChash("inspect " + ring_);
+  ASSERT_EQ(inspected.status, 0) << inspected.err;
+  EXPECT_EQ(inspected.out.find("subset "), std::string::npos) << inspected.out;
+  // The same ring: the fingerprint line of the file it came from.
+  const CliRun original = RunChash("inspect " + dir + "ketama-weighted-subsets-v1.4.chash");
+  ASSERT_EQ(original.status, 0) << original.err;
+  const auto fingerprint = [](const std::string& text) {
+    const size_t at = text.find("fingerprint ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  EXPECT_FALSE(fingerprint(original.out).empty()) << original.out;
+  EXPECT_EQ(fingerprint(inspected.out), fingerprint(original.out));
+  EXPECT_NE(original.out.find("subset            a: 2 servers"), std::string::npos) << original.out;
+}
+
 TEST_F(SnapshotCli, ExpiryIsWrittenShownAndEnforced) {
   const CliRun built = RunChash("build --servers " + servers_ + " --mode pingora-v1 --expires 2h --out " +
                                 ring_);

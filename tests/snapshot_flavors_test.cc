@@ -237,7 +237,9 @@ TEST(SnapshotFlavors, EveryFlavorAndOptionSetRoundTripsInEveryMode) {
     SnapshotWriteOptions write = Fixed();
     NodeMask odd(built.num_nodes(), false);
     for (uint32_t id = 1; id < built.num_nodes(); id += 2) odd.Set(id, true);
-    write.subsets.push_back({"odd", odd});
+    // Subsets only where a mask is exact (WritersRefuseSubsets... below).
+    const bool takes_subsets = MasksExactly(built);
+    if (takes_subsets) write.subsets.push_back({"odd", odd});
     Result<std::string> bytes = SerializeSnapshot(built, write);
     ASSERT_TRUE(bytes.ok()) << c.title << ": " << bytes.status().ToString();
     const auto* raw = reinterpret_cast<const uint8_t*>(bytes.value().data());
@@ -247,7 +249,7 @@ TEST(SnapshotFlavors, EveryFlavorAndOptionSetRoundTripsInEveryMode) {
     Result<std::shared_ptr<const RingSnapshot>> from_bytes = LoadSnapshotFromBytes(bytes.value());
     ASSERT_TRUE(from_bytes.ok()) << c.title << ": " << from_bytes.status().ToString();
     EXPECT_EQ(from_bytes.value()->info().minor_version, 4);
-    ASSERT_NE(from_bytes.value()->FindSubset("odd"), nullptr);
+    EXPECT_EQ(from_bytes.value()->FindSubset("odd") != nullptr, takes_subsets) << c.title;
     ExpectSameRing(built, from_bytes.value()->ring(), c.title + " (bytes)");
 
     const std::string path = TempPath("flavor.chash");
@@ -263,6 +265,39 @@ TEST(SnapshotFlavors, EveryFlavorAndOptionSetRoundTripsInEveryMode) {
     }
     unlink(path.c_str());
   }
+}
+
+TEST(SnapshotFlavors, WritersRefuseSubsetsOnRingsThatMaskInexactly) {
+  size_t refused = 0;
+  for (const Case& c : Cases()) {
+    const Ring built = BuildCase(c);
+    if (MasksExactly(built)) continue;
+    SnapshotWriteOptions write = Fixed();
+    NodeMask first(built.num_nodes(), false);
+    first.Set(0, true);
+    write.subsets.push_back({"first", first});
+    const Result<std::string> bytes = SerializeSnapshot(built, write);
+    ASSERT_FALSE(bytes.ok()) << c.title;
+    EXPECT_EQ(bytes.status().code(), StatusCode::kBadArgument) << c.title;
+    EXPECT_NE(bytes.status().message().find("cannot answer a subset exactly"), std::string::npos)
+        << c.title << ": " << bytes.status().message();
+    const std::string path = TempPath("refused-subsets.chash");
+    EXPECT_EQ(WriteSnapshotFile(built, write, path).code(), StatusCode::kBadArgument) << c.title;
+    EXPECT_NE(access(path.c_str(), F_OK), 0) << c.title << ": a refused write left a file";
+    ++refused;
+  }
+  EXPECT_GE(refused, 3u);  // weighted ketama, envoy-ring, envoy-maglev at least
+
+  // chash 1.0.0 wrote such files: they still load, and their subsets answer
+  // kMaskRefused as masks on these rings do (tests/data/PROVENANCE.md).
+  Result<std::shared_ptr<const RingSnapshot>> old =
+      LoadSnapshot(testing::DataPath("snapshot/ketama-weighted-subsets-v1.4.chash"));
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  const NodeMask* subset = old.value()->FindSubset("a");
+  ASSERT_NE(subset, nullptr);
+  EXPECT_EQ(subset->count_available(), 2u);
+  EXPECT_FALSE(MasksExactly(old.value()->ring()));
+  EXPECT_EQ(FindAvailableNode(old.value()->ring(), *subset, "key"), kMaskRefused);
 }
 
 TEST(SnapshotFlavors, SignedAndIndexlessFilesLoad) {

@@ -15,6 +15,7 @@
 
 #include "builder/flavor_points.h"
 #include "builder/parallel.h"
+#include "chash/failover.h"  // MasksExactly
 #include "chash/snapshot.h"
 #include "flavors.h"
 #include "layout/columns.h"
@@ -178,6 +179,17 @@ Status CheckWritable(const Ring& ring, const SnapshotWriteOptions& options) {
     return Status(StatusCode::kBadArgument,
                   "the expiry must be a Unix time in seconds (0: never), got " +
                       std::to_string(options.expires_unix_seconds));
+  }
+  // A subset is a node mask. On a ring whose program rebuilds it without
+  // the servers left out (weighted ketama, Envoy's), a mask answers what no
+  // such program does, so every reader refuses to use it: refuse to write it.
+  if (!options.subsets.empty() && !MasksExactly(ring)) {
+    return Status(StatusCode::kBadArgument,
+                  "subset '" + options.subsets.front().name + "': a " +
+                      std::string(FlavorName(ring.flavor())) +
+                      " ring of these options cannot answer a subset exactly (its program "
+                      "rebuilds the ring without the servers left out): build the ring of "
+                      "the subset's servers instead");
   }
   std::set<std::string_view> names;
   for (const NamedSubset& subset : options.subsets) {

@@ -166,6 +166,8 @@ Result<SecretKey> ReadSecretKeyFile(const std::string& path);
 
 // A subset of a ring's nodes stored under a name: lookups through it answer
 // as the ring of only those nodes would (failover.h: masks are exact).
+// Only rings that mask exactly take subsets (MasksExactly): the writers
+// refuse them on weighted ketama and Envoy rings with kBadArgument.
 struct NamedSubset {
   std::string name;  // 1..64 bytes of [A-Za-z0-9._-]
   NodeMask mask;     // mask.size() == the ring's num_nodes()

@@ -198,7 +198,18 @@ int RunBuild(const Args& args) {
     // twemproxy's names) come with it, which its addresses alone would not
     // give a rebuild.
     ring = std::move(old).value();
-    if (!options.Has("subset")) write.subsets = std::move(subsets);
+    if (!options.Has("subset") && !subsets.empty()) {
+      if (MasksExactly(ring)) {
+        write.subsets = std::move(subsets);
+      } else {
+        // chash 1.0.0 wrote subsets on these rings, which no reader uses
+        // (nginx refuses the file): republishing drops them, and says so.
+        std::fprintf(stderr,
+                     "chash build: %s's %zu subset(s) are left out: a %s ring of these options "
+                     "cannot answer a subset exactly\n",
+                     from->c_str(), subsets.size(), std::string(FlavorName(ring.flavor())).c_str());
+      }
+    }
     if (!options.Has("label")) write.label = info.label;
   } else {
     Result<Ring> built = LoadRingFromOptions(options);

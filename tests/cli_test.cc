@@ -458,6 +458,18 @@ TEST(CliPrograms, EnvoyClusterWeighsLocalitiesAndReadsThePriorityThatServes) {
       WriteTemp("loc2", cluster_of("    - load_balancing_weight: 0\n" + host));
   ExpectUsageError(RunChash("route --envoy-cluster " + zero, "k\n"),
                    "every locality weight is 0: Envoy's ring would have no host");
+  // Host sums 65,537 and 65,539 (coprime): their least common multiple
+  // passes 2^32, so no 32-bit integer weights have Envoy's ratios.
+  const auto weighted_host = [](int octet, int weight) {
+    return "      lb_endpoints:\n      - endpoint: {address: {socket_address: {address: 10.0.0." +
+           std::to_string(octet) + ", port_value: 80}}}\n        load_balancing_weight: " +
+           std::to_string(weight) + "\n";
+  };
+  const std::string wide = WriteTemp(
+      "loc3", cluster_of("    - load_balancing_weight: 1\n" + weighted_host(1, 65537) +
+                         "    - load_balancing_weight: 1\n" + weighted_host(2, 65539)));
+  ExpectUsageError(RunChash("route --envoy-cluster " + wide, "k\n"),
+                   "these locality weights need integer weights beyond 32 bits");
 }
 
 TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {

@@ -90,6 +90,7 @@ Status WeighLocalities(EnvoyCluster& cluster, const std::vector<EnvoyLocality>& 
                        const std::string& where) {
   uint64_t locality_sum = 0;
   uint64_t lcm = 1;
+  std::vector<uint64_t> host_sums;  // each locality's sum of host weights
   for (const EnvoyLocality& locality : localities) {
     locality_sum += locality.weight;
     uint64_t sum = 0;
@@ -98,21 +99,25 @@ Status WeighLocalities(EnvoyCluster& cluster, const std::vector<EnvoyLocality>& 
       return Bad(where + ": a locality's host weights add up to more than 4294967295 "
                          "(Envoy refuses it)");
     }
-    if (locality.weight == 0 || sum == 0) continue;
-    lcm = lcm / Gcd(lcm, sum) * sum;  // at most 2^32 x 2^32: checked below
-    if (lcm > UINT32_MAX) break;
+    host_sums.push_back(sum);
+    // within 2^32 x 2^32, as lcm stops growing once it passes 2^32
+    if (locality.weight != 0 && sum != 0 && lcm <= UINT32_MAX) lcm = lcm / Gcd(lcm, sum) * sum;
   }
+  const std::string beyond_32_bits =
+      where + ": these locality weights need integer weights beyond 32 bits to be "
+              "reproduced: chash cannot build Envoy's ring of them";
   if (locality_sum > UINT32_MAX) {
     return Bad(where + ": the locality weights add up to more than 4294967295 (Envoy refuses it)");
   }
   if (locality_sum == 0) {
     return Bad(where + ": every locality weight is 0: Envoy's ring would have no host");
   }
+  if (lcm > UINT32_MAX) return Bad(beyond_32_bits);
   std::vector<double> envoy(cluster.program.size(), 0.0);
   std::vector<unsigned __int128> scaled(cluster.program.size(), 0);
-  for (const EnvoyLocality& locality : localities) {
-    uint64_t sum = 0;
-    for (const size_t h : locality.hosts) sum += cluster.program[h].weight;
+  for (size_t l = 0; l < localities.size(); ++l) {
+    const EnvoyLocality& locality = localities[l];
+    const uint64_t sum = host_sums[l];
     if (locality.weight == 0 || sum == 0) continue;
     const double normalized_locality =
         static_cast<double>(locality.weight) / static_cast<double>(locality_sum);
@@ -128,10 +133,7 @@ Status WeighLocalities(EnvoyCluster& cluster, const std::vector<EnvoyLocality>& 
     total += w;
     common = Gcd(common, w);
   }
-  if (lcm > UINT32_MAX || common == 0 || total / common > UINT32_MAX) {
-    return Bad(where + ": these locality weights need integer weights beyond 32 bits to be "
-                       "reproduced: chash cannot build Envoy's ring of them");
-  }
+  if (common == 0 || total / common > UINT32_MAX) return Bad(beyond_32_bits);
   std::vector<NodeInfo> nodes(cluster.program.size());
   for (size_t h = 0; h < nodes.size(); ++h) {
     nodes[h].weight = static_cast<uint32_t>(scaled[h] / common);
@@ -281,7 +283,6 @@ Result<EnvoyCluster> ReadEnvoyCluster(const std::string& path, const std::string
     }
     weighted.push_back(std::move(group));
   }
-  result.priority = priority == UINT64_MAX ? 0 : static_cast<uint32_t>(priority);
   if (locality_weighted && !result.servers.empty()) {
     if (Status exact = WeighLocalities(result, weighted, yaml.Where(assignment)); !exact.ok()) {
       return exact;

@@ -22,7 +22,6 @@ struct EnvoyCluster {
   RingOptions options;  // envoy-ring or envoy-maglev
   std::vector<ServerEntry> servers;  // the serving priority's hosts
   std::vector<ProgramServer> program;
-  uint32_t priority = 0;  // the lowest priority of the endpoints: the ring read
 };
 
 // `cluster` empty: the file's only cluster. The hosts are the lowest

@@ -104,6 +104,15 @@ std::string Damaged(const Ring& ring, uint64_t version, uint8_t flip, size_t par
   return bytes;
 }
 
+// A record of `reloader` in its state directory: BASE.kind, where the
+// report names BASE.good.
+std::string RecordOf(const SnapshotReloader& reloader, const std::string& kind) {
+  std::string good = reloader.report().state_file;
+  EXPECT_GT(good.size(), 5u) << "no state directory";
+  if (good.size() <= 5) return good;
+  return good.substr(0, good.size() - 4) + kind;
+}
+
 // `bytes` published at `path` as a control plane publishes: written beside
 // it, then renamed over it.
 void Publish(const std::string& bytes, const std::string& path) {
@@ -355,12 +364,30 @@ TEST(SnapshotFaults, VersionsNeverGoBackAcrossRestarts) {
   // Version 3 with another ring: same_version.
   ASSERT_TRUE(WriteSnapshotFile(v2, Versioned(3), files.path).ok());
   EXPECT_EQ(CheckOf(restarted.value()->Poll()), "same_version");
-  // Without the last good file, a restart on an older file fails, naming why.
-  std::filesystem::remove(files.dir + "/cache.good");
+  // The floor is the last good file, proven by its own checks: a restart
+  // without it has no floor (whoever may delete it in the state directory
+  // could as well have let the file at the path through), and one whose
+  // last good file fails its checks sets it aside and serves the path's.
+  ASSERT_TRUE(restarted.value()->Check().outcome == ReloadOutcome::kUnchanged);  // writes it
+  const std::string good = RecordOf(*restarted.value(), "good");
+  ASSERT_TRUE(std::filesystem::exists(good));
   ASSERT_TRUE(WriteSnapshotFile(v2, Versioned(2), files.path).ok());
-  Result<std::unique_ptr<SnapshotReloader>> nothing = files.Create();
-  ASSERT_FALSE(nothing.ok());
-  EXPECT_EQ(CheckOf(nothing.status()), "rollback") << nothing.status().ToString();
+  restarted.value().reset();
+  Result<std::unique_ptr<SnapshotReloader>> floored = files.Create();
+  ASSERT_TRUE(floored.ok()) << floored.status().ToString();
+  EXPECT_EQ(floored.value()->current()->info().config_version, 3u) << "the last good file";
+  floored.value().reset();
+  std::ofstream(good, std::ios::binary | std::ios::trunc) << Damaged(v1, 3, 0x20);
+  Result<std::unique_ptr<SnapshotReloader>> set_aside = files.Create();
+  ASSERT_TRUE(set_aside.ok()) << set_aside.status().ToString();
+  EXPECT_EQ(set_aside.value()->current()->info().config_version, 2u);
+  EXPECT_EQ(set_aside.value()->report().last_check, SnapshotCheck::kChecksum)
+      << set_aside.value()->report().last_message;
+  set_aside.value().reset();
+  std::filesystem::remove(good);
+  Result<std::unique_ptr<SnapshotReloader>> no_floor = files.Create();
+  ASSERT_TRUE(no_floor.ok()) << no_floor.status().ToString();
+  EXPECT_EQ(no_floor.value()->current()->info().config_version, 2u);
 }
 
 // A damaged file at start: the last good one is served, and the refusal is
@@ -536,7 +563,7 @@ TEST(SnapshotFaults, AStaleShareRecordIsNotTrusted) {
   Result<std::unique_ptr<SnapshotReloader>> a = files.Start(Fleet(40, 0), 1);
   ASSERT_TRUE(a.ok());
   // The record now names a descriptor of this process that is a plain file.
-  const std::string share = files.dir + "/stale.share";
+  const std::string share = RecordOf(*a.value(), "share");
   std::string record = testing::ReadAll(share);
   const int other = open(files.path.c_str(), O_RDONLY);
   ASSERT_GE(other, 0);
@@ -587,7 +614,8 @@ TEST(SnapshotFaults, AdoptSharedFallsBackToLastGoodWhenTheVerifierIsGone) {
 
 // The state directory's file system fills up (a tmpfs in a private mount
 // namespace, filled by another file): the new ring is served all the same,
-// the failure is reported, and the write is tried again once there is room.
+// the failure to write BASE.good (at the Check after the swap) is reported,
+// and the write is tried again once there is room.
 TEST(SnapshotFaults, AFullDiskDoesNotStopAReload) {
   const ReloadFiles files("full_disk", "disk");
   ASSERT_TRUE(WriteSnapshotFile(Fleet(20, 0), Versioned(1), files.path).ok());
@@ -604,15 +632,17 @@ TEST(SnapshotFaults, AFullDiskDoesNotStopAReload) {
       for (int i = 0; i < 128 && fill.good(); ++i) fill << block;
     }
     if (!WriteSnapshotFile(Fleet(20, 3), Versioned(2), files.path).ok()) return 4;
-    const Status polled = reloader.value()->Poll();
-    if (polled.ok()) return 5;  // the state could not have been written
+    if (!reloader.value()->Poll().ok()) return 5;  // served; BASE.good is written next
     if (reloader.value()->current()->info().config_version != 2) return 6;
+    (void)reloader.value()->Check();  // nothing new: writes BASE.good, on a full disk
     if (reloader.value()->report().state_error.ok()) return 7;
     std::remove(filler.c_str());
-    (void)reloader.value()->Check();  // nothing new: retries the state
+    (void)reloader.value()->Check();  // nothing new: tries again
     if (!reloader.value()->report().state_error.ok()) return 8;
+    // A restart on the older file serves version 2, the floor BASE.good keeps.
+    if (!WriteSnapshotFile(Fleet(20, 0), Versioned(1), files.path).ok()) return 4;
     Result<std::unique_ptr<SnapshotReloader>> restarted = files.Create();
-    if (!restarted.ok() || restarted.value()->report().highest_version != 2) return 9;
+    if (!restarted.ok() || restarted.value()->current()->info().config_version != 2) return 9;
     return 0;
   });
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kNoNamespace) {
@@ -620,7 +650,7 @@ TEST(SnapshotFaults, AFullDiskDoesNotStopAReload) {
   }
   ASSERT_TRUE(WIFEXITED(wstatus)) << "signal " << WTERMSIG(wstatus);
   EXPECT_EQ(WEXITSTATUS(wstatus), 0)
-      << "5 = the write did not fail, 6 = the new ring was not served, 7 = not reported, "
+      << "5 = the swap failed, 6 = the new ring was not served, 7 = not reported, "
          "8 = not written once there was room, 9 = a restart did not see it";
 }
 

@@ -111,7 +111,7 @@ bool MountSmallTmpfsInChild(const std::string& dir, const std::string& size) {
   return unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 && put("/proc/self/setgroups", "deny") &&
          put("/proc/self/uid_map", "0 " + uid + " 1") &&
          put("/proc/self/gid_map", "0 " + gid + " 1") &&
-         mount("none", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+         mount("none", dir.c_str(), "tmpfs", 0, ("mode=0755,size=" + size).c_str()) == 0;
 }
 
 }  // namespace chash::testing

@@ -1514,6 +1514,9 @@ int chash_reloader_report(const chash_reloader* reloader, chash_reload_report* o
     value.checking_since_unix_seconds = report.checking_since_unix_seconds;
     CopyMessage(value.last_message, report.last_message);
     CopyMessage(value.state_message, report.state_error.message());
+    value.served_expires_unix_seconds = report.served_expires_unix_seconds;
+    value.serving_expired = report.serving_expired ? 1 : 0;
+    CopyMessage(value.state_file, report.state_file);
     return WriteGrowingStruct("chash_reloader_report", out, value);
   });
 }

@@ -116,8 +116,7 @@ size_t SearchIndex::LevelKeyCount(uint32_t n, int& levels) noexcept {
 
 const char* SearchIndex::AdoptStored(const uint32_t* hash, uint32_t n, const uint32_t* keys,
                                      size_t key_count, uint32_t table_bits,
-                                     const uint32_t* table, size_t table_entries,
-                                     bool check_keys) noexcept {
+                                     const uint32_t* table, size_t table_entries) noexcept {
   size_t len[kMaxIndexLevels + 1] = {n + size_t{1}};
   int levels = 0;
   while (len[levels] > kBlockKeys) {
@@ -132,7 +131,7 @@ const char* SearchIndex::AdoptStored(const uint32_t* hash, uint32_t n, const uin
   }
   if (key_count != total) return "the levels do not have the length the points imply";
   const uint32_t* below = hash;
-  for (int l = 1; l <= levels && check_keys; ++l) {
+  for (int l = 1; l <= levels; ++l) {
     const uint32_t* level = keys + offset[l];
     for (size_t j = 0; j < len[l]; ++j) {
       if (level[j] != below[kBlockKeys * j + kBlockKeys - 1]) {
@@ -152,7 +151,7 @@ const char* SearchIndex::AdoptStored(const uint32_t* hash, uint32_t n, const uin
   // previous entry, a hash there at least that large, the one before below.
   const int shift = 32 - static_cast<int>(table_bits);
   uint32_t previous = 0;
-  for (size_t p = 0; p + 1 < table_entries && check_keys; ++p) {
+  for (size_t p = 0; p + 1 < table_entries; ++p) {
     const uint64_t bucket_start = uint64_t{p} << shift;
     const uint32_t slot = table[p];
     if (slot < previous || slot > n || (slot < n && hash[slot] < bucket_start) ||
@@ -161,7 +160,7 @@ const char* SearchIndex::AdoptStored(const uint32_t* hash, uint32_t n, const uin
     }
     previous = slot;
   }
-  if (check_keys && table[table_entries - 1] != n) {
+  if (table[table_entries - 1] != n) {
     return "the slot table's last entry is not the point count";
   }
   keys_.Borrow(keys, key_count);

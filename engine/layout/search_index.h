@@ -112,12 +112,9 @@ class SearchIndex {
   // hash, two hashes an entry and the table once and allocates nothing: the
   // arrays are borrowed (they must outlive this index). nullptr on success,
   // else what is wrong (a static string); the index is then unchanged.
-  // check_keys = false checks only the sizes (O(1)) and reads the table
-  // once: for an index another process has checked in immutable memory (an
-  // adopted sealed snapshot); lookups stay inside the arrays on any bytes.
   const char* AdoptStored(const uint32_t* hash, uint32_t n, const uint32_t* keys,
                           size_t key_count, uint32_t table_bits, const uint32_t* table,
-                          size_t table_entries, bool check_keys = true) noexcept;
+                          size_t table_entries) noexcept;
 
   // The view of a ring whose columns are `hash` and `node`; valid while this
   // index and the columns live.

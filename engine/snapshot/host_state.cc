@@ -1,34 +1,132 @@
 #include "snapshot/host_state.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sodium/randombytes.h>
 #include <sys/file.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
-#include <functional>
-#include <map>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "identity/hex.h"
 #include "identity/sha256.h"
-#include "read_file.h"
 
 namespace chash::internal {
 namespace {
 
-constexpr std::string_view kStateMagic = "chash-reload-state 1";
-constexpr std::string_view kShareMagic = "chash-reload-share 1";
+constexpr std::string_view kShareMagic = "chash-reload-share 2";
+constexpr std::string_view kTemporaryInfix = ".tmp.";
 
 Status IoFailure(const std::string& path, const std::string& what, int error) {
   return Status(StatusCode::kIoError, "state: " + path + ": " + what +
                                           (error != 0 ? std::string(": ") + std::strerror(error)
                                                       : std::string()));
+}
+
+std::string Hex(const uint8_t* bytes, size_t n) { return internal::HexOrThrow(bytes, n); }
+
+// A whole decimal u64 (0 .. 2^64-1): no sign, no spaces, no leading '+'.
+bool ParseU64(std::string_view text, uint64_t& out) noexcept {
+  if (text.empty()) return false;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+// Closes a descriptor on every path out.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int value) : fd(value) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// Reads a record from `dir_fd`: a regular file of at most kMaxRecordBytes,
+// opened without following a link or waiting on a FIFO. nullopt if absent,
+// unreadable or of another kind.
+std::optional<std::string> ReadRecord(int dir_fd, const std::string& name) {
+  const Fd file(openat(dir_fd, name.c_str(),
+                       O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+  if (file.fd < 0) return std::nullopt;
+  struct stat st {};
+  if (fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) > kMaxRecordBytes) {
+    return std::nullopt;
+  }
+  std::string text(kMaxRecordBytes + 1, '\0');
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t got = read(file.fd, text.data() + done, text.size() - done);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return std::nullopt;
+    }
+    if (got == 0) break;
+    done += static_cast<size_t>(got);
+  }
+  if (done > kMaxRecordBytes) return std::nullopt;  // grew while read
+  text.resize(done);
+  return text;
+}
+
+// A fresh temporary name for `kind` of `base`: nobody can have planted
+// anything at it, and O_EXCL refuses it if somebody did.
+std::string TemporaryName(const std::string& base, std::string_view kind) {
+  std::array<uint8_t, 12> random{};
+  randombytes_buf(random.data(), random.size());
+  return base + "." + std::string(kind) + std::string(kTemporaryInfix) +
+         Hex(random.data(), random.size());
+}
+
+// Writes BASE.kind whole and atomically through the lock's directory
+// descriptor: `size` bytes at `data` into a temporary file created there
+// (O_CREAT | O_EXCL | O_NOFOLLOW, a random name), renamed over the record;
+// with `durable`, fsync of the file before the rename and of the directory
+// after it. On a failure the temporary file is removed and the record is
+// as it was.
+Status ReplaceRecord(const HostLock& lock, const std::string& display, const std::string& base,
+                     std::string_view kind, const uint8_t* data, uint64_t size, bool durable) {
+  if (!lock.held()) return IoFailure(display, "not written: the lock is not held", 0);
+  const int dir = lock.dir_fd();
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
+    temp = TemporaryName(base, kind);
+    fd = openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) return IoFailure(display, "create " + temp, errno);
+  }
+  if (fd < 0) return IoFailure(display, "create a temporary file", EEXIST);
+  Status status;
+  for (uint64_t done = 0; done < size && status.ok();) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, uint64_t{1} << 30));
+    const ssize_t wrote = write(fd, data + done, chunk);
+    if (wrote < 0) {
+      if (errno == EINTR) continue;
+      status = IoFailure(display, "write", errno);
+    } else {
+      done += static_cast<uint64_t>(wrote);
+    }
+  }
+  if (status.ok() && durable && fsync(fd) != 0) status = IoFailure(display, "fsync", errno);
+  if (close(fd) != 0 && status.ok()) status = IoFailure(display, "close", errno);
+  const std::string final_name = base + "." + std::string(kind);
+  if (status.ok() && renameat(dir, temp.c_str(), dir, final_name.c_str()) != 0) {
+    status = IoFailure(display, "rename", errno);
+  }
+  if (!status.ok()) {
+    (void)unlinkat(dir, temp.c_str(), 0);
+    return status;
+  }
+  if (durable) (void)fsync(dir);
+  return Status();
 }
 
 bool ValidNameBytes(std::string_view name) {
@@ -39,118 +137,94 @@ bool ValidNameBytes(std::string_view name) {
   });
 }
 
-std::string Hex(const uint8_t* bytes, size_t n) { return internal::HexOrThrow(bytes, n); }
-
-// "key value" lines after a magic line; false if the magic differs.
-bool ParseRecord(const std::string& text, std::string_view magic,
-                 std::map<std::string, std::string>& fields) {
-  std::istringstream in(text);
-  std::string line;
-  if (!std::getline(in, line) || line != magic) return false;
-  while (std::getline(in, line)) {
-    const size_t space = line.find(' ');
-    if (space == std::string::npos) return false;
-    fields[line.substr(0, space)] = line.substr(space + 1);
-  }
-  return true;
-}
-
-bool ParseU64(const std::map<std::string, std::string>& fields, const std::string& key,
-              uint64_t& out) {
-  const auto it = fields.find(key);
-  if (it == fields.end() || it->second.empty()) return false;
-  uint64_t value = 0;
-  for (const char c : it->second) {
-    if (c < '0' || c > '9') return false;
-    if (value > (UINT64_MAX - 9) / 10) return false;
-    value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
-  out = value;
-  return true;
-}
-
-bool ParseI64(const std::map<std::string, std::string>& fields, const std::string& key,
-              int64_t& out) {
-  const auto it = fields.find(key);
-  if (it == fields.end()) return false;
-  const std::string& text = it->second;
-  const bool negative = !text.empty() && text[0] == '-';
-  std::map<std::string, std::string> digits{{key, negative ? text.substr(1) : text}};
-  uint64_t magnitude = 0;
-  if (!ParseU64(digits, key, magnitude) || magnitude > uint64_t{INT64_MAX}) return false;
-  out = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
-  return true;
-}
-
-bool ParseIdentity(const std::map<std::string, std::string>& fields, const std::string& prefix,
-                   FileIdentity& out) {
-  uint64_t device = 0, inode = 0;
-  int64_t size = 0, mtime = 0;
-  if (!ParseU64(fields, prefix + "device", device) || !ParseU64(fields, prefix + "inode", inode) ||
-      !ParseI64(fields, prefix + "size", size) || !ParseI64(fields, prefix + "mtime_ns", mtime)) {
-    return false;
-  }
-  out.device = static_cast<dev_t>(device);
-  out.inode = static_cast<ino_t>(inode);
-  out.size = size;
-  out.mtime_ns = mtime;
-  return true;
-}
-
-void PutIdentity(std::string& out, const std::string& prefix, const FileIdentity& id) {
-  out += prefix + "device " + std::to_string(static_cast<uint64_t>(id.device)) + "\n";
-  out += prefix + "inode " + std::to_string(static_cast<uint64_t>(id.inode)) + "\n";
-  out += prefix + "size " + std::to_string(id.size) + "\n";
-  out += prefix + "mtime_ns " + std::to_string(id.mtime_ns) + "\n";
-}
-
-// Writes `path` whole and atomically: `write` fills a temporary file beside
-// it (unique to this process and thread), which is renamed over it; with
-// `durable`, fsync of the file before the rename and of the directory
-// after it. On a failure the temporary file is removed and `path` is as it
-// was.
-Status ReplaceFile(const std::string& dir, const std::string& path, bool durable,
-                   const std::function<Status(int fd, const std::string& temp)>& write) {
-  const std::string temp = path + ".tmp." + std::to_string(getpid()) + "." +
-                           std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoFailure(temp, "open", errno);
-  Status status = write(fd, temp);
-  if (status.ok() && durable && fsync(fd) != 0) status = IoFailure(temp, "fsync", errno);
-  if (close(fd) != 0 && status.ok()) status = IoFailure(temp, "close", errno);
-  if (status.ok() && rename(temp.c_str(), path.c_str()) != 0) {
-    status = IoFailure(path, "rename", errno);
-  }
-  if (!status.ok()) {
-    unlink(temp.c_str());
-    return status;
-  }
-  if (durable) {
-    const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd >= 0) {
-      (void)fsync(dir_fd);
-      close(dir_fd);
-    }
-  }
-  return Status();
-}
-
-Status ReplaceFileWithText(const std::string& dir, const std::string& path,
-                           const std::string& text, bool durable) {
-  return ReplaceFile(dir, path, durable, [&](int fd, const std::string& temp) {
-    for (size_t done = 0; done < text.size();) {
-      const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return IoFailure(temp, "write", errno);
-      }
-      done += static_cast<size_t>(w);
-    }
-    return Status();
-  });
+// The directory path without trailing slashes (which would make open follow
+// a final symbolic link despite O_NOFOLLOW).
+std::string WithoutTrailingSlashes(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
 }
 
 }  // namespace
+
+std::optional<ShareRecord> ParseShareRecord(std::string_view text) noexcept {
+  try {
+    if (text.size() > kMaxRecordBytes) return std::nullopt;
+    ShareRecord record;
+    constexpr std::array<std::string_view, 9> kKeys = {
+        "path",     "policy",     "pid",       "fd",          "copy_device",
+        "copy_inode", "copy_size", "config_version", "fingerprint"};
+    std::array<bool, kKeys.size()> seen{};
+    size_t at = 0;
+    bool magic = false;
+    while (at < text.size()) {
+      const size_t end = text.find('\n', at);
+      if (end == std::string_view::npos) return std::nullopt;  // every line ends
+      const std::string_view line = text.substr(at, end - at);
+      at = end + 1;
+      if (!magic) {
+        if (line != kShareMagic) return std::nullopt;
+        magic = true;
+        continue;
+      }
+      const size_t space = line.find(' ');
+      if (space == std::string_view::npos) return std::nullopt;
+      const std::string_view key = line.substr(0, space);
+      const std::string_view value = line.substr(space + 1);
+      const auto which = std::find(kKeys.begin(), kKeys.end(), key);
+      if (which == kKeys.end()) return std::nullopt;
+      const size_t index = static_cast<size_t>(which - kKeys.begin());
+      if (seen[index]) return std::nullopt;
+      seen[index] = true;
+      uint64_t number = 0;
+      const bool numeric = key != "path" && key != "policy" && key != "fingerprint";
+      if (numeric && !ParseU64(value, number)) return std::nullopt;
+      if (key == "path") {
+        if (value.empty()) return std::nullopt;
+        record.path = std::string(value);
+      } else if (key == "policy") {
+        if (!ParseHex(value, record.policy.data(), record.policy.size())) return std::nullopt;
+      } else if (key == "fingerprint") {
+        if (!ParseHex(value, record.fingerprint.bytes.data(), 32)) return std::nullopt;
+      } else if (key == "pid") {
+        if (number == 0 || number > static_cast<uint64_t>(INT32_MAX)) return std::nullopt;
+        record.pid = static_cast<pid_t>(number);
+      } else if (key == "fd") {
+        if (number > static_cast<uint64_t>(INT32_MAX)) return std::nullopt;
+        record.copy.fd = static_cast<int>(number);
+      } else if (key == "copy_device") {
+        record.copy.device = static_cast<dev_t>(number);
+        if (static_cast<uint64_t>(record.copy.device) != number) return std::nullopt;
+      } else if (key == "copy_inode") {
+        record.copy.inode = static_cast<ino_t>(number);
+        if (static_cast<uint64_t>(record.copy.inode) != number) return std::nullopt;
+      } else if (key == "copy_size") {
+        record.copy.size = number;
+      } else {
+        record.config_version = number;
+      }
+    }
+    if (!magic || !std::all_of(seen.begin(), seen.end(), [](bool b) { return b; })) {
+      return std::nullopt;
+    }
+    return record;
+  } catch (...) {
+    return std::nullopt;  // out of memory: no record
+  }
+}
+
+std::string FormatShareRecord(const ShareRecord& record) {
+  std::string text(kShareMagic);
+  text += "\npath " + record.path + "\n";
+  text += "policy " + Hex(record.policy.data(), 32) + "\n";
+  text += "pid " + std::to_string(record.pid) + "\n";
+  text += "fd " + std::to_string(record.copy.fd) + "\n";
+  text += "copy_device " + std::to_string(static_cast<uint64_t>(record.copy.device)) + "\n";
+  text += "copy_inode " + std::to_string(static_cast<uint64_t>(record.copy.inode)) + "\n";
+  text += "copy_size " + std::to_string(record.copy.size) + "\n";
+  text += "config_version " + std::to_string(record.config_version) + "\n";
+  text += "fingerprint " + Hex(record.fingerprint.bytes.data(), 32) + "\n";
+  return text;
+}
 
 bool ValidReloaderName(std::string_view name) noexcept { return ValidNameBytes(name); }
 
@@ -174,9 +248,34 @@ std::array<uint8_t, 32> PolicyDigest(const SnapshotLoadOptions& options) noexcep
   return hasher.Finish();
 }
 
+DirHandle::DirHandle(DirHandle&& other) noexcept
+    : fd_(other.fd_), owner_(other.owner_), writer_(other.writer_) {
+  other.fd_ = -1;
+}
+
+DirHandle& DirHandle::operator=(DirHandle&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = other.fd_;
+    owner_ = other.owner_;
+    writer_ = other.writer_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+DirHandle::~DirHandle() {
+  if (fd_ >= 0) close(fd_);
+}
+
+HostLock::HostLock(HostLock&& other) noexcept : dir_(std::move(other.dir_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
 HostLock& HostLock::operator=(HostLock&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) close(fd_);
+    dir_ = std::move(other.dir_);
     fd_ = other.fd_;
     other.fd_ = -1;
   }
@@ -187,149 +286,181 @@ HostLock::~HostLock() {
   if (fd_ >= 0) close(fd_);  // releases the flock
 }
 
-Result<HostState> HostState::Open(const std::string& dir, const std::string& name) {
-  if (!ValidReloaderName(name)) {
+Result<HostState> HostState::Open(const std::string& dir, const std::string& name,
+                                  const std::string& watched_path, bool may_be_absent) {
+  if (!name.empty() && !ValidReloaderName(name)) {
     return Status(StatusCode::kBadArgument,
                   "reloader name '" + name + "': 1..128 characters of A-Z a-z 0-9 . _ -");
   }
-  struct stat st {};
-  if (stat(dir.c_str(), &st) != 0) return IoFailure(dir, "stat", errno);
-  if (!S_ISDIR(st.st_mode)) return IoFailure(dir, "not a directory", 0);
-  if (access(dir.c_str(), W_OK | X_OK) != 0) return IoFailure(dir, "not writable", errno);
   HostState state;
-  state.dir_ = dir;
-  state.name_ = name;
+  state.dir_ = WithoutTrailingSlashes(dir);
+  if (name.empty()) {
+    state.base_ = DefaultReloaderName(watched_path);
+  } else {
+    const Fingerprint digest = Sha256(watched_path);
+    state.base_ = name + ".p" + Hex(digest.bytes.data(), 4);
+  }
+  Result<DirHandle> opened = state.OpenDir();
+  if (!opened.ok()) return opened.status();
+  if (opened.value().fd() < 0 && !may_be_absent) {
+    return IoFailure(state.dir_, "does not exist (the state directory must be made first)",
+                     ENOENT);
+  }
   return state;
 }
 
-std::string HostState::PathOf(std::string_view suffix) const {
-  return dir_ + "/" + name_ + "." + std::string(suffix);
+std::string HostState::PathOf(std::string_view kind) const {
+  return dir_ + "/" + base_ + "." + std::string(kind);
 }
 
-HostLock HostState::Lock(std::chrono::milliseconds wait) const {
+Result<DirHandle> HostState::OpenDir() const {
+  DirHandle handle;
+  handle.fd_ = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (handle.fd_ < 0) {
+    const int error = errno;
+    if (error == ENOENT) return handle;
+    struct stat st {};
+    if (lstat(dir_.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      return IoFailure(dir_, "is a symbolic link: give the state directory's real path", 0);
+    }
+    return IoFailure(dir_, error == ENOTDIR ? "not a directory" : "open", error);
+  }
+  struct stat st {};
+  if (fstat(handle.fd_, &st) != 0) return IoFailure(dir_, "fstat", errno);
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return IoFailure(dir_, std::string("is writable by its group or others (mode ") + mode +
+                               "): anyone there could plant records; chmod go-w it",
+                     0);
+  }
+  handle.owner_ = st.st_uid;
+  handle.writer_ = st.st_uid == geteuid();
+  return handle;
+}
+
+HostLock HostState::Lock(std::chrono::milliseconds wait, std::string* why) const {
   HostLock lock;
-  const std::string path = PathOf("lock");
-  // Read-only: flock needs no write access, so a lock file another user
-  // made (nginx's master as root, its workers as www-data) still locks.
-  const int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return lock;
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  for (;;) {
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      lock.fd_ = fd;
+  const auto say = [&](const std::string& reason) {
+    if (why != nullptr) *why = reason;
+  };
+  try {
+    Result<DirHandle> dir = OpenDir();
+    if (!dir.ok()) {
+      say(dir.status().message());
       return lock;
     }
-    if (errno != EWOULDBLOCK && errno != EINTR) break;
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (dir.value().fd() < 0) {
+      say("state: " + dir_ + " does not exist");
+      return lock;
+    }
+    if (!dir.value().writer()) {
+      say("state: " + dir_ + " belongs to uid " + std::to_string(dir.value().owner()) +
+          "; this process (uid " + std::to_string(geteuid()) + ") does not write in it");
+      return lock;
+    }
+    const std::string name = base_ + ".lock";
+    // Read-only: flock needs no write access.
+    const int fd = openat(dir.value().fd(), name.c_str(),
+                          O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                          0644);
+    if (fd < 0) {
+      say("state: " + PathOf("lock") + ": open: " + std::strerror(errno));
+      return lock;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      close(fd);
+      say("state: " + PathOf("lock") + " is not a regular file");
+      return lock;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+      if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        lock.fd_ = fd;
+        lock.dir_ = std::move(dir).value();
+        return lock;
+      }
+      if (errno != EWOULDBLOCK && errno != EINTR) break;
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    close(fd);
+    say("state: " + PathOf("lock") + " was held by another process for " +
+        std::to_string(wait.count() / 1000) + " s");
+  } catch (...) {
+    // out of memory naming why: not held all the same
   }
-  close(fd);
   return lock;
 }
 
-Result<PersistedState> HostState::ReadState() const {
-  const std::string path = PathOf("state");
-  PersistedState state;
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return state;
-    return IoFailure(path, "stat", errno);
-  }
-  Result<std::string> text = ReadFileBytes(path);
-  if (!text.ok()) return text.status();
-  std::map<std::string, std::string> fields;
-  uint64_t version = 0;
-  if (!ParseRecord(text.value(), kStateMagic, fields) ||
-      !ParseU64(fields, "highest_version", version) || fields.count("fingerprint") == 0 ||
-      !internal::ParseHex(fields["fingerprint"], state.fingerprint.bytes.data(), 32)) {
-    return IoFailure(path, "damaged (not a chash reload state): remove it to start afresh, "
-                           "which also forgets the highest version served",
-                     0);
-  }
-  state.present = true;
-  state.highest_version = version;
-  return state;
-}
-
-Status HostState::WriteState(const PersistedState& state) const {
-  std::string text(kStateMagic);
-  text += "\nhighest_version " + std::to_string(state.highest_version) + "\n";
-  text += "fingerprint " + Hex(state.fingerprint.bytes.data(), 32) + "\n";
-  return ReplaceFileWithText(dir_, PathOf("state"), text, true);
-}
-
-Status HostState::WriteGood(int sealed_fd, uint64_t size) const {
-  return ReplaceFile(dir_, GoodPath(), true, [&](int fd, const std::string& temp) {
-    off_t offset = 0;
-    while (static_cast<uint64_t>(offset) < size) {
-      const ssize_t sent = sendfile(fd, sealed_fd, &offset, size - static_cast<uint64_t>(offset));
-      if (sent < 0) {
-        if (errno == EINTR) continue;
-        return IoFailure(temp, "write", errno);
-      }
-      if (sent == 0) return IoFailure(temp, "write: the sealed copy ended early", 0);
-    }
+Status HostState::OpenGood(const SnapshotLoadOptions& options, OpenedSnapshot& out,
+                           bool& absent) const {
+  absent = false;
+  Result<DirHandle> dir = OpenDir();
+  if (!dir.ok()) return dir.status();
+  if (dir.value().fd() < 0) {
+    absent = true;
     return Status();
-  });
+  }
+  return OpenSnapshotAt(dir.value().fd(), base_ + ".good", GoodPath(), options, out, &absent);
 }
 
-ShareRecord HostState::ReadShare() const noexcept {
-  ShareRecord record;
+Status HostState::WriteGood(const HostLock& lock, const uint8_t* data, uint64_t size) const {
+  return ReplaceRecord(lock, GoodPath(), base_, "good", data, size, true);
+}
+
+std::optional<ShareRecord> HostState::ReadShare() const noexcept {
   try {
-    Result<std::string> text = ReadFileBytes(PathOf("share"));
-    if (!text.ok()) return record;
-    std::map<std::string, std::string> fields;
-    if (!ParseRecord(text.value(), kShareMagic, fields)) return record;
-    if (fields.count("policy") == 0 || !internal::ParseHex(fields["policy"], record.policy.data(), 32)) {
-      return record;
+    Result<DirHandle> dir = OpenDir();
+    if (!dir.ok() || dir.value().fd() < 0) return std::nullopt;
+    const std::optional<std::string> text = ReadRecord(dir.value().fd(), base_ + ".share");
+    if (!text) return std::nullopt;
+    return ParseShareRecord(*text);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+Status HostState::WriteShare(const HostLock& lock, const ShareRecord& record) const {
+  if (record.path.find('\n') != std::string::npos) {
+    return IoFailure(PathOf("share"), "not written: the watched path holds a newline", 0);
+  }
+  const std::string text = FormatShareRecord(record);
+  return ReplaceRecord(lock, PathOf("share"), base_, "share",
+                       reinterpret_cast<const uint8_t*>(text.data()), text.size(), false);
+}
+
+void HostState::RemoveLeftovers(const HostLock& lock) const noexcept {
+  if (!lock.held()) return;
+  const int dir_copy = dup(lock.dir_fd());
+  if (dir_copy < 0) return;
+  DIR* listing = fdopendir(dir_copy);
+  if (listing == nullptr) {
+    close(dir_copy);
+    return;
+  }
+  try {
+    const std::string prefix = base_ + ".";
+    std::vector<std::string> leftovers;
+    while (const dirent* entry = readdir(listing)) {
+      const std::string_view name = entry->d_name;
+      if (name.substr(0, prefix.size()) == prefix &&
+          name.find(kTemporaryInfix, prefix.size()) != std::string_view::npos) {
+        leftovers.emplace_back(name);
+      }
     }
-    uint64_t pid = 0, fd = 0, device = 0, inode = 0, size = 0, version = 0;
-    if (ParseU64(fields, "pid", pid) && ParseU64(fields, "fd", fd) &&
-        ParseU64(fields, "copy_device", device) && ParseU64(fields, "copy_inode", inode) &&
-        ParseU64(fields, "copy_size", size) && ParseU64(fields, "config_version", version) &&
-        ParseIdentity(fields, "source_", record.source) && fields.count("fingerprint") != 0 &&
-        internal::ParseHex(fields["fingerprint"], record.fingerprint.bytes.data(), 32) && pid > 0 &&
-        fd <= INT32_MAX) {
-      record.has_copy = true;
-      record.pid = static_cast<pid_t>(pid);
-      record.copy = SealedCopy{static_cast<int>(fd), static_cast<dev_t>(device),
-                               static_cast<ino_t>(inode), size};
-      record.config_version = version;
-    }
-    uint64_t check = 0;
-    if (ParseIdentity(fields, "refused_", record.refused) &&
-        ParseU64(fields, "refused_check", check) && check < kSnapshotCheckCount) {
-      record.has_refusal = true;
-      record.check = static_cast<SnapshotCheck>(check);
-      record.message = fields["refused_message"];
+    for (const std::string& name : leftovers) {
+      struct stat st {};
+      if (fstatat(lock.dir_fd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+        (void)unlinkat(lock.dir_fd(), name.c_str(), 0);
+      }
     }
   } catch (...) {
-    return ShareRecord();
+    // out of memory: the leftovers wait for the next writer
   }
-  return record;
-}
-
-Status HostState::WriteShare(const ShareRecord& record) const {
-  std::string text(kShareMagic);
-  text += "\npolicy " + Hex(record.policy.data(), 32) + "\n";
-  if (record.has_copy) {
-    text += "pid " + std::to_string(record.pid) + "\n";
-    text += "fd " + std::to_string(record.copy.fd) + "\n";
-    text += "copy_device " + std::to_string(static_cast<uint64_t>(record.copy.device)) + "\n";
-    text += "copy_inode " + std::to_string(static_cast<uint64_t>(record.copy.inode)) + "\n";
-    text += "copy_size " + std::to_string(record.copy.size) + "\n";
-    PutIdentity(text, "source_", record.source);
-    text += "config_version " + std::to_string(record.config_version) + "\n";
-    text += "fingerprint " + Hex(record.fingerprint.bytes.data(), 32) + "\n";
-  }
-  if (record.has_refusal) {
-    PutIdentity(text, "refused_", record.refused);
-    text += "refused_check " + std::to_string(static_cast<unsigned>(record.check)) + "\n";
-    std::string message = record.message;
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    text += "refused_message " + message + "\n";
-  }
-  return ReplaceFileWithText(dir_, PathOf("share"), text, false);
+  closedir(listing);
 }
 
 std::string DefaultReloaderName(const std::string& path) {

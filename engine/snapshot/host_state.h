@@ -1,22 +1,35 @@
-// What a SnapshotReloader keeps in its state directory, for the processes of
-// one host and for its own restarts (engine/snapshot/README.md):
+// The state directory of a SnapshotReloader: what persists across restarts
+// and what the host's processes share (engine/snapshot/README.md, "The
+// state directory"; SECURITY.md, the threat model). Another user may have
+// written anything in it (nginx's workers own it; its master runs as
+// root), so every read is of untrusted input, no write can be redirected,
+// and no record decides anything on its own:
 //
-//   NAME.state  the highest config version served and its fingerprint:
-//               versions never go back, across restarts
-//   NAME.good   the last file that passed every check (written from the
-//               verified sealed copy): what a restart serves when the path's
-//               file is refused
-//   NAME.share  the sealed copy of the last file a process verified (its pid,
-//               descriptor and memory file identity), the file it came from,
-//               and the last file refused, so that the host's other
-//               processes adopt either verdict instead of verifying again
-//   NAME.lock   flock(2)-ed while a process verifies or writes the above:
-//               one verification a file a host
+//   BASE.good   the last file that passed every check, written from the
+//               verified bytes. Its header's config version is the floor
+//               versions never go below across restarts, but only once the
+//               file itself passes every check: a floor no verified file
+//               backs refuses nothing.
+//   BASE.share  where a sealed copy of the watched file is (a pid, a
+//               descriptor, the memory file's identity): a hint, never a
+//               verdict. Adoption checks what it maps as a load does.
+//   BASE.lock   flock(2)-ed while a process writes the above (and verifies
+//               a file, so that the host's others adopt its copy).
+//   BASE.KIND.tmp.RANDOM  a write in progress; left by a crash, removed by
+//               the next writer.
 //
-// The records are small text files replaced atomically (a temporary file,
-// rename; NAME.state and NAME.good also fsync-ed with their directory), so
-// a process may replace a record another user wrote (nginx's master runs as
-// root, its workers as www-data): only the directory must be writable.
+// BASE is the reloader's name; a name the embedder chose is followed by
+// ".p" and 8 hex digits of SHA-256 of the watched path, so two watched
+// files never share a record whatever they are called (two nginx instances
+// with one upstream name).
+//
+// Writes: only by a process whose effective uid owns the directory (nginx's
+// workers, never its root master in the workers' directory), under
+// BASE.lock, relative to a descriptor of the directory opened O_NOFOLLOW and
+// checked, through a temporary file created O_EXCL | O_NOFOLLOW under a
+// random name and renamed over the record. Reads: openat O_NOFOLLOW |
+// O_NONBLOCK, fstat: regular files only, records at most 4 KiB. A directory
+// that is a symbolic link or that its group or others may write is refused.
 // Every call touches the file system: off the event loop.
 #ifndef CHASH_ENGINE_SNAPSHOT_HOST_STATE_H_
 #define CHASH_ENGINE_SNAPSHOT_HOST_STATE_H_
@@ -26,7 +39,9 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "chash/identity.h"
 #include "chash/snapshot.h"
@@ -34,77 +49,106 @@
 
 namespace chash::internal {
 
-struct PersistedState {
-  bool present = false;
-  uint64_t highest_version = 0;
-  Fingerprint fingerprint;  // of highest_version's ring
-};
-
+// BASE.share: where a sealed copy of `path`'s file is, made under `policy`.
 struct ShareRecord {
-  // The sealed copy of a verified file.
-  bool has_copy = false;
+  std::string path;  // the watched path the copy was read from
+  std::array<uint8_t, 32> policy{};
   pid_t pid = 0;
   SealedCopy copy;
-  FileIdentity source;  // the file it was read from
   uint64_t config_version = 0;
   Fingerprint fingerprint;
-  // The last file refused (each a verdict of the same policy).
-  bool has_refusal = false;
-  FileIdentity refused;
-  SnapshotCheck check = SnapshotCheck::kNone;
-  std::string message;  // one line
-  // Digest of the checks the verdicts were made under (PolicyDigest).
-  std::array<uint8_t, 32> policy{};
 };
 
-// The checks a verdict depends on that an adopter cannot redo from the
-// header: the trusted keys (sorted), the checksum and points-digest flags.
-// Two reloaders with equal digests would reach the same verdict on a file.
+// The record's text, and back: nullopt unless the text is exactly one
+// record (the magic line, every field once, nothing else, numbers in
+// range, at most kMaxRecordBytes). Allocates; never throws.
+std::optional<ShareRecord> ParseShareRecord(std::string_view text) noexcept;
+std::string FormatShareRecord(const ShareRecord& record);  // throws std::bad_alloc
+inline constexpr size_t kMaxRecordBytes = 4096;
+
+// The checks a verdict depends on that a header does not carry: the
+// trusted keys (sorted), the checksum and points-digest flags. A share
+// record of another policy is not a copy this process looks for.
 std::array<uint8_t, 32> PolicyDigest(const SnapshotLoadOptions& options) noexcept;
 
-// An exclusive flock of NAME.lock, released by the destructor (and by the
-// kernel if the process dies holding it).
-class HostLock {
+// The state directory opened for one operation: a descriptor of it (opened
+// O_DIRECTORY | O_NOFOLLOW), its owner, and whether this process writes in
+// it (its effective uid is the owner).
+class DirHandle {
  public:
-  HostLock() = default;
-  HostLock(HostLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  HostLock& operator=(HostLock&& other) noexcept;
-  ~HostLock();
-  bool held() const noexcept { return fd_ >= 0; }
+  DirHandle() = default;
+  DirHandle(DirHandle&& other) noexcept;
+  DirHandle& operator=(DirHandle&& other) noexcept;
+  ~DirHandle();
+  int fd() const noexcept { return fd_; }
+  bool writer() const noexcept { return writer_; }
+  uid_t owner() const noexcept { return owner_; }
 
  private:
   friend class HostState;
+  int fd_ = -1;
+  uid_t owner_ = 0;
+  bool writer_ = false;
+};
+
+// An exclusive flock of BASE.lock, held by a writer of the directory; the
+// directory's descriptor its writes go through. Released by the destructor
+// (and by the kernel if the process dies holding it).
+class HostLock {
+ public:
+  HostLock() = default;
+  HostLock(HostLock&& other) noexcept;
+  HostLock& operator=(HostLock&& other) noexcept;
+  ~HostLock();
+  bool held() const noexcept { return fd_ >= 0; }
+  int dir_fd() const noexcept { return dir_.fd(); }
+
+ private:
+  friend class HostState;
+  DirHandle dir_;
   int fd_ = -1;
 };
 
 class HostState {
  public:
   // kBadArgument: a name that is not 1..128 bytes of [A-Za-z0-9._-];
-  // kIoError: the directory does not exist or is not a writable directory.
-  static Result<HostState> Open(const std::string& dir, const std::string& name);
+  // kIoError: the directory cannot be used (a symbolic link, not a
+  // directory, writable by its group or others), or does not exist unless
+  // `may_be_absent` (a reader that writes nothing: nothing there to read).
+  // `name` "" derives the name from the path (DefaultReloaderName).
+  static Result<HostState> Open(const std::string& dir, const std::string& name,
+                                const std::string& watched_path, bool may_be_absent);
 
-  const std::string& name() const noexcept { return name_; }
-  std::string PathOf(std::string_view suffix) const;  // DIR/NAME.suffix
-
-  // Waits up to `wait` for the lock; an unheld lock after that (or if the
-  // lock file cannot be made): the caller goes on without it.
-  HostLock Lock(std::chrono::milliseconds wait) const;
-
-  // An absent file is not an error (present = false); a damaged one is
-  // kIoError naming it and saying how to recover.
-  Result<PersistedState> ReadState() const;
-  Status WriteState(const PersistedState& state) const;
-  // NAME.good from a sealed copy's descriptor (sendfile, fsync, rename).
-  Status WriteGood(int sealed_fd, uint64_t size) const;
+  const std::string& base() const noexcept { return base_; }
+  std::string PathOf(std::string_view kind) const;  // DIR/BASE.kind
   std::string GoodPath() const { return PathOf("good"); }
 
-  // Absent or unreadable: an empty record (nothing to adopt).
-  ShareRecord ReadShare() const noexcept;
-  Status WriteShare(const ShareRecord& record) const;
+  // The directory now, checked; fd -1 (and no error) if it does not exist.
+  Result<DirHandle> OpenDir() const;
+
+  // For a writer of the directory: waits up to `wait` for BASE.lock
+  // (created if absent). Not held (`why` says why, if given) when the
+  // directory is absent or unusable, this process does not own it, the lock
+  // file is not a regular file, or another process held it all that time:
+  // the caller then writes nothing.
+  HostLock Lock(std::chrono::milliseconds wait, std::string* why = nullptr) const;
+
+  // BASE.good opened for a load (OpenSnapshotAt): `absent` when there is none.
+  Status OpenGood(const SnapshotLoadOptions& options, OpenedSnapshot& out, bool& absent) const;
+  // BASE.good from `size` verified bytes at `data`.
+  Status WriteGood(const HostLock& lock, const uint8_t* data, uint64_t size) const;
+
+  // nullopt when absent, unreadable or not one well-formed record.
+  std::optional<ShareRecord> ReadShare() const noexcept;
+  Status WriteShare(const HostLock& lock, const ShareRecord& record) const;
+
+  // Removes this base's temporary files left by writes that never finished
+  // (a crash, a kill): under the lock, so no write of this base is running.
+  void RemoveLeftovers(const HostLock& lock) const noexcept;
 
  private:
   std::string dir_;
-  std::string name_;
+  std::string base_;
 };
 
 // 1..128 bytes of [A-Za-z0-9._-], not "." or "..".

@@ -1,7 +1,7 @@
 // The loader's internal entry points: the checks over bytes
 // (snapshot_reader.cc), the files they come from (snapshot_open.cc: the
 // pre-body checks, sealed copies, adoption of another process's sealed
-// copy), for the reloader and the public load calls.
+// copy after every check), for the reloader and the public load calls.
 #ifndef CHASH_ENGINE_SNAPSHOT_LOADER_H_
 #define CHASH_ENGINE_SNAPSHOT_LOADER_H_
 
@@ -39,23 +39,28 @@ struct Prechecked {
   const PublicKey* signer = nullptr;
 };
 
-// The reload policy's versions, checked on the header before the body:
-// below `version` is a rollback; `version` with another fingerprint is
-// same_version; `version` with this fingerprint is loaded and checked as
-// any file (a copy of the ring served must still prove its bytes: a
-// damaged one is refused, not taken for the ring served).
-struct VersionFloor {
+// What the reload policy adds to a load's checks on the header, before the
+// body (SnapshotReloader). With a floor: below `version` is a rollback;
+// `version` with another fingerprint is same_version; `version` with this
+// fingerprint is loaded and checked as any file (a copy of the ring served
+// must still prove its bytes: a damaged one is refused, not taken for the
+// ring served). allow_expired: a file past its expiry passes (the policy
+// serves the newest such ring only when no unexpired one passes:
+// engine/snapshot/README.md, "Expiry").
+struct ReloadGate {
+  bool has_floor = false;
   uint64_t version = 0;
   Fingerprint fingerprint;
+  bool allow_expired = false;
 };
 
 // The checks before a byte of the body is read, on the header's 512 bytes
 // and the trailer's 128 of a file of `size` bytes: size, magic, version,
 // header, sections (the table), min_version, rollback and same_version
-// (with a floor), expired, signature (signed by a trusted key). O(keys).
+// (with the gate's floor), expired (unless the gate allows it), signature
+// (signed by a trusted key). O(keys).
 Status Precheck(const uint8_t* head, const uint8_t* trailer, uint64_t size,
-                const SnapshotLoadOptions& options, const VersionFloor* floor,
-                Prechecked& out);
+                const SnapshotLoadOptions& options, const ReloadGate* gate, Prechecked& out);
 
 // Which file a path named (stat or fstat): device, inode, size, mtime.
 struct FileIdentity {
@@ -86,29 +91,72 @@ struct LoadedFile {
   std::shared_ptr<const RingSnapshot> snapshot;
   FileIdentity identity;    // of the file opened (before and after the copy)
   SealedCopy sealed;        // kSealed: the copy's descriptor, valid while snapshot lives
+  // The verified bytes (the sealed copy's, the private copy's or the
+  // file's pages), valid while snapshot lives.
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
   bool changed_while_read = false;  // a refusal that says nothing about the file's content
 };
 
-// Opens the path without blocking (O_NONBLOCK: a FIFO is refused, never
-// waited on), runs the pre-body checks, then reads the body the options'
-// way and runs every check. `loaded->identity` is filled as soon as the
-// file is stat-ed, also when a check then fails.
+// A snapshot file opened for a load, with its header and trailer read (two
+// preads) and nothing of its body. Owns the descriptor.
+struct OpenedSnapshot {
+  int fd = -1;
+  std::string path;  // for messages
+  uint64_t size = 0;
+  FileIdentity identity;  // of the descriptor (fstat); the path's stat until it is open
+  uint8_t head[snapshot::kHeaderBytes] = {};
+  uint8_t tail[snapshot::kTrailerBytes] = {};
+  OpenedSnapshot() = default;
+  OpenedSnapshot(const OpenedSnapshot&) = delete;
+  OpenedSnapshot& operator=(const OpenedSnapshot&) = delete;
+  ~OpenedSnapshot();
+};
+
+// The watched path: stat-ed (symlinks followed, as Kubernetes' ..data swap
+// needs), refused if it is not a regular file of a snapshot's size, then
+// opened without blocking (O_NONBLOCK: a FIFO renamed in between is
+// refused, never waited on), checked again on the descriptor, its holes
+// refused, its header and trailer read. `out.identity` is filled as soon as
+// the path is stat-ed, also when a check then fails.
+Status OpenSnapshotPath(const std::string& path, const SnapshotLoadOptions& options,
+                        OpenedSnapshot& out);
+// A file in a directory another user may write (the state directory's
+// NAME.good): openat(dir_fd, name, O_NOFOLLOW | O_NONBLOCK), so a symbolic
+// link, a FIFO or a device there is refused without being followed or
+// waited on; then the same checks. `absent` (if given) is set when there is
+// no such file (ENOENT), which is then not an error.
+Status OpenSnapshotAt(int dir_fd, const std::string& name, const std::string& display,
+                      const SnapshotLoadOptions& options, OpenedSnapshot& out,
+                      bool* absent = nullptr);
+
+// The pre-body checks (with the gate), then the body read the options' way
+// and every check.
+Result<std::shared_ptr<const RingSnapshot>> LoadOpened(OpenedSnapshot& file,
+                                                       const SnapshotLoadOptions& options,
+                                                       const ReloadGate* gate, LoadedFile* loaded);
+// OpenSnapshotPath, then LoadOpened.
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,
                                                              const SnapshotLoadOptions& options,
                                                              LoadedFile* loaded = nullptr,
-                                                             const VersionFloor* floor = nullptr);
+                                                             const ReloadGate* gate = nullptr);
 
-// Maps the sealed copy process `pid` holds as descriptor copy.fd (through
-// /proc/PID/fd, as the same user) after checking that it is that memory
-// file (device, inode, size) and that it is sealed against writes and
-// resizes, then loads it with only the checks memory safety needs (the
-// pre-body checks against `options`, the sections, the node table,
-// subsets, the collision table; O(nodes + losers)): its content was
-// verified by the process that made it, under the same policy. kIoError if
-// it cannot be opened or is not that sealed file.
+// Another process's sealed copy of `bound`, the file it stands for: the
+// memory file process `pid` holds as descriptor copy.fd (/proc/PID/fd: the
+// same user, or root), stat-ed before it is opened (a regular file, the
+// device and inode named, bound's size), opened without blocking, sealed
+// against writes and resizes, and holding bound's header and trailer byte
+// for byte. Then every check a load of `bound` runs, the gate's included:
+// nothing the process that published the copy says is trusted. Sharing
+// saves the file's read and the memory of a second copy, not the
+// verification. kIoError if it cannot be opened or is not that copy; a
+// check's refusal if its bytes fail one. `adopted` receives the copy's
+// descriptor (this process's), bytes and bound's identity.
 Result<std::shared_ptr<const RingSnapshot>> AdoptSealedCopy(pid_t pid, const SealedCopy& copy,
+                                                            const OpenedSnapshot& bound,
                                                             const SnapshotLoadOptions& options,
-                                                            SealedCopy* adopted);
+                                                            const ReloadGate* gate,
+                                                            LoadedFile& adopted);
 
 // The names of a file's subsets (best effort: none if the section is bad).
 Result<std::vector<std::string>> SubsetNamesOf(const uint8_t* data, const Header& h);
@@ -117,10 +165,17 @@ Result<std::vector<std::string>> SubsetNamesOf(const uint8_t* data, const Header
 
 // Friend of RingSnapshot: fills its private members.
 struct SnapshotLoader {
-  enum class LoadDepth : uint8_t {
-    kVerify,  // every check
-    kAdopt,   // a sealed copy another process verified: what memory safety needs
-  };
+  // Every check after the pre-body ones (`pre`), on `size` bytes at `data`
+  // that `backing` keeps alive.
+  static Result<std::shared_ptr<RingSnapshot>> Load(std::shared_ptr<const void> backing,
+                                                    const uint8_t* data, uint64_t size,
+                                                    SnapshotLoadMode mode,
+                                                    const SnapshotLoadOptions& options,
+                                                    const internal::Prechecked& pre);
+  // 1.0 exported this form (its symbol is in tests/data/abi's baseline, so
+  // it stays): adoption once skipped the content checks. Every depth now
+  // runs every check, as Load above.
+  enum class LoadDepth : uint8_t { kVerify, kAdopt };
   static Result<std::shared_ptr<RingSnapshot>> Load(std::shared_ptr<const void> backing,
                                                     const uint8_t* data, uint64_t size,
                                                     SnapshotLoadMode mode,

@@ -1,5 +1,7 @@
 // SnapshotReloader: the one reload policy (include/chash/snapshot.h) that
-// the C API, the nginx modules, chash.resty and the Rust crate use.
+// the C API, the nginx modules, chash.resty and the Rust crate use. What it
+// trusts in its state directory, and why, is SECURITY.md's; the design is
+// engine/snapshot/README.md's.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,18 +30,52 @@ namespace {
 using internal::FileIdentity;
 using internal::HostLock;
 using internal::LoadedFile;
+using internal::OpenedSnapshot;
+using internal::ReloadGate;
 using internal::SealedCopy;
 using internal::ShareRecord;
 
 // Refused identities remembered: a flapping file (good, bad, good...) stays
 // cheap; an older refusal is forgotten once 16 others came after it.
 constexpr size_t kRememberedRefusals = 16;
-// How long a process waits for another that verifies a file under the
-// host's lock (a 1.23 GB file verifies in about a second) before verifying
-// it too.
+// How long a writer waits for another that verifies a file or writes a
+// record under the host's lock (a 1.23 GB file verifies in about a second)
+// before going on without writing anything.
 constexpr std::chrono::milliseconds kLockWait{60000};
+// A file that could not be read (EACCES while a deploy tool fixes its mode,
+// EMFILE, EIO) is read again at the next look, then after 2, 4, ... up to
+// this many seconds while it keeps failing.
+constexpr int64_t kMaxIoBackoffSeconds = 60;
 
 int64_t NowSeconds() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// A refusal that says something about the file's bytes (or its kind), and
+// so is remembered for its identity. An I/O error, running out of memory
+// or a file that changed while it was read says nothing about them: the
+// file is read again.
+bool IsVerdictOnBytes(const Status& status, bool changed_while_read) {
+  if (changed_while_read) return false;
+  switch (FailedSnapshotCheck(status)) {
+    case SnapshotCheck::kNone:
+    case SnapshotCheck::kIo:
+    case SnapshotCheck::kOutOfMemory:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool IsVersionRefusal(const Status& status) {
+  const SnapshotCheck check = FailedSnapshotCheck(status);
+  return check == SnapshotCheck::kRollback || check == SnapshotCheck::kSameVersion;
+}
+
+// A load's outcome: the snapshot, or the refusal, and what it came from.
+struct Attempt {
+  Result<std::shared_ptr<const RingSnapshot>> result = Status(StatusCode::kIoError, "");
+  LoadedFile loaded;
+  bool adopted = false;
+};
 
 }  // namespace
 
@@ -59,28 +95,44 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
   std::mutex poll_mutex;
   FileIdentity current_file;   // the path's file known to hold the ring served
   SealedCopy current_sealed;   // the served ring's sealed copy (fd -1 if none)
+  LoadedFile current_bytes;    // the served ring's bytes (for BASE.good)
   std::deque<FileIdentity> refused_files;
-  uint64_t highest = 0;        // the highest version served here or persisted
+  // A file that could not be read: when it is read again.
+  struct IoRetry {
+    FileIdentity file;
+    int failures = 0;
+    std::chrono::steady_clock::time_point next;
+  } io_retry;
+  uint64_t highest = 0;  // the highest version served here, or proven by BASE.good
   Fingerprint highest_fingerprint;
   bool has_highest = false;
+  // What BASE.good's own checks said of the file of that identity: its
+  // version is a floor only once it passed them (proven); a file that
+  // failed them is set aside (its claim refuses nothing).
+  struct GoodVerdict {
+    FileIdentity file;
+    bool proven = false;
+  };
+  std::optional<GoodVerdict> good_verdict;
   uint64_t next_token = 1;
   struct Pending {
     uint64_t token = 0;
     std::shared_ptr<const RingSnapshot> snapshot;
     FileIdentity file;
-    SealedCopy sealed;
+    LoadedFile bytes;
     bool adopted = false;
     bool from_last_good = false;
   } pending;
   // Create deferred the first load (ReloadOptions::defer_first_load): the
   // state directory is opened and the first ring found by the first Check.
   bool initialized = false;
-  // A ring served whose file NAME.good must still receive (its snapshot
-  // keeps the sealed copy's descriptor open until then).
+  // A ring served whose bytes BASE.good must still receive (the snapshot
+  // keeps them alive until then): written by the next writer's Check.
   struct GoodPending {
     std::shared_ptr<const RingSnapshot> snapshot;
-    SealedCopy sealed;
+    LoadedFile bytes;
   } good_pending;
+  bool leftovers_removed = false;
 
   // What report() copies, under its own mutex: a report never waits for a
   // Check in flight.
@@ -109,19 +161,37 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
     return std::find(refused_files.begin(), refused_files.end(), id) != refused_files.end();
   }
 
-  // Counts a refusal, keeps it for the report, and (remember) never loads
-  // that identity again.
-  void NoteRefusal(const FileIdentity& id, const Status& status, bool remember) {
-    if (remember && !IsRefused(id)) {
-      refused_files.push_back(id);
-      if (refused_files.size() > kRememberedRefusals) refused_files.pop_front();
+  // Counts a refusal and keeps it for the report. A verdict on the file's
+  // bytes is remembered for its identity (never loaded again); any other
+  // failure is tried again, later each time it recurs, and counted once.
+  void NoteRefusal(const FileIdentity& id, const Status& status, bool verdict) {
+    bool count = true;
+    if (verdict) {
+      if (!IsRefused(id)) {
+        refused_files.push_back(id);
+        if (refused_files.size() > kRememberedRefusals) refused_files.pop_front();
+      }
+    } else if (id.size >= 0) {
+      const bool again = io_retry.failures > 0 && io_retry.file == id;
+      count = !again;
+      io_retry.failures = again ? io_retry.failures + 1 : 1;
+      io_retry.file = id;
+      const int64_t wait = std::min<int64_t>(int64_t{1} << std::min(io_retry.failures - 1, 6),
+                                             kMaxIoBackoffSeconds);
+      io_retry.next = std::chrono::steady_clock::now() + std::chrono::seconds(wait - 1);
     }
     std::lock_guard<std::mutex> lock(report_mutex);
-    ++report.refused;
+    if (count) ++report.refused;
     report.last_check = FailedSnapshotCheck(status);
     report.last_message = status.message();
     report.last_refused_unix_seconds = NowSeconds();
     last_status = status;
+  }
+
+  // The path's file failed to be read before and its next try is not due.
+  bool WaitingToRetry(const FileIdentity& id) const {
+    return io_retry.failures > 0 && io_retry.file == id &&
+           std::chrono::steady_clock::now() < io_retry.next;
   }
 
   void Raise(uint64_t version, const Fingerprint& fingerprint) {
@@ -132,47 +202,120 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
     }
   }
 
-  // The versions a new file must not go below (with the persisted state,
-  // re-read: another process may have served a newer one).
-  std::optional<internal::VersionFloor> Floor() {
-    if (host) {
-      Result<internal::PersistedState> state = host->ReadState();
-      if (state.ok() && state.value().present) {
-        Raise(state.value().highest_version, state.value().fingerprint);
-      }
+  // The versions a new file must not go below: this process's own, and
+  // BASE.good's header unless that file has been set aside (`claim`).
+  ReloadGate Gate(const SnapshotInfo* claim) const {
+    ReloadGate gate;
+    gate.has_floor = has_highest;
+    gate.version = highest;
+    gate.fingerprint = highest_fingerprint;
+    if (claim != nullptr && (!gate.has_floor || claim->config_version > gate.version)) {
+      gate.has_floor = true;
+      gate.version = claim->config_version;
+      gate.fingerprint = claim->fingerprint;
     }
-    if (!has_highest) return std::nullopt;
-    internal::VersionFloor floor;
-    floor.version = highest;
-    floor.fingerprint = highest_fingerprint;
-    return floor;
+    return gate;
   }
 
-  // The version rules for a snapshot verified elsewhere (adopted).
-  Status CheckVersion(const SnapshotInfo& info) const {
-    if (!has_highest || info.config_version > highest) return Status();
-    if (info.config_version < highest) {
-      return Status(StatusCode::kUntrusted,
-                    "rollback: config version " + std::to_string(info.config_version) +
-                        " is older than " + std::to_string(highest) + ", which was served (" +
-                        path + ")");
+  // BASE.good opened (its header read, nothing else), if there is one that
+  // this process has not set aside; its header's info in `claim`.
+  bool OpenGood(OpenedSnapshot& good, SnapshotInfo& claim) {
+    if (!host) return false;
+    bool absent = true;
+    if (!host->OpenGood(options.load, good, absent).ok() || absent) return false;
+    if (good_verdict && good_verdict->file == good.identity && !good_verdict->proven) {
+      return false;  // set aside
     }
-    if (!(info.fingerprint == highest_fingerprint)) {
-      return Status(StatusCode::kUntrusted,
-                    "same_version: config version " + std::to_string(info.config_version) +
-                        " was served with ring " + highest_fingerprint.Short() +
-                        "; this file has that version and ring " + info.fingerprint.Short() +
-                        " (" + path + ")");
+    internal::Prechecked pre;
+    ReloadGate any;
+    any.allow_expired = true;
+    const SnapshotLoadOptions header_only;
+    if (!internal::Precheck(good.head, good.tail, good.size, header_only, &any, pre).ok()) {
+      return false;  // its load refuses it, with the reason, when it is loaded
     }
-    return Status();
+    claim = pre.header.info;
+    return true;
+  }
+
+  // Loads BASE.good with every check: it proves its version a floor, or is
+  // set aside (a refusal the report names). An I/O error decides nothing.
+  Attempt ProveGood(OpenedSnapshot& good) {
+    Attempt attempt;
+    ReloadGate any;
+    any.allow_expired = true;  // an expired file still proves what was served
+    attempt.result = internal::LoadOpened(good, options.load, &any, &attempt.loaded);
+    if (attempt.result.ok()) {
+      good_verdict = GoodVerdict{good.identity, true};
+      Raise(attempt.result.value()->info().config_version,
+            attempt.result.value()->info().fingerprint);
+    } else if (IsVerdictOnBytes(attempt.result.status(), attempt.loaded.changed_while_read)) {
+      good_verdict = GoodVerdict{good.identity, false};
+      NoteRefusal(good.identity,
+                  Status(attempt.result.status().code(),
+                         attempt.result.status().message() +
+                             "; the last good file is set aside: its version is no floor"),
+                  true);
+    }
+    return attempt;
+  }
+
+  // Another process's sealed copy of `file`, adopted after every check
+  // (gate's included); a refusal if there is none or it fails any.
+  Attempt Adopt(OpenedSnapshot& file, const std::optional<ShareRecord>& record,
+                const ReloadGate& gate) {
+    Attempt attempt;
+    if (!sharing() || !record || record->policy != policy || record->path != path ||
+        record->copy.size != file.size) {
+      attempt.result = Status(StatusCode::kIoError, "io: no copy of " + path + " to adopt");
+      return attempt;
+    }
+    attempt.result = internal::AdoptSealedCopy(record->pid, record->copy, file, options.load,
+                                               &gate, attempt.loaded);
+    attempt.adopted = attempt.result.ok();
+    return attempt;
+  }
+
+  // `file` as another process's sealed copy of it, else loaded from the file
+  // itself: whatever the copy's bytes failed says nothing of the file's.
+  Attempt LoadOrAdopt(OpenedSnapshot& file, const std::optional<ShareRecord>& record,
+                      const ReloadGate& gate) {
+    Attempt attempt = Adopt(file, record, gate);
+    if (attempt.adopted) return attempt;
+    attempt = Attempt();
+    attempt.result = internal::LoadOpened(file, options.load, &gate, &attempt.loaded);
+    return attempt;
+  }
+
+  // The path's file with every check, or adopted: against this process's
+  // floor and BASE.good's, which is proven (or set aside) first if it
+  // would refuse the file.
+  Attempt LoadPath(OpenedSnapshot& file, const std::optional<ShareRecord>& record,
+                   bool allow_expired) {
+    OpenedSnapshot good;
+    SnapshotInfo claim;
+    const bool has_claim = OpenGood(good, claim);
+    ReloadGate gate = Gate(has_claim ? &claim : nullptr);
+    gate.allow_expired = allow_expired;
+    Attempt attempt = LoadOrAdopt(file, record, gate);
+    const bool unproven =
+        has_claim && !(good_verdict && good_verdict->file == good.identity && good_verdict->proven);
+    if (attempt.result.ok() || !unproven || !IsVersionRefusal(attempt.result.status())) {
+      return attempt;
+    }
+    const Attempt proof = ProveGood(good);
+    if (proof.result.ok()) return attempt;  // the floor holds: the refusal stands
+    gate = Gate(nullptr);
+    gate.allow_expired = allow_expired;
+    return LoadOrAdopt(file, record, gate);
   }
 
   ReloadCandidate Candidate(std::shared_ptr<const RingSnapshot> snapshot, const FileIdentity& file,
-                            const SealedCopy& sealed, bool adopted) {
+                            const LoadedFile& bytes, bool adopted) {
     pending.token = next_token++;
     pending.snapshot = snapshot;
     pending.file = file;
-    pending.sealed = sealed;
+    pending.bytes = bytes;
+    pending.bytes.snapshot = snapshot;
     pending.adopted = adopted;
     ReloadCandidate candidate;
     candidate.outcome = ReloadOutcome::kNew;
@@ -190,92 +333,82 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
     return candidate;
   }
 
-  // The sealed copy another process published, if it passes the adoption
-  // checks and holds the ring the record says.
-  std::optional<std::shared_ptr<const RingSnapshot>> Adopt(const ShareRecord& record,
-                                                           SealedCopy& adopted) const {
-    Result<std::shared_ptr<const RingSnapshot>> loaded =
-        internal::AdoptSealedCopy(record.pid, record.copy, options.load, &adopted);
-    if (!loaded.ok()) return std::nullopt;
-    const SnapshotInfo& info = loaded.value()->info();
-    if (info.config_version != record.config_version ||
-        !(info.fingerprint == record.fingerprint)) {
-      return std::nullopt;
+  // Where the copy of a verified file is, for the host's other processes:
+  // a writer's, under its lock.
+  void Publish(const HostLock& lock, const LoadedFile& loaded) {
+    if (!sharing() || !writing() || !lock.held() || loaded.sealed.fd < 0 || !loaded.snapshot) {
+      return;
     }
-    return std::move(loaded).value();
-  }
-
-  void Publish(const LoadedFile& loaded) {
-    if (!sharing() || !writing() || loaded.sealed.fd < 0 || !loaded.snapshot) return;
-    ShareRecord record = host->ReadShare();
-    if (record.policy != policy) record = ShareRecord();
+    ShareRecord record;
+    record.path = path;
     record.policy = policy;
-    record.has_copy = true;
     record.pid = getpid();
     record.copy = loaded.sealed;
-    record.source = loaded.identity;
     record.config_version = loaded.snapshot->info().config_version;
     record.fingerprint = loaded.snapshot->info().fingerprint;
-    (void)host->WriteShare(record);  // at worst the others verify for themselves
+    (void)host->WriteShare(lock, record);  // at worst the others verify for themselves
   }
 
-  void PublishRefusal(const FileIdentity& id, const Status& status) {
-    if (!sharing() || !writing()) return;
-    ShareRecord record = host->ReadShare();
-    if (record.policy != policy) record = ShareRecord();
-    record.policy = policy;
-    record.has_refusal = true;
-    record.refused = id;
-    record.check = FailedSnapshotCheck(status);
-    record.message = status.message();
-    (void)host->WriteShare(record);
+  // The host's lock, for a writer of the state directory (the others
+  // neither wait for it nor write); the first time, the leftovers of
+  // crashed writes are removed under it.
+  HostLock WriterLock(std::string* why = nullptr) {
+    if (!host) return HostLock();
+    HostLock lock = host->Lock(kLockWait, why);
+    if (lock.held() && !leftovers_removed) {
+      host->RemoveLeftovers(lock);
+      leftovers_removed = true;
+    }
+    return lock;
   }
 
-  // NAME.good and NAME.state for a ring being served, unless the state
-  // already holds it or a newer one. Under the host's lock.
-  // NAME.state for a ring being served, unless the state already holds it
-  // or a newer one; then NAME.good, written now (good_now: a start, which
-  // serves nothing yet) or at the next Check (a reload: the embedder swaps
-  // as soon as Accept returns, and a file of a gigabyte written and fsync-ed
-  // first would delay every swap by seconds). Under the host's lock.
-  Status Persist(std::shared_ptr<const RingSnapshot> snapshot, const SealedCopy& sealed,
+  // BASE.good for a ring being served, unless it already holds that ring
+  // or a newer one (proven, or not yet looked at: another process wrote
+  // it); written now (good_now: a start, which serves nothing yet) or by
+  // the next Check (a reload: a file of a gigabyte written and fsync-ed
+  // first would delay every swap by seconds). A process that does not own
+  // the directory writes nothing: its descendants that do (nginx's workers)
+  // write what it left pending.
+  Status Persist(std::shared_ptr<const RingSnapshot> snapshot, const LoadedFile& bytes,
                  bool good_now) {
-    if (!writing()) return Status();
-    HostLock lock = host->Lock(kLockWait);
-    Result<internal::PersistedState> state = host->ReadState();
-    if (!state.ok()) return state.status();
-    const uint64_t version = snapshot->info().config_version;
-    if (state.value().present && state.value().highest_version >= version) return Status();
-    internal::PersistedState next;
-    next.present = true;
-    next.highest_version = version;
-    next.fingerprint = snapshot->info().fingerprint;
-    if (Status status = host->WriteState(next); !status.ok()) return status;
-    if (!options.keep_last_good || sealed.fd < 0) return Status();
-    good_pending = GoodPending{std::move(snapshot), sealed};
-    return good_now ? WritePendingGood(lock) : Status();
+    if (!writing() || !options.keep_last_good || bytes.data == nullptr) return Status();
+    good_pending = GoodPending{std::move(snapshot), bytes};
+    return good_now ? WritePendingGood() : Status();
   }
 
-  // NAME.good from the copy Persist left pending, unless NAME.good already
-  // holds its version (another process wrote it). Kept pending on a failure
-  // (the report says so), tried again at the next Check.
-  Status WritePendingGood(const HostLock&) {
-    if (!good_pending.snapshot) return Status();
-    const uint64_t version = good_pending.snapshot->info().config_version;
-    Result<SnapshotInfo> there = ReadSnapshotInfo(host->GoodPath());
-    if (!there.ok() || there.value().config_version != version) {
-      if (Status status = host->WriteGood(good_pending.sealed.fd, good_pending.sealed.size);
-          !status.ok()) {
-        return status;
+  Status WritePendingGood() {
+    if (!good_pending.snapshot || !writing()) return Status();
+    std::string why;
+    HostLock lock = WriterLock(&why);
+    if (!lock.held()) {
+      // Not the directory's owner: nginx's root master, whose workers own
+      // it and write what it left pending; not an error.
+      Result<internal::DirHandle> dir = host->OpenDir();
+      if (geteuid() == 0 && dir.ok() && dir.value().fd() >= 0 && !dir.value().writer()) {
+        return Status();
       }
+      return Status(StatusCode::kIoError, why + " (" + host->GoodPath() + " not written)");
+    }
+    const SnapshotInfo& info = good_pending.snapshot->info();
+    OpenedSnapshot good;
+    SnapshotInfo claim;
+    if (OpenGood(good, claim) &&
+        (claim.config_version > info.config_version ||
+         (claim.config_version == info.config_version && claim.fingerprint == info.fingerprint))) {
+      // Another process wrote that ring or a newer one: kept once it
+      // passes its checks (then it is the floor), replaced if it fails them.
+      const bool proven = good_verdict && good_verdict->file == good.identity;
+      if (proven || ProveGood(good).result.ok()) {
+        good_pending = GoodPending();
+        return Status();
+      }
+    }
+    if (Status status = host->WriteGood(lock, good_pending.bytes.data, good_pending.bytes.size);
+        !status.ok()) {
+      return status;
     }
     good_pending = GoodPending();
     return Status();
-  }
-  Status WritePendingGood() {
-    if (!good_pending.snapshot || !writing()) return Status();
-    HostLock lock = host->Lock(kLockWait);
-    return WritePendingGood(lock);
   }
 
   void NoteStateError(const Status& status) {
@@ -284,11 +417,14 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
   }
 
   void Serve(std::shared_ptr<const RingSnapshot> snapshot, const FileIdentity& file,
-             const SealedCopy& sealed) {
+             const LoadedFile& bytes) {
     Raise(snapshot->info().config_version, snapshot->info().fingerprint);
     current_file = file;
-    current_sealed = sealed;
+    current_sealed = bytes.sealed;
+    current_bytes = bytes;
+    current_bytes.snapshot = snapshot;
     const uint64_t version = snapshot->info().config_version;
+    const int64_t expires = snapshot->info().expires_unix_seconds;
     {
       std::lock_guard<std::mutex> lock(current_mutex);
       current = std::move(snapshot);
@@ -296,6 +432,7 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
     std::lock_guard<std::mutex> lock(report_mutex);
     report.served_version = version;
     report.highest_version = highest;
+    report.served_expires_unix_seconds = expires;
   }
 
   // Marks a Check in flight for the report.
@@ -305,21 +442,21 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
     std::atomic<int64_t>& since_;
   };
 
-  // Serves the pending candidate: persists its version and file (an error
-  // is kept in the report and returned; the ring is served all the same),
-  // then publishes it. A reload (not the first ring) is counted.
+  // Serves the pending candidate, then leaves its bytes for BASE.good (an
+  // error is kept in the report and returned; the ring is served all the
+  // same). A reload (not the first ring) is counted.
   Status Commit() {
     const bool reload = Current() != nullptr;
     Pending taken = std::move(pending);
     pending = Pending();
     Status persisted;
     try {
-      persisted = Persist(taken.snapshot, taken.sealed, !reload);
+      persisted = Persist(taken.snapshot, taken.bytes, !reload);
     } catch (const std::bad_alloc&) {
       persisted = internal::OutOfMemory("writing the reload state", path);
     }
     NoteStateError(persisted);
-    Serve(std::move(taken.snapshot), taken.file, taken.sealed);
+    Serve(std::move(taken.snapshot), taken.file, taken.bytes);
     std::lock_guard<std::mutex> lock(report_mutex);
     if (reload) {
       ++report.accepted;
@@ -346,7 +483,7 @@ SnapshotReloader::~SnapshotReloader() {
     impl_->watch_wake.notify_all();
     impl_->watcher.join();
   }
-  // A NAME.good still to write is written now: a restart must find the
+  // A BASE.good still to write is written now: a restart must find the
   // ring this reloader served last.
   std::lock_guard<std::mutex> poll(impl_->poll_mutex);
   try {
@@ -356,98 +493,143 @@ SnapshotReloader::~SnapshotReloader() {
   }
 }
 
-// Opens the state directory and reads the versions served. Touches the
-// file system: Create does it, or the first Check when deferred.
+// Opens the state directory. Touches the file system: Create does it, or
+// the first Check when deferred.
 Status SnapshotReloader::Impl::Initialize() {
   if (initialized) return Status();
   if (!options.state_dir.empty()) {
-    const std::string name =
-        options.name.empty() ? internal::DefaultReloaderName(path) : options.name;
-    Result<internal::HostState> opened = internal::HostState::Open(options.state_dir, name);
+    Result<internal::HostState> opened = internal::HostState::Open(
+        options.state_dir, options.name, path, /*may_be_absent=*/!options.write_state);
     if (!opened.ok()) return opened.status();
     host = std::move(opened).value();
-    Result<internal::PersistedState> state = host->ReadState();
-    if (!state.ok()) return state.status();
-    if (state.value().present) Raise(state.value().highest_version, state.value().fingerprint);
+    std::lock_guard<std::mutex> lock(report_mutex);
+    report.state_file = host->GoodPath();
   }
   initialized = true;
   return Status();
 }
 
 // The newest ring that passes every check, while nothing is served yet: the
-// path's file as another process of the host verified it, else the path's
-// file with every check, else the last good file (NAME.good). A candidate
-// (pending; from_last_good says which), or the refusal naming why the path's
-// file (and the last good one) failed.
+// path's file (adopted from another process of the host, or loaded), else
+// the last good file (BASE.good); and if both fail, the newer of the two
+// that fails only its expiry (served, and reported as expired, rather than
+// nothing: as a served ring that expires is served on). A candidate
+// (pending; from_last_good says which), or the refusal naming why the
+// path's file (and the last good one) failed.
 ReloadCandidate SnapshotReloader::Impl::FirstCandidate() {
   pending = Pending();
+  HostLock lock = sharing() && writing() ? WriterLock() : HostLock();
+  const std::optional<ShareRecord> record = sharing() ? host->ReadShare() : std::nullopt;
+  struct Option {
+    Attempt attempt;
+    FileIdentity file;
+    bool from_last_good = false;
+    bool absent = false;  // no last good file
+  };
+  const auto try_path = [&](bool allow_expired) {
+    Option option;
+    OpenedSnapshot file;
+    Status opened = internal::OpenSnapshotPath(path, options.load, file);
+    option.file = file.identity;
+    if (!opened.ok()) {
+      option.attempt.result = opened;
+      option.attempt.loaded.identity = file.identity;
+    } else {
+      option.attempt = LoadPath(file, record, allow_expired);
+    }
+    return option;
+  };
+  const auto try_good = [&](bool allow_expired) {
+    Option option;
+    option.from_last_good = true;
+    OpenedSnapshot good;
+    bool absent = true;
+    Status opened =
+        host->OpenGood(options.load, good, absent);
+    if (!opened.ok()) {
+      option.attempt.result = opened;
+    } else if (absent) {
+      option.absent = true;
+      option.attempt.result = Status(StatusCode::kIoError, "io: no last good file");
+    } else {
+      ReloadGate gate;  // its own version is no floor for itself
+      gate.allow_expired = allow_expired;
+      option.attempt.result = internal::LoadOpened(good, options.load, &gate, &option.attempt.loaded);
+      if (option.attempt.result.ok()) {
+        good_verdict = GoodVerdict{good.identity, true};
+      } else if (IsVerdictOnBytes(option.attempt.result.status(),
+                                  option.attempt.loaded.changed_while_read)) {
+        good_verdict = GoodVerdict{good.identity, false};
+      }
+    }
+    return option;
+  };
+  const auto take = [&](Option& option) {
+    const std::shared_ptr<const RingSnapshot> snapshot = option.attempt.result.value();
+    if (!option.attempt.adopted) Publish(lock, option.attempt.loaded);
+    ReloadCandidate candidate = Candidate(snapshot, option.from_last_good ? FileIdentity{} : option.file,
+                                          option.attempt.loaded, option.attempt.adopted);
+    pending.from_last_good = option.from_last_good;
+    return candidate;
+  };
+
   const FileIdentity now = internal::IdentityOfPath(path);
   // A file refused already (the embedder's own checks refused it: the
   // next candidate is the last good file).
   const bool path_refused = now.size >= 0 && IsRefused(now);
-  if (sharing() && now.size >= 0 && !path_refused) {
-    HostLock lock = host->Lock(kLockWait);
-    const ShareRecord record = host->ReadShare();
-    if (record.policy == policy && record.has_copy && record.source == now) {
-      SealedCopy adopted;
-      if (auto snapshot = Adopt(record, adopted);
-          snapshot && CheckVersion((*snapshot)->info()).ok()) {
-        return Candidate(std::move(*snapshot), now, adopted, true);
-      }
-    }
-  }
-  const std::optional<internal::VersionFloor> floor = Floor();
+  Option from_path;
   Status refusal;
   if (path_refused) {
-    std::lock_guard<std::mutex> lock(report_mutex);
+    std::lock_guard<std::mutex> report_lock(report_mutex);
     refusal = last_status;
   } else {
-    LoadedFile loaded;
-    Result<std::shared_ptr<const RingSnapshot>> first = internal::LoadSnapshotFile(
-        path, options.load, &loaded, floor ? &*floor : nullptr);
-    if (first.ok()) {
-      Publish(loaded);
-      return Candidate(std::move(first).value(), loaded.identity, loaded.sealed, false);
-    }
-    refusal = first.status();
+    from_path = try_path(false);
+    if (from_path.attempt.result.ok()) return take(from_path);
+    refusal = from_path.attempt.result.status();
     if (refusal.code() == StatusCode::kOutOfMemory) return Refused(refusal);
-    const bool remember = !loaded.changed_while_read;
-    NoteRefusal(loaded.identity, refusal, remember);
-    if (remember) PublishRefusal(loaded.identity, refusal);
+    NoteRefusal(from_path.attempt.loaded.identity, refusal,
+                IsVerdictOnBytes(refusal, from_path.attempt.loaded.changed_while_read));
   }
   if (!host || !options.keep_last_good) return Refused(refusal);
-  const std::string good = host->GoodPath();
-  struct stat st {};
-  if (stat(good.c_str(), &st) != 0) return Refused(refusal);
-  // No floor: NAME.good is this name's own verified copy. It is older than
-  // the state only if the process stopped between the two writes; it is
-  // served then, and the report says so, rather than nothing.
-  LoadedFile last;
-  Result<std::shared_ptr<const RingSnapshot>> kept =
-      internal::LoadSnapshotFile(good, options.load, &last, nullptr);
-  if (!kept.ok()) {
-    return Refused(Status(refusal.code(), refusal.message() + "; and the last good file " + good +
-                                              " was refused too: " + kept.status().message()));
+  Option from_good = try_good(false);
+  if (from_good.attempt.result.ok()) {
+    const SnapshotInfo& info = from_good.attempt.result.value()->info();
+    if (has_highest && info.config_version < highest) {
+      NoteRefusal(FileIdentity{},
+                  Status(StatusCode::kUntrusted,
+                         "rollback: " + refusal.message() + "; serving the last good file " +
+                             host->GoodPath() + ", config version " +
+                             std::to_string(info.config_version) +
+                             ", older than the highest served, " + std::to_string(highest)),
+                  false);
+    } else if (has_highest && info.config_version == highest &&
+               !(info.fingerprint == highest_fingerprint)) {
+      return Refused(Status(refusal.code(), refusal.message() + "; and the last good file " +
+                                                host->GoodPath() + " holds another ring of version " +
+                                                std::to_string(info.config_version)));
+    }
+    Raise(info.config_version, info.fingerprint);
+    return take(from_good);
   }
-  const uint64_t version = kept.value()->info().config_version;
-  if (has_highest && version < highest) {
-    NoteRefusal(FileIdentity{},
-                Status(StatusCode::kUntrusted,
-                       "rollback: " + refusal.message() + "; serving the last good file " + good +
-                           ", config version " + std::to_string(version) +
-                           ", older than the highest served, " + std::to_string(highest) +
-                           " (the process stopped before it rewrote the file)"),
-                false);
-  } else if (has_highest && version == highest && !(kept.value()->info().fingerprint ==
-                                                    highest_fingerprint)) {
-    return Refused(Status(refusal.code(), refusal.message() + "; and the last good file " + good +
-                                              " holds another ring of version " +
-                                              std::to_string(version)));
+  // Nothing passes: the newer ring of the two that fails only its expiry.
+  const Status good_refusal = from_good.attempt.result.status();
+  const bool path_expired = FailedSnapshotCheck(refusal) == SnapshotCheck::kExpired;
+  const bool good_expired = FailedSnapshotCheck(good_refusal) == SnapshotCheck::kExpired;
+  if (path_expired || good_expired) {
+    Option expired_path = path_expired ? try_path(true) : Option();
+    Option expired_good = good_expired ? try_good(true) : Option();
+    const bool path_ok = path_expired && expired_path.attempt.result.ok();
+    const bool good_ok = good_expired && expired_good.attempt.result.ok();
+    if (path_ok && (!good_ok || expired_path.attempt.result.value()->info().config_version >=
+                                    expired_good.attempt.result.value()->info().config_version)) {
+      return take(expired_path);
+    }
+    if (good_ok) return take(expired_good);
   }
-  Publish(last);
-  ReloadCandidate candidate = Candidate(std::move(kept).value(), FileIdentity{}, last.sealed, false);
-  pending.from_last_good = true;
-  return candidate;
+  if (from_good.absent) return Refused(refusal);
+  return Refused(Status(refusal.code(), refusal.message() + "; and the last good file " +
+                                            host->GoodPath() +
+                                            " was refused too: " + good_refusal.message()));
 }
 
 Result<std::unique_ptr<SnapshotReloader>> SnapshotReloader::Create(std::string path,
@@ -489,21 +671,7 @@ ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
     }
   }
   if (Current() == nullptr) return FirstCandidate();  // deferred, or nothing served yet
-  if (host) {
-    Status state_error;
-    {
-      std::lock_guard<std::mutex> lock(report_mutex);
-      state_error = report.state_error;
-    }
-    if (!state_error.ok()) {
-      // The last Accept could not persist: try again.
-      if (const std::shared_ptr<const RingSnapshot> served = Current()) {
-        NoteStateError(Persist(served, current_sealed, true));
-      }
-    } else if (good_pending.snapshot) {
-      NoteStateError(WritePendingGood());
-    }
-  }
+  if (host && good_pending.snapshot) NoteStateError(WritePendingGood());
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     const int error = errno;
@@ -516,69 +684,41 @@ ReloadCandidate SnapshotReloader::Impl::CheckLocked() {
     return Refused(status);
   }
   const FileIdentity now = internal::IdentityOf(st);
-  if ((Current() != nullptr && now == current_file) || IsRefused(now)) return ReloadCandidate();
+  if (now == current_file || IsRefused(now) || WaitingToRetry(now)) return ReloadCandidate();
 
-  HostLock lock;
-  ShareRecord record;
-  if (sharing()) {
-    lock = host->Lock(kLockWait);
-    record = host->ReadShare();
-    if (record.policy == policy) {
-      if (record.has_refusal && record.refused == now) {
-        const Status status(CodeOfSnapshotCheck(record.check), record.message);
-        NoteRefusal(now, status, true);
-        return Refused(status);
-      }
-      if (record.has_copy && record.source == now) {
-        const std::shared_ptr<const RingSnapshot> served = Current();
-        if (served && served->info().config_version == record.config_version &&
-            served->info().fingerprint == record.fingerprint) {
-          current_file = now;
-          ReloadCandidate same;
-          same.outcome = ReloadOutcome::kSameRing;
-          return same;
-        }
-        (void)Floor();
-        SealedCopy adopted;
-        if (auto snapshot = Adopt(record, adopted)) {
-          if (Status status = CheckVersion((*snapshot)->info()); !status.ok()) {
-            NoteRefusal(now, status, true);
-            return Refused(status);
-          }
-          return Candidate(std::move(*snapshot), now, adopted, true);
-        }
-      }
-    }
+  // A writer verifies under the host's lock, so that the others adopt its
+  // copy instead of verifying in parallel with a copy of their own.
+  HostLock lock = sharing() && writing() ? WriterLock() : HostLock();
+  const std::optional<ShareRecord> record = sharing() ? host->ReadShare() : std::nullopt;
+  OpenedSnapshot file;
+  Attempt attempt;
+  if (Status opened = internal::OpenSnapshotPath(path, options.load, file); !opened.ok()) {
+    attempt.result = opened;
+    attempt.loaded.identity = file.identity;
+  } else {
+    attempt = LoadPath(file, record, false);
   }
-  const std::optional<internal::VersionFloor> floor = Floor();
-  LoadedFile loaded;
-  Result<std::shared_ptr<const RingSnapshot>> result =
-      internal::LoadSnapshotFile(path, options.load, &loaded, floor ? &*floor : nullptr);
-  if (!result.ok()) {
-    const Status& status = result.status();
-    const bool remember =
-        status.code() != StatusCode::kOutOfMemory && !loaded.changed_while_read;
-    const FileIdentity id = loaded.identity.size >= 0 ? loaded.identity : now;
-    NoteRefusal(id, status, remember);
-    if (remember) PublishRefusal(id, status);
+  if (!attempt.result.ok()) {
+    const Status& status = attempt.result.status();
+    const FileIdentity id = attempt.loaded.identity.size >= 0 ? attempt.loaded.identity : now;
+    NoteRefusal(id, status, IsVerdictOnBytes(status, attempt.loaded.changed_while_read));
     return Refused(status);
   }
+  io_retry = IoRetry();
   const std::shared_ptr<const RingSnapshot> served = Current();
-  if (served && result.value()->info().config_version == served->info().config_version &&
-      result.value()->info().fingerprint == served->info().fingerprint) {
+  const std::shared_ptr<const RingSnapshot>& found = attempt.result.value();
+  if (served && found->info().config_version == served->info().config_version &&
+      found->info().fingerprint == served->info().fingerprint) {
     // A copy of the ring served (a touch, a cp): verified, remembered, not
     // swapped; the others of the host are pointed at the copy served.
-    current_file = loaded.identity;
-    LoadedFile same = loaded;
-    same.snapshot = served;
-    same.sealed = current_sealed;
-    Publish(same);
+    current_file = attempt.loaded.identity;
+    Publish(lock, current_bytes);
     ReloadCandidate candidate;
     candidate.outcome = ReloadOutcome::kSameRing;
     return candidate;
   }
-  Publish(loaded);
-  return Candidate(std::move(result).value(), loaded.identity, loaded.sealed, false);
+  if (!attempt.adopted) Publish(lock, attempt.loaded);
+  return Candidate(found, attempt.loaded.identity, attempt.loaded, attempt.adopted);
 }
 
 ReloadCandidate SnapshotReloader::Check() {
@@ -595,38 +735,42 @@ ReloadCandidate SnapshotReloader::Check() {
   }
 }
 
+// A process started later (nginx's respawned worker) catching up with its
+// siblings: the copy of the path's file another process published, if it
+// is newer than the ring served and passes every check; else BASE.good, if
+// its version is newer than the ring served and it passes every check.
 ReloadCandidate SnapshotReloader::Impl::AdoptSharedLocked() {
   pending = Pending();
   if (!initialized && !Initialize().ok()) return ReloadCandidate();
   if (!host) return ReloadCandidate();
-  HostLock lock = host->Lock(kLockWait);
-  const ShareRecord record = sharing() ? host->ReadShare() : ShareRecord();
   const std::shared_ptr<const RingSnapshot> served = Current();
-  (void)Floor();
-  if (record.policy == policy && record.has_copy &&
-      !(served && (record.config_version < served->info().config_version ||
-                   (record.config_version == served->info().config_version &&
-                    record.fingerprint == served->info().fingerprint)))) {
-    SealedCopy adopted;
-    if (auto snapshot = Adopt(record, adopted);
-        snapshot && CheckVersion((*snapshot)->info()).ok()) {
-      return Candidate(std::move(*snapshot), record.source, adopted, true);
+  const auto newer = [&](const SnapshotInfo& info) {
+    return !served || info.config_version > served->info().config_version;
+  };
+  const std::optional<ShareRecord> record = sharing() ? host->ReadShare() : std::nullopt;
+  if (record && record->policy == policy && record->path == path &&
+      (!served || record->config_version > served->info().config_version)) {
+    OpenedSnapshot file;
+    OpenedSnapshot good;
+    SnapshotInfo claim;
+    if (internal::OpenSnapshotPath(path, options.load, file).ok()) {
+      const bool has_claim = OpenGood(good, claim);
+      Attempt attempt = Adopt(file, record, Gate(has_claim ? &claim : nullptr));
+      if (attempt.result.ok() && newer(attempt.result.value()->info())) {
+        return Candidate(attempt.result.value(), file.identity, attempt.loaded, true);
+      }
     }
   }
-  // The host served a newer version than this process, and the process
-  // that verified it is gone (its copy cannot be adopted): the last good
-  // file, which is that version.
-  if (!options.keep_last_good || !has_highest ||
-      (served && served->info().config_version >= highest)) {
-    return ReloadCandidate();
-  }
-  const std::optional<internal::VersionFloor> floor = Floor();
-  LoadedFile loaded;
-  Result<std::shared_ptr<const RingSnapshot>> good = internal::LoadSnapshotFile(
-      host->GoodPath(), options.load, &loaded, floor ? &*floor : nullptr);
-  if (!good.ok() || good.value()->info().config_version != highest) return ReloadCandidate();
-  Publish(loaded);
-  return Candidate(std::move(good).value(), FileIdentity{}, loaded.sealed, false);
+  if (!options.keep_last_good) return ReloadCandidate();
+  OpenedSnapshot good;
+  SnapshotInfo claim;
+  if (!OpenGood(good, claim) || !newer(claim)) return ReloadCandidate();
+  Attempt attempt = ProveGood(good);
+  if (!attempt.result.ok() || !newer(attempt.result.value()->info())) return ReloadCandidate();
+  ReloadCandidate candidate =
+      Candidate(attempt.result.value(), FileIdentity{}, attempt.loaded, false);
+  pending.from_last_good = true;
+  return candidate;
 }
 
 ReloadCandidate SnapshotReloader::AdoptShared() {
@@ -711,6 +855,8 @@ ReloadReport SnapshotReloader::report() const {
   std::lock_guard<std::mutex> lock(impl_->report_mutex);
   ReloadReport copy = impl_->report;
   copy.checking_since_unix_seconds = impl_->checking_since.load();
+  copy.serving_expired =
+      copy.served_expires_unix_seconds != 0 && NowSeconds() >= copy.served_expires_unix_seconds;
   return copy;
 }
 

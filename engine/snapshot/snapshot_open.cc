@@ -39,22 +39,6 @@ Status IoError(std::string_view check, const std::string& path, const std::strin
                                                       : std::string()));
 }
 
-// Closes a descriptor on every path out, exceptions included.
-struct Descriptor {
-  int fd = -1;
-  Descriptor() = default;
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (fd >= 0) close(fd);
-  }
-  int release() noexcept {
-    const int out = fd;
-    fd = -1;
-    return out;
-  }
-};
-
 // An OS mapping of a file, unmapped when the last ring using it goes.
 struct FileMapping {
   void* data = nullptr;
@@ -130,24 +114,6 @@ Status CheckNoHoles(const std::string& path, int fd, uint64_t size) {
   return Status();
 }
 
-// Opens the path for a load without blocking, after the checks that need
-// only its stat.
-Status OpenChecked(const std::string& path, const SnapshotLoadOptions& options, bool limits,
-                   Descriptor& file, uint64_t& size, FileIdentity* identity) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return IoError("io", path, "stat", errno);
-  if (identity != nullptr) *identity = internal::IdentityOf(st);
-  if (Status status = CheckKind(path, st, options, limits); !status.ok()) return status;
-  file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (file.fd < 0) return IoError("io", path, "open", errno);
-  if (fstat(file.fd, &st) != 0) return IoError("io", path, "fstat", errno);
-  if (identity != nullptr) *identity = internal::IdentityOf(st);
-  if (Status status = CheckKind(path, st, options, limits); !status.ok()) return status;
-  size = static_cast<uint64_t>(st.st_size);
-  if (limits) return CheckNoHoles(path, file.fd, size);
-  return Status();
-}
-
 // Reads [offset, offset + length) with pread, never through a mapping: a
 // file truncated meanwhile gives a short read (a size refusal), where a
 // mapping would raise SIGBUS.
@@ -169,18 +135,35 @@ Status ReadAt(const std::string& path, int fd, uint8_t* out, uint64_t length, ui
   return Status();
 }
 
-// The checks before the body, on the 512 bytes of the header and the 128 of
-// the trailer read from the open file: two preads, whatever its size.
-Status PrecheckFile(const std::string& path, int fd, uint64_t size,
-                    const SnapshotLoadOptions& options, const internal::VersionFloor* floor,
-                    internal::Prechecked& out) {
-  uint8_t head[kHeaderBytes];
-  uint8_t tail[kTrailerBytes];
-  if (Status status = ReadAt(path, fd, head, kHeaderBytes, 0); !status.ok()) return status;
-  if (Status status = ReadAt(path, fd, tail, kTrailerBytes, size - kTrailerBytes); !status.ok()) {
-    return status;
+// Checks the descriptor opened for `path` (the path may have been replaced
+// since its stat), then reads its header and trailer: two preads, whatever
+// its size.
+Status FinishOpen(const std::string& path, const SnapshotLoadOptions& options, bool limits,
+                  internal::OpenedSnapshot& out) {
+  struct stat st {};
+  if (fstat(out.fd, &st) != 0) return IoError("io", path, "fstat", errno);
+  out.identity = internal::IdentityOf(st);
+  if (Status status = CheckKind(path, st, options, limits); !status.ok()) return status;
+  out.size = static_cast<uint64_t>(st.st_size);
+  if (limits) {
+    if (Status status = CheckNoHoles(path, out.fd, out.size); !status.ok()) return status;
   }
-  return internal::Precheck(head, tail, size, options, floor, out);
+  if (Status status = ReadAt(path, out.fd, out.head, kHeaderBytes, 0); !status.ok()) return status;
+  return ReadAt(path, out.fd, out.tail, kTrailerBytes, out.size - kTrailerBytes);
+}
+
+// OpenSnapshotPath with or without the limits (size cap, holes): without,
+// for header reads only (chash inspect).
+Status OpenPath(const std::string& path, const SnapshotLoadOptions& options, bool limits,
+                internal::OpenedSnapshot& out) {
+  out.path = path;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return IoError("io", path, "stat", errno);
+  out.identity = internal::IdentityOf(st);
+  if (Status status = CheckKind(path, st, options, limits); !status.ok()) return status;
+  out.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (out.fd < 0) return IoError("io", path, "open", errno);
+  return FinishOpen(path, options, limits, out);
 }
 
 // The file's bytes in a new sealed memory file, mapped read-only. One read
@@ -263,13 +246,14 @@ Status CopyIntoSealedFile(const std::string& path, int fd, uint64_t size, Sealed
   return Status();
 }
 
+// A refusal's message names the file it is about.
+Status NamingThePath(const Status& status, const std::string& path) {
+  if (status.ok() || status.message().find(path) != std::string::npos) return status;
+  return Status(status.code(), status.message() + " (" + path + ")");
+}
 Result<std::shared_ptr<RingSnapshot>> NamingThePath(Result<std::shared_ptr<RingSnapshot>> loaded,
                                                     const std::string& path) {
-  if (!loaded.ok()) {
-    const Status& status = loaded.status();
-    if (status.message().find(path) != std::string::npos) return status;
-    return Status(status.code(), status.message() + " (" + path + ")");
-  }
+  if (!loaded.ok()) return NamingThePath(loaded.status(), path);
   return loaded;
 }
 
@@ -285,18 +269,17 @@ Status MapFailed(const std::string& path, uint64_t size, int error) {
   return IoError("io", path, "mmap", error);
 }
 
-Result<std::shared_ptr<RingSnapshot>> LoadFileMutable(const std::string& path,
-                                                      const SnapshotLoadOptions& options,
-                                                      LoadedFile& out,
-                                                      const internal::VersionFloor* floor) {
-  Descriptor file;
-  uint64_t size = 0;
-  if (Status status = OpenChecked(path, options, true, file, size, &out.identity);
-      !status.ok()) {
-    return status;
-  }
+// The pre-body checks of an opened file, then its body in the options'
+// place and every check.
+Result<std::shared_ptr<RingSnapshot>> LoadOpenedMutable(internal::OpenedSnapshot& file,
+                                                        const SnapshotLoadOptions& options,
+                                                        LoadedFile& out,
+                                                        const internal::ReloadGate* gate) {
+  const std::string& path = file.path;
+  const uint64_t size = file.size;
+  out.identity = file.identity;
   internal::Prechecked pre;
-  Status prechecked = PrecheckFile(path, file.fd, size, options, floor, pre);
+  Status prechecked = internal::Precheck(file.head, file.tail, size, options, gate, pre);
   if (!prechecked.ok()) return NamingThePath(prechecked, path);
   // The bytes to check, in the options' place.
   std::shared_ptr<const void> backing;
@@ -310,6 +293,8 @@ Result<std::shared_ptr<RingSnapshot>> LoadFileMutable(const std::string& path,
       struct stat st {};
       if (fstat(sealed->fd, &st) != 0) return IoError("io", path, "fstat of the sealed copy", errno);
       out.sealed = SealedCopy{sealed->fd, st.st_dev, st.st_ino, size};
+      out.data = static_cast<const uint8_t*>(sealed->data);
+      out.size = size;
       data = static_cast<const uint8_t*>(sealed->data);
       backing = std::move(sealed);
       break;
@@ -321,6 +306,8 @@ Result<std::shared_ptr<RingSnapshot>> LoadFileMutable(const std::string& path,
         return status;
       }
       data = copy->bytes.data();
+      out.data = data;
+      out.size = size;
       backing = std::move(copy);
       break;
     }
@@ -333,6 +320,8 @@ Result<std::shared_ptr<RingSnapshot>> LoadFileMutable(const std::string& path,
       mapping->data = map;
       mapping->size = size;
       data = static_cast<const uint8_t*>(map);
+      out.data = data;
+      out.size = size;
       backing = std::move(mapping);
       break;
     }
@@ -350,10 +339,19 @@ Result<std::shared_ptr<RingSnapshot>> LoadFileMutable(const std::string& path,
     // The copy is the ring now: the file's pages are only cache.
     (void)posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
   }
-  return NamingThePath(SnapshotLoader::Load(std::move(backing), data, size, options.mode,
-                                            options, pre,
-                                            SnapshotLoader::LoadDepth::kVerify),
-                       path);
+  return NamingThePath(
+      SnapshotLoader::Load(std::move(backing), data, size, options.mode, options, pre), path);
+}
+
+Result<std::shared_ptr<RingSnapshot>> LoadFileMutable(const std::string& path,
+                                                      const SnapshotLoadOptions& options,
+                                                      LoadedFile& out,
+                                                      const internal::ReloadGate* gate) {
+  internal::OpenedSnapshot file;
+  Status opened = internal::OpenSnapshotPath(path, options, file);
+  out.identity = file.identity;
+  if (!opened.ok()) return opened;
+  return LoadOpenedMutable(file, options, out, gate);
 }
 
 }  // namespace
@@ -375,16 +373,59 @@ FileIdentity IdentityOfPath(const std::string& path) noexcept {
   return IdentityOf(st);
 }
 
+OpenedSnapshot::~OpenedSnapshot() {
+  if (fd >= 0) close(fd);
+}
+
+Status OpenSnapshotPath(const std::string& path, const SnapshotLoadOptions& options,
+                        OpenedSnapshot& out) {
+  return OpenPath(path, options, true, out);
+}
+
+Status OpenSnapshotAt(int dir_fd, const std::string& name, const std::string& display,
+                      const SnapshotLoadOptions& options, OpenedSnapshot& out, bool* absent) {
+  out.path = display;
+  if (absent != nullptr) *absent = false;
+  out.fd = openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+  if (out.fd < 0) {
+    const int error = errno;
+    if (error == ENOENT && absent != nullptr) {
+      *absent = true;
+      return Status();
+    }
+    if (error == ELOOP) {
+      return IoError("not_regular", display, "is a symbolic link, which is never followed here",
+                     0);
+    }
+    return IoError("io", display, "open", error);
+  }
+  return FinishOpen(display, options, true, out);
+}
+
+Result<std::shared_ptr<const RingSnapshot>> LoadOpened(OpenedSnapshot& file,
+                                                       const SnapshotLoadOptions& options,
+                                                       const ReloadGate* gate, LoadedFile* loaded) {
+  return CatchOutOfMemory(
+      "loading a snapshot", file.path, [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
+        LoadedFile local;
+        LoadedFile& out = loaded != nullptr ? *loaded : local;
+        Result<std::shared_ptr<RingSnapshot>> result = LoadOpenedMutable(file, options, out, gate);
+        if (!result.ok()) return result.status();
+        std::shared_ptr<const RingSnapshot> snapshot = std::move(result).value();
+        out.snapshot = snapshot;
+        return snapshot;
+      });
+}
+
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,
                                                              const SnapshotLoadOptions& options,
                                                              LoadedFile* loaded,
-                                                             const VersionFloor* floor) {
+                                                             const ReloadGate* gate) {
   return CatchOutOfMemory(
       "loading a snapshot", path, [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
         LoadedFile local;
         LoadedFile& out = loaded != nullptr ? *loaded : local;
-        Result<std::shared_ptr<RingSnapshot>> result =
-            LoadFileMutable(path, options, out, floor);
+        Result<std::shared_ptr<RingSnapshot>> result = LoadFileMutable(path, options, out, gate);
         if (!result.ok()) return result.status();
         std::shared_ptr<const RingSnapshot> snapshot = std::move(result).value();
         out.snapshot = snapshot;
@@ -393,19 +434,35 @@ Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& 
 }
 
 Result<std::shared_ptr<const RingSnapshot>> AdoptSealedCopy(pid_t pid, const SealedCopy& copy,
+                                                            const OpenedSnapshot& bound,
                                                             const SnapshotLoadOptions& options,
-                                                            SealedCopy* adopted) {
+                                                            const ReloadGate* gate,
+                                                            LoadedFile& adopted) {
   return CatchOutOfMemory(
       "adopting a sealed snapshot", [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
         const std::string path =
             "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(copy.fd);
-        auto sealed = std::make_shared<SealedFile>();
-        sealed->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (sealed->fd < 0) return IoError("io", path, "open", errno);
+        if (copy.size != bound.size || copy.size < kHeaderBytes + kTrailerBytes) {
+          return IoError("io", path, "not a copy of " + bound.path + " (another size)", 0);
+        }
+        // What the descriptor names, before anything opens it: only a
+        // regular file (a memory file is one) of the device and inode named
+        // is opened, never a FIFO or a device another process holds.
         struct stat st {};
+        if (stat(path.c_str(), &st) != 0) return IoError("io", path, "stat", errno);
+        const auto is_the_copy = [&](const struct stat& s) {
+          return S_ISREG(s.st_mode) && s.st_dev == copy.device && s.st_ino == copy.inode &&
+                 static_cast<uint64_t>(s.st_size) == copy.size;
+        };
+        if (!is_the_copy(st)) {
+          return IoError("io", path, "not the sealed copy named (another file at that descriptor)",
+                         0);
+        }
+        auto sealed = std::make_shared<SealedFile>();
+        sealed->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (sealed->fd < 0) return IoError("io", path, "open", errno);
         if (fstat(sealed->fd, &st) != 0) return IoError("io", path, "fstat", errno);
-        if (!S_ISREG(st.st_mode) || st.st_dev != copy.device || st.st_ino != copy.inode ||
-            static_cast<uint64_t>(st.st_size) != copy.size) {
+        if (!is_the_copy(st)) {
           return IoError("io", path, "not the sealed copy named (another file at that descriptor)",
                          0);
         }
@@ -413,26 +470,36 @@ Result<std::shared_ptr<const RingSnapshot>> AdoptSealedCopy(pid_t pid, const Sea
         if (seals < 0 || (seals & kRequiredSeals) != kRequiredSeals) {
           return IoError("io", path, "not sealed against writes and resizes", 0);
         }
-        if (copy.size < kHeaderBytes + kTrailerBytes) {
-          return Bad("size", path + " is smaller than a header and a trailer");
-        }
-        void* map = mmap(nullptr, copy.size, PROT_READ, MAP_SHARED, sealed->fd, 0);
+        void* map = mmap(nullptr, copy.size, PROT_READ, MAP_SHARED | MAP_POPULATE, sealed->fd, 0);
         if (map == MAP_FAILED) return MapFailed(path, copy.size, errno);
         sealed->data = map;
         sealed->size = copy.size;
         const auto* data = static_cast<const uint8_t*>(map);
+        // The copy stands for `bound` only if it holds bound's header and
+        // trailer (its version, expiry, checksum and signature): then every
+        // check below is the check of the ring bound's file claims to be.
+        if (std::memcmp(data, bound.head, kHeaderBytes) != 0 ||
+            std::memcmp(data + copy.size - kTrailerBytes, bound.tail, kTrailerBytes) != 0) {
+          return IoError("io", path, "not a copy of " + bound.path + " (another header or trailer)",
+                         0);
+        }
         Prechecked pre;
         if (Status status = Precheck(data, data + copy.size - kTrailerBytes, copy.size, options,
-                                     nullptr, pre);
+                                     gate, pre);
             !status.ok()) {
-          return status;
+          return NamingThePath(status, bound.path);
         }
-        if (adopted != nullptr) *adopted = SealedCopy{sealed->fd, st.st_dev, st.st_ino, copy.size};
+        const SealedCopy mine{sealed->fd, st.st_dev, st.st_ino, copy.size};
         Result<std::shared_ptr<RingSnapshot>> loaded =
-            SnapshotLoader::Load(sealed, data, copy.size, SnapshotLoadMode::kSealed, options, pre,
-                                 SnapshotLoader::LoadDepth::kAdopt);
-        if (!loaded.ok()) return loaded.status();
-        return std::shared_ptr<const RingSnapshot>(std::move(loaded).value());
+            SnapshotLoader::Load(sealed, data, copy.size, SnapshotLoadMode::kSealed, options, pre);
+        if (!loaded.ok()) return NamingThePath(loaded.status(), bound.path);
+        std::shared_ptr<const RingSnapshot> snapshot = std::move(loaded).value();
+        adopted.snapshot = snapshot;
+        adopted.identity = bound.identity;
+        adopted.sealed = mine;
+        adopted.data = data;
+        adopted.size = copy.size;
+        return snapshot;
       });
 }
 
@@ -470,14 +537,11 @@ Result<SnapshotInfo> ReadSnapshotInfo(const std::string& path) {
   return internal::CatchOutOfMemory("reading a snapshot header", path, [&]() -> Result<SnapshotInfo> {
     // Reads the header, the trailer, the label and the subsets: never the
     // columns, never through a mapping.
-    Descriptor file;
-    uint64_t size = 0;
+    internal::OpenedSnapshot file;
     const SnapshotLoadOptions any;
-    if (Status status = OpenChecked(path, any, false, file, size, nullptr); !status.ok()) {
-      return status;
-    }
+    if (Status status = OpenPath(path, any, false, file); !status.ok()) return status;
     internal::Prechecked pre;
-    if (Status status = PrecheckFile(path, file.fd, size, any, nullptr, pre);
+    if (Status status = internal::Precheck(file.head, file.tail, file.size, any, nullptr, pre);
         !status.ok() && FailedSnapshotCheck(status) != SnapshotCheck::kExpired) {
       return status;
     }

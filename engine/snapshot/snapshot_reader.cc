@@ -279,8 +279,7 @@ Status ParseFixedHeader(const uint8_t* data, const uint8_t* trailer, uint64_t si
 }
 
 Status Precheck(const uint8_t* head, const uint8_t* trailer, uint64_t size,
-                const SnapshotLoadOptions& options, const VersionFloor* floor,
-                Prechecked& out) {
+                const SnapshotLoadOptions& options, const ReloadGate* gate, Prechecked& out) {
   Header& h = out.header;
   if (Status status = ParseFixedHeader(head, trailer, size, h); !status.ok()) return status;
   const SnapshotInfo& info = h.info;
@@ -289,7 +288,7 @@ Status Precheck(const uint8_t* head, const uint8_t* trailer, uint64_t size,
                                         " is below the minimum " +
                                         std::to_string(options.min_config_version));
   }
-  if (floor != nullptr) {
+  if (const ReloadGate* floor = gate; floor != nullptr && floor->has_floor) {
     if (info.config_version < floor->version) {
       return Untrusted("rollback", "config version " + std::to_string(info.config_version) +
                                        " is older than " + std::to_string(floor->version) +
@@ -305,7 +304,7 @@ Status Precheck(const uint8_t* head, const uint8_t* trailer, uint64_t size,
                                            ": a new ring needs a higher version");
     }
   }
-  if (info.expires_unix_seconds != 0) {
+  if (info.expires_unix_seconds != 0 && !(gate != nullptr && gate->allow_expired)) {
     const int64_t now = static_cast<int64_t>(std::time(nullptr));
     if (now >= info.expires_unix_seconds) {
       return Untrusted("expired", "config version " + std::to_string(info.config_version) +
@@ -686,32 +685,6 @@ Status CheckProgramColumns(const uint32_t* hash, const uint32_t* low, const uint
   return Status();
 }
 
-// The nodes that own points, for a ring whose columns another process has
-// verified (an adopted sealed copy): the first points until every node
-// with a weight has been seen (a few thousand for most rings; the whole
-// column only if some node lost every point to collisions), instead of
-// CheckColumns' full passes. Node ids past the table are skipped, never
-// indexed: the columns are immutable and verified, this is defence in depth.
-void ScanOwners(const uint16_t* node, uint64_t n, internal::RingState& state) {
-  const std::vector<NodeInfo>& nodes = state.nodes;
-  const auto num_nodes = static_cast<uint32_t>(nodes.size());
-  state.owns_points.assign((num_nodes + 63) / 64, 0);
-  state.nodes_with_points = 0;
-  uint32_t weighted = 0;
-  for (const NodeInfo& info : nodes) weighted += info.weight != 0 ? 1 : 0;
-  for (uint64_t i = 0; i < n && state.nodes_with_points < weighted; ++i) {
-    const uint16_t id = node[i];
-    if (id >= num_nodes) continue;
-    uint64_t& word = state.owns_points[id / 64];
-    const uint64_t bit = uint64_t{1} << (id % 64);
-    if ((word & bit) == 0) {
-      word |= bit;
-      ++state.nodes_with_points;
-    }
-  }
-  state.has_points = state.owns_points;
-}
-
 // The collision table: node ids, order, and each loser at a hash of the
 // column that another node won. O(c log(n / c)).
 Status CheckLosers(const uint32_t* hash, const uint16_t* node, uint64_t n,
@@ -806,8 +779,7 @@ Status ParseSubsets(const uint8_t* data, const Header& h, std::vector<NamedSubse
 // --no-index`), with layout 1 (1.1 files: a prefix table this reader no
 // longer searches) or with a layout of a later minor this reader does not
 // know.
-Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns& columns,
-                         bool check_stored) {
+Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns& columns) {
   const uint64_t length = h.length[kSearchIndex];
   const uint8_t* section = data + h.offset[kSearchIndex];
   const uint32_t layout = length >= kIndexHeaderBytes ? LoadU32(section + kIndexOffLayout) : 0;
@@ -856,7 +828,7 @@ Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns
   const auto* keys = reinterpret_cast<const uint32_t*>(section + kIndexHeaderBytes);
   if (const char* wrong = columns.index.AdoptStored(columns.hash.data(), n, keys, key_count,
                                                     table_bits, keys + key_count,
-                                                    table_entries, check_stored)) {
+                                                    table_entries)) {
     return Bad("index", wrong);
   }
   return Status();
@@ -867,17 +839,16 @@ Status AdoptOrBuildIndex(const uint8_t* data, const Header& h, internal::Columns
 Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     std::shared_ptr<const void> backing, const uint8_t* data, uint64_t size,
     SnapshotLoadMode mode, const SnapshotLoadOptions& options,
-    const internal::Prechecked& pre, LoadDepth depth) {
+    const internal::Prechecked& pre) {
   static_assert(std::endian::native == std::endian::little,
                 "snapshots are mapped as little-endian columns");
   try {
-    const bool adopting = depth == LoadDepth::kAdopt;
     Header h = pre.header;
     const SnapshotInfo& info = h.info;
     // A signature's chunks are hashed on other threads (ChunkTreeJob) while
     // this one checks the content; its verdict is still reported in the
     // documented order (signature_first).
-    const PublicKey* signer = adopting ? nullptr : pre.signer;
+    const PublicKey* signer = pre.signer;
     const unsigned threads = internal::ThreadsFor(options.threads);
     std::optional<ChunkTreeJob> tree;
     if (signer != nullptr && info.minor_version >= 1) tree.emplace(data, h.trailer, threads);
@@ -886,7 +857,7 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     // runs the checksum only on its way to refusing the file, so a damaged
     // file is still named by its first failed body check, and the loading
     // thread goes straight to the checks below and to the chunks.
-    const bool checksum = options.verify_checksum && !adopting;
+    const bool checksum = options.verify_checksum;
     const bool checksum_on_refusal = checksum && tree.has_value();
     const auto damaged = [&]() -> std::optional<Status> {
       if (Checksum(data, size - 16) == info.checksum) return std::nullopt;
@@ -953,9 +924,7 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
       state->rule = FlavorLookupRule(info.flavor);
       state->key_hasher = internal::ProgramKeyHasher(flavor_options, weighted);
     }
-    if (adopting) {
-      ScanOwners(node, n, *state);
-    } else if (Status status = program ? CheckProgramColumns(hash, low, node, n, *state)
+    if (Status status = program ? CheckProgramColumns(hash, low, node, n, *state)
                                        : CheckColumns(hash, node, n, *state);
                !status.ok()) {
       return signature_first(status);
@@ -990,7 +959,7 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
       state->columns.hash.Borrow(hash, internal::HashColumnSlots(n));
       state->columns.node.Borrow(node, internal::NodeColumnSlots(n));
       if (low != nullptr) state->columns.low.Borrow(low, internal::HashColumnSlots(n));
-      if (Status status = AdoptOrBuildIndex(data, h, state->columns, !adopting); !status.ok()) {
+      if (Status status = AdoptOrBuildIndex(data, h, state->columns); !status.ok()) {
         return signature_first(status);
       }
     }
@@ -1008,7 +977,7 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
     if (Sha256(internal::RingIdentityBytesOrThrow(ring)) != info.fingerprint) {
       return refuse(Bad("fingerprint", "the node table's fingerprint differs from the header's"));
     }
-    if (options.verify_points_digest && !adopting &&
+    if (options.verify_points_digest &&
         internal::PointsDigestOrThrow(ring) != info.points_digest) {
       return refuse(Bad("points_digest", "the points differ from the header's points digest"));
     }
@@ -1021,6 +990,13 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
   } catch (const std::bad_alloc&) {
     return internal::OutOfMemory("loading a snapshot");
   }
+}
+
+Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::Load(
+    std::shared_ptr<const void> backing, const uint8_t* data, uint64_t size,
+    SnapshotLoadMode mode, const SnapshotLoadOptions& options,
+    const internal::Prechecked& pre, LoadDepth /*depth: every check, always*/) {
+  return Load(std::move(backing), data, size, mode, options, pre);
 }
 
 Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::LoadBytes(
@@ -1036,7 +1012,7 @@ Result<std::shared_ptr<RingSnapshot>> SnapshotLoader::LoadBytes(
       !status.ok()) {
     return status;
   }
-  return Load(std::move(backing), data, size, mode, options, pre, LoadDepth::kVerify);
+  return Load(std::move(backing), data, size, mode, options, pre);
 }
 
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFromBytes(

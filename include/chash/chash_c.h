@@ -802,19 +802,21 @@ CHASH_C_API int chash_public_key_read(const char *path, uint8_t *out) CHASH_C_NO
 
 /* The one reload policy of chash (include/chash/snapshot.h,
  * SnapshotReloader), for every embedder: a path's file is loaded with every
- * check when its identity (device, inode, size, mtime) changes; a refused
- * identity is never verified again; versions only go up (with a state
- * directory, across restarts: NAME.state); the last file that passed is
- * kept (NAME.good) and served when the path's is refused at start; and the
- * host's processes with one state directory adopt each other's verified
- * sealed copy (NAME.share) instead of verifying again: one verification
- * and one copy of the columns a host. Every call that takes a reloader
- * touches the file system and may block: off any event loop. A reloader is
- * thread-safe; its calls serialize. */
+ * check when its identity (device, inode, size, mtime) changes; an identity
+ * refused for its bytes is never verified again (one that could not be read
+ * is read again, less often while it keeps failing); versions only go up;
+ * with a state directory the last file that passed is kept (BASE.good), is
+ * the version floor across restarts once it passes every check itself, and
+ * is served when the path's is refused at start; and the host's processes
+ * with one state directory map each other's sealed copy (BASE.share) after
+ * every check instead of reading the file again: one copy of the columns a
+ * host. What is trusted in the state directory: SECURITY.md. Every call
+ * that takes a reloader touches the file system and may block: off any
+ * event loop. A reloader is thread-safe; its calls serialize. */
 typedef struct chash_reloader chash_reloader;
 
-#define CHASH_RELOAD_NO_SHARE 1u     /* verify every file in this process */
-#define CHASH_RELOAD_NO_LAST_GOOD 2u /* keep no NAME.good */
+#define CHASH_RELOAD_NO_SHARE 1u     /* read every file in this process, map no other's copy */
+#define CHASH_RELOAD_NO_LAST_GOOD 2u /* keep no BASE.good (no floor across restarts either) */
 #define CHASH_RELOAD_NO_WRITE 4u     /* read the state directory, write nothing (nginx -t) */
 #define CHASH_RELOAD_DEFER 8u        /* chash_reloader_new touches no file; the first check
                                         finds the first ring (NEW) */
@@ -823,16 +825,20 @@ typedef struct chash_reloader_options {
   uint32_t size;  /* sizeof(chash_reloader_options): see "Structs that grow" */
   uint32_t flags; /* CHASH_RELOAD_* */
   const chash_snapshot_options *load; /* the checks of every file; NULL: defaults */
-  /* An existing, writable directory for NAME.state, .good, .share and
-   * .lock; NULL or "": nothing persists, nothing is shared. */
+  /* A directory for BASE.good, .share and .lock: it must exist (unless
+   * CHASH_RELOAD_NO_WRITE), not be a symbolic link, and not be writable by
+   * its group or others; only a process whose effective uid owns it writes
+   * in it. NULL or "": nothing persists, nothing is shared. */
   const char *state_dir;
-  /* 1..128 bytes of [A-Za-z0-9._-]; NULL: derived from the path. */
+  /* 1..128 bytes of [A-Za-z0-9._-] (BASE is it, ".p" and 8 hex digits of
+   * SHA-256 of the path); NULL: BASE derived from the path alone. */
   const char *name;
 } chash_reloader_options;
 
 /* Serves the newest ring that passes every check: the path's file, else
- * NAME.good. Errors as chash_snapshot_load's (the message names the
- * path's refusal and NAME.good's); CHASH_E_BAD_ARGUMENT for a bad name or
+ * BASE.good, else the newer of the two that fails only its expiry
+ * (reported: serving_expired). Errors as chash_snapshot_load's (the
+ * message names the path's refusal and BASE.good's); CHASH_E_BAD_ARGUMENT for a bad name or
  * options->size, CHASH_E_IO for a state directory that cannot be used.
  * With CHASH_RELOAD_DEFER it touches no file and serves nothing until the
  * first check's NEW candidate is accepted (so it may run on an event loop,
@@ -872,16 +878,16 @@ typedef struct chash_reload_result {
  * (peers to build, a flavor to match) and may chash_reloader_refuse it. */
 CHASH_C_API int chash_reloader_check(chash_reloader *reloader,
                                      chash_reload_result *out) CHASH_C_NOEXCEPT;
-/* The newest ring another process of the host verified, if newer than the
- * one served (NEW, adopted); if that process has exited and a newer version
- * was served on the host, the last good file (NEW, verified); else
- * UNCHANGED. Never reads the watched path (a worker respawned after a crash
- * catches up with its siblings). */
+/* The copy of the path's file another process of the host published, if
+ * it holds a newer ring than the one served and passes every check (NEW,
+ * adopted); else the last good file if it is newer (NEW); else UNCHANGED.
+ * Reads the path's header and trailer, never its body (a worker respawned
+ * after a crash catches up with its siblings without a copy of its own). */
 CHASH_C_API int chash_reloader_adopt_shared(chash_reloader *reloader,
                                             chash_reload_result *out) CHASH_C_NOEXCEPT;
-/* Serves the last NEW candidate of check or adopt_shared: persists its
- * version and file (file system work: off any event loop), then publishes
- * it. CHASH_E_IO if the state could not be
+/* Serves the last NEW candidate of check or adopt_shared; the first ring
+ * writes BASE.good now (file system work: off any event loop), a reload
+ * leaves it to the next check. CHASH_E_IO if the state could not be
  * written (the ring is served all the same; retried at the next check);
  * CHASH_E_BAD_ARGUMENT if the candidate is not the last one. */
 CHASH_C_API int chash_reloader_accept(chash_reloader *reloader,
@@ -899,8 +905,8 @@ CHASH_C_API int chash_reloader_poll(chash_reloader *reloader) CHASH_C_NOEXCEPT;
 typedef struct chash_reload_report {
   uint32_t size;       /* sizeof(chash_reload_report): see "Structs that grow" */
   uint32_t last_check; /* of the last refusal, CHASH_CHECK_NONE if none */
-  uint32_t serving_last_good; /* 1: NAME.good is served, the path's file was refused */
-  uint32_t state_error;       /* 1: the last write of NAME.state or .good failed */
+  uint32_t serving_last_good; /* 1: BASE.good is served, the path's file was refused */
+  uint32_t state_error;       /* 1: the last write of BASE.good failed (state_message) */
   int32_t last_error;         /* the last refusal's CHASH_E_*, CHASH_OK if none */
   uint32_t reserved;
   uint64_t served_version;
@@ -912,6 +918,11 @@ typedef struct chash_reload_report {
   int64_t checking_since_unix_seconds; /* a check in flight since, 0 if none */
   char last_message[CHASH_MESSAGE_SIZE];
   char state_message[CHASH_MESSAGE_SIZE];
+  /* 1.1 */
+  int64_t served_expires_unix_seconds; /* the served ring's expiry, 0: never */
+  uint32_t serving_expired; /* 1: past it (served while nothing newer passes) */
+  uint32_t reserved2;
+  char state_file[CHASH_MESSAGE_SIZE]; /* BASE.good's path, "" without a state directory */
 } chash_reload_report;
 
 /* Never waits for a check in flight. */

@@ -390,49 +390,68 @@ std::shared_ptr<const Ring> RingOf(std::shared_ptr<const RingSnapshot> snapshot)
 // - Identity. The path is stat-ed (symlinks followed, as for Kubernetes'
 //   ..data swap); a file is its (device, inode, size, modification time).
 //   The identity served, and the last 16 refused ones, are not loaded
-//   again: a refused file is never verified twice.
+//   again: a file refused for its bytes is never verified twice. A file
+//   that could not be read (an I/O error, EACCES while its mode is fixed)
+//   is no verdict: it is read again at the next look, then less often
+//   while it keeps failing (up to once a minute).
 // - Every check of LOADING, with the options' keys, minimum version, size
 //   cap and threads.
 // - Versions only go up: a file below the version served (and, with a state
-//   directory, below the highest version ever served, across restarts) is
-//   refused (rollback); the version served with another ring is refused
+//   directory, below the last good file's, across restarts) is refused
+//   (rollback); the version served with another ring is refused
 //   (same_version); the ring served under another identity (a copy, a
 //   touch) is remembered without a swap. A rollback is a new, higher
 //   version of the old content: `chash build --from OLD --config-version N`.
 // - Last known good. With a state directory, a file that passes is kept
-//   there as NAME.good (written from the verified copy), and its version as
-//   NAME.state; Create serves the path's file if it passes, else NAME.good,
-//   never an older ring without saying so (report().serving_last_good).
-// - Verify once a host. With a state directory and kSealed loads (share =
-//   true), the process that verifies a file publishes its sealed copy in
-//   NAME.share, under NAME.lock; the host's other processes with the same
-//   policy map that copy, after the checks memory safety needs (O(nodes)),
-//   instead of reading and verifying the file again. The same holds for a
-//   refusal: the others refuse that identity at once.
+//   there as BASE.good (written from the verified bytes); its version is
+//   the floor across restarts once it passes every check itself (a
+//   BASE.good that fails them is set aside: it refuses nothing). Create
+//   serves the path's file if it passes, else BASE.good, never an older
+//   ring without saying so (report().serving_last_good).
+// - Expiry. A new file past its expiry is refused (expired); the ring
+//   served stays served past its own, and the report says so
+//   (serving_expired); Create, when neither the path's file nor BASE.good
+//   passes, serves the newer one that fails only its expiry, likewise
+//   reported: the same at a restart as while serving.
+// - One copy a host. With a state directory and kSealed loads (share =
+//   true), the process that loads a file publishes where its sealed copy
+//   is (BASE.share); another process of the host with the same policy
+//   maps that copy instead of reading the file, after every check a load
+//   runs (nothing another process says is trusted: SECURITY.md): the
+//   host keeps one copy, each process verifies.
+// - The state directory is written only by processes whose effective uid
+//   owns it (nginx's workers, not its root master), without following a
+//   link; every record in it is read as untrusted input (SECURITY.md).
 //
 // Blocking calls (Create, Check, AdoptShared, Accept, Poll) touch the file
 // system: call them off any event loop. Readers take a mutex for a pointer
 // copy, never wait for a load; a ring they hold stays valid after a reload.
 struct ReloadOptions {
   SnapshotLoadOptions load;
-  // A directory for NAME.state, NAME.good, NAME.share and NAME.lock; it
-  // must exist and be writable. "" keeps nothing across processes: versions
-  // are remembered in memory only, every process verifies for itself.
+  // A directory for BASE.good, BASE.share and BASE.lock
+  // (engine/snapshot/README.md): it must exist (unless write_state is
+  // false), be a directory and not a link to one, and not be writable by
+  // its group or others; only a process whose effective uid owns it writes
+  // in it. "" keeps nothing across processes: versions are remembered in
+  // memory only, every process reads its own copy.
   std::string state_dir;
-  // The reloader's name in state_dir: 1..128 bytes of [A-Za-z0-9._-];
-  // "" = "snapshot-" and 16 hex digits of SHA-256 of the path.
+  // The reloader's name in state_dir: 1..128 bytes of [A-Za-z0-9._-]; its
+  // records' BASE is the name, ".p" and 8 hex digits of SHA-256 of the
+  // path. "" = BASE "snapshot-" and 16 hex digits of SHA-256 of the path.
   std::string name;
-  // With state_dir and kSealed: adopt the host's verified copies.
+  // With state_dir and kSealed: map the host's copies (after every check).
   bool share = true;
-  // With state_dir: keep NAME.good.
+  // With state_dir: keep BASE.good, which is also what keeps the highest
+  // version across restarts (without it, versions persist nowhere).
   bool keep_last_good = true;
-  // false: read the state directory (the versions served, the copies to
+  // false: read the state directory (the last good file, the copies to
   // adopt) but write nothing to it: for a configuration test (nginx -t)
-  // that must leave no trace.
+  // that must leave no trace. A state directory that does not exist yet
+  // is then nothing to read, not an error.
   bool write_state = true;
   // true: Create touches no file (it checks the options only); the first
   // Check finds the first ring as Create would (the path's file, else
-  // NAME.good) and returns it as kNew. Until it is accepted current() is
+  // BASE.good) and returns it as kNew. Until it is accepted current() is
   // null. For embedders that create the reloader where the file system
   // must not be touched (an event loop) and check from a thread.
   bool defer_first_load = false;
@@ -469,26 +488,34 @@ struct ReloadReport {
   int64_t last_refused_unix_seconds = 0;
   // A Check in flight since (Unix seconds), 0 if none.
   int64_t checking_since_unix_seconds = 0;
-  // Create served NAME.good: the path's file was refused (last_check says
+  // Create served BASE.good: the path's file was refused (last_check says
   // why) and nothing newer has passed since.
   bool serving_last_good = false;
-  // The last failure to write NAME.state or NAME.good (a full disk, say):
-  // the ring was served all the same; the write is tried again at the next
-  // Accept or Poll. OK if none.
+  // The last failure to write BASE.good (a full disk, a lock another
+  // process held for a minute, a directory this process does not own and
+  // is not root in): the ring was served all the same; the write is tried
+  // again at the next Check. OK if none.
   Status state_error;
+  // BASE.good's path ("" without a state directory): what status pages name.
+  std::string state_file;
+  // The served ring's expiry (Unix seconds, 0: never), and whether it has
+  // passed: a ring past its expiry is served only while nothing newer
+  // passes (refused files' checks say why).
+  int64_t served_expires_unix_seconds = 0;
+  bool serving_expired = false;
 };
 
 class SnapshotReloader {
  public:
   // Serves the newest ring that passes every check: the path's file, else
-  // NAME.good. An error (naming the path's refusal, and NAME.good's) if
-  // neither passes; kBadArgument for a bad name, kIoError for a state
-  // directory that cannot be used. With defer_first_load, touches no file.
+  // BASE.good (else the newer of the two that fails only its expiry). An
+  // error (naming the path's refusal, and BASE.good's) if none passes;
+  // kBadArgument for a bad name, kIoError for a state directory that
+  // cannot be used. With defer_first_load, touches no file.
   static Result<std::unique_ptr<SnapshotReloader>> Create(std::string path,
                                                           ReloadOptions options);
-  // Writes NAME.good if a reload left it to write (Accept writes NAME.state
-  // and serves at once; NAME.good, the whole file, follows at the next
-  // Check or here).
+  // Writes BASE.good if a reload left it to write (Accept serves at once;
+  // BASE.good, the whole file, follows at the next Check or here).
   ~SnapshotReloader();
   SnapshotReloader(const SnapshotReloader&) = delete;
   SnapshotReloader& operator=(const SnapshotReloader&) = delete;
@@ -505,17 +532,18 @@ class SnapshotReloader {
   // One Check at a time (they serialize); a candidate is valid until the
   // next Check.
   ReloadCandidate Check();
-  // The newest ring another process of the host verified (NAME.share), if
-  // it is newer than the one served: kNew, else kUnchanged. If that copy
-  // cannot be adopted (the process that verified it has exited) and the
-  // state says a newer version was served than this process serves, the
-  // last good file (NAME.good, verified here) instead. Reads only the
-  // state directory and /proc: never the watched path (a worker the master
-  // respawned catches up with its siblings before its first request).
+  // The copy of the path's file another process of the host published
+  // (BASE.share), if it holds a newer ring than the one served and passes
+  // every check: kNew (adopted), else kUnchanged. If there is none, the
+  // last good file (BASE.good, every check) if it is newer than the ring
+  // served. Reads the path's header and trailer (to know the copy is of
+  // that file), never its body: a worker the master respawned catches up
+  // with its siblings before its first request, at the cost of a
+  // verification and without a copy of its own.
   ReloadCandidate AdoptShared();
-  // Serves the candidate: persists its version (NAME.state) and the file
-  // (NAME.good), then publishes it. The ring is published even if the
-  // state cannot be written (that error is returned, and kept in
+  // Serves the candidate; a start (nothing served yet) writes BASE.good
+  // now, a reload leaves it to the next Check. The ring is served even if
+  // the state cannot be written (that error is returned, and kept in
   // report().state_error); kBadArgument if the candidate is not the last
   // kNew one of Check or AdoptShared.
   Status Accept(const ReloadCandidate& candidate);

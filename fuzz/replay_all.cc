@@ -1,5 +1,5 @@
 // chash_fuzz_replay TARGET PATH...: replays inputs through one fuzzer's check,
-// like fuzz_TARGET's replay main, but all five targets live in this one
+// like fuzz_TARGET's replay main, but these targets live in this one
 // binary. tools/fuzz --coverage uses it: profiles of one binary merge
 // cleanly, while the four fuzz_* binaries define same-named functions
 // (LLVMFuzzerTestOneInput...) that llvm-cov would report as mismatched.
@@ -15,6 +15,7 @@
 #include "points_case.h"
 #include "ring_case.h"
 #include "snapshot_check.h"
+#include "state_record_check.h"
 
 namespace {
 
@@ -26,6 +27,7 @@ void RunPoints(const uint8_t* d, size_t n) { chash::fuzz::RunPointsDiff(DecodePo
 void RunCrc(const uint8_t* d, size_t n) { chash::fuzz::RunCrc32Check(d, n); }
 void RunParser(const uint8_t* d, size_t n) { chash::fuzz::RunParserCheck(d, n); }
 void RunSnapshot(const uint8_t* d, size_t n) { chash::fuzz::RunSnapshotCheck(d, n); }
+void RunStateRecord(const uint8_t* d, size_t n) { chash::fuzz::RunStateRecordCheck(d, n); }
 
 }  // namespace
 
@@ -37,9 +39,10 @@ int main(int argc, char** argv) {
                                         : target == "crc32"       ? RunCrc
                                         : target == "parser"      ? RunParser
                                         : target == "snapshot"    ? RunSnapshot
+                                        : target == "state_record" ? RunStateRecord
                                                                   : nullptr;
   if (run == nullptr || argc < 3) {
-    std::fprintf(stderr, "usage: %s ring_diff|points_diff|crc32|parser|snapshot FILE_OR_DIR...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s ring_diff|points_diff|crc32|parser|snapshot|state_record FILE_OR_DIR...\n", argv[0]);
     return 2;
   }
   size_t replayed = 0;

@@ -17,6 +17,7 @@
 #include "ring_case.h"
 #include "snapshot/format.h"
 #include "snapshot_check.h"
+#include "state_record_check.h"
 
 namespace chash::fuzz {
 namespace {
@@ -1045,6 +1046,46 @@ void AddProgramSeeds(std::vector<Seed>& seeds) {
 
 }  // namespace
 
+void AddStateRecordSeeds(std::vector<Seed>& seeds) {
+  auto add = [&](const char* name, std::string bytes, std::string expected) {
+    auto check = [expected](const std::string& input) {
+      const std::string got = RunStateRecordCheck(reinterpret_cast<const uint8_t*>(input.data()),
+                                                  input.size());
+      return got == expected ? std::string() : "expected " + expected + ", got " + got;
+    };
+    seeds.push_back({"state_record", name, std::move(bytes), check});
+  };
+  const std::string record = StateSeedShareRecord();
+  const std::string text(1, '\0');  // mode 0: a share record's text
+  const auto replaced = [&](const std::string& key, const std::string& value) {
+    std::string edited = record;
+    const size_t at = edited.find("\n" + key + " ") + 1;
+    edited.replace(at, edited.find('\n', at) - at, key + " " + value);
+    return edited;
+  };
+  add("share_valid", text + record, "parsed");
+  add("share_version_max", text + replaced("config_version", "18446744073709551615"), "parsed");
+  add("share_version_overflow", text + replaced("config_version", "18446744073709551616"),
+      "refused");
+  add("share_field_twice", text + record + "pid 7\n", "refused");
+  add("share_of_1_0", text + "chash-reload-share 1\npid 1\n", "refused");
+  // mode 1: U16 share length, the share record, then BASE.good's bytes.
+  const auto state = [](const std::string& share, const std::string& good) {
+    std::string bytes(1, '\1');
+    bytes += static_cast<char>(share.size() & 0xff);
+    bytes += static_cast<char>(share.size() >> 8);
+    return bytes + share + good;
+  };
+  add("good_none", state(record, ""), "served path");
+  add("good_newer", state(record, StateSeedSnapshot(9)), "served good");
+  add("good_older", state(record, StateSeedSnapshot(2)), "served path");
+  std::string forged = StateSeedSnapshot(9);
+  forged[forged.size() / 2] = static_cast<char>(forged[forged.size() / 2] ^ 4);
+  add("good_newer_damaged", state(record, forged), "served path");
+  add("good_text", state("chash-reload-share 2\n", "chash-reload-state 1\nhighest_version 18446744073709551615\n"),
+      "served path");
+}
+
 std::vector<Seed> AllSeeds() {
   std::vector<Seed> seeds;
   AddRingSeeds(seeds);
@@ -1053,6 +1094,7 @@ std::vector<Seed> AllSeeds() {
   AddParserSeeds(seeds);
   AddSnapshotSeeds(seeds);
   AddProgramSeeds(seeds);
+  AddStateRecordSeeds(seeds);
   return seeds;
 }
 

@@ -71,6 +71,9 @@ TEST(FuzzSeeds, RequiredCasesHaveNamedSeeds) {
         "ketama_twemproxy_names", "ketama_libketama", "varnish_two_points",
         "varnish_prefix_names_share_points", "envoy_ring_basic_12", "envoy_ring_minimum_0",
         "maglev_basic_7", "maglev_table_not_prime"}},
+      {"state_record",
+       {"share_valid", "share_version_max", "share_version_overflow", "share_field_twice",
+        "good_newer", "good_newer_damaged", "good_text"}},
   };
   for (const auto& [target, names] : required) {
     for (const std::string& name : names) {

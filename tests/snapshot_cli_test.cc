@@ -235,6 +235,32 @@ TEST_F(SnapshotCli, RollbackIsANewerVersionOfTheOldServers) {
   std::remove(again.c_str());
 }
 
+// Every version a file can hold is one a build can write and inspect can
+// print: 2^64 - 1 included (1.0 stopped at 1844674407370955161, a tenth of
+// it), and the next integer refused by name.
+TEST_F(SnapshotCli, ConfigVersionsReachTwoToTheSixtyFourMinusOne) {
+  const CliRun top = RunChash("build --servers " + servers_ +
+                              " --mode pingora-v1 --config-version 18446744073709551615 --out " +
+                              ring_);
+  ASSERT_EQ(top.status, 0) << top.err;
+  const CliRun inspected = RunChash("inspect " + ring_);
+  EXPECT_NE(inspected.out.find("config version    18446744073709551615"), std::string::npos)
+      << inspected.out;
+  for (const char* bad : {"18446744073709551616", "-1", "+5", "1e3", ""}) {
+    const CliRun refused = RunChash("build --servers " + servers_ +
+                                    " --mode pingora-v1 --config-version '" + bad + "' --out " +
+                                    TempPath("unused.chash"));
+    EXPECT_EQ(refused.status, 2) << bad;
+    EXPECT_NE(refused.err.find("--config-version must be an integer 0..18446744073709551615"),
+              std::string::npos)
+        << bad << ": " << refused.err;
+  }
+  const CliRun above = RunChash("build --from " + ring_ + " --above " + ring_ + " --out " +
+                                TempPath("unused.chash"));
+  EXPECT_EQ(above.status, 2);
+  EXPECT_NE(above.err.find("the highest config version there is"), std::string::npos) << above.err;
+}
+
 TEST_F(SnapshotCli, SubsetsOnlyOnRingsThatMaskExactly) {
   // A weighted ketama ring's points depend on every server: a subset (a
   // mask) would answer what libmemcached does not, so build refuses it.

@@ -1,6 +1,6 @@
 #include "cli_common.h"
 
-
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -93,12 +93,12 @@ Result<uint64_t> Options::GetUint(std::string_view name, uint64_t fallback, uint
                                   uint64_t max) const {
   const std::optional<std::string> text = Get(name);
   if (!text) return fallback;
+  // Decimal digits only, 0 .. 2^64 - 1 exactly (from_chars refuses an
+  // overflow, a sign, a space).
   uint64_t value = 0;
-  bool valid = !text->empty() && text->size() <= 19;
-  for (const char c : *text) {
-    if (c < '0' || c > '9') valid = false;
-    if (valid) value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
+  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  const bool valid = !text->empty() && (*text)[0] != '+' && error == std::errc() &&
+                     end == text->data() + text->size();
   if (!valid || value < min || value > max) {
     return Status(StatusCode::kBadArgument, "--" + std::string(name) + " must be an integer " +
                                                 std::to_string(min) + ".." +
@@ -327,7 +327,7 @@ Result<SnapshotLoadOptions> SnapshotLoadOptionsFrom(const Options& options) {
     if (!key.ok()) return key.status();
     load.trusted_keys.push_back(key.value());
   }
-  Result<uint64_t> min_version = options.GetUint("min-version", 0, 0, UINT64_MAX / 10);
+  Result<uint64_t> min_version = options.GetUint("min-version", 0, 0, UINT64_MAX);
   if (!min_version.ok()) return min_version.status();
   load.min_config_version = min_version.value();
   Result<uint64_t> threads = options.GetUint("threads", 0, 1, 256);

@@ -136,7 +136,7 @@ int RunBuild(const Args& args) {
   const std::optional<std::string> out = options.Get("out");
   if (!out) return Fail("build", "--out RINGFILE is required");
   SnapshotWriteOptions write;
-  Result<uint64_t> version = options.GetUint("config-version", 0, 0, UINT64_MAX / 10);
+  Result<uint64_t> version = options.GetUint("config-version", 0, 0, UINT64_MAX);
   if (!version.ok()) return Fail("build", version.status().message());
   write.config_version = version.value();
   if (const auto above = options.Get("above")) {
@@ -147,7 +147,7 @@ int RunBuild(const Args& args) {
     }
     Result<SnapshotInfo> served = ReadSnapshotInfo(*above);
     if (!served.ok()) return Fail("build", "--above: " + served.status().message());
-    if (served.value().config_version >= UINT64_MAX / 10) {
+    if (served.value().config_version == UINT64_MAX) {
       return Fail("build", "--above: " + *above + " has the highest config version there is");
     }
     write.config_version = served.value().config_version + 1;

@@ -180,9 +180,12 @@ def temp_paths(prefix):
         ("uwsgi", "uwsgi"), ("scgi", "scgi")))
 
 
-def main_context(prefix, workers, loads, worker_connections, error_level="notice", extra=""):
+def main_context(prefix, workers, loads, worker_connections, error_level="notice", extra="",
+                 user=None):
     """The main context of a generated nginx.conf: the modules to load, the
-    workers, the pid and error log in the prefix, the events block."""
+    workers, the pid and error log in the prefix, the events block. As root,
+    the workers run as `user` ("nobody nogroup": an unprivileged worker user,
+    as Debian's www-data), root by default."""
     lines = ["load_module %s;" % m for m in loads] + [
         "worker_processes %d;" % workers,
         "daemon off;",
@@ -190,7 +193,7 @@ def main_context(prefix, workers, loads, worker_connections, error_level="notice
         "pid %s/logs/nginx.pid;" % prefix,
         "error_log %s/logs/error.log %s;" % (prefix, error_level)]
     if os.geteuid() == 0:
-        lines.append("user root;")
+        lines.append("user %s;" % (user or "root"))
     if extra:
         lines.append(extra)
     lines.append("events { worker_connections %d; }" % worker_connections)

@@ -205,8 +205,9 @@ def main():
         for name in fleets:
             check(rig.wait_versions(name, 1) is not None, "%s serves 1" % name)
         caps["v1"] = capture_retry(rig)
+        expires_at = int(time.time()) + 86400
         for name, fleet in fleets.items():
-            cli.build(files[name], fleet, 2)
+            cli.build(files[name], fleet, 2, expires=expires_at if name == "cache" else None)
         for name in fleets:
             check(rig.wait_versions(name, 2) is not None, "%s serves 2" % name)
         caps["v2"] = capture_retry(rig)
@@ -336,6 +337,36 @@ def main():
                       {"eval_time": "40m", "alertname": "ChashGenerationsPinned",
                        "exp_alerts": pinned}]})
 
+    # The expiry, as the module shows it: the file's for cache, 0 (never) for
+    # the others. promtool's clock starts at 0, so the test series carries
+    # the captured samples with cache's expiry moved to minute 120.
+    expiry = "chash_snapshot_expires_timestamp_seconds"
+    shown = {dict(k[1])["upstream"]: v for k, v in caps["v2"].items() if k[0] == expiry}
+    check(shown.get("cache") == expires_at, "cache's expiry shown: %s" % shown.get("cache"))
+    check(all(v == 0 for u, v in shown.items() if u != "cache"),
+          "no expiry shown as 0: %s" % shown)
+    moved = {k: (7200 if v else v) for k, v in caps["v2"].items() if k[0] == expiry}
+    expiring = [dict(k[1]) for k, v in moved.items() if v]
+    soon = [alert(dict(d, alertname="ChashSnapshotExpiresSoon", instance="a:80", job="nginx",
+                       severity="warning"),
+                  "chash upstream %s on a:80 serves a ring that expires at 7200 (Unix time)" %
+                  d["upstream"]) for d in expiring]
+    expired = [alert(dict(d, alertname="ChashSnapshotExpired", instance="a:80", job="nginx",
+                          severity="critical"),
+                     "chash upstream %s on a:80 serves a ring that expired at 7200 (Unix time)" %
+                     d["upstream"]) for d in expiring]
+    check(len(expiring) == 1, "one upstream with an expiry: %d" % len(expiring))
+    tests.append({"interval": "1m",
+                  "input_series": series([(moved, 130)], "a:80"),
+                  "alert_rule_test": [
+                      {"eval_time": "30m", "alertname": "ChashSnapshotExpiresSoon",
+                       "exp_alerts": []},
+                      {"eval_time": "70m", "alertname": "ChashSnapshotExpiresSoon",
+                       "exp_alerts": soon},
+                      {"eval_time": "70m", "alertname": "ChashSnapshotExpired", "exp_alerts": []},
+                      {"eval_time": "125m", "alertname": "ChashSnapshotExpired",
+                       "exp_alerts": expired}]})
+
     families = {k[0] for c in caps.values() for k in c}
     queries = check_dashboard(families, workdir)
     print("dashboard: %d panels' queries are valid PromQL over the module's families (%d "
@@ -355,7 +386,7 @@ def main():
     check(r.returncode == 0, "promtool test rules:\n" + r.stdout + r.stderr)
     print("promtool test rules on %d captures of the real output (%d samples each, at most): "
           "ChashHostBehindFleet (%d alerts), ChashSnapshotRefused, ChashWorkersDisagree, "
-          "ChashGenerationsPinned: %s" % (
+          "ChashGenerationsPinned, ChashSnapshotExpiresSoon, ChashSnapshotExpired: %s" % (
               len(caps), max(len(c) for c in caps.values()), len(behind),
               "passed" if r.returncode == 0 else "failed"), flush=True)
     if FAILURES or args.keep:

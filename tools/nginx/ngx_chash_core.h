@@ -307,6 +307,10 @@ typedef void (*ngx_chash_free_peers_pt)(ngx_chash_gen_t *gen);
 
 
 #define NGX_CHASH_ERR_LEN    1024
+/* Retired generations a source holds at most (each may be a whole ring:
+ * 1.2 GB at 204.8M points): beyond it no new file is looked at until
+ * requests release one (the status shows the generations held). */
+#define NGX_CHASH_MAX_RETIRED  8
 #define NGX_CHASH_CHECK_LEN  32
 
 /*
@@ -355,6 +359,7 @@ typedef struct {
     ngx_chash_gen_t           *gen;          /* to serve */
     ngx_uint_t                 refused;      /* a refusal to log and count */
     ngx_uint_t                 waiting;      /* newly parked (below) */
+    ngx_uint_t                 waiting_retired;  /* said: too many held */
     uint32_t                   check;        /* CHASH_CHECK_* */
     u_char                     message[NGX_CHASH_ERR_LEN];
     uint64_t                   highest;      /* the reloader's report */
@@ -392,6 +397,8 @@ struct ngx_chash_source_s {
     ngx_flag_t                 state;         /* 0: state=off */
     ngx_str_t                  state_dir;     /* "" without state */
     u_char                     state_name[129];
+    ngx_str_t                  state_file;    /* its last good file's path
+                                                 (libchash names it), or "" */
     ngx_msec_t                 poll;          /* 0: never */
     ngx_str_t                  thread_pool;
     void                      *module_conf;   /* for build_peers */
@@ -414,7 +421,10 @@ struct ngx_chash_source_s {
     /* process-local state */
     ngx_chash_gen_t           *current;
     ngx_queue_t                retired;
-    ngx_uint_t                 nretired;
+    ngx_uint_t                 nretired;      /* at most NGX_CHASH_MAX_RETIRED:
+                                                 no step is posted beyond */
+    ngx_uint_t                 expired_said;  /* the served ring's expiry is
+                                                 logged once */
     ngx_event_t                poll_event;
     void                      *task;          /* one step in flight at most */
     ngx_uint_t                 busy;          /* its or its partner's */
@@ -639,7 +649,8 @@ typedef struct {
     ngx_atomic_t   pid;
     ngx_atomic_t   version[2];           /* served: old (chash_snapshot), new */
     ngx_atomic_t   highest[2];           /* ever served (the state's) */
-    ngx_atomic_t   state_error;          /* bit a side: NAME.state unwritten */
+    ngx_atomic_t   state_error;          /* bit a side: the last good file
+                                            unwritten */
     ngx_atomic_t   loading_since;        /* a step in flight since, or 0 */
     ngx_atomic_t   generations;          /* held: served and retired */
     ngx_atomic_t   oldest_retired;       /* when the oldest held one was

@@ -675,7 +675,12 @@ ngx_chash_state_path(ngx_conf_t *cf, ngx_str_t *value, ngx_str_t *out)
         name = *value;
 
     } else {
-        /* next to nginx's own temp paths: the client body's parent */
+        /*
+         * Next to nginx's own temp paths (the client body's parent), one
+         * directory an instance: "chash." and the CRC32 of the
+         * configuration file's full name (with -p, the prefix's), so that
+         * two nginx of one host never share records by default.
+         */
         name.data = (u_char *) NGX_HTTP_CLIENT_TEMP_PATH;
         name.len = sizeof(NGX_HTTP_CLIENT_TEMP_PATH) - 1;
 
@@ -683,12 +688,15 @@ ngx_chash_state_path(ngx_conf_t *cf, ngx_str_t *value, ngx_str_t *out)
             name.len--;
         }
 
-        p = ngx_pnalloc(cf->pool, name.len + sizeof("chash"));
+        p = ngx_pnalloc(cf->pool, name.len + sizeof("chash.01234567"));
         if (p == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        name.len = ngx_sprintf(p, "%Vchash%Z", &name) - p - 1;
+        name.len = ngx_sprintf(p, "%Vchash.%08xD%Z", &name,
+                               ngx_crc32_long(cf->cycle->conf_file.data,
+                                              cf->cycle->conf_file.len))
+                   - p - 1;
         name.data = p;
     }
 
@@ -707,7 +715,8 @@ ngx_chash_state_path(ngx_conf_t *cf, ngx_str_t *value, ngx_str_t *out)
     name.data = p;
 
     /* created by the master with nginx's other paths, owned by the worker
-     * user: the workers write the state (by rename) */
+     * user: the workers write the state, the master only reads it; not
+     * registered for a configuration test, which leaves no trace */
     path->name = name;
 
     if (cf->conf_file && cf->conf_file->file.name.data) {
@@ -715,7 +724,7 @@ ngx_chash_state_path(ngx_conf_t *cf, ngx_str_t *value, ngx_str_t *out)
         path->line = cf->conf_file->line;
     }
 
-    if (ngx_add_path(cf, &path) != NGX_OK) {
+    if (!ngx_test_config && ngx_add_path(cf, &path) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 

@@ -2,7 +2,7 @@
  * The source of an upstream's ring (chash_snapshot, chash_migrate): its
  * reloader, libchash's one reload policy (chash_reloader: identities,
  * remembered refusals, versions that only go up and persist in the state
- * directory, the last good file, one verification a host), made by the
+ * directory's last good file, one copy of the columns a host), made by the
  * master at configuration time and inherited by every worker; and the hot
  * swap: the poll timer posts a step to a thread of the pool, which does
  * everything that touches the file system (the reloader's check, the
@@ -334,6 +334,23 @@ ngx_chash_step_apply(ngx_chash_source_t *src, ngx_log_t *log)
 
     ngx_chash_status_report(src, step->highest, step->state_error);
 
+    if (src->current->info.expires_unix_seconds != 0
+        && ngx_time() >= (time_t) src->current->info.expires_unix_seconds)
+    {
+        if (!src->expired_said) {
+            ngx_log_error(NGX_LOG_WARN, log, 0,
+                          "%V \"%V\" in upstream \"%V\": config version %uL "
+                          "expired at %L (Unix time): still served until a "
+                          "newer file passes", &src->directive, &src->path,
+                          src->upstream, src->current->info.config_version,
+                          src->current->info.expires_unix_seconds);
+            src->expired_said = 1;
+        }
+
+    } else {
+        src->expired_said = 0;
+    }
+
     if (step->refused || step->waiting) {
         ngx_log_error(NGX_LOG_ERR, log, 0,
                       "%V \"%V\" in upstream \"%V\": refused, check %s: %s; "
@@ -436,6 +453,25 @@ ngx_chash_poll(ngx_event_t *ev)
         goto next;
     }
 
+    /* requests or sessions still hold the last NGX_CHASH_MAX_RETIRED rings:
+     * a push loop must not make a worker hold more (the status shows them) */
+    if (src->nretired >= NGX_CHASH_MAX_RETIRED
+        || (src->partner && src->partner->nretired >= NGX_CHASH_MAX_RETIRED))
+    {
+        if (!src->step.waiting_retired) {
+            ngx_log_error(NGX_LOG_WARN, ev->log, 0,
+                          "%V \"%V\" in upstream \"%V\": %ui retired "
+                          "generations still in use: no new file is looked "
+                          "at until requests release one", &src->directive,
+                          &src->path, src->upstream, src->nretired);
+            src->step.waiting_retired = 1;
+        }
+
+        goto next;
+    }
+
+    src->step.waiting_retired = 0;
+
 #if (NGX_THREADS)
 
     tp = ngx_thread_pool_get((ngx_cycle_t *) ngx_cycle, &src->thread_pool);
@@ -501,13 +537,18 @@ ngx_chash_source_cycle_cleanup(void *data)
 
 
 /* The state directory exists before nginx creates its paths: the reloader
- * reads it at configuration time. The master's ngx_create_paths gives it
- * to the worker user afterwards, as its temp paths. */
+ * reads it at configuration time. Made here by the master, as root, in a
+ * parent only root may write (the default's, /var/lib/nginx); the master's
+ * ngx_create_paths then gives it to the worker user, and from then on only
+ * the workers write in it (libchash writes only in a directory its process
+ * owns). A configuration test makes nothing: a state directory not made
+ * yet is nothing to read. */
 static ngx_int_t
 ngx_chash_state_dir(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     ngx_chash_source_t *src)
 {
-    if (src->state_dir.len == 0
+    if (src->state_dir.len == 0 || ngx_test_config
+        || ngx_process == NGX_PROCESS_SIGNALLER
         || ngx_create_dir(src->state_dir.data, 0700) != NGX_FILE_ERROR
         || ngx_errno == NGX_EEXIST)
     {
@@ -552,7 +593,7 @@ ngx_chash_first_gen(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     ngx_uint_t           attempt;
     chash_reload_result  r;
 
-    /* two candidates at most: the path's file, then NAME.good */
+    /* two candidates at most: the path's file, then the last good file */
     for (attempt = 0; attempt < 2; attempt++) {
         ngx_memzero(&r, sizeof(chash_reload_result));
         r.size = sizeof(chash_reload_result);
@@ -669,7 +710,7 @@ ngx_chash_source_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 
     /* Deferred: the first file is this module's candidate before anything
      * persists, so a file nginx refuses (another flavor, an address it
-     * cannot use) never becomes NAME.good or raises NAME.state */
+     * cannot use) never becomes the last good file (the version floor) */
     ro.flags |= CHASH_RELOAD_DEFER;
 
     if (chash_reloader_new((char *) src->path.data, &ro, &src->reloader)
@@ -691,9 +732,31 @@ ngx_chash_source_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     ngx_memzero(&report, sizeof(chash_reload_report));
     report.size = sizeof(chash_reload_report);
 
-    if (chash_reloader_report(src->reloader, &report) == CHASH_OK
-        && report.serving_last_good)
-    {
+    if (chash_reloader_report(src->reloader, &report) != CHASH_OK) {
+        report.serving_last_good = 0;
+        report.serving_expired = 0;
+        report.state_file[0] = '\0';
+    }
+
+    src->state_file.len = ngx_strlen(report.state_file);
+    src->state_file.data = ngx_pnalloc(cf->pool, src->state_file.len + 1);
+    if (src->state_file.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(src->state_file.data, report.state_file,
+               src->state_file.len + 1);
+
+    if (report.serving_expired) {
+        ngx_chash_upstream_error(cf, NGX_LOG_WARN, up,
+                                 "%V \"%V\": config version %uL expired at "
+                                 "%L (Unix time) and no newer file passes: "
+                                 "served all the same", &src->directive,
+                                 &src->path, gen->info.config_version,
+                                 gen->info.expires_unix_seconds);
+    }
+
+    if (report.serving_last_good) {
         ngx_chash_upstream_error(cf, NGX_LOG_WARN, up,
                                  "%V \"%V\": refused, check %s: %s; serving "
                                  "the last good file of \"%s\" in \"%V\", "

@@ -150,6 +150,7 @@ enum {
     NGX_CHASH_F_POINTS,
     NGX_CHASH_F_NODES,
     NGX_CHASH_F_LOADED_AT,
+    NGX_CHASH_F_EXPIRES,
     NGX_CHASH_F_VERSION,
     NGX_CHASH_F_HIGHEST,
     NGX_CHASH_F_VERSIONS,
@@ -175,6 +176,9 @@ static const char  *ngx_chash_families[NGX_CHASH_F_COUNT][3] = {
     { "chash_snapshot_nodes", "gauge", "Nodes of the ring served." },
     { "chash_snapshot_loaded_at_seconds", "gauge",
       "When the answering worker made the generation it serves (Unix time)." },
+    { "chash_snapshot_expires_timestamp_seconds", "gauge",
+      "When the ring the answering worker serves expires (Unix time), 0 if "
+      "never: past it, it is served only until a newer file passes." },
     { "chash_snapshot_config_version", "gauge",
       "The config version each live worker serves (ring old or new)." },
     { "chash_snapshot_highest_version", "gauge",
@@ -196,8 +200,8 @@ static const char  *ngx_chash_families[NGX_CHASH_F_COUNT][3] = {
       "Seconds since each worker's oldest retired generation it still holds "
       "stopped being served, 0 if none." },
     { "chash_worker_state_error", "gauge",
-      "1 when a worker could not write the state directory (versions and "
-      "last good file not persisted)." },
+      "1 when a worker could not write the state directory (the last good "
+      "file, which keeps the version floor, not persisted)." },
     { "chash_requests_total", "counter",
       "Requests routed, by the ring that routed them (old without a "
       "migration)." },
@@ -286,6 +290,10 @@ ngx_chash_status_prom_upstream(u_char *p, ngx_uint_t f, ngx_uint_t set,
     case NGX_CHASH_F_LOADED_AT:
         ngx_chash_sample(p, f, set, u);
         return ngx_sprintf(p, "\"} %T\n", g->loaded_at);
+
+    case NGX_CHASH_F_EXPIRES:
+        ngx_chash_sample(p, f, set, u);
+        return ngx_sprintf(p, "\"} %L\n", g->info.expires_unix_seconds);
 
     case NGX_CHASH_F_HIGHEST:
     case NGX_CHASH_F_VERSIONS:
@@ -518,12 +526,20 @@ ngx_chash_status_json(ngx_chash_status_t *st, u_char *p, ngx_pool_t *pool)
         p = ngx_sprintf(p, "\",\"key_id\":\"%s\",\"flavor\":\"%s\","
                         "\"points\":%uL,\"nodes\":%uD,\"loaded_at\":%T,"
                         "\"mode\":\"%s\",\"mapped\":%s,\"state\":%s,"
-                        "\"workers_agree\":%s,\"workers\":[",
+                        "\"state_file\":\"",
                         g->key_id, ngx_chash_flavor_name(g->info.flavor),
                         g->info.points, g->info.nodes, g->loaded_at,
                         ngx_chash_mode_name(g->info.mode),
                         g->info.mode == CHASH_LOAD_MAP ? "true" : "false",
-                        u[i].snap->state_dir.len ? "true" : "false",
+                        u[i].snap->state_dir.len ? "true" : "false");
+        p = ngx_chash_escape(p, u[i].snap->state_file.data,
+                             u[i].snap->state_file.len, 0);
+        p = ngx_sprintf(p, "\",\"expires\":%L,\"expired\":%s,"
+                        "\"workers_agree\":%s,\"workers\":[",
+                        g->info.expires_unix_seconds,
+                        g->info.expires_unix_seconds != 0
+                        && ngx_time() >= (time_t) g->info.expires_unix_seconds
+                        ? "true" : "false",
                         v.versions[0] <= 1 && v.versions[1] <= 1
                         ? "true" : "false");
 
@@ -632,6 +648,7 @@ ngx_chash_status_render(ngx_chash_status_t *st, ngx_chash_status_t *stream,
 
             name = u[i].name->len;
             strings = name + u[i].snap->path.len
+                      + u[i].snap->state_file.len
                       + (u[i].next ? u[i].next->path.len : 0)
                       + ngx_strlen(chash_snapshot_label(g->snapshot))
                       + u[i].rollout.len + 64;

@@ -357,6 +357,41 @@ void BM_Make(benchmark::State& state, size_t ring, Shape shape) {
   SetPoints(state, *f);
 }
 
+// A reloader's start (SnapshotReloader::Create, kSealed, a state
+// directory) while another process of the host (here: another reloader of
+// this process, which is what the record names) serves the file: `adopt`
+// maps that reloader's sealed copy and runs every check on it; otherwise
+// (share = false) it reads the file into a copy of its own and checks that.
+// The difference is the file's read and the copy, not the verification
+// (SECURITY.md: nothing another process says is trusted).
+void BM_Reload(benchmark::State& state, size_t ring, bool adopt, bool sign) {
+  Fixture* f = Usable(state, ring);
+  if (f == nullptr) return;
+  const std::string dir = snapshot_dir + "/chash-bench-state-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  ReloadOptions options;
+  options.state_dir = dir;
+  options.name = "bench";
+  if (sign) options.load.trusted_keys = {f->key.public_key()};
+  const std::string& path = sign ? f->signed_path : f->path;
+  Result<std::unique_ptr<SnapshotReloader>> publisher = SnapshotReloader::Create(path, options);
+  if (!publisher.ok()) return state.SkipWithError(publisher.status().ToString().c_str());
+  options.share = adopt;
+  for (auto _ : state) {
+    Result<std::unique_ptr<SnapshotReloader>> started = SnapshotReloader::Create(path, options);
+    if (!started.ok()) return state.SkipWithError(started.status().ToString().c_str());
+    state.PauseTiming();
+    if (!CheckRing(state, *f, *started.value()->ring())) return;
+    started.value().reset();
+    state.ResumeTiming();
+  }
+  publisher.value().reset();
+  std::filesystem::remove_all(dir);
+  SetPoints(state, *f);
+}
+
 // kMap verified after evicting the file's pages from the page cache.
 // mincore over a fresh, unpopulated mapping says how much was still cached.
 double ResidentFraction(const std::string& path) {
@@ -795,6 +830,14 @@ void RegisterAll() {
     }
     slow(reg("load/map_verified_cold/" + r, [ring](benchmark::State& s) { BM_LoadCold(s, ring); }),
          ring, 5, 3);
+    for (const bool sign : {false, true}) {
+      for (const bool adopt : {true, false}) {
+        slow(reg(std::string("reload/") + (adopt ? "adopt" : "own_copy") +
+                     (sign ? "_signed/" : "_verified/") + r,
+                 [ring, adopt, sign](benchmark::State& s) { BM_Reload(s, ring, adopt, sign); }),
+             ring, 20, 5);
+      }
+    }
     reg("refuse/unsigned_with_trusted_key/" + r,
         [ring](benchmark::State& s) { BM_Refuse(s, ring, Refusal::kUnsigned); })
         ->Unit(benchmark::kMicrosecond);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A swap of a large signed snapshot in Debian's real nginx (issue 31's
-measurements): one verification a host, the other workers adopt its sealed
-copy.
+measurements): one copy a host, the other workers adopt its sealed
+copy (each verifying it: SECURITY.md).
 
   convergence   from the rename of a new version to every worker serving it
                 (chash_status, polled every 5 ms)

@@ -297,7 +297,7 @@ TEST_F(CApiSnapshot, ReloaderAcceptsRefusesAndReports) {
   chash_snapshot_free(current);
   chash_reloader_free(reloader);
 
-  // A "restart" on version 1: refused (rollback), version 3 served from NAME.good.
+  // A "restart" on version 1: refused (rollback), version 3 served from BASE.good.
   ASSERT_TRUE(WriteSnapshotFile(ring_, testing::Versioned(1), path).ok());
   ASSERT_EQ(chash_reloader_new(path.c_str(), &options, &reloader), CHASH_OK) << chash_last_error();
   report = testing::Sized<chash_reload_report>();

@@ -122,7 +122,7 @@ struct OpenedSnapshot {
 Status OpenSnapshotPath(const std::string& path, const SnapshotLoadOptions& options,
                         OpenedSnapshot& out);
 // A file in a directory another user may write (the state directory's
-// NAME.good): openat(dir_fd, name, O_NOFOLLOW | O_NONBLOCK), so a symbolic
+// BASE.good): openat(dir_fd, name, O_NOFOLLOW | O_NONBLOCK), so a symbolic
 // link, a FIFO or a device there is refused without being followed or
 // waited on; then the same checks. `absent` (if given) is set when there is
 // no such file (ENOENT), which is then not an error.

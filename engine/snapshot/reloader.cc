@@ -390,15 +390,20 @@ struct __attribute__((visibility("hidden"))) SnapshotReloader::Impl {
       return Status(StatusCode::kIoError, why + " (" + host->GoodPath() + " not written)");
     }
     const SnapshotInfo& info = good_pending.snapshot->info();
+    const LoadedFile& bytes = good_pending.bytes;
     OpenedSnapshot good;
     SnapshotInfo claim;
-    if (OpenGood(good, claim) &&
-        (claim.config_version > info.config_version ||
-         (claim.config_version == info.config_version && claim.fingerprint == info.fingerprint))) {
-      // Another process wrote that ring or a newer one: kept once it
-      // passes its checks (then it is the floor), replaced if it fails them.
+    if (OpenGood(good, claim)) {
+      // Another process wrote these bytes (the same header and trailer: the
+      // trailer's checksum covers the rest), or a newer ring, kept once it
+      // passes its checks (then it is the floor) and replaced if it fails.
+      const bool same_bytes =
+          good.size == bytes.size &&
+          std::memcmp(good.head, bytes.data, sizeof good.head) == 0 &&
+          std::memcmp(good.tail, bytes.data + bytes.size - sizeof good.tail, sizeof good.tail) == 0;
       const bool proven = good_verdict && good_verdict->file == good.identity;
-      if (proven || ProveGood(good).result.ok()) {
+      if (same_bytes ||
+          (claim.config_version > info.config_version && (proven || ProveGood(good).result.ok()))) {
         good_pending = GoodPending();
         return Status();
       }

@@ -16,7 +16,7 @@ child on 127.0.0.1 stopped by its PID (tests/nginx/harness.py's style).
   --down` and a model of the walk written here;
 - the FFI declarations of chash.resty against include/chash/chash_c.h;
 - watch, libchash's reload policy, in 2 workers sharing a state directory:
-  one verification a host, a refused file never verified again however
+  one copy a host, a refused file never verified again however
   often the timers tick, a FIFO at the path refused without blocking the
   worker (the checks run in nginx's thread pool), and versions that only go
   up across a reload of nginx (SIGHUP).

@@ -290,6 +290,10 @@ pub struct chash_reload_report {
     pub checking_since_unix_seconds: i64,
     pub last_message: [c_char; 512],
     pub state_message: [c_char; 512],
+    pub served_expires_unix_seconds: i64,
+    pub serving_expired: u32,
+    pub reserved2: u32,
+    pub state_file: [c_char; 512],
 }
 
 extern "C" {

@@ -95,7 +95,7 @@
 //!   only after it passes every check; a refused file is never verified
 //!   again, versions only go up, and with a state directory
 //!   ([`ReloadOptions::state_dir`]) across restarts, with a last good file
-//!   and one verification a host. [`Reloader::ring`] is an `Arc<Ring>` that
+//!   and one copy a host. [`Reloader::ring`] is an `Arc<Ring>` that
 //!   stays valid across reloads; [`Reloader::report`] says what it did.
 //! - A [`Migration`] routes each key through an old or a new ring by a
 //!   stable hash of the key, under a rollout and a scope, with counters.

@@ -31,21 +31,24 @@ pub struct ReloadOptions {
     /// The checks of every file, the first included: trusted keys, minimum
     /// version, size cap, threads, load mode ([`LoadOptions`]).
     pub load: LoadOptions,
-    /// An existing, writable directory where the reloader keeps NAME.state
-    /// (the highest version served: versions only go up across restarts),
-    /// NAME.good (the last file that passed, served when the path's file is
-    /// refused at start) and NAME.share (the host's processes with the same
-    /// directory and policy adopt each other's verified sealed copy: one
-    /// verification and one copy of the columns a host). `None`: nothing
-    /// persists, this process verifies every file itself.
+    /// An existing directory (not a link, not writable by its group or
+    /// others; only a process whose effective uid owns it writes in it)
+    /// where the reloader keeps BASE.good (the last file that passed: served
+    /// when the path's file is refused at start, and, once it passes every
+    /// check itself, the version floor across restarts) and BASE.share (the
+    /// host's processes with the same directory and policy map each other's
+    /// sealed copy after every check: one copy of the columns a host).
+    /// What is trusted there: SECURITY.md. `None`: nothing persists, this
+    /// process reads every file into its own copy.
     pub state_dir: Option<PathBuf>,
     /// The reloader's name in `state_dir` (1..128 bytes of `[A-Za-z0-9._-]`);
     /// `None`: derived from the path.
     pub name: Option<String>,
-    /// With `state_dir` and [`crate::LoadMode::Sealed`]: adopt the host's
-    /// verified copies (default true).
+    /// With `state_dir` and [`crate::LoadMode::Sealed`]: map the host's
+    /// copies, after every check (default true).
     pub share: bool,
-    /// With `state_dir`: keep NAME.good (default true).
+    /// With `state_dir`: keep BASE.good, which is also what keeps versions
+    /// across restarts (default true).
     pub keep_last_good: bool,
     /// false: read the state directory but write nothing to it (a
     /// configuration test). Default true.
@@ -124,7 +127,7 @@ impl Candidate<'_> {
         self.result.adopted != 0
     }
 
-    /// Serves it: the library persists its version (and NAME.good) and
+    /// Serves it: the library keeps it as BASE.good and
     /// publishes it; then [`Reloader::snapshot`] answers with it. An error
     /// ([`ErrorKind::BadArgument`]) if another check ran since this one.
     /// A failure to write the state directory does not stop the swap: it
@@ -173,12 +176,12 @@ impl Candidate<'_> {
 #[derive(Clone, Debug, Default, Eq, PartialEq)]
 pub struct ReloadReport {
     pub served_version: u64,
-    /// The highest config version ever served under this name (persisted
-    /// with a state directory).
+    /// The highest config version ever served under this name, or proven
+    /// by the state directory's last good file.
     pub highest_version: u64,
     /// Files served after the first.
     pub accepted: u64,
-    /// Of those, verified by another process of the host.
+    /// Of those, mapped from another process's copy (after every check).
     pub adopted: u64,
     /// Files refused, each identity once.
     pub refused: u64,
@@ -190,11 +193,17 @@ pub struct ReloadReport {
     pub last_refused_unix_seconds: Option<i64>,
     /// A check in flight since (Unix seconds).
     pub checking_since_unix_seconds: Option<i64>,
-    /// The path's file was refused at start and NAME.good is served.
+    /// The path's file was refused at start and BASE.good is served.
     pub serving_last_good: bool,
-    /// The last write of NAME.state or NAME.good failed (the ring was
-    /// served all the same); why.
+    /// The last write of BASE.good failed (the ring was served all the
+    /// same); why.
     pub state_error: Option<String>,
+    /// The served ring's expiry (Unix seconds), if it has one.
+    pub served_expires_unix_seconds: Option<i64>,
+    /// Past it: served only while nothing newer passes.
+    pub serving_expired: bool,
+    /// The last good file's path (SECURITY.md: what it is trusted for).
+    pub state_file: Option<String>,
 }
 
 // The library's NUL-terminated message buffer as text.
@@ -228,8 +237,10 @@ impl Current {
 ///   [`SnapshotCheck::SameVersion`]; with a state directory, across
 ///   restarts), and another file with the ring served is no swap
 ///   ([`Reload::SameRing`]);
-/// - with a state directory: the last good file, and one verification a
-///   host ([`ReloadOptions::state_dir`]).
+/// - with a state directory: the last good file, and one copy a host
+///   ([`ReloadOptions::state_dir`]);
+/// - a ring that expires is served on, and says so
+///   ([`ReloadReport::serving_expired`]).
 ///
 /// Readers call [`Reloader::ring`] (a read lock for an `Arc` clone: tens of
 /// ns, never waiting for a load); the ring they hold stays valid after any
@@ -448,6 +459,10 @@ impl Reloader {
                 .then_some(raw.checking_since_unix_seconds),
             serving_last_good: raw.serving_last_good != 0,
             state_error: (raw.state_error != 0).then(|| message_text(&raw.state_message)),
+            served_expires_unix_seconds: (raw.served_expires_unix_seconds != 0)
+                .then_some(raw.served_expires_unix_seconds),
+            serving_expired: raw.serving_expired != 0,
+            state_file: (raw.state_file[0] != 0).then(|| message_text(&raw.state_file)),
         }
     }
 

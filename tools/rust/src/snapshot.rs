@@ -52,7 +52,7 @@ pub enum LoadMode {
     /// and checked there. Nothing done to the file afterwards (a write in
     /// place, a truncation) can change or crash the ring, and a
     /// [`crate::Reloader`] with a state directory shares it with the host's
-    /// other processes (one verification and one copy of the columns a host).
+    /// other processes (one copy of the columns a host).
     #[default]
     Sealed,
     /// Map the file read-only, zero-copy: its pages are the ring's columns.

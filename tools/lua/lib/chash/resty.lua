@@ -130,6 +130,10 @@ typedef struct chash_reload_report {
   int64_t checking_since_unix_seconds;
   char last_message[512];
   char state_message[512];
+  int64_t served_expires_unix_seconds;
+  uint32_t serving_expired;
+  uint32_t reserved2;
+  char state_file[512];
 } chash_reload_report;
 
 const char *chash_last_error(void);
@@ -1193,8 +1197,8 @@ local function reloader_options(opts)
     return o, { load, keys, opts }
 end
 
--- Creates a reloader (the first load of the path, or of NAME.good, or the
--- adoption of a sibling's verified copy): its address as a number, or nil,
+-- Creates a reloader (the first load of the path, or of BASE.good, or the
+-- adoption of a sibling's copy after every check): its address as a number, or nil,
 -- message, check name.
 local function new_reloader(path, opts)
     local o, keep = reloader_options(opts)
@@ -1283,8 +1287,8 @@ end
 -- with every check when its identity (device, inode, size, mtime) changes;
 -- a refused file is never verified again; versions only go up; with
 -- options.state_dir they persist across restarts and reloads of nginx, the
--- last good file is kept, and the workers adopt each other's verified
--- sealed copy (one verification a host).
+-- last good file is kept, and the workers map each other's sealed copy
+-- after every check (one copy a host).
 --
 -- holder.ring is the current ring. holder:check() (from ngx.timer.every or
 -- a request) looks at the path once IN NGINX'S THREAD POOL
@@ -1388,7 +1392,10 @@ end
 -- memory only, never waits for a check in flight): served_version,
 -- highest_version, accepted, adopted, refused (each file once), last_check
 -- (a check name, nil if none), last_message, serving_last_good,
--- state_error (a message, nil if none), checking_since.
+-- state_error (a message, nil if none), checking_since, expires (the ring
+-- served's expiry, nil if never), serving_expired (past it: served only
+-- while nothing newer passes), state_file (its last good file's path, nil
+-- without a state directory).
 function holder_mt.report(h)
     local r = ffi_new("chash_reload_report")
     r.size = ffi.sizeof(r)
@@ -1406,6 +1413,10 @@ function holder_mt.report(h)
         serving_last_good = r.serving_last_good == 1,
         state_error = r.state_error == 1 and ffi_string(r.state_message) or nil,
         checking_since = since ~= 0 and since or nil,
+        expires = r.served_expires_unix_seconds ~= 0
+            and tonumber(r.served_expires_unix_seconds) or nil,
+        serving_expired = r.serving_expired == 1,
+        state_file = r.state_file[0] ~= 0 and ffi_string(r.state_file) or nil,
     }
 end
 

@@ -380,7 +380,61 @@ TEST(CliPrograms, NutcrackerYmlRoutesAsTheRealNutcracker) {
   const std::string no_weight =
       WriteTemp("y2", "a:\n  distribution: ketama\n  servers:\n   - 127.0.0.1:11211\n");
   ExpectUsageError(RunChash("route --nutcracker-yml " + no_weight + " --pool a", "a\n"),
-                   no_weight + ":4: '127.0.0.1:11211': expected HOST:PORT:WEIGHT [NAME]");
+                   no_weight + ":4: directive \"servers\" has an invalid "
+                               "\"hostname:port:weight [name]\"");
+}
+
+// Configs nutcracker 0.5.0 refuses (`nutcracker -t`; its reasons as it
+// logs them), each read before as a ring: chash refuses each with that
+// reason and the line. The differential corpus
+// (tests/data/nutcracker-yml/edges/) records the real verdicts.
+TEST(CliPrograms, NutcrackerYmlRefusesWhatNutcrackerRefuses) {
+  if (RunChash("route --nutcracker-yml x --pool a", "a\n").err.find("built without libyaml") !=
+      std::string::npos) {
+    GTEST_SKIP() << "built without libyaml";
+  }
+  const std::string pool = "a:\n  listen: 127.0.0.1:22121\n";
+  const std::string servers = "  servers:\n   - 127.0.0.1:11211:1\n";
+  struct Case {
+    std::string name, text, expected;  // expected: after "FILE:"
+  };
+  const std::vector<Case> cases = {
+      {"two_lists", pool + servers + "  servers:\n   - 127.0.0.2:11211:1\n",
+       "6: has more than one sequence directive"},
+      {"twice", pool + "  hash: md5\n  hash: md5\n" + servers, "4: directive \"hash\" is a duplicate"},
+      {"two_documents", pool + servers + "---\nb:\n  listen: 127.0.0.1:22122\n" + servers,
+       "5: nutcracker takes a file of exactly 1 YAML document; found 2"},
+      {"anchor", "a: &base\n  listen: 127.0.0.1:22121\n" + servers, "1: anchor token is disallowed"},
+      {"alias", pool + servers + "b: *x\n", "5: alias token is disallowed"},
+      {"merge_key", pool + "  <<: x\n" + servers, "3: directive \"<<\" is unknown"},
+      {"unknown", pool + "  hash_tagg: \"{}\"\n" + servers, "3: directive \"hash_tagg\" is unknown"},
+      {"weight_zero", pool + "  servers:\n   - 127.0.0.1:11211:0\n",
+       "4: directive \"servers\" has a zero weight"},
+      {"pool_twice", pool + servers + "a:\n  listen: 127.0.0.1:22122\n" + servers,
+       "5: has pools with same name 'a'"},
+  };
+  for (const Case& c : cases) {
+    const std::string file = WriteTemp("nutcracker_" + c.name + ".yml", c.text);
+    ExpectUsageError(RunChash("route --nutcracker-yml " + file + " --pool a", "a\n"),
+                     file + ":" + c.expected);
+  }
+  // nutcracker's distribution is ketama unless the pool says otherwise.
+  const std::string default_distribution = WriteTemp("nutcracker_default.yml", pool + servers);
+  const CliRun run = RunChash("route --nutcracker-yml " + default_distribution + " --pool a", "k\n");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "k,127.0.0.1:11211\n");
+}
+
+// 200 KB of nested flow sequences cost libyaml time quadratic in the depth
+// (27 s here); chash stops at the first level past its bound and names it.
+TEST(CliPrograms, NutcrackerYmlBoundsTheNestingBeforeLibyamlsCost) {
+  const std::string file = WriteTemp(
+      "nutcracker_deep.yml", "a:\n  listen: 127.0.0.1:22121\n  servers: " + std::string(200000, '[') + "\n");
+  const CliRun run = testing::RunChashBounded("stats --nutcracker-yml " + file + " --pool a", 10);
+  if (run.err.find("built without libyaml") != std::string::npos) GTEST_SKIP() << run.err;
+  EXPECT_EQ(run.status, 2);
+  EXPECT_EQ(run.err, "chash stats: " + file + ":3: YAML nested deeper than 64 levels: chash reads "
+                     "no deeper\n");
 }
 
 TEST(CliPrograms, EnvoyClusterRoutesAsEnvoysTests) {

@@ -2,11 +2,127 @@
 
 #if CHASH_WITH_YAML
 
-#include <cstdio>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <new>
 #include <utility>
 
 namespace chash::cli {
+
+Result<std::string> ReadYamlFile(const std::string& path) {
+  // Opened without blocking and checked before reading: a FIFO or a device
+  // is refused, never read.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Status(StatusCode::kIoError, path + ": cannot be opened");
+  struct stat info {};
+  Status status;
+  std::string text;
+  if (fstat(fd, &info) != 0) {
+    status = Status(StatusCode::kIoError, path + ": " + std::strerror(errno));
+  } else if (!S_ISREG(info.st_mode)) {
+    status = Status(StatusCode::kBadArgument,
+                    path + ": not a regular file: chash reads only regular config files");
+  } else if (static_cast<uint64_t>(info.st_size) > kMaxYamlBytes) {
+    status = Status(StatusCode::kBadArgument, path + ": larger than " +
+                                                  std::to_string(kMaxYamlBytes >> 20) +
+                                                  " MiB: chash reads config files up to that size");
+  } else {
+    text.resize(static_cast<size_t>(info.st_size));
+    size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        status = Status(StatusCode::kIoError, path + ": cannot be read: " + std::strerror(errno));
+        break;
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+  }
+  close(fd);
+  if (!status.ok()) return status;
+  return text;
+}
+
+YamlStream::~YamlStream() {
+  if (initialized_) yaml_parser_delete(&parser_);
+}
+
+Result<std::unique_ptr<YamlStream>> YamlStream::Open(const std::string& path,
+                                                     std::string_view text) {
+  std::unique_ptr<YamlStream> stream(new (std::nothrow) YamlStream(path));
+  if (!stream || yaml_parser_initialize(&stream->parser_) == 0) {
+    return Status(StatusCode::kOutOfMemory, "out of memory: starting the YAML parser");
+  }
+  stream->initialized_ = true;
+  yaml_parser_set_input_string(&stream->parser_,
+                               reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  return stream;
+}
+
+Status YamlStream::Error() const {
+  if (parser_.error == YAML_MEMORY_ERROR) {
+    return Status(StatusCode::kOutOfMemory, "out of memory: reading " + path_);
+  }
+  return Status(StatusCode::kBadArgument,
+                Where(parser_.problem_mark) + ": YAML: " +
+                    (parser_.problem ? parser_.problem : "unreadable"));
+}
+
+Status YamlStream::NextToken(yaml_token_t& token) {
+  if (yaml_parser_scan(&parser_, &token) == 0) return Error();
+  return Status();
+}
+
+Status YamlStream::NextEvent(yaml_event_t& event) {
+  if (yaml_parser_parse(&parser_, &event) == 0) return Error();
+  return Status();
+}
+
+std::string YamlStream::Where(const yaml_mark_t& mark) const {
+  return path_ + ":" + std::to_string(mark.line + 1);
+}
+
+Status CheckYamlDepth(const std::string& path, std::string_view text) {
+  Result<std::unique_ptr<YamlStream>> opened = YamlStream::Open(path, text);
+  if (!opened.ok()) return opened.status();
+  YamlStream& stream = *opened.value();
+  int depth = 0;
+  while (true) {
+    yaml_token_t token;
+    if (Status status = stream.NextToken(token); !status.ok()) return status;
+    const yaml_token_type_t type = token.type;
+    const yaml_mark_t mark = token.start_mark;
+    yaml_token_delete(&token);
+    switch (type) {
+      case YAML_FLOW_SEQUENCE_START_TOKEN:
+      case YAML_FLOW_MAPPING_START_TOKEN:
+      case YAML_BLOCK_SEQUENCE_START_TOKEN:
+      case YAML_BLOCK_MAPPING_START_TOKEN:
+        if (++depth > kMaxYamlDepth) {
+          return Status(StatusCode::kBadArgument,
+                        stream.Where(mark) + ": YAML nested deeper than " +
+                            std::to_string(kMaxYamlDepth) + " levels: chash reads no deeper");
+        }
+        break;
+      case YAML_FLOW_SEQUENCE_END_TOKEN:
+      case YAML_FLOW_MAPPING_END_TOKEN:
+      case YAML_BLOCK_END_TOKEN:
+        --depth;
+        break;
+      case YAML_STREAM_END_TOKEN:
+        return Status();
+      default:
+        break;
+    }
+  }
+}
 
 void YamlDocument::Deleter::operator()(yaml_document_t* document) const {
   yaml_document_delete(document);
@@ -17,14 +133,19 @@ YamlDocument::YamlDocument(std::unique_ptr<yaml_document_t, Deleter> document, s
     : document_(std::move(document)), path_(std::move(path)) {}
 
 Result<YamlDocument> YamlDocument::Load(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                        &std::fclose);
-  if (!file) return Status(StatusCode::kIoError, path + ": cannot be opened");
+  Result<std::string> text = ReadYamlFile(path);
+  if (!text.ok()) return text.status();
+  return Parse(path, text.value());
+}
+
+Result<YamlDocument> YamlDocument::Parse(const std::string& path, std::string_view text) {
+  if (Status status = CheckYamlDepth(path, text); !status.ok()) return status;
   yaml_parser_t parser;
   if (yaml_parser_initialize(&parser) == 0) {
     return Status(StatusCode::kOutOfMemory, "out of memory: starting the YAML parser");
   }
-  yaml_parser_set_input_file(&parser, file.get());
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
+                               text.size());
   auto* loaded = new (std::nothrow) yaml_document_t;
   if (loaded == nullptr) {
     yaml_parser_delete(&parser);

@@ -1,9 +1,6 @@
 #include "nginx_conf.h"
 
-#include <fcntl.h>
 #include <glob.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -13,6 +10,7 @@
 #include <set>
 
 #include "chash/address.h"
+#include "config_file.h"
 
 namespace chash::cli {
 namespace {
@@ -220,46 +218,14 @@ class ConfReader {
            " MiB: chash reads config files up to that size";
   }
 
-  // A regular file, whole (up to kMaxConfFileBytes). Opened without blocking
-  // and checked before reading: a FIFO, a device or a directory is refused,
-  // never read (nginx reads them up to their reported size, 0 for most).
-  // `os_error` is the errno of a failed open() (0 otherwise).
+  // A regular file, whole (up to kMaxConfFileBytes): a FIFO, a device or a
+  // directory is refused, never read (nginx reads them up to their
+  // reported size, 0 for most). `os_error` is a failed open()'s errno.
   static Status ReadFile(const std::string& path, std::string& text, int& os_error) {
-    const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-      os_error = errno;
-      return Status(StatusCode::kIoError, std::strerror(os_error));
-    }
-    struct stat info {};
-    Status status;
-    if (fstat(fd, &info) != 0) {
-      status = Status(StatusCode::kIoError, std::strerror(errno));
-    } else if (!S_ISREG(info.st_mode)) {
-      status = Status(StatusCode::kBadArgument,
-                      "not a regular file: chash reads only regular config files");
-    } else if (static_cast<uint64_t>(info.st_size) > kMaxConfFileBytes) {
-      status = Status(StatusCode::kBadArgument,
-                      "larger than " + std::to_string(kMaxConfFileBytes >> 20) +
-                          " MiB: chash reads config files up to that size");
-    } else {
-      // Up to the size fstat reported, as nginx reads (a file growing
-      // meanwhile is read as it was).
-      text.resize(static_cast<size_t>(info.st_size));
-      size_t got = 0;
-      while (got < text.size()) {
-        const ssize_t n = read(fd, text.data() + got, text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-          status = Status(StatusCode::kIoError, std::strerror(errno));
-          break;
-        }
-        if (n == 0) break;
-        got += static_cast<size_t>(n);
-      }
-      text.resize(got);
-    }
-    close(fd);
-    return status;
+    Result<std::string> read = ReadConfigFile(path, kMaxConfFileBytes, os_error);
+    if (!read.ok()) return read.status();
+    text = std::move(read).value();
+    return Status();
   }
 
   // Parses directives into `out` (nullptr: parsed and dropped) until the

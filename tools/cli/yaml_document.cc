@@ -2,51 +2,20 @@
 
 #if CHASH_WITH_YAML
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <new>
 #include <utility>
+
+#include "config_file.h"
 
 namespace chash::cli {
 
 Result<std::string> ReadYamlFile(const std::string& path) {
-  // Opened without blocking and checked before reading: a FIFO or a device
-  // is refused, never read.
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Status(StatusCode::kIoError, path + ": cannot be opened");
-  struct stat info {};
-  Status status;
-  std::string text;
-  if (fstat(fd, &info) != 0) {
-    status = Status(StatusCode::kIoError, path + ": " + std::strerror(errno));
-  } else if (!S_ISREG(info.st_mode)) {
-    status = Status(StatusCode::kBadArgument,
-                    path + ": not a regular file: chash reads only regular config files");
-  } else if (static_cast<uint64_t>(info.st_size) > kMaxYamlBytes) {
-    status = Status(StatusCode::kBadArgument, path + ": larger than " +
-                                                  std::to_string(kMaxYamlBytes >> 20) +
-                                                  " MiB: chash reads config files up to that size");
-  } else {
-    text.resize(static_cast<size_t>(info.st_size));
-    size_t got = 0;
-    while (got < text.size()) {
-      const ssize_t n = read(fd, text.data() + got, text.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        status = Status(StatusCode::kIoError, path + ": cannot be read: " + std::strerror(errno));
-        break;
-      }
-      if (n == 0) break;
-      got += static_cast<size_t>(n);
-    }
-    text.resize(got);
+  int os_error = 0;
+  Result<std::string> text = ReadConfigFile(path, kMaxYamlBytes, os_error);
+  if (!text.ok()) {
+    return Status(text.status().code(),
+                  path + (os_error != 0 ? ": cannot be opened" : ": " + text.status().message()));
   }
-  close(fd);
-  if (!status.ok()) return status;
   return text;
 }
 

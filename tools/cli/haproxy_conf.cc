@@ -617,11 +617,16 @@ Status CfgReader::Read() {
 }
 
 Status CfgReader::Line(size_t number, std::vector<std::string> args) {
+  // .if joins the words again: every NUL of HAProxy's output buffer, those
+  // of \x00 escapes too, becomes a space.
+  std::string expression;
+  for (size_t i = 1; i < args.size(); ++i) expression += (i > 1 ? " " : "") + args[i];
+  std::replace(expression.begin(), expression.end(), '\0', ' ');
+  // Everything else reads the words as C strings: a \x00 ends its word.
+  for (std::string& word : args) word.resize(std::min(word.size(), word.find('\0')));
   if (args[0].empty()) return Status();  // an empty line (or an empty first word)
   const std::string& word = args[0];
   if (word == ".if" || word == ".elif") {
-    std::string expression;  // the words after it, joined by spaces again
-    for (size_t i = 1; i < args.size(); ++i) expression += (i > 1 ? " " : "") + args[i];
     if (word == ".if") {
       if (static_cast<int>(conds_.size()) + 1 >= kMaxNestedConds) {
         return Error(number, "too many nested '.if', max is " + std::to_string(kMaxNestedConds));

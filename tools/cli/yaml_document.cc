@@ -154,6 +154,17 @@ std::vector<yaml_node_t*> YamlDocument::Items(yaml_node_t* sequence) const {
   return items;
 }
 
+std::vector<std::pair<yaml_node_t*, yaml_node_t*>> YamlDocument::Pairs(yaml_node_t* mapping) const {
+  std::vector<std::pair<yaml_node_t*, yaml_node_t*>> pairs;
+  if (mapping == nullptr || mapping->type != YAML_MAPPING_NODE) return pairs;
+  for (yaml_node_pair_t* pair = mapping->data.mapping.pairs.start;
+       pair < mapping->data.mapping.pairs.top; ++pair) {
+    pairs.emplace_back(yaml_document_get_node(document_.get(), pair->key),
+                       yaml_document_get_node(document_.get(), pair->value));
+  }
+  return pairs;
+}
+
 std::string YamlDocument::Scalar(const yaml_node_t* node) {
   if (node == nullptr || node->type != YAML_SCALAR_NODE) return {};
   return std::string(reinterpret_cast<const char*>(node->data.scalar.value),

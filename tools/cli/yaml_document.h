@@ -29,6 +29,7 @@ inline constexpr int kMaxYamlDepth = 64;                   // nested collections
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "chash/status.h"
@@ -89,6 +90,8 @@ class YamlDocument {
   yaml_node_t* Get(yaml_node_t* mapping, std::string_view key) const;
   // A sequence node's items; none if it is not a sequence.
   std::vector<yaml_node_t*> Items(yaml_node_t* sequence) const;
+  // A mapping node's keys and values, in order; none if it is not a mapping.
+  std::vector<std::pair<yaml_node_t*, yaml_node_t*>> Pairs(yaml_node_t* mapping) const;
   // A scalar's text; "" for anything else (nullptr included).
   static std::string Scalar(const yaml_node_t* node);
   // "PATH:LINE" of a node, for errors.

@@ -102,6 +102,16 @@ def one_line(text):
     return re.sub(r"\s+", " ", text).strip()
 
 
+def read_all(sock):
+    """Everything a connected socket sends until the other side closes it."""
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
 # ------------------------------------------------------------------ haproxy
 
 
@@ -133,13 +143,7 @@ def haproxy_verdict(path, tmp):
                         s.settimeout(2)
                         s.connect(sock)
                         s.sendall(b"show stat\n")
-                        data = b""
-                        while True:
-                            chunk = s.recv(65536)
-                            if not chunk:
-                                break
-                            data += chunk
-                    rows = data.decode()
+                        rows = read_all(s).decode()
                     break
                 except OSError:
                     pass
@@ -183,12 +187,7 @@ def nutcracker_verdict(path, tmp):
     try:
         common.wait_port(stats_port, proc, seconds=SECONDS)
         with socket.create_connection(("127.0.0.1", stats_port), timeout=2) as s:
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = read_all(s)
     finally:
         proc.stop()
     stats = json.loads(data.decode())

@@ -327,38 +327,34 @@ class Condition {
     while (pos < text_.size() && (text_[pos] == ' ' || text_[pos] == '\t')) ++pos;
   }
 
-  Result<std::unique_ptr<Node>> ParseExpr(size_t& pos, int depth) {
+  using Parser = Result<std::unique_ptr<Node>> (Condition::*)(size_t&, int);
+
+  // expr = and ['||' expr]; and = term ['&&' and]: the operand, then the
+  // operator and the rest, each a level of HAProxy's recursion budget.
+  Result<std::unique_ptr<Node>> ParseBinary(size_t& pos, int depth, std::string_view op,
+                                            Node::Kind kind, Parser operand, Parser rest) {
     if (pos >= text_.size() || depth <= 0) return Unparsable(pos);
-    Result<std::unique_ptr<Node>> left = ParseAnd(pos, depth - 1);
+    Result<std::unique_ptr<Node>> left = (this->*operand)(pos, depth - 1);
     if (!left.ok()) return left;
     SkipBlanks(pos);
-    if (text_.compare(pos, 2, "||") != 0) return left;
+    if (text_.compare(pos, 2, op) != 0) return left;
     pos += 2;
     SkipBlanks(pos);
-    Result<std::unique_ptr<Node>> right = ParseExpr(pos, depth - 1);
+    Result<std::unique_ptr<Node>> right = (this->*rest)(pos, depth - 1);
     if (!right.ok()) return right;
     auto node = std::make_unique<Node>();
-    node->kind = Node::kOr;
+    node->kind = kind;
     node->left = std::move(left).value();
     node->right = std::move(right).value();
     return node;
   }
 
+  Result<std::unique_ptr<Node>> ParseExpr(size_t& pos, int depth) {
+    return ParseBinary(pos, depth, "||", Node::kOr, &Condition::ParseAnd, &Condition::ParseExpr);
+  }
+
   Result<std::unique_ptr<Node>> ParseAnd(size_t& pos, int depth) {
-    if (pos >= text_.size() || depth <= 0) return Unparsable(pos);
-    Result<std::unique_ptr<Node>> left = ParseTerm(pos, depth - 1);
-    if (!left.ok()) return left;
-    SkipBlanks(pos);
-    if (text_.compare(pos, 2, "&&") != 0) return left;
-    pos += 2;
-    SkipBlanks(pos);
-    Result<std::unique_ptr<Node>> right = ParseAnd(pos, depth - 1);
-    if (!right.ok()) return right;
-    auto node = std::make_unique<Node>();
-    node->kind = Node::kAnd;
-    node->left = std::move(left).value();
-    node->right = std::move(right).value();
-    return node;
+    return ParseBinary(pos, depth, "&&", Node::kAnd, &Condition::ParseTerm, &Condition::ParseAnd);
   }
 
   Result<std::unique_ptr<Node>> ParseTerm(size_t& pos, int depth) {

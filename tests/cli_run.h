@@ -75,18 +75,33 @@ inline std::string ReadAll(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Runs `chash ARGS < stdin_text`, capturing stdout and stderr.
-inline CliRun RunChash(const std::string& args, const std::string& stdin_text = "") {
+// Runs `chash ARGS < stdin_text`, capturing stdout and stderr. `shell_prefix`
+// goes before the command in the shell that runs it (RunChashBounded).
+inline CliRun RunChash(const std::string& args, const std::string& stdin_text = "",
+                       const std::string& shell_prefix = "") {
   const std::string in = WriteTemp("stdin", stdin_text);
   const std::string out = TempPath("stdout"), err = TempPath("stderr");
-  const std::string command =
-      std::string(CHASH_CLI_PATH) + " " + args + " <" + in + " >" + out + " 2>" + err;
+  const std::string command = shell_prefix + std::string(CHASH_CLI_PATH) + " " + args + " <" +
+                              in + " >" + out + " 2>" + err;
   CliRun run;
   const int raw = std::system(command.c_str());
   run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   run.out = ReadAll(out);
   run.err = ReadAll(err);
   return run;
+}
+
+// RunChash stopped after `seconds` (coreutils' timeout: status 124) and,
+// outside AddressSanitizer (whose shadow memory needs the address space),
+// limited to 4 GiB of address space: a test of a reader that once read or
+// recursed without end fails instead of taking the machine with it.
+inline CliRun RunChashBounded(const std::string& args, int seconds = 60) {
+#if defined(__SANITIZE_ADDRESS__)
+  const std::string limit;
+#else
+  const std::string limit = "ulimit -v 4194304; ";
+#endif
+  return RunChash(args, "", limit + "timeout " + std::to_string(seconds) + " ");
 }
 
 }  // namespace chash::testing

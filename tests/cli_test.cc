@@ -2,6 +2,7 @@
 // exit status 2, keys from a file or stdin, the servers file format.
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <utility>
 #include <sstream>
@@ -338,7 +339,7 @@ TEST(CliPrograms, HaproxyCfgErrors) {
   const std::string bad = WriteTemp(
       "h2", "backend b\n  balance uri\n  hash-type consistent\n  server a 10.0.0.1:80 weight 300\n");
   ExpectUsageError(RunChash("route --haproxy-cfg " + bad + " --backend b", "a\n"),
-                   bad + ":4: weight '300' must be an integer 0..256");
+                   bad + ":4: 'server b/a' : weight of server a is not within 0 and 256 (300).");
   const std::string round_robin =
       WriteTemp("h3", "backend b\n  balance roundrobin\n  hash-type consistent\n  server a x:1\n");
   ExpectUsageError(RunChash("route --haproxy-cfg " + round_robin + " --backend b", "a\n"),
@@ -346,7 +347,94 @@ TEST(CliPrograms, HaproxyCfgErrors) {
   const std::string function = WriteTemp(
       "h4", "backend b\n  balance uri\n  hash-type consistent md5\n  server a x:1\n");
   ExpectUsageError(RunChash("route --haproxy-cfg " + function + " --backend b", "a\n"),
-                   function + ":3: hash-type consistent md5: chash knows sdbm, djb2, wt6 and crc32");
+                   function + ":3: 'hash-type' only supports 'sdbm', 'djb2', 'crc32', or 'wt6' "
+                              "hash functions");
+}
+
+// The servers of a backend as `chash stats --json` reads them from a config
+// ("ADDR WEIGHT" each, in order), or the error.
+std::string HaproxyServers(const std::string& name, const std::string& cfg) {
+  const std::string file = WriteTemp("haproxy_" + name + ".cfg", cfg);
+  const CliRun run = testing::RunChashBounded("stats --json --haproxy-cfg " + file + " --backend b");
+  if (run.status != 0) return "error: " + run.err;
+  std::string servers;
+  const std::regex share("\"address\":\"([^\"]*)\",\"weight\":([0-9]+)");
+  for (auto it = std::sregex_iterator(run.out.begin(), run.out.end(), share);
+       it != std::sregex_iterator(); ++it) {
+    servers += (servers.empty() ? "" : ", ") + (*it)[1].str() + " " + (*it)[2].str();
+  }
+  return servers;
+}
+
+// What HAProxy 2.6 makes of each config (haproxy -c and its stats socket,
+// recorded in tests/data/haproxy-cfg/edges/): the servers and weights of
+// backend b, or a refusal. chash read each differently before.
+TEST(CliPrograms, HaproxyCfgReadsLinesAsHaproxy26) {
+  const std::string head = "defaults\n  mode http\nbackend b\n  balance uri\n  hash-type consistent\n";
+  // default-server applies to the server lines after it, with the settings
+  // in effect at each line; disabled and backup servers own no points.
+  EXPECT_EQ(HaproxyServers("default_server",
+                           head + "  server s1 127.0.0.1:80\n  default-server weight 5\n"
+                                  "  server s2 127.0.0.2:80\n  default-server weight 7 backup\n"
+                                  "  server s3 127.0.0.3:80 no-backup\n  server s4 127.0.0.4:80\n"
+                                  "  default-server disabled\n  server s5 127.0.0.5:80\n"
+                                  "  server s6 127.0.0.6:80 enabled\n"),
+            "127.0.0.1:80 1, 127.0.0.2:80 5, 127.0.0.3:80 7, 127.0.0.4:80 0, 127.0.0.5:80 0, "
+            "127.0.0.6:80 0");  // s6: enabled, but still a backup
+  // Quotes and escapes: "weight" 10 is the keyword weight, 'backup' backup.
+  EXPECT_EQ(HaproxyServers("quotes", head + "  server s1 127.0.0.1:80 \"weight\" 10\n"
+                                            "  server s2 127.0.0.2:80 'backup'\n"
+                                            "  server s3 127.0.0.3:80 we\\ight 3\n"),
+            "error: chash stats: " + ::testing::TempDir() + testing::TempPrefix() +
+                "haproxy_quotes.cfg:8: 'server b/s3' : unknown keyword 'we\\ight'\n");
+  EXPECT_EQ(HaproxyServers("quotes_ok", head + "  server s1 127.0.0.1:80 \"weight\" 10\n"
+                                               "  server s2 127.0.0.2:80 'backup'\n"
+                                               "  server s3 127.0.0.3:80 weig\\x68t 3\n"),
+            "127.0.0.1:80 10, 127.0.0.2:80 0, 127.0.0.3:80 3");
+  // '#' starts a comment even inside a word.
+  EXPECT_EQ(HaproxyServers("sharp", head + "  server s1 127.0.0.1:80#s1 weight 10\n"),
+            "127.0.0.1:80 1");
+  // .if blocks: HAProxy never declares the servers of a false one.
+  EXPECT_EQ(HaproxyServers("if", head + ".if defined(CHASH_TEST_SURELY_UNSET)\n"
+                                        "  server s1 127.0.0.1:80\n.elif 1 && !0\n"
+                                        "  server s2 127.0.0.2:80 weight 2\n.else\n"
+                                        "  server s3 127.0.0.3:80\n.endif\n"),
+            "127.0.0.2:80 2");
+  // Named defaults: `from` picks the section; the last one is not it.
+  EXPECT_EQ(HaproxyServers("from", "defaults d1\n  mode http\n  balance uri\n"
+                                   "  hash-type consistent\n  default-server weight 9\n"
+                                   "defaults d2\n  mode tcp\nbackend b from d1\n"
+                                   "  server s1 127.0.0.1:80\n"),
+            "127.0.0.1:80 9");
+}
+
+TEST(CliPrograms, HaproxyCfgRefusesWhatHaproxy26Refuses) {
+  const std::string head = "defaults\n  mode http\nbackend b\n  balance uri\n  hash-type consistent\n";
+  struct Case {
+    std::string name, cfg, expected;  // expected: after "FILE:"
+  };
+  const std::vector<Case> cases = {
+      {"misspelled", head + "  server s1 127.0.0.1:80 Weight 10\n",
+       "6: 'server b/s1' : unknown keyword 'Weight'"},
+      {"same_name", head + "  server s1 127.0.0.1:80\n  server s1 127.0.0.2:80\n",
+       "7: backend 'b', another server named 's1' was already defined at line 6"},
+      // An L7 hash without mode http: HAProxy falls back to round robin.
+      {"tcp_uri", "backend b\n  balance uri\n  hash-type consistent\n  server s1 127.0.0.1:80\n",
+       "2: Layer 7 hash not possible for backend 'b' (needs 'mode http')"},
+      {"unknown_keyword", head + "  hash-key id\n  server s1 127.0.0.1:80\n",
+       "6: unknown keyword 'hash-key' in 'backend' section"},
+      {"no_newline", head + "  server s1 127.0.0.1:80", "6: Missing LF on last line"},
+      {"from_unknown", "backend b from nope\n  server s1 127.0.0.1:80\n",
+       "1: defaults section 'nope' not found for backend 'b'"},
+      {"unmatched_quote", head + "  server s1 \"127.0.0.1:80\n", "6: unmatched quote"},
+      {"feature", head + ".if feature(OPENSSL)\n.endif\n  server s1 127.0.0.1:80\n",
+       "6: '.if' predicate feature() depends on the haproxy binary"},
+  };
+  for (const Case& c : cases) {
+    const std::string file = WriteTemp("haproxy_" + c.name + ".cfg", c.cfg);
+    ExpectUsageError(RunChash("stats --haproxy-cfg " + file + " --backend b"),
+                     file + ":" + c.expected);
+  }
 }
 
 TEST(CliPrograms, NutcrackerYmlRoutesAsTheRealNutcracker) {
@@ -380,7 +468,61 @@ TEST(CliPrograms, NutcrackerYmlRoutesAsTheRealNutcracker) {
   const std::string no_weight =
       WriteTemp("y2", "a:\n  distribution: ketama\n  servers:\n   - 127.0.0.1:11211\n");
   ExpectUsageError(RunChash("route --nutcracker-yml " + no_weight + " --pool a", "a\n"),
-                   no_weight + ":4: '127.0.0.1:11211': expected HOST:PORT:WEIGHT [NAME]");
+                   no_weight + ":4: directive \"servers\" has an invalid "
+                               "\"hostname:port:weight [name]\"");
+}
+
+// Configs nutcracker 0.5.0 refuses (`nutcracker -t`; its reasons as it
+// logs them), each read before as a ring: chash refuses each with that
+// reason and the line. The differential corpus
+// (tests/data/nutcracker-yml/edges/) records the real verdicts.
+TEST(CliPrograms, NutcrackerYmlRefusesWhatNutcrackerRefuses) {
+  if (RunChash("route --nutcracker-yml x --pool a", "a\n").err.find("built without libyaml") !=
+      std::string::npos) {
+    GTEST_SKIP() << "built without libyaml";
+  }
+  const std::string pool = "a:\n  listen: 127.0.0.1:22121\n";
+  const std::string servers = "  servers:\n   - 127.0.0.1:11211:1\n";
+  struct Case {
+    std::string name, text, expected;  // expected: after "FILE:"
+  };
+  const std::vector<Case> cases = {
+      {"two_lists", pool + servers + "  servers:\n   - 127.0.0.2:11211:1\n",
+       "6: has more than one sequence directive"},
+      {"twice", pool + "  hash: md5\n  hash: md5\n" + servers, "4: directive \"hash\" is a duplicate"},
+      {"two_documents", pool + servers + "---\nb:\n  listen: 127.0.0.1:22122\n" + servers,
+       "5: nutcracker takes a file of exactly 1 YAML document; found 2"},
+      {"anchor", "a: &base\n  listen: 127.0.0.1:22121\n" + servers, "1: anchor token is disallowed"},
+      {"alias", pool + servers + "b: *x\n", "5: alias token is disallowed"},
+      {"merge_key", pool + "  <<: x\n" + servers, "3: directive \"<<\" is unknown"},
+      {"unknown", pool + "  hash_tagg: \"{}\"\n" + servers, "3: directive \"hash_tagg\" is unknown"},
+      {"weight_zero", pool + "  servers:\n   - 127.0.0.1:11211:0\n",
+       "4: directive \"servers\" has a zero weight"},
+      {"pool_twice", pool + servers + "a:\n  listen: 127.0.0.1:22122\n" + servers,
+       "5: has pools with same name 'a'"},
+  };
+  for (const Case& c : cases) {
+    const std::string file = WriteTemp("nutcracker_" + c.name + ".yml", c.text);
+    ExpectUsageError(RunChash("route --nutcracker-yml " + file + " --pool a", "a\n"),
+                     file + ":" + c.expected);
+  }
+  // nutcracker's distribution is ketama unless the pool says otherwise.
+  const std::string default_distribution = WriteTemp("nutcracker_default.yml", pool + servers);
+  const CliRun run = RunChash("route --nutcracker-yml " + default_distribution + " --pool a", "k\n");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "k,127.0.0.1:11211\n");
+}
+
+// 200 KB of nested flow sequences cost libyaml time quadratic in the depth
+// (27 s here); chash stops at the first level past its bound and names it.
+TEST(CliPrograms, NutcrackerYmlBoundsTheNestingBeforeLibyamlsCost) {
+  const std::string file = WriteTemp(
+      "nutcracker_deep.yml", "a:\n  listen: 127.0.0.1:22121\n  servers: " + std::string(200000, '[') + "\n");
+  const CliRun run = testing::RunChashBounded("stats --nutcracker-yml " + file + " --pool a", 10);
+  if (run.err.find("built without libyaml") != std::string::npos) GTEST_SKIP() << run.err;
+  EXPECT_EQ(run.status, 2);
+  EXPECT_EQ(run.err, "chash stats: " + file + ":3: YAML nested deeper than 64 levels: chash reads "
+                     "no deeper\n");
 }
 
 TEST(CliPrograms, EnvoyClusterRoutesAsEnvoysTests) {

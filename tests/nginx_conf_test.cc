@@ -188,6 +188,106 @@ TEST(NginxConfCli, ErrorsNameTheFileAndLine) {
   }
 }
 
+// `stats --nginx-conf FILE --upstream u`, bounded in time and memory (a
+// reader that loops or reads without end is stopped, and fails the test).
+CliRun StatsBounded(const std::string& file) {
+  return testing::RunChashBounded("stats --nginx-conf " + file + " --upstream u");
+}
+
+std::string Http(const std::string& upstreams) {
+  return "events {}\nhttp {\n" + upstreams + "}\n";
+}
+
+const char kU[] = "    upstream u {\n        hash $request_uri consistent;\n"
+                  "        server 10.0.0.1:80;\n    }\n";
+
+// Each config below is refused by nginx 1.22 (the differential corpus in
+// tests/data/nginx-conf/edges/ records its verdicts); chash read them before.
+TEST(NginxConfCli, RefusesWhatNginxRefusesInAndAroundUpstreams) {
+  struct Case {
+    std::string name, text, expected;  // expected: after "FILE:"
+  };
+  const std::vector<Case> cases = {
+      // A typo drops a server: nginx refuses the directive.
+      {"typo", Http("    upstream u {\n        hash $request_uri consistent;\n"
+                    "        server 10.0.0.1:80;\n        sever 10.0.0.2:80;\n    }\n"),
+       "6: unknown directive \"sever\""},
+      {"two_http", Http(kU) + "http {\n}\n", "8: \"http\" directive is duplicate"},
+      // nginx refuses a second upstream of one name, whichever is asked for.
+      {"duplicate_other", Http(kU + std::string("    upstream a { server 10.0.0.2:80; }\n"
+                                                "    upstream A { server 10.0.0.3:80; }\n")),
+       "8: duplicate upstream \"A\""},
+      {"keepalive_in_stream",
+       "events {}\nstream {\n    upstream u {\n        hash $remote_addr consistent;\n"
+       "        keepalive 2;\n        server 10.0.0.1:80;\n    }\n}\n",
+       "5: \"keepalive\" directive is not allowed here"},
+  };
+  for (const Case& c : cases) {
+    const std::string file = WriteTemp("edge_" + c.name + ".conf", c.text);
+    const CliRun run = StatsBounded(file);
+    EXPECT_EQ(run.status, 2) << c.name << ": " << run.err;
+    EXPECT_EQ(run.out, "") << c.name;
+    EXPECT_EQ(run.err.rfind("chash stats: " + file + ":" + c.expected, 0), 0u)
+        << c.name << ": " << run.err;
+  }
+}
+
+// nginx's ngx_parse_time skips the spaces after a unit: "1h 30s" is 5,430 s.
+TEST(NginxConfCli, ReadsTimesAsNginxParsesThem) {
+  for (const char* timeout : {"1h 30s", "1h30m", "10", "30 "}) {
+    const std::string file = WriteTemp(
+        "fail_timeout.conf",
+        Http("    upstream u {\n        hash $request_uri consistent;\n"
+             "        server 10.0.0.1:80 \"fail_timeout=" + std::string(timeout) + "\";\n    }\n"));
+    const CliRun run = StatsBounded(file);
+    EXPECT_EQ(run.status, 0) << timeout << ": " << run.err;
+  }
+  for (const char* timeout : {"30 s", " 30s", "1ms", "s", "1d1d"}) {
+    const std::string file = WriteTemp(
+        "fail_timeout.conf",
+        Http("    upstream u {\n        hash $request_uri consistent;\n"
+             "        server 10.0.0.1:80 \"fail_timeout=" + std::string(timeout) + "\";\n    }\n"));
+    const CliRun run = StatsBounded(file);
+    EXPECT_EQ(run.status, 2) << timeout;
+    EXPECT_NE(run.err.find(file + ":5: invalid parameter \"fail_timeout=" + timeout + "\""),
+              std::string::npos)
+        << timeout << ": " << run.err;
+  }
+}
+
+// 400 KB of nested blocks: each level was a recursion; now the depth is
+// bounded and named with the line.
+TEST(NginxConfCli, RefusesBlocksNestedPastTheLimit) {
+  const size_t levels = 100000;
+  std::string text = "events {}\nhttp {\n";
+  for (size_t i = 0; i < levels; ++i) text += "a{";
+  text += "\n";
+  for (size_t i = 0; i < levels; ++i) text += "}";
+  text += "\n}\n";
+  const std::string file = WriteTemp("deep.conf", text);
+  const CliRun run = StatsBounded(file);
+  EXPECT_EQ(run.status, 2) << run.err.substr(0, 300);
+  EXPECT_EQ(run.err.rfind("chash stats: " + file + ":3: blocks nested deeper than 64 levels", 0),
+            0u)
+      << run.err.substr(0, 300);
+}
+
+// An include reads a regular file up to its size: /dev/zero (which nginx
+// reads as empty, fstat saying 0 bytes) and a directory are refused by
+// name instead of read until memory runs out.
+TEST(NginxConfCli, IncludesReadOnlyRegularFiles) {
+  for (const std::string& target : {std::string("/dev/zero"), ::testing::TempDir()}) {
+    const std::string file =
+        WriteTemp("include_special.conf", Http("    include " + target + ";\n" + kU));
+    const CliRun run = StatsBounded(file);
+    EXPECT_EQ(run.status, 2) << target;
+    EXPECT_NE(run.err.find(file + ":3: include \"" + target +
+                           "\": not a regular file: chash reads only regular config files"),
+              std::string::npos)
+        << run.err;
+  }
+}
+
 TEST(NginxConfCli, OptionErrors) {
   const CliRun unknown = RunChash("stats " + Upstream("nope"));
   EXPECT_EQ(unknown.status, 2);

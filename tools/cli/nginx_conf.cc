@@ -5,7 +5,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <set>
+
+#include "chash/address.h"
+#include "config_file.h"
 
 namespace chash::cli {
 namespace {
@@ -157,6 +162,31 @@ class Lexer {
   size_t line_ = 1;
 };
 
+// Which directives of a block the reader keeps: nginx's contexts on the way
+// to an upstream's servers. Everything else is parsed for its syntax and
+// dropped, so memory stays proportional to the upstreams, not to the file.
+enum class Keep {
+  kMain,      // the main context: keep http and stream blocks
+  kModule,    // inside http or stream: keep upstream directives
+  kUpstream,  // inside an upstream: keep every directive, not its children
+  kNothing,   // anywhere else
+};
+
+Keep ChildKeep(Keep parent, const std::vector<std::string>& args) {
+  switch (parent) {
+    case Keep::kMain:
+      return args[0] == "http" || args[0] == "stream" ? Keep::kModule : Keep::kNothing;
+    case Keep::kModule:
+      return args[0] == "upstream" ? Keep::kUpstream : Keep::kNothing;
+    default:
+      return Keep::kNothing;
+  }
+}
+
+bool Kept(Keep parent, const std::vector<std::string>& args) {
+  return parent == Keep::kUpstream || ChildKeep(parent, args) != Keep::kNothing;
+}
+
 class ConfReader {
  public:
   explicit ConfReader(const std::string& main_path) {
@@ -168,26 +198,40 @@ class ConfReader {
 
   Status ReadMain(const std::string& path, std::vector<Directive>& out) {
     std::string text;
-    if (const int error = ReadFile(path, text); error != 0) {
-      return Status(StatusCode::kIoError, path + ": " + std::strerror(error));
+    int os_error = 0;
+    if (Status status = ReadFile(path, text, os_error); !status.ok()) {
+      return Status(status.code(), path + ": " + status.message());
     }
+    return ParseMain(path, std::move(text), out);
+  }
+
+  Status ParseMain(const std::string& path, std::string text, std::vector<Directive>& out) {
+    if (text.size() > kMaxConfFileBytes) return Status(StatusCode::kBadArgument, TooLarge(path));
+    total_bytes_ = text.size();
     Lexer lexer(path, std::move(text));
-    return ParseBlock(lexer, 0, out, false);
+    return ParseBlock(lexer, 0, 0, Keep::kMain, &out, false);
   }
 
  private:
-  static int ReadFile(const std::string& path, std::string& text) {
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    if (file == nullptr) return errno;
-    char buffer[1 << 16];
-    size_t got;
-    while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, got);
-    const int error = std::ferror(file) ? (errno != 0 ? errno : EIO) : 0;
-    std::fclose(file);
-    return error;
+  static std::string TooLarge(const std::string& path) {
+    return path + ": larger than " + std::to_string(kMaxConfFileBytes >> 20) +
+           " MiB: chash reads config files up to that size";
   }
 
-  Status ParseBlock(Lexer& lexer, int depth, std::vector<Directive>& out, bool in_block) {
+  // A regular file, whole (up to kMaxConfFileBytes): a FIFO, a device or a
+  // directory is refused, never read (nginx reads them up to their
+  // reported size, 0 for most). `os_error` is a failed open()'s errno.
+  static Status ReadFile(const std::string& path, std::string& text, int& os_error) {
+    Result<std::string> read = ReadConfigFile(path, kMaxConfFileBytes, os_error);
+    if (!read.ok()) return read.status();
+    text = std::move(read).value();
+    return Status();
+  }
+
+  // Parses directives into `out` (nullptr: parsed and dropped) until the
+  // end of the file or, in a block, its '}'.
+  Status ParseBlock(Lexer& lexer, int include_depth, int block_depth, Keep keep,
+                    std::vector<Directive>* out, bool in_block) {
     std::vector<std::string> args;
     while (true) {
       Result<Lexer::End> end = lexer.Next(args);
@@ -201,28 +245,43 @@ class ConfReader {
           return Status();
         case Lexer::End::kDirective:
           if (args[0] == "include") {
-            if (Status status = Include(lexer, args, depth, out); !status.ok()) return status;
-          } else {
-            out.push_back({args, lexer.file(), lexer.line(), 0, false, {}});
+            if (Status status = Include(lexer, args, include_depth, block_depth, keep, out);
+                !status.ok()) {
+              return status;
+            }
+          } else if (out != nullptr && Kept(keep, args)) {
+            out->push_back({args, lexer.file(), lexer.line(), 0, false, {}});
           }
           break;
         case Lexer::End::kBlockStart: {
+          // nginx recurses once a block too; chash stops at a depth no real
+          // config reaches, before the stack can run out.
+          if (block_depth + 1 > kMaxBlockDepth) {
+            return lexer.Error("blocks nested deeper than " + std::to_string(kMaxBlockDepth) +
+                               " levels: chash does not read them");
+          }
+          const bool kept = out != nullptr && Kept(keep, args);
           Directive block{args, lexer.file(), lexer.line(), 0, true, {}};
-          if (Status status = ParseBlock(lexer, depth, block.children, true); !status.ok()) {
+          const Keep child = ChildKeep(keep, args);
+          if (Status status = ParseBlock(lexer, include_depth, block_depth + 1, child,
+                                         kept && child != Keep::kNothing ? &block.children
+                                                                         : nullptr,
+                                         true);
+              !status.ok()) {
             return status;
           }
           block.end_line = lexer.line();
-          out.push_back(std::move(block));
+          if (kept) out->push_back(std::move(block));
           break;
         }
       }
     }
   }
 
-  Status Include(const Lexer& lexer, const std::vector<std::string>& args, int depth,
-                 std::vector<Directive>& out) {
+  Status Include(const Lexer& lexer, const std::vector<std::string>& args, int include_depth,
+                 int block_depth, Keep keep, std::vector<Directive>* out) {
     if (args.size() != 2) return lexer.Error("invalid number of arguments in \"include\" directive");
-    if (depth + 1 > kMaxIncludeDepth) {
+    if (include_depth + 1 > kMaxIncludeDepth) {
       return lexer.Error("includes nested deeper than " + std::to_string(kMaxIncludeDepth) +
                          " files (does a file include itself?)");
     }
@@ -243,17 +302,34 @@ class ConfReader {
     }
     for (const std::string& file : files) {
       std::string text;
-      if (const int error = ReadFile(file, text); error != 0) {
-        return lexer.Error("open() " + Quote(file) + " failed (" + std::to_string(error) + ": " +
-                           std::strerror(error) + ")");
+      int os_error = 0;
+      if (Status status = ReadFile(file, text, os_error); !status.ok()) {
+        if (os_error != 0) {  // nginx's own message
+          return lexer.Error("open() " + Quote(file) + " failed (" + std::to_string(os_error) +
+                             ": " + status.message() + ")");
+        }
+        return lexer.Error("include " + Quote(file) + ": " + status.message());
+      }
+      // Every byte read counts, so includes that fan out (a file included
+      // twice by each of its includers) end at the budget, not at 2^depth.
+      total_bytes_ += text.size();
+      if (total_bytes_ > kMaxConfTotalBytes) {
+        return lexer.Error("include " + Quote(file) + ": the config and its includes are over " +
+                           std::to_string(kMaxConfTotalBytes >> 20) +
+                           " MiB: chash reads no more");
       }
       Lexer included(file, std::move(text));
-      if (Status status = ParseBlock(included, depth + 1, out, false); !status.ok()) return status;
+      if (Status status =
+              ParseBlock(included, include_depth + 1, block_depth, keep, out, false);
+          !status.ok()) {
+        return status;
+      }
     }
     return Status();
   }
 
   std::string conf_dir_;  // with its trailing '/', or "" for the working directory
+  size_t total_bytes_ = 0;
 };
 
 bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
@@ -267,43 +343,175 @@ bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-// ngx_atoi: decimal digits only, at least one.
-std::optional<uint64_t> NgxAtoi(std::string_view text) {
-  if (text.empty() || text.size() > 18) return std::nullopt;
-  uint64_t value = 0;
+constexpr int64_t kNgxMaxInt = INT64_MAX;  // NGX_MAX_INT_T_VALUE on 64-bit Linux
+
+// ngx_atoi: decimal digits only, at least one, up to NGX_MAX_INT_T_VALUE.
+std::optional<int64_t> NgxAtoi(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  const int64_t cutoff = kNgxMaxInt / 10, cutlim = kNgxMaxInt % 10;
+  int64_t value = 0;
   for (const char c : text) {
     if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + static_cast<uint64_t>(c - '0');
+    if (value >= cutoff && (value > cutoff || c - '0' > cutlim)) return std::nullopt;
+    value = value * 10 + (c - '0');
   }
   return value;
 }
 
-// ngx_parse_time in seconds: numbers each followed by a unit, units in
-// decreasing order, each at most once (y M w d h m s); a last number without
-// a unit is seconds ("1h30m", "10", "10s"). Milliseconds are not allowed.
-bool IsNgxSeconds(std::string_view text) {
-  static constexpr std::string_view kUnits = "yMwdhms";
-  size_t next_unit = 0;  // index in kUnits of the smallest unit still allowed
-  bool digits = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
+// ngx_parse_time, step for step (src/core/ngx_parse.c): numbers each with a
+// unit, units in decreasing order (y M w d h m s, and ms unless is_sec), a
+// space ending a number like a unit of seconds, spaces after a unit
+// skipped ("1h 30s"), a last number without a unit. Seconds if is_sec,
+// else milliseconds; nullopt where nginx answers NGX_ERROR.
+std::optional<int64_t> NgxParseTime(std::string_view line, bool is_sec) {
+  enum Step { kStart, kYear, kMonth, kWeek, kDay, kHour, kMin, kSec, kMsec, kLast };
+  int64_t value = 0, total = 0;
+  const int64_t cutoff = kNgxMaxInt / 10, cutlim = kNgxMaxInt % 10;
+  bool valid = false;
+  Step step = is_sec ? kStart : kMonth;
+  size_t p = 0;
+  while (p < line.size()) {
+    const char c = line[p];
     if (c >= '0' && c <= '9') {
-      digits = true;
+      if (value >= cutoff && (value > cutoff || c - '0' > cutlim)) return std::nullopt;
+      value = value * 10 + (c - '0');
+      ++p;
+      valid = true;
       continue;
     }
-    const size_t unit = kUnits.find(c, next_unit);
-    if (!digits || unit == std::string_view::npos) return false;
-    if (c == 'm' && i + 1 < text.size() && text[i + 1] == 's') return false;  // ms
-    next_unit = unit + 1;
-    digits = false;
+    ++p;
+    int64_t max = 0, scale = 0;
+    switch (c) {
+      case 'y':
+        if (step > kStart) return std::nullopt;
+        step = kYear, scale = int64_t{60} * 60 * 24 * 365;
+        break;
+      case 'M':
+        if (step >= kMonth) return std::nullopt;
+        step = kMonth, scale = int64_t{60} * 60 * 24 * 30;
+        break;
+      case 'w':
+        if (step >= kWeek) return std::nullopt;
+        step = kWeek, scale = int64_t{60} * 60 * 24 * 7;
+        break;
+      case 'd':
+        if (step >= kDay) return std::nullopt;
+        step = kDay, scale = int64_t{60} * 60 * 24;
+        break;
+      case 'h':
+        if (step >= kHour) return std::nullopt;
+        step = kHour, scale = int64_t{60} * 60;
+        break;
+      case 'm':
+        if (p < line.size() && line[p] == 's') {
+          if (is_sec || step >= kMsec) return std::nullopt;
+          ++p;
+          step = kMsec, scale = 1;
+          break;
+        }
+        if (step >= kMin) return std::nullopt;
+        step = kMin, scale = 60;
+        break;
+      case 's':
+        if (step >= kSec) return std::nullopt;
+        step = kSec, scale = 1;
+        break;
+      case ' ':
+        if (step >= kSec) return std::nullopt;
+        step = kLast, scale = 1;
+        break;
+      default:
+        return std::nullopt;
+    }
+    max = kNgxMaxInt / scale;
+    if (step != kMsec && !is_sec) {
+      scale *= 1000;
+      max /= 1000;
+    }
+    if (value > max) return std::nullopt;
+    value *= scale;
+    if (total > kNgxMaxInt - value) return std::nullopt;
+    total += value;
+    value = 0;
+    while (p < line.size() && line[p] == ' ') ++p;
   }
-  return !text.empty() && (digits || next_unit > 0);
+  if (!valid) return std::nullopt;
+  if (!is_sec) {
+    if (value > kNgxMaxInt / 1000) return std::nullopt;
+    value *= 1000;
+  }
+  if (total > kNgxMaxInt - value) return std::nullopt;
+  return total + value;
+}
+
+// ngx_parse_size: a number with an optional k/K, m/M or g/G suffix.
+std::optional<int64_t> NgxParseSize(std::string_view line) {
+  if (line.empty()) return std::nullopt;
+  int64_t scale = 1;
+  switch (line.back()) {
+    case 'K':
+    case 'k':
+      scale = int64_t{1} << 10;
+      break;
+    case 'M':
+    case 'm':
+      scale = int64_t{1} << 20;
+      break;
+    case 'G':
+    case 'g':
+      scale = int64_t{1} << 30;
+      break;
+    default:
+      break;
+  }
+  if (scale != 1) line.remove_suffix(1);
+  const std::optional<int64_t> size = NgxAtoi(line);
+  if (!size || *size > kNgxMaxInt / scale) return std::nullopt;
+  return *size * scale;
 }
 
 std::string Where(const Directive& d) { return d.file + ":" + std::to_string(d.line); }
 
-// The servers and the balancing method of one upstream block.
-Result<NginxUpstream> ReadUpstream(const Directive& block) {
+Status DirectiveError(const Directive& d, const std::string& message) {
+  return ConfError(d.file, d.line, message);
+}
+
+// The directives an upstream block takes in nginx 1.22 (Debian's build):
+// its own, the balancing modules' and keepalive's (http only) and zone's.
+// `stream` has no ip_hash and no keepalive.
+struct UpstreamDirective {
+  std::string_view name;
+  size_t min_args, max_args;  // arguments after the name
+  bool http, stream;
+};
+constexpr UpstreamDirective kUpstreamDirectives[] = {
+    {"server", 1, SIZE_MAX, true, true},    {"hash", 1, 2, true, true},
+    {"ip_hash", 0, 0, true, false},         {"least_conn", 0, 0, true, true},
+    {"random", 0, 2, true, true},           {"zone", 1, 2, true, true},
+    {"keepalive", 1, 1, true, false},       {"keepalive_requests", 1, 1, true, false},
+    {"keepalive_time", 1, 1, true, false},  {"keepalive_timeout", 1, 1, true, false},
+};
+
+// A zone as an upstream declares it (nginx's shared memory zones are one
+// namespace; chash sees only the upstreams' own).
+struct ZoneUse {
+  std::string module;  // "http" or "stream": nginx tags the zone with it
+  int64_t size = 0;    // 0: not sized here
+  const Directive* where = nullptr;
+};
+
+// An upstream block as read: its servers, and its balancing method.
+struct UpstreamBlock {
+  NginxUpstream upstream;
+  std::string method;  // the last balancing method, "" for round robin
+  bool consistent = false;
+  const Directive* method_line = nullptr;
+};
+
+// Checks one upstream block as nginx does and reads its servers and method.
+// `context` is "http" or "stream".
+Result<UpstreamBlock> ReadUpstream(const Directive& block, const std::string& context,
+                                   std::map<std::string, ZoneUse>& zones) {
   NginxUpstream upstream;
   upstream.name = block.args[1];
   upstream.file = block.file;
@@ -312,13 +520,64 @@ Result<NginxUpstream> ReadUpstream(const Directive& block) {
   bool consistent = false;
   const Directive* method_line = nullptr;
   size_t backups = 0;
+  std::set<std::string> seen;  // the single-valued directives given so far
   for (const Directive& d : block.children) {
     const std::string& name = d.args[0];
-    if (name == "server") {
-      if (d.block) return ConfError(d.file, d.line, "directive \"server\" is not terminated by \";\"");
-      if (d.args.size() < 2) {
-        return ConfError(d.file, d.line, "invalid number of arguments in \"server\" directive");
+    const UpstreamDirective* known = nullptr;
+    for (const UpstreamDirective& row : kUpstreamDirectives) {
+      if (row.name == name) known = &row;
+    }
+    if (known == nullptr) return DirectiveError(d, "unknown directive " + Quote(name));
+    if (!(context == "http" ? known->http : known->stream)) {
+      return DirectiveError(d, Quote(name) + " directive is not allowed here");
+    }
+    if (d.block) return DirectiveError(d, "directive " + Quote(name) + " is not terminated by \";\"");
+    const size_t count = d.args.size() - 1;
+    if (count < known->min_args || count > known->max_args) {
+      return DirectiveError(d, "invalid number of arguments in " + Quote(name) + " directive");
+    }
+    if (name.rfind("keepalive", 0) == 0) {
+      if (!seen.insert(name).second) return DirectiveError(d, Quote(name) + " directive is duplicate");
+      const std::string& value = d.args[1];
+      if (name == "keepalive") {
+        const std::optional<int64_t> n = NgxAtoi(value);
+        if (!n || *n == 0) {
+          return DirectiveError(d, "invalid value " + Quote(value) + " in \"keepalive\" directive");
+        }
+      } else if (name == "keepalive_requests") {
+        if (!NgxAtoi(value)) return DirectiveError(d, Quote(name) + " directive invalid number");
+      } else if (!NgxParseTime(value, false)) {
+        return DirectiveError(d, Quote(name) + " directive invalid value");
       }
+      continue;
+    }
+    if (name == "zone") {
+      if (d.args[1].empty()) return DirectiveError(d, "invalid zone name " + Quote(d.args[1]));
+      int64_t size = 0;
+      if (d.args.size() == 3) {
+        const std::optional<int64_t> parsed = NgxParseSize(d.args[2]);
+        if (!parsed) return DirectiveError(d, "invalid zone size " + Quote(d.args[2]));
+        if (*parsed < 8 * 4096) return DirectiveError(d, "zone " + Quote(d.args[1]) + " is too small");
+        size = *parsed;
+      }
+      // ngx_shared_memory_add: one name, one module, one size.
+      auto [it, added] = zones.try_emplace(d.args[1], ZoneUse{context, size, &d});
+      if (!added) {
+        if (it->second.module != context) {
+          return DirectiveError(d, "the shared memory zone " + Quote(d.args[1]) +
+                                       " is already declared for a different use");
+        }
+        if (size != 0 && it->second.size != 0 && size != it->second.size) {
+          return DirectiveError(d, "the size " + std::to_string(size) +
+                                       " of shared memory zone " + Quote(d.args[1]) +
+                                       " conflicts with already declared size " +
+                                       std::to_string(it->second.size));
+        }
+        if (it->second.size == 0) it->second = ZoneUse{context, size, &d};
+      }
+      continue;
+    }
+    if (name == "server") {
       NginxServer server{d.args[1], 1, false, d.file, d.line};
       bool backup = false;
       for (size_t i = 2; i < d.args.size(); ++i) {
@@ -328,31 +587,29 @@ Result<NginxUpstream> ReadUpstream(const Directive& block) {
         const std::string_view value = eq == std::string_view::npos ? "" : param.substr(eq + 1);
         bool valid = true;
         if (key == "weight=") {
-          const std::optional<uint64_t> weight = NgxAtoi(value);
+          const std::optional<int64_t> weight = NgxAtoi(value);
           valid = weight && *weight > 0;
-          if (valid && *weight > UINT32_MAX) {
-            return ConfError(d.file, d.line,
-                             Quote(param) + ": chash takes weights up to 4294967295");
+          if (valid && *weight > int64_t{UINT32_MAX}) {
+            return DirectiveError(d, Quote(param) + ": chash takes weights up to 4294967295");
           }
           if (valid) server.weight = static_cast<uint32_t>(*weight);
         } else if (key == "max_fails=" || key == "max_conns=") {
           valid = NgxAtoi(value).has_value();
         } else if (key == "fail_timeout=") {
-          valid = IsNgxSeconds(value);
+          valid = NgxParseTime(value, true).has_value();
         } else if (param == "down") {
           server.down = true;
         } else if (param == "backup") {
           // Only round robin and least_conn take backups; the hash method
           // refuses them once it is set (nginx's own message).
           if (!method.empty() && method != "least_conn") {
-            return ConfError(d.file, d.line,
-                             "balancing method does not support parameter \"backup\"");
+            return DirectiveError(d, "balancing method does not support parameter \"backup\"");
           }
           backup = true;
         } else {
           valid = false;
         }
-        if (!valid) return ConfError(d.file, d.line, "invalid parameter " + Quote(param));
+        if (!valid) return DirectiveError(d, "invalid parameter " + Quote(param));
       }
       if (backup) {
         ++backups;
@@ -363,37 +620,46 @@ Result<NginxUpstream> ReadUpstream(const Directive& block) {
       }
       upstream.servers.push_back(std::move(server));
     } else if (name == "hash") {
-      if (d.args.size() != 2 && d.args.size() != 3) {
-        return ConfError(d.file, d.line, "invalid number of arguments in \"hash\" directive");
-      }
       if (d.args.size() == 3 && d.args[2] != "consistent") {
-        return ConfError(d.file, d.line, "invalid parameter " + Quote(d.args[2]));
+        return DirectiveError(d, "invalid parameter " + Quote(d.args[2]));
       }
       method = name;
       consistent = d.args.size() == 3;
       upstream.hash_key = d.args[1];
       method_line = &d;
-    } else if (name == "ip_hash" || name == "least_conn" || name == "random") {
+    } else {  // ip_hash, least_conn, random
+      if (name == "random" && d.args.size() >= 2) {
+        if (d.args[1] != "two") return DirectiveError(d, "invalid parameter " + Quote(d.args[1]));
+        if (d.args.size() == 3 && d.args[2] != "least_conn") {
+          return DirectiveError(d, "invalid parameter " + Quote(d.args[2]));
+        }
+      }
       method = name;
       method_line = &d;
     }
   }
-  const std::string upstream_name = "upstream " + Quote(upstream.name);
   if (upstream.servers.empty() && backups == 0) {
     return ConfError(block.file, block.end_line, "no servers are inside upstream");
   }
-  if (method.empty()) {
+  return UpstreamBlock{std::move(upstream), method, consistent, method_line};
+}
+
+// What nginx builds no ring for, once the upstream passed nginx's checks.
+Status CheckRing(const UpstreamBlock& read, const Directive& block) {
+  const NginxUpstream& upstream = read.upstream;
+  const std::string upstream_name = "upstream " + Quote(upstream.name);
+  if (read.method.empty()) {
     return ConfError(block.file, block.line,
                      upstream_name + " has no \"hash KEY consistent;\": nginx balances it by "
                                      "weighted round robin and builds no ring");
   }
-  if (method != "hash") {
-    return ConfError(method_line->file, method_line->line,
-                     upstream_name + " balances by " + method +
-                         " (the last balancing method wins): nginx builds no ring");
+  if (read.method != "hash") {
+    return DirectiveError(*read.method_line,
+                          upstream_name + " balances by " + read.method +
+                              " (the last balancing method wins): nginx builds no ring");
   }
-  if (!consistent) {
-    return ConfError(method_line->file, method_line->line,
+  if (!read.consistent) {
+    return ConfError(read.method_line->file, read.method_line->line,
                      "\"hash KEY;\" without \"consistent\" picks a server by hash % total "
                      "weight: nginx builds no ring for " + upstream_name);
   }
@@ -401,26 +667,74 @@ Result<NginxUpstream> ReadUpstream(const Directive& block) {
     return ConfError(block.file, block.end_line,
                      "every server of " + upstream_name + " is a backup: nginx's ring is empty");
   }
-  return upstream;
+  return Status();
 }
 
-}  // namespace
+// The address checks nginx makes of every server of an upstream other than
+// the one asked for (whose servers the ring builder checks, naming the node).
+Status CheckAddresses(const NginxUpstream& upstream, const std::string& context) {
+  for (const NginxServer& server : upstream.servers) {
+    Result<NodeAddress> address = ParseNginxAddress(server.address);
+    if (!address.ok()) {
+      return ConfError(server.file, server.line, "upstream " + Quote(upstream.name) + ": " +
+                                                     address.status().message());
+    }
+    const bool unix_socket =
+        server.address.size() >= 5 && EqualsIgnoringCase(server.address.substr(0, 5), "unix:");
+    if (context == "stream" && address.value().port.empty() && !unix_socket) {
+      return ConfError(server.file, server.line, "no port in upstream " + Quote(server.address));
+    }
+  }
+  return Status();
+}
 
-Result<NginxUpstream> ReadNginxUpstream(const std::string& conf_path, std::string_view name) {
-  ConfReader reader(conf_path);
-  std::vector<Directive> top;
-  if (Status status = reader.ReadMain(conf_path, top); !status.ok()) return status;
-  std::vector<std::pair<const Directive*, std::string>> found;  // upstream, context
+Result<NginxUpstream> ReadTree(const std::string& conf_path, const std::vector<Directive>& top,
+                               std::string_view name) {
+  struct Found {
+    const Directive* block;
+    std::string context;
+    UpstreamBlock read;
+  };
+  std::vector<Found> found;
   std::string known;
+  std::map<std::string, ZoneUse> zones;
+  std::set<std::string> modules;
+  // In file order, as nginx meets them: the first error is the one reported.
   for (const Directive& context : top) {
-    if (!context.block || (context.args[0] != "http" && context.args[0] != "stream")) continue;
+    if (!modules.insert(context.args[0]).second) {
+      return DirectiveError(context, Quote(context.args[0]) + " directive is duplicate");
+    }
+    if (!context.block) {
+      return DirectiveError(context, "directive " + Quote(context.args[0]) + " has no opening \"{\"");
+    }
+    std::vector<const Directive*> seen;  // this context's upstreams, for duplicates
     for (const Directive& d : context.children) {
-      if (d.args[0] != "upstream" || !d.block || d.args.size() != 2) continue;
+      if (!d.block) return DirectiveError(d, "directive \"upstream\" has no opening \"{\"");
+      if (d.args.size() != 2) {
+        return DirectiveError(d, "invalid number of arguments in \"upstream\" directive");
+      }
+      for (const Directive* other : seen) {
+        if (EqualsIgnoringCase(other->args[1], d.args[1])) {
+          return DirectiveError(d, "duplicate upstream " + Quote(d.args[1]));
+        }
+      }
+      seen.push_back(&d);
+      Result<UpstreamBlock> read = ReadUpstream(d, context.args[0], zones);
+      if (!read.ok()) return read.status();
       if (EqualsIgnoringCase(d.args[1], name)) {
-        found.emplace_back(&d, context.args[0]);
+        found.push_back({&d, context.args[0], std::move(read).value()});
       } else {
+        if (Status status = CheckAddresses(read.value().upstream, context.args[0]); !status.ok()) {
+          return status;
+        }
         known += (known.empty() ? "" : ", ") + d.args[1];
       }
+    }
+  }
+  // A zone no upstream sizes: nginx refuses it when it creates the zones.
+  for (const auto& [zone, use] : zones) {
+    if (use.size == 0) {
+      return DirectiveError(*use.where, "zero size shared memory zone " + Quote(zone));
     }
   }
   if (found.empty()) {
@@ -429,15 +743,37 @@ Result<NginxUpstream> ReadNginxUpstream(const std::string& conf_path, std::strin
                       (known.empty() ? "no upstreams" : "upstreams: " + known) + ")");
   }
   if (found.size() > 1) {
-    const Directive& second = *found[1].first;
-    if (found[0].second == found[1].second) {
-      return ConfError(second.file, second.line, "duplicate upstream " + Quote(second.args[1]));
-    }
     return Status(StatusCode::kBadArgument,
-                  "upstream " + Quote(name) + " is in http (" + Where(*found[0].first) +
-                      ") and in stream (" + Where(second) + "): chash cannot tell which you mean");
+                  "upstream " + Quote(name) + " is in http (" + Where(*found[0].block) +
+                      ") and in stream (" + Where(*found[1].block) +
+                      "): chash cannot tell which you mean");
   }
-  return ReadUpstream(*found[0].first);
+  if (found[0].context == "stream") {
+    if (Status status = CheckAddresses(found[0].read.upstream, "stream"); !status.ok()) {
+      return status;
+    }
+  }
+  if (Status status = CheckRing(found[0].read, *found[0].block); !status.ok()) return status;
+  return std::move(found[0].read.upstream);
+}
+
+}  // namespace
+
+Result<NginxUpstream> ReadNginxUpstream(const std::string& conf_path, std::string_view name) {
+  ConfReader reader(conf_path);
+  std::vector<Directive> top;
+  if (Status status = reader.ReadMain(conf_path, top); !status.ok()) return status;
+  return ReadTree(conf_path, top, name);
+}
+
+Result<NginxUpstream> ReadNginxUpstreamText(const std::string& conf_path, std::string text,
+                                            std::string_view name) {
+  ConfReader reader(conf_path);
+  std::vector<Directive> top;
+  if (Status status = reader.ParseMain(conf_path, std::move(text), top); !status.ok()) {
+    return status;
+  }
+  return ReadTree(conf_path, top, name);
 }
 
 }  // namespace chash::cli

@@ -21,11 +21,23 @@
 //     down                still on the ring (nginx generates its points);
 //                         requests skip it, see `down` below
 //     max_fails=N fail_timeout=T max_conns=N
-//                         runtime state only: checked, then ignored
+//                         runtime state only: checked as nginx checks them
+//                         (ngx_atoi, ngx_parse_time), then ignored
 //     backup              after `hash`: refused with nginx's message; before
 //                         it nginx takes it but leaves the server off the
 //                         ring: chash does the same and notes it
-//   anything else in the upstream (keepalive, zone, ...): ignored
+//   keepalive, keepalive_requests, keepalive_time, keepalive_timeout, zone
+//                         connection caching and shared memory: checked as
+//                         nginx checks them, then ignored
+//   any other directive   refused: `unknown directive "NAME"` (the other
+//                         block's upstream directives, e.g. ip_hash in
+//                         stream: `"NAME" directive is not allowed here`)
+// Every upstream of http and stream is checked so (nginx refuses the whole
+// file for an error in any of them); outside them chash checks the syntax,
+// that http and stream appear once, and nothing else. Files are read whole
+// only if regular (an include of /dev/zero or a FIFO is refused by name),
+// up to kMaxConfFileBytes each and kMaxConfTotalBytes in all, blocks nested
+// at most kMaxBlockDepth deep.
 // Errors read "FILE:LINE: message", with nginx's wording where it has one.
 #ifndef CHASH_TOOLS_CLI_NGINX_CONF_H_
 #define CHASH_TOOLS_CLI_NGINX_CONF_H_
@@ -56,7 +68,17 @@ struct NginxUpstream {
   std::vector<std::string> notes;    // "FILE:LINE: ..." for what chash left out
 };
 
+// The limits of the reader: a config past them is refused by name.
+inline constexpr size_t kMaxConfFileBytes = size_t{16} << 20;   // one file
+inline constexpr size_t kMaxConfTotalBytes = size_t{64} << 20;  // every file read
+inline constexpr int kMaxBlockDepth = 64;                       // nested blocks
+
 Result<NginxUpstream> ReadNginxUpstream(const std::string& conf_path, std::string_view name);
+
+// The same on a main config given as text (includes are still read from
+// disk, relative to conf_path's directory): for the fuzzer.
+Result<NginxUpstream> ReadNginxUpstreamText(const std::string& conf_path, std::string text,
+                                            std::string_view name);
 
 }  // namespace chash::cli
 

@@ -10,8 +10,9 @@ namespace {
 constexpr std::string_view kServersInput = R"(
   --servers FILE        the servers file: one "ADDR [WEIGHT]" a line (see
                         chash --help)
-  --nginx-conf FILE     instead of --servers: an nginx config (includes
-                        followed), with --upstream
+  --nginx-conf FILE     instead of --servers: an nginx config read as nginx
+                        1.22 reads it (includes followed; what nginx
+                        refuses is refused, naming the line), with --upstream
   --upstream NAME       the upstream (http or stream) whose server lines
                         make the ring; it must use `hash KEY consistent;`.
                         weight= sets the points, `down` servers keep their
@@ -57,16 +58,23 @@ constexpr std::string_view kProgramRing = R"(
   --use-hostname-for-hashing  envoy-ring, envoy-maglev: hash a server's
                         hostname= instead of ADDR (a hash_key= wins over both)
   --haproxy-cfg FILE    instead of --servers (route, stats, diff, build): a
-                        haproxy.cfg, with --backend
+                        haproxy.cfg read as HAProxy 2.6 reads it (quotes,
+                        .if blocks, named defaults; what HAProxy refuses is
+                        refused, naming the line), with --backend
   --backend NAME        the backend (or listen) section whose server lines
-                        (weight, id), hash-type consistent and balance make
-                        the ring, defaults inherited; a key is the bytes
-                        HAProxy hashes (--balance uri takes a whole target)
+                        (weight, id, backup, disabled, with the
+                        default-server settings in effect at each),
+                        hash-type consistent and balance make the ring, its
+                        defaults (or `from NAME`) inherited; a key is the
+                        bytes HAProxy hashes (--balance uri takes a whole
+                        target)
   --nutcracker-yml FILE instead of --servers (route, stats, diff, build):
-                        twemproxy's YAML config, with --pool
+                        twemproxy's YAML config read as nutcracker 0.5.0
+                        reads it (what it refuses is refused, naming the
+                        line), with --pool
   --pool NAME           the pool whose servers (HOST:PORT:WEIGHT [NAME]),
-                        hash and hash_tag make the ring (distribution: ketama);
-                        route prints HOST:PORT
+                        hash and hash_tag make the ring (distribution:
+                        ketama, the default); route prints HOST:PORT
   --envoy-cluster FILE  instead of --servers (route, stats, diff, build): Envoy
                         clusters in YAML (a cluster, `clusters:` or a
                         bootstrap)

@@ -2,11 +2,96 @@
 
 #if CHASH_WITH_YAML
 
-#include <cstdio>
 #include <new>
 #include <utility>
 
+#include "config_file.h"
+
 namespace chash::cli {
+
+Result<std::string> ReadYamlFile(const std::string& path) {
+  int os_error = 0;
+  Result<std::string> text = ReadConfigFile(path, kMaxYamlBytes, os_error);
+  if (!text.ok()) {
+    return Status(text.status().code(),
+                  path + (os_error != 0 ? ": cannot be opened" : ": " + text.status().message()));
+  }
+  return text;
+}
+
+YamlStream::~YamlStream() {
+  if (initialized_) yaml_parser_delete(&parser_);
+}
+
+Result<std::unique_ptr<YamlStream>> YamlStream::Open(const std::string& path,
+                                                     std::string_view text) {
+  std::unique_ptr<YamlStream> stream(new (std::nothrow) YamlStream(path));
+  if (!stream || yaml_parser_initialize(&stream->parser_) == 0) {
+    return Status(StatusCode::kOutOfMemory, "out of memory: starting the YAML parser");
+  }
+  stream->initialized_ = true;
+  yaml_parser_set_input_string(&stream->parser_,
+                               reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  return stream;
+}
+
+Status YamlStream::Error() const {
+  if (parser_.error == YAML_MEMORY_ERROR) {
+    return Status(StatusCode::kOutOfMemory, "out of memory: reading " + path_);
+  }
+  return Status(StatusCode::kBadArgument,
+                Where(parser_.problem_mark) + ": YAML: " +
+                    (parser_.problem ? parser_.problem : "unreadable"));
+}
+
+Status YamlStream::NextToken(yaml_token_t& token) {
+  if (yaml_parser_scan(&parser_, &token) == 0) return Error();
+  return Status();
+}
+
+Status YamlStream::NextEvent(yaml_event_t& event) {
+  if (yaml_parser_parse(&parser_, &event) == 0) return Error();
+  return Status();
+}
+
+std::string YamlStream::Where(const yaml_mark_t& mark) const {
+  return path_ + ":" + std::to_string(mark.line + 1);
+}
+
+Status CheckYamlDepth(const std::string& path, std::string_view text) {
+  Result<std::unique_ptr<YamlStream>> opened = YamlStream::Open(path, text);
+  if (!opened.ok()) return opened.status();
+  YamlStream& stream = *opened.value();
+  int depth = 0;
+  while (true) {
+    yaml_token_t token;
+    if (Status status = stream.NextToken(token); !status.ok()) return status;
+    const yaml_token_type_t type = token.type;
+    const yaml_mark_t mark = token.start_mark;
+    yaml_token_delete(&token);
+    switch (type) {
+      case YAML_FLOW_SEQUENCE_START_TOKEN:
+      case YAML_FLOW_MAPPING_START_TOKEN:
+      case YAML_BLOCK_SEQUENCE_START_TOKEN:
+      case YAML_BLOCK_MAPPING_START_TOKEN:
+        if (++depth > kMaxYamlDepth) {
+          return Status(StatusCode::kBadArgument,
+                        stream.Where(mark) + ": YAML nested deeper than " +
+                            std::to_string(kMaxYamlDepth) + " levels: chash reads no deeper");
+        }
+        break;
+      case YAML_FLOW_SEQUENCE_END_TOKEN:
+      case YAML_FLOW_MAPPING_END_TOKEN:
+      case YAML_BLOCK_END_TOKEN:
+        --depth;
+        break;
+      case YAML_STREAM_END_TOKEN:
+        return Status();
+      default:
+        break;
+    }
+  }
+}
 
 void YamlDocument::Deleter::operator()(yaml_document_t* document) const {
   yaml_document_delete(document);
@@ -17,14 +102,19 @@ YamlDocument::YamlDocument(std::unique_ptr<yaml_document_t, Deleter> document, s
     : document_(std::move(document)), path_(std::move(path)) {}
 
 Result<YamlDocument> YamlDocument::Load(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                        &std::fclose);
-  if (!file) return Status(StatusCode::kIoError, path + ": cannot be opened");
+  Result<std::string> text = ReadYamlFile(path);
+  if (!text.ok()) return text.status();
+  return Parse(path, text.value());
+}
+
+Result<YamlDocument> YamlDocument::Parse(const std::string& path, std::string_view text) {
+  if (Status status = CheckYamlDepth(path, text); !status.ok()) return status;
   yaml_parser_t parser;
   if (yaml_parser_initialize(&parser) == 0) {
     return Status(StatusCode::kOutOfMemory, "out of memory: starting the YAML parser");
   }
-  yaml_parser_set_input_file(&parser, file.get());
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
+                               text.size());
   auto* loaded = new (std::nothrow) yaml_document_t;
   if (loaded == nullptr) {
     yaml_parser_delete(&parser);
@@ -62,6 +152,17 @@ std::vector<yaml_node_t*> YamlDocument::Items(yaml_node_t* sequence) const {
     items.push_back(yaml_document_get_node(document_.get(), *item));
   }
   return items;
+}
+
+std::vector<std::pair<yaml_node_t*, yaml_node_t*>> YamlDocument::Pairs(yaml_node_t* mapping) const {
+  std::vector<std::pair<yaml_node_t*, yaml_node_t*>> pairs;
+  if (mapping == nullptr || mapping->type != YAML_MAPPING_NODE) return pairs;
+  for (yaml_node_pair_t* pair = mapping->data.mapping.pairs.start;
+       pair < mapping->data.mapping.pairs.top; ++pair) {
+    pairs.emplace_back(yaml_document_get_node(document_.get(), pair->key),
+                       yaml_document_get_node(document_.get(), pair->value));
+  }
+  return pairs;
 }
 
 std::string YamlDocument::Scalar(const yaml_node_t* node) {

@@ -1023,22 +1023,34 @@ def main():
     args.http_module = os.path.abspath(args.http_module)
     args.stream_module = os.path.abspath(args.stream_module)
     args.chash_cli = os.path.abspath(args.chash_cli)
-    cases = [c for c in CASES if not args.only or c in args.only.split(",")]
+    return run_cases(args, CASES, globals(), "chash-faults-")
+
+
+def run_cases(args, all_cases, functions, prefix, first=None):
+    """Runs functions["case_" + CASE](args, cli, rng, proto, taken) for each
+    case of all_cases that --only names (all without it) in each protocol
+    of --protocol, after first(args, cli, rng, taken) if given, in a work
+    folder named prefix...: a case that raises fails (its traceback
+    printed); the suite's summary line and exit status."""
+    cases = [c for c in all_cases if not args.only or c in args.only.split(",")]
     protos = ["http", "stream"] if args.protocol == "both" else [args.protocol]
     rng = random.Random(args.seed)
     taken = set()
     started = time.monotonic()
-    with harness.work_dir("chash-faults-", args.keep) as workdir:
+    with harness.work_dir(prefix, args.keep) as workdir:
         cli = Cli(args.chash_cli, workdir)
-        for case in cases:
-            for proto in protos:
-                t = time.monotonic()
-                try:
-                    globals()["case_" + case](args, cli, rng, proto, taken)
-                except Exception as e:  # a case that could not run fails
-                    check(False, "%s %s: %r" % (proto, case, e))
-                    traceback.print_exc()
-                print("-- %s %s: %.1f s" % (proto, case, time.monotonic() - t), flush=True)
+        steps = [("", "first", lambda: first(args, cli, rng, taken))] if first else []
+        steps += [(proto, case, lambda case=case, proto=proto:
+                   functions["case_" + case](args, cli, rng, proto, taken))
+                  for case in cases for proto in protos]
+        for proto, case, step in steps:
+            t = time.monotonic()
+            try:
+                step()
+            except Exception as e:  # a case that could not run fails
+                check(False, "%s %s: %r" % (proto, case, e))
+                traceback.print_exc()
+            print("-- %s %s: %.1f s" % (proto, case, time.monotonic() - t), flush=True)
     return harness.summary(started)
 
 

@@ -120,20 +120,31 @@ def as_nobody():
 
 # ------------------------------------------------------------------- cases
 
-def case_links(args, cli, rng, proto, taken):
-    r, backends, fleet, path = tf.rig_and_snapshot(args, cli, rng, proto, taken, "links")
+def serving(args, cli, rng, proto, taken, label, version=1, params="poll=100ms", **build):
+    """A case's start: an nginx with workers as nobody, serving the snapshot
+    of label (version, built with build's options) on one upstream:
+    (rig, backends, fleet, path, upstream, its name, Rig.conf's backends)."""
+    r, backends, fleet, path = tf.rig_and_snapshot(args, cli, rng, proto, taken, label,
+                                                   version=version, **build)
     r.user = WORKER_USER
-    u = tf.snap_upstream(args, proto, "links", path)
-    name = u["name"]
+    u = tf.snap_upstream(args, proto, label, path, params)
     kw = tf.answering(proto, backends)
+    try:
+        r.conf([u], **kw)
+        r.start()
+    except Exception:
+        r.cleanup()
+        raise
+    started(r, u["name"], version)
+    return r, backends, fleet, path, u, u["name"], kw
+
+def case_links(args, cli, rng, proto, taken):
+    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "links")
     target = os.path.join(r.p, "precious")
     with open(target, "w") as f:
         f.write("precious\n")
     os.chmod(target, 0o644)
     try:
-        r.conf([u], **kw)
-        r.start()
-        started(r, name, 1)
         links = [record(r, name, kind) for kind in ("good", "share")]
         for link in links:
             if os.path.lexists(link):
@@ -207,17 +218,11 @@ def case_forged(args, cli, rng, proto, taken):
     key = os.path.join(cli.workdir, "key")
     if not os.path.exists(key):
         cli.run("keygen", "--out", key)
-    r, backends, fleet, path = tf.rig_and_snapshot(args, cli, rng, proto, taken, "forged",
-                                                   sign=key)
-    r.user = WORKER_USER
-    u = tf.snap_upstream(args, proto, "forged", path, "trusted_key=%s.pub poll=100ms" % key)
-    name = u["name"]
-    kw = tf.answering(proto, backends)
+    r, backends, fleet, path, u, name, kw = serving(
+        args, cli, rng, proto, taken, "forged", params="trusted_key=%s.pub poll=100ms" % key,
+        sign=key)
     pids = []
     try:
-        r.conf([u], **kw)
-        r.start()
-        started(r, name, 1)
         cli.build(path, fleet[1:], 2, sign=key)
         started(r, name, 2)
         time.sleep(0.5)
@@ -263,14 +268,8 @@ def case_forged(args, cli, rng, proto, taken):
 
 
 def case_text(args, cli, rng, proto, taken):
-    r, backends, fleet, path = tf.rig_and_snapshot(args, cli, rng, proto, taken, "text")
-    r.user = WORKER_USER
-    u = tf.snap_upstream(args, proto, "text", path)
-    name = u["name"]
+    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "text")
     try:
-        r.conf([u], **tf.answering(proto, backends))
-        r.start()
-        started(r, name, 1)
         share = record(r, name, "share")
         magic, fields = share_fields(share)
         new = cli.build(path, fleet[1:], 2, rename=False)
@@ -290,15 +289,8 @@ def case_text(args, cli, rng, proto, taken):
 
 def case_fifo(args, cli, rng, proto, taken):
     for kind in ("FIFOs", "links to /dev/zero"):
-        r, backends, fleet, path = tf.rig_and_snapshot(args, cli, rng, proto, taken, "fifo")
-        r.user = WORKER_USER
-        u = tf.snap_upstream(args, proto, "fifo", path)
-        name = u["name"]
-        kw = tf.answering(proto, backends)
+        r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "fifo")
         try:
-            r.conf([u], **kw)
-            r.start()
-            started(r, name, 1)
             records = [record(r, name, k) for k in ("good", "share", "lock")]
             for p in records:
                 if os.path.lexists(p):
@@ -328,16 +320,9 @@ def case_fifo(args, cli, rng, proto, taken):
 
 def case_maxversion(args, cli, rng, proto, taken):
     top = 2 ** 64 - 1
-    r, backends, fleet, path = tf.rig_and_snapshot(args, cli, rng, proto, taken, "maxversion",
-                                                   version=top)
-    r.user = WORKER_USER
-    u = tf.snap_upstream(args, proto, "maxversion", path)
-    name = u["name"]
-    kw = tf.answering(proto, backends)
+    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "maxversion",
+                                                    version=top)
     try:
-        r.conf([u], **kw)
-        r.start()
-        started(r, name, top)
         time.sleep(0.5)
         for attempt in range(2):
             rc, out = r.ngx.test_config()
@@ -352,14 +337,8 @@ def case_maxversion(args, cli, rng, proto, taken):
 
 
 def case_eacces(args, cli, rng, proto, taken):
-    r, backends, fleet, path = tf.rig_and_snapshot(args, cli, rng, proto, taken, "eacces")
-    r.user = WORKER_USER
-    u = tf.snap_upstream(args, proto, "eacces", path)
-    name = u["name"]
+    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "eacces")
     try:
-        r.conf([u], **tf.answering(proto, backends))
-        r.start()
-        started(r, name, 1)
         new = cli.build(path, fleet[1:], 2, rename=False)
         os.chmod(new, 0)
         os.rename(new, path)
@@ -380,16 +359,9 @@ def case_eacces(args, cli, rng, proto, taken):
 
 def case_expiry(args, cli, rng, proto, taken):
     soon = int(time.time()) + 3
-    r, backends, fleet, path = tf.rig_and_snapshot(args, cli, rng, proto, taken, "expiry",
-                                                   expires=soon)
-    r.user = WORKER_USER
-    u = tf.snap_upstream(args, proto, "expiry", path)
-    name = u["name"]
-    kw = tf.answering(proto, backends)
+    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "expiry",
+                                                    expires=soon)
     try:
-        r.conf([u], **kw)
-        r.start()
-        started(r, name, 1)
         check(r.status()[name].get("expired") is False, "%s: not expired yet" % name)
         while time.time() < soon + 1:
             time.sleep(0.2)
@@ -490,29 +462,7 @@ def main():
     args.chash_cli = os.path.abspath(args.chash_cli)
     args.legacy = False
     args.sanitized = False
-    cases = [c for c in CASES if not args.only or c in args.only.split(",")]
-    protos = ["http", "stream"] if args.protocol == "both" else [args.protocol]
-    rng = random.Random(args.seed)
-    taken = set()
-    started_at = time.monotonic()
-    with harness.work_dir("chash-state-", args.keep) as workdir:
-        cli = tf.Cli(args.chash_cli, workdir)
-        try:
-            test_leaves_no_trace(args, cli, rng, taken)
-        except Exception as e:
-            check(False, "nginx -t: %r" % e)
-            traceback.print_exc()
-        for case in cases:
-            for proto in protos:
-                t = time.monotonic()
-                try:
-                    globals()["case_" + case](args, cli, rng, proto, taken)
-                except Exception as e:  # a case that could not run fails
-                    check(False, "%s %s: %r" % (proto, case, e))
-                    traceback.print_exc()
-                print("-- %s %s: %.1f s" % (proto, case, time.monotonic() - t), flush=True)
-    return harness.summary(started_at)
-
+    return tf.run_cases(args, CASES, globals(), "chash-state-", first=test_leaves_no_trace)
 
 if __name__ == "__main__":
     sys.exit(main())

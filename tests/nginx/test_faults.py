@@ -1009,21 +1009,32 @@ def case_migration(args, cli, rng, proto, taken):
 
 
 def main():
+    args = suite_arguments(20261203, legacy=True)
+    return run_cases(args, CASES, globals(), "chash-faults-")
+
+
+def suite_arguments(seed, legacy=False):
+    """The command line of a suite of cases: the modules, the CLI,
+    --protocol, --only, --keep, --seed (and with legacy, --legacy and
+    --sanitized; else both false), paths made absolute."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--http-module", required=True)
     ap.add_argument("--stream-module", required=True)
     ap.add_argument("--chash-cli", required=True)
     ap.add_argument("--protocol", default="both", choices=["http", "stream", "both"])
     ap.add_argument("--only", default="")
-    ap.add_argument("--legacy", action="store_true")
-    ap.add_argument("--sanitized", action="store_true")
+    if legacy:
+        ap.add_argument("--legacy", action="store_true")
+        ap.add_argument("--sanitized", action="store_true")
     ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--seed", type=int, default=20261203)
+    ap.add_argument("--seed", type=int, default=seed)
     args = ap.parse_args()
+    if not legacy:
+        args.legacy = args.sanitized = False
     args.http_module = os.path.abspath(args.http_module)
     args.stream_module = os.path.abspath(args.stream_module)
     args.chash_cli = os.path.abspath(args.chash_cli)
-    return run_cases(args, CASES, globals(), "chash-faults-")
+    return args
 
 
 def run_cases(args, all_cases, functions, prefix, first=None):

@@ -34,7 +34,6 @@ Runs only as root (a master as root is what the cases are about); prints a
 skip line and exits 77 otherwise.
 """
 
-import argparse
 import fcntl
 import json
 import os
@@ -444,25 +443,13 @@ def test_leaves_no_trace(args, cli, rng, taken):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--http-module", required=True)
-    ap.add_argument("--stream-module", required=True)
-    ap.add_argument("--chash-cli", required=True)
-    ap.add_argument("--protocol", default="both", choices=["http", "stream", "both"])
-    ap.add_argument("--only", default="")
-    ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--seed", type=int, default=20261205)
-    args = ap.parse_args()
+    args = tf.suite_arguments(20261205)
     if os.geteuid() != 0:
         print("tests/nginx/test_state_dir.py: skipped: needs root (a master as root, workers "
               "as nobody)")
         return 77
-    args.http_module = os.path.abspath(args.http_module)
-    args.stream_module = os.path.abspath(args.stream_module)
-    args.chash_cli = os.path.abspath(args.chash_cli)
-    args.legacy = False
-    args.sanitized = False
     return tf.run_cases(args, CASES, globals(), "chash-state-", first=test_leaves_no_trace)
+
 
 if __name__ == "__main__":
     sys.exit(main())

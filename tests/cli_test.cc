@@ -558,7 +558,7 @@ TEST(CliPrograms, EnvoyClusterRoutesAsEnvoysTests) {
 
 TEST(CliPrograms, EnvoyClusterWeighsLocalitiesAndReadsThePriorityThatServes) {
   // envoy-cluster/localities.yaml: the hosts of Envoy's own locality tests
-  // (ring and Maglev; a locality of weight 0; 1,023 hosts against one of
+  // (ring and Maglev; a locality of no weight; 1,023 hosts against one of
   // weight 127) as clusters with locality_weighted_lb_config, whose
   // expected hosts are those tests' assertions; and ring_basic with a
   // priority-1 locality, which must not change ring_basic's answers.
@@ -583,23 +583,6 @@ TEST(CliPrograms, EnvoyClusterWeighsLocalitiesAndReadsThePriorityThatServes) {
   }
   EXPECT_EQ(compared, 6u + 9u + 8u + 51u + 51u + 5u);
 
-  const auto cluster_of = [](const std::string& endpoints) {
-    return "clusters:\n- name: c\n  lb_policy: MAGLEV\n"
-           "  common_lb_config: {locality_weighted_lb_config: {}}\n"
-           "  load_assignment:\n    endpoints:\n" +
-           endpoints;
-  };
-  const std::string host =
-      "      lb_endpoints:\n"
-      "      - endpoint: {address: {socket_address: {address: 10.0.0.1, port_value: 80}}}\n";
-  const std::string unweighted = WriteTemp("loc1", cluster_of("    - locality: {zone: a}\n" + host));
-  ExpectUsageError(RunChash("route --envoy-cluster " + unweighted, "k\n"),
-                   "a locality without load_balancing_weight in a cluster with "
-                   "locality_weighted_lb_config");
-  const std::string zero =
-      WriteTemp("loc2", cluster_of("    - load_balancing_weight: 0\n" + host));
-  ExpectUsageError(RunChash("route --envoy-cluster " + zero, "k\n"),
-                   "every locality weight is 0: Envoy's ring would have no host");
   // Host sums 65,537 and 65,539 (coprime): their least common multiple
   // passes 2^32, so no 32-bit integer weights have Envoy's ratios.
   const auto weighted_host = [](int octet, int weight) {
@@ -608,10 +591,144 @@ TEST(CliPrograms, EnvoyClusterWeighsLocalitiesAndReadsThePriorityThatServes) {
            std::to_string(weight) + "\n";
   };
   const std::string wide = WriteTemp(
-      "loc3", cluster_of("    - load_balancing_weight: 1\n" + weighted_host(1, 65537) +
-                         "    - load_balancing_weight: 1\n" + weighted_host(2, 65539)));
+      "loc3", "clusters:\n- name: c\n  lb_policy: MAGLEV\n"
+              "  common_lb_config: {locality_weighted_lb_config: {}}\n"
+              "  load_assignment:\n    cluster_name: c\n    endpoints:\n"
+              "    - locality: {zone: a}\n      load_balancing_weight: 1\n" +
+                  weighted_host(1, 65537) +
+                  "    - locality: {zone: b}\n      load_balancing_weight: 1\n" +
+                  weighted_host(2, 65539));
   ExpectUsageError(RunChash("route --envoy-cluster " + wide, "k\n"),
                    "these locality weights need integer weights beyond 32 bits");
+}
+
+TEST(CliPrograms, EnvoyClusterEdgesRouteAsEnvoy) {
+  // envoy-cluster/edges.yaml and edges-bootstrap.yaml: clusters at each
+  // edge of Envoy's reading (locality order and the local locality,
+  // addresses as Envoy prints them, YAML scalars as Envoy types them,
+  // health, priorities, panic, Maglev tables smaller than the host set);
+  // the expected hosts are tests/oracles/envoy_cluster_model.py's, an
+  // independent model of Envoy's rules (tests/data/PROVENANCE.md).
+  const std::string dir = testing::DataPath("envoy-cluster/");
+  const CliRun probe =
+      RunChash("route --by-hash --envoy-cluster " + dir + "edges.yaml --cluster ring_hostname_off",
+               "1\n");
+  if (probe.err.find("built without libyaml") != std::string::npos) {
+    GTEST_SKIP() << probe.err;
+  }
+  size_t compared = 0;
+  for (const std::string cluster :
+       {"ring_locality_order", "ring_locality_tuple_order", "ring_locality_merged",
+        "ring_ipv6_canonical", "maglev_ipv6_canonical", "ring_hash_key_types",
+        "ring_hostname_yes", "maglev_hostname_quoted_t", "ring_hostname_off", "ring_unhealthy",
+        "maglev_panic", "ring_panic_threshold", "ring_failover_priority",
+        "ring_priority_overprovisioned", "ring_integer_forms", "maglev_small_table",
+        "maglev_small_table_weighted", "maglev_locality_small_table", "ring_local_locality"}) {
+    const std::string file =
+        dir + (cluster == "ring_local_locality" ? "edges-bootstrap.yaml" : "edges.yaml");
+    const GoldenRoutes golden = GoldenRoutesOf("envoy-cluster/edges/" + cluster + ".csv");
+    ASSERT_GT(golden.rows, 10u) << cluster;
+    ExpectRoutes("--by-hash --envoy-cluster " + file + " --cluster " + cluster, golden, cluster);
+    compared += golden.rows;
+  }
+  EXPECT_GT(compared, 4000u);
+  // Zone b listed first, a ring of 5: Envoy's order (a, then b) gives
+  // 10.1.0.1 two entries where the listed order gives 10.2.0.1 three.
+  const CliRun order = RunChash(
+      "route --by-hash --envoy-cluster " + dir + "edges.yaml --cluster ring_locality_order",
+      "17000000000000000000\n17800000000000000000\n");
+  EXPECT_EQ(order.out, "17000000000000000000,10.1.0.1:80\n17800000000000000000,10.1.0.2:80\n")
+      << order.err;
+  // What Envoy leaves out or ignores is said, not silent.
+  const CliRun keys = RunChash(
+      "route --by-hash --envoy-cluster " + dir + "edges.yaml --cluster ring_hash_key_types", "1\n");
+  EXPECT_NE(keys.err.find("edges.yaml:117: hash_key '90' is a number to Envoy's YAML reader, not "
+                          "a string: Envoy ignores it"),
+            std::string::npos)
+      << keys.err;
+  const CliRun panic = RunChash(
+      "route --by-hash --envoy-cluster " + dir + "edges.yaml --cluster maglev_panic", "1\n");
+  EXPECT_NE(panic.err.find("priority 0 is in panic"), std::string::npos) << panic.err;
+}
+
+TEST(CliPrograms, EnvoyClusterRefusesByFileLineAndReason) {
+  // envoy-cluster/refused.yaml: one cluster a refusal, each at its line
+  // with Envoy's reason (its validation rule or its error text) or why one
+  // ring cannot answer as Envoy does.
+  const std::string yaml = testing::DataPath("envoy-cluster/refused.yaml");
+  const CliRun probe = RunChash("route --envoy-cluster " + yaml + " --cluster strict_dns", "1\n");
+  if (probe.err.find("built without libyaml") != std::string::npos) {
+    GTEST_SKIP() << probe.err;
+  }
+  for (const auto& [cluster, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"locality_weight_0",
+            ":14: load_balancing_weight 0: Envoy refuses it (LocalityLbEndpoints."
+            "load_balancing_weight: gte 1)"},
+           {"ipv4_leading_zero", ":23: malformed IP address: '10.0.0.01'"},
+           {"ipv6_interface_scope", ":30: malformed IP address: 'fe80::1%eth0'"},
+           {"maglev_not_prime_localities",
+            ":33: table_size 12: Envoy refuses it (\"The table size of maglev must be prime "
+            "number\")"},
+           {"port_above_65535", ":49: port_value 65536: Envoy refuses it (port_value: lte 65535)"},
+           {"priority_above_128", ":55: priority 129: Envoy refuses it"},
+           {"unknown_ring_key",
+            ":60: ring_hash_lb_config: 'maxium_ring_size' is not a key chash reads here"},
+           {"unknown_endpoint_key", ":73: lb_endpoint: 'load_balancing_wieght' is not a key"},
+           {"bounded_loads", ":76: hash_balance_factor: bounded loads"},
+           {"strict_dns", ":83: cluster type STRICT_DNS: chash reads STATIC clusters"},
+           {"hostname_missing",
+            ":98: use_hostname_for_hashing and an endpoint without hostname: Envoy hashes its "
+            "empty hostname"},
+           {"bool_quoted_on",
+            ":101: use_hostname_for_hashing 'on': Envoy's YAML and JSON readers make a string of "
+            "it, not a bool"},
+           {"zone_y_is_a_bool", ":113: zone 'y': Envoy's YAML reader makes a bool of it"},
+           {"keys_split_between_priorities", ":120: Envoy splits the keys between priorities 0, 1"},
+           {"draining_decides", ":132: health_status DRAINING"},
+           {"no_healthy_host", ":145: priority 0 has no healthy host and is not in panic"},
+           {"no_locality_weight", ":154: no ring host is in a locality with a weight"},
+           {"same_key_twice",
+            ":169: this host is hashed as '[2001:db8::1]:80', as the host on line 168 is"},
+           {"no_cluster_name",
+            ":173: load_assignment without cluster_name: Envoy refuses it "
+            "(ClusterLoadAssignment.cluster_name: min_len 1)"},
+           {"ring_sizes_reversed",
+            ":178: ring_hash_lb_config: Envoy refuses it (\"ring hash: minimum_ring_size (2048) > "
+            "maximum_ring_size (1024)\")"},
+           {"table_size_fraction", ":186: table_size '17.5': not an unsigned integer"}}) {
+    SCOPED_TRACE(cluster);
+    ExpectUsageError(RunChash("route --envoy-cluster " + yaml + " --cluster " + cluster, "1\n"),
+                     yaml + fragment);
+  }
+}
+
+TEST(CliPrograms, EnvoyServersHashAddressesAsEnvoyPrintsThem) {
+  // A servers file's ADDR is hashed as Envoy prints the address, as
+  // --envoy-cluster hashes it: edges.yaml's maglev_ipv6_canonical written
+  // as servers, non-canonical spellings included, answers as that cluster.
+  const std::string servers = WriteTemp(
+      "env1", "[2001:DB8:0:0:0:0:0:1]:80\n[::FFFF:10.0.0.1]:80\n[2001:db8:0:0:1:0:0:1]:80\n"
+              "[fe80::1%3]:80\n127.0.0.1:0\n10.0.0.9:08080\n");
+  GoldenRoutes golden = GoldenRoutesOf("envoy-cluster/edges/maglev_ipv6_canonical.csv");
+  ASSERT_GT(golden.rows, 10u);
+  // route prints ADDR as written in the servers file.
+  for (const auto& [printed, written] : std::vector<std::pair<std::string, std::string>>{
+           {"[2001:db8::1]:80", "[2001:DB8:0:0:0:0:0:1]:80"},
+           {"[::ffff:10.0.0.1]:80", "[::FFFF:10.0.0.1]:80"},
+           {"[2001:db8::1:0:0:1]:80", "[2001:db8:0:0:1:0:0:1]:80"},
+           {"10.0.0.9:8080", "10.0.0.9:08080"}}) {
+    for (size_t at = 0; (at = golden.expected.find("," + printed + "\n", at)) != std::string::npos;) {
+      golden.expected.replace(at + 1, printed.size(), written);
+      at += written.size() + 2;
+    }
+  }
+  ExpectRoutes("--by-hash --flavor envoy-maglev --table-size 13 --servers " + servers, golden,
+               "servers file");
+  // With --use-hostname-for-hashing a server needs hostname= (or hash_key=).
+  const std::string nameless = WriteTemp("env2", "10.0.0.1:80 hostname=a\n10.0.0.2:80\n");
+  ExpectUsageError(
+      RunChash("route --flavor envoy-ring --use-hostname-for-hashing --servers " + nameless, "k\n"),
+      nameless + ":2: --use-hostname-for-hashing and no hostname=");
 }
 
 TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {

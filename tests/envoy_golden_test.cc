@@ -288,5 +288,24 @@ TEST(EnvoyGolden, MaglevWeighted) {
   });
 }
 
+// A table smaller than the host set, which Envoy builds (maglev_lb.cc
+// OriginalMaglevTable::constructImplementationInternals: iteration 1 walks
+// the hosts in key order and stops when the table is full, every host's
+// target starting at 0): the first table_size hosts in key order get one
+// entry each, whatever their weights, and the rest none. Not one of Envoy's
+// tests: the entries are tests/oracles/models.py envoy_maglev's, an
+// independent model of the same fill (tests/data/PROVENANCE.md).
+TEST(EnvoyGolden, MaglevTableSmallerThanTheHosts) {
+  testing::ForEachTarget([&](const std::string&) {
+    const Ring five =
+        Build({.flavor = Flavor::kEnvoyMaglev, .maglev = {.table_size = 5}}, Ports(90, 95));
+    ExpectTable(five, {2, 3, 0, 1, 4}, 2);  // :95, last in key order, has no entry
+    // Weights 1, 2, 3 in a table of 2: :92, the heaviest, is third in key order.
+    const Ring two = Build({.flavor = Flavor::kEnvoyMaglev, .maglev = {.table_size = 2}},
+                           {{"127.0.0.1:92", 3}, {"127.0.0.1:91", 2}, {"127.0.0.1:90", 1}});
+    ExpectTable(two, {1, 2}, 3);
+  });
+}
+
 }  // namespace
 }  // namespace chash

@@ -799,12 +799,6 @@ Status BuildProgramRingOrThrow(const RingOptions& options, RingState& state, uns
   std::vector<NodeInfo>& nodes = state.nodes;
   const uint32_t weighted = WeightedNodes(nodes);
   if (options.flavor == Flavor::kHaproxy) AssignHaproxyServerIds(nodes);
-  if (options.flavor == Flavor::kEnvoyMaglev && weighted > options.maglev.table_size) {
-    return Bad(StatusCode::kTooManyNodes,
-               std::to_string(weighted) + " hosts for a maglev table of " +
-                   std::to_string(options.maglev.table_size) +
-                   " entries: the table must have at least one entry a host");
-  }
   const bool envoy = options.flavor == Flavor::kEnvoyRing || options.flavor == Flavor::kEnvoyMaglev;
   const bool twemproxy =
       options.flavor == Flavor::kKetamaMd5 && options.ketama.variant == KetamaVariant::kTwemproxy;

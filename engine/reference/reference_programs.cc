@@ -592,9 +592,6 @@ Result<ProgramRing> ProgramRing::Build(const RingOptions& options,
     live += server.weight > 0 ? 1 : 0;
   }
   ring.weighted_ = live;
-  if (options.flavor == Flavor::kEnvoyMaglev && live > options.maglev.table_size) {
-    return Error(StatusCode::kTooManyNodes, "more hosts than entries");
-  }
   if ((options.flavor == Flavor::kEnvoyRing || options.flavor == Flavor::kEnvoyMaglev ||
        (options.flavor == Flavor::kKetamaMd5 &&
         options.ketama.variant == KetamaVariant::kTwemproxy)) &&

@@ -190,8 +190,8 @@ struct EnvoyRingOptions {
 };
 
 struct MaglevOptions {
-  // A prime, at least the number of hosts, at most 5,000,011 (Envoy's
-  // bound); Envoy's default 65,537.
+  // A prime 2..5,000,011 (Envoy's bound; smaller than the host count
+  // too, as Envoy takes it); Envoy's default 65,537.
   uint64_t table_size = 65537;
 
   friend bool operator==(const MaglevOptions&, const MaglevOptions&) = default;
@@ -563,13 +563,16 @@ class Ring {
 //                  program never saw.
 //   varnish-shard  the backend's name (its `ident`), 1..4,096 bytes; weight x
 //                  replicas points.
-//   envoy-ring, envoy-maglev  the host's key (its address "10.0.0.1:8080",
-//                  metadata hash_key or hostname), 1..4,096 bytes. Weight 0
-//                  leaves the host out of the host set (Envoy's weights are
-//                  1 or more); the weights of the hosts left must add up to
-//                  at most 4,294,967,295 (Envoy refuses more), and an
-//                  envoy-maglev ring has at most table_size hosts (kBadWeight,
-//                  kTooManyNodes at Build).
+//   envoy-ring, envoy-maglev  the host's key (its address as Envoy prints
+//                  it, "10.0.0.1:8080" or "[2001:db8::1]:80", its metadata
+//                  hash_key or its hostname), 1..4,096 bytes, hashed as
+//                  given. Weight 0 leaves the host out of the host set
+//                  (Envoy's weights are 1 or more); the weights of the hosts
+//                  left must add up to at most 4,294,967,295 (Envoy refuses
+//                  more: kBadWeight at Build). An envoy-maglev table smaller
+//                  than the host set is filled as Envoy fills it: the first
+//                  table_size hosts in key order get one entry each, the
+//                  others none.
 // A weighted ketama ring's, an envoy-ring's and an envoy-maglev table's
 // point counts depend on every node, so Build checks max_points against
 // what it generates.

@@ -444,6 +444,9 @@ Result<Ring> LoadEnvoyCluster(const Options& options, ServersInput* input) {
   const std::string cluster = options.Get("cluster").value_or("");
   Result<EnvoyCluster> read = ReadEnvoyCluster(path, cluster);
   if (!read.ok()) return read.status();
+  for (const std::string& note : read.value().notes) {
+    std::fprintf(stderr, "chash: note: %s\n", note.c_str());
+  }
   return BuildConfigRing(options, read.value().options,
                          path + (cluster.empty() ? "" : " cluster " + cluster),
                          std::move(read.value().servers), std::move(read.value().program), input);

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "cli_common.h"
+#include "envoy_address.h"
 #include "flavors.h"  // engine/: every flavor as a row (chash_internal)
 #include "text_lines.h"  // engine/
 
@@ -231,6 +233,7 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
                                                        bool& point_counts, bool use_hostname) {
   const std::vector<std::string_view> allowed = Attributes(ring);
   const bool varnish = ring.flavor == Flavor::kVarnishShard;
+  const bool envoy = ring.flavor == Flavor::kEnvoyRing || ring.flavor == Flavor::kEnvoyMaglev;
   std::vector<ProgramServer> servers;
   std::vector<std::string> weights;  // as written
   std::map<std::string, size_t> line_of_addr;
@@ -307,12 +310,24 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
                                                     ring.flavor == Flavor::kKetamaMd5) {
       server.name = it->second;
     }
-    // Envoy hashes the host's hostname with use_hostname_for_hashing, and
-    // its envoy.lb hash_key metadata over either.
-    if (const auto it = attrs.find("hostname"); it != attrs.end() && use_hostname) {
-      server.hashed = it->second;
+    // Envoy hashes the host's address as it prints it, its hostname with
+    // use_hostname_for_hashing (the empty one if it has none), and its
+    // envoy.lb hash_key metadata over either.
+    if (envoy) {
+      if (std::optional<std::string> printed = EnvoyAddressStringOf(entry.address)) {
+        server.hashed = std::move(*printed);
+      }
+      const auto hash_key = attrs.find("hash_key");
+      const auto hostname = attrs.find("hostname");
+      if (hash_key != attrs.end()) {
+        server.hashed = hash_key->second;
+      } else if (use_hostname && hostname != attrs.end()) {
+        server.hashed = hostname->second;
+      } else if (use_hostname) {
+        return Bad(where + ": --use-hostname-for-hashing and no hostname= (nor hash_key=): "
+                           "Envoy would hash this host's empty hostname");
+      }
     }
-    if (const auto it = attrs.find("hash_key"); it != attrs.end()) server.hashed = it->second;
     if (const auto [it, fresh] = line_of_addr.emplace(entry.address, number); !fresh) {
       return Bad(where + ": '" + entry.address + "' is listed twice (first on line " +
                  std::to_string(it->second) + "): answers name servers by ADDR");

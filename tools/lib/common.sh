@@ -40,7 +40,8 @@ CHASH_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libhwy-dev libmimalloc-de
   python3 librsvg2-bin  # tests/plot_test.py: runs in Python, renders SVG
   help2man man-db groff-base  # chash(1): made by help2man, rendered by tests/man_page_test.py
   libyaml-dev  # chash --nutcracker-yml: twemproxy's config read with libyaml
-  clang-14)  # tests/abi/layout_check.py: the C structs' layouts, as clang lays them out
+  clang-14  # tests/abi/layout_check.py: the C structs' layouts, as clang lays them out
+  python3-yaml)  # tests/oracles/envoy_cluster_model.py: Envoy clusters' expected answers
 
 # CHASH_WERROR=ON in the environment: every build configured here treats
 # warnings as errors (CI sets it for the g++ suite).

@@ -236,7 +236,6 @@ void CheckNutcracker(const std::string& text, const std::string& description) {
 }
 
 void CheckYaml(const std::string& text, const std::string& description) {
-#if CHASH_WITH_YAML
   const std::string path = "fuzz.yaml";
   const Status depth = cli::CheckYamlDepth(path, text);
   const Result<cli::YamlDocument> document = cli::YamlDocument::Parse(path, text);
@@ -269,10 +268,6 @@ void CheckYaml(const std::string& text, const std::string& description) {
       stack.push_back(value);
     }
   }
-#else
-  (void)text;
-  (void)description;
-#endif
 }
 
 }  // namespace

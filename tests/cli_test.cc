@@ -443,12 +443,6 @@ TEST(CliPrograms, NutcrackerYmlRoutesAsTheRealNutcracker) {
   // default fnv1a_64, hash_tag "{}") as the oracle configured nutcracker 0.5:
   // the real nutcracker's answers are crc32a_20 and fnv1a_64_tag_100.
   const std::string yml = testing::DataPath("nutcracker-yml/pools.yml");
-  // Native builds require libyaml (tools/cli/CMakeLists.txt); a cross build
-  // given none says so, and this test is then reported skipped.
-  const CliRun probe = RunChash("route --nutcracker-yml " + yml + " --pool named", "a\n");
-  if (probe.err.find("built without libyaml") != std::string::npos) {
-    GTEST_SKIP() << probe.err;
-  }
   for (const auto& [pool, set] : {std::pair<std::string, std::string>{"named", "crc32a_20"},
                                   {"tagged", "fnv1a_64_tag_100"}}) {
     const GoldenRoutes golden = GoldenRoutesOf("twemproxy/" + set + ".csv");
@@ -477,10 +471,6 @@ TEST(CliPrograms, NutcrackerYmlRoutesAsTheRealNutcracker) {
 // reason and the line. The differential corpus
 // (tests/data/nutcracker-yml/edges/) records the real verdicts.
 TEST(CliPrograms, NutcrackerYmlRefusesWhatNutcrackerRefuses) {
-  if (RunChash("route --nutcracker-yml x --pool a", "a\n").err.find("built without libyaml") !=
-      std::string::npos) {
-    GTEST_SKIP() << "built without libyaml";
-  }
   const std::string pool = "a:\n  listen: 127.0.0.1:22121\n";
   const std::string servers = "  servers:\n   - 127.0.0.1:11211:1\n";
   struct Case {
@@ -519,7 +509,6 @@ TEST(CliPrograms, NutcrackerYmlBoundsTheNestingBeforeLibyamlsCost) {
   const std::string file = WriteTemp(
       "nutcracker_deep.yml", "a:\n  listen: 127.0.0.1:22121\n  servers: " + std::string(200000, '[') + "\n");
   const CliRun run = testing::RunChashBounded("stats --nutcracker-yml " + file + " --pool a", 10);
-  if (run.err.find("built without libyaml") != std::string::npos) GTEST_SKIP() << run.err;
   EXPECT_EQ(run.status, 2);
   EXPECT_EQ(run.err, "chash stats: " + file + ":3: YAML nested deeper than 64 levels: chash reads "
                      "no deeper\n");
@@ -531,11 +520,6 @@ TEST(CliPrograms, EnvoyClusterRoutesAsEnvoysTests) {
   // maglev_weighted as clusters; the expected hosts are those tests'
   // assertions (tests/data/envoy/*.csv: request hash,host).
   const std::string yaml = testing::DataPath("envoy-cluster/clusters.yaml");
-  const CliRun probe = RunChash("route --by-hash --envoy-cluster " + yaml + " --cluster ring_basic",
-                                "1\n");
-  if (probe.err.find("built without libyaml") != std::string::npos) {
-    GTEST_SKIP() << probe.err;
-  }
   size_t compared = 0;
   for (const std::string cluster : {"ring_basic", "ring_hash_key", "maglev_weighted"}) {
     const GoldenRoutes golden = GoldenRoutesOf("envoy/" + cluster + ".csv");
@@ -563,11 +547,6 @@ TEST(CliPrograms, EnvoyClusterWeighsLocalitiesAndReadsThePriorityThatServes) {
   // expected hosts are those tests' assertions; and ring_basic with a
   // priority-1 locality, which must not change ring_basic's answers.
   const std::string yaml = testing::DataPath("envoy-cluster/localities.yaml");
-  const CliRun probe =
-      RunChash("route --by-hash --envoy-cluster " + yaml + " --cluster ring_basic_failover", "1\n");
-  if (probe.err.find("built without libyaml") != std::string::npos) {
-    GTEST_SKIP() << probe.err;
-  }
   size_t compared = 0;
   for (const auto& [cluster, answers] : std::vector<std::pair<std::string, std::string>>{
            {"ring_locality_tiny", "ring_locality_tiny"},
@@ -610,12 +589,6 @@ TEST(CliPrograms, EnvoyClusterEdgesRouteAsEnvoy) {
   // the expected hosts are tests/oracles/envoy_cluster_model.py's, an
   // independent model of Envoy's rules (tests/data/PROVENANCE.md).
   const std::string dir = testing::DataPath("envoy-cluster/");
-  const CliRun probe =
-      RunChash("route --by-hash --envoy-cluster " + dir + "edges.yaml --cluster ring_hostname_off",
-               "1\n");
-  if (probe.err.find("built without libyaml") != std::string::npos) {
-    GTEST_SKIP() << probe.err;
-  }
   size_t compared = 0;
   for (const std::string cluster :
        {"ring_locality_order", "ring_locality_tuple_order", "ring_locality_merged",
@@ -656,10 +629,6 @@ TEST(CliPrograms, EnvoyClusterRefusesByFileLineAndReason) {
   // with Envoy's reason (its validation rule or its error text) or why one
   // ring cannot answer as Envoy does.
   const std::string yaml = testing::DataPath("envoy-cluster/refused.yaml");
-  const CliRun probe = RunChash("route --envoy-cluster " + yaml + " --cluster strict_dns", "1\n");
-  if (probe.err.find("built without libyaml") != std::string::npos) {
-    GTEST_SKIP() << probe.err;
-  }
   for (const auto& [cluster, fragment] : std::vector<std::pair<std::string, std::string>>{
            {"locality_weight_0",
             ":14: load_balancing_weight 0: Envoy refuses it (LocalityLbEndpoints."

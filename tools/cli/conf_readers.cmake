@@ -20,17 +20,14 @@ if(NOT TARGET chash_conf_readers)
     set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/nginx_conf.cc
                                 PROPERTIES COMPILE_OPTIONS "-Wno-restrict")
   endif()
-  # YAML is read with Debian's libyaml (libyaml-dev, pkg-config yaml-0.1;
-  # tools/lib/common.sh installs it). A cross build has no target libyaml
-  # unless given one: there the readers that need it say they are not built.
-  if(NOT CMAKE_CROSSCOMPILING)
-    find_package(PkgConfig REQUIRED)
-    pkg_check_modules(CHASH_YAML REQUIRED IMPORTED_TARGET yaml-0.1)
-  endif()
-  if(CHASH_YAML_FOUND)
-    target_link_libraries(chash_conf_readers PUBLIC PkgConfig::CHASH_YAML)
-    target_compile_definitions(chash_conf_readers PUBLIC CHASH_WITH_YAML=1)
-  else()
-    target_compile_definitions(chash_conf_readers PUBLIC CHASH_WITH_YAML=0)
-  endif()
+  # YAML is read with Debian's libyaml (libyaml-dev; tools/lib/common.sh
+  # installs it, tools/test-arm unpacks its arm64 .debs for the cross build),
+  # found as libsodium and xxHash are, so the native and the aarch64 builds
+  # read YAML alike.
+  find_path(CHASH_YAML_INCLUDE_DIR yaml.h REQUIRED)
+  find_library(CHASH_YAML_LIBRARY NAMES yaml REQUIRED)
+  add_library(chash_yaml UNKNOWN IMPORTED)
+  set_target_properties(chash_yaml PROPERTIES IMPORTED_LOCATION "${CHASH_YAML_LIBRARY}"
+                        INTERFACE_INCLUDE_DIRECTORIES "${CHASH_YAML_INCLUDE_DIR}")
+  target_link_libraries(chash_conf_readers PUBLIC chash_yaml)
 endif()

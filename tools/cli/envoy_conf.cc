@@ -25,15 +25,6 @@ Status Bad(std::string message) { return Status(StatusCode::kBadArgument, std::m
 
 }  // namespace
 
-#if !CHASH_WITH_YAML
-
-Result<EnvoyCluster> ReadEnvoyCluster(const std::string&, const std::string&) {
-  return Bad("--envoy-cluster: this chash was built without libyaml (libyaml-dev, found by "
-             "pkg-config as yaml-0.1)");
-}
-
-#else
-
 namespace {
 
 // ---- YAML as Envoy reads it ---------------------------------------------------------------
@@ -1274,7 +1265,5 @@ Result<EnvoyCluster> ReadEnvoyCluster(const std::string& path, const std::string
   if (!local.ok()) return local.status();
   return ReadCluster(yaml, cluster, local.value());
 }
-
-#endif  // CHASH_WITH_YAML
 
 }  // namespace chash::cli

@@ -17,24 +17,6 @@ Status Bad(std::string message) { return Status(StatusCode::kBadArgument, std::m
 
 }  // namespace
 
-#if !CHASH_WITH_YAML
-
-bool NutcrackerYamlSupported() { return false; }
-
-Result<NutcrackerPool> ReadNutcrackerPool(const std::string&, const std::string&) {
-  return Bad("--nutcracker-yml: this chash was built without libyaml (libyaml-dev, found by "
-             "pkg-config as yaml-0.1)");
-}
-
-Result<NutcrackerPool> ReadNutcrackerPoolText(const std::string& path, const std::string&,
-                                              const std::string& pool) {
-  return ReadNutcrackerPool(path, pool);
-}
-
-#else
-
-bool NutcrackerYamlSupported() { return true; }
-
 namespace {
 
 // twemproxy 0.5.0's hash names (HASH_CODEC, nc_hashkit.h) and chash's key
@@ -500,7 +482,5 @@ Result<NutcrackerPool> ReadNutcrackerPool(const std::string& path, const std::st
   if (!text.ok()) return text.status();
   return ReadNutcrackerPoolText(path, text.value(), pool);
 }
-
-#endif  // CHASH_WITH_YAML
 
 }  // namespace chash::cli

@@ -26,9 +26,6 @@ struct NutcrackerPool {
   std::vector<ProgramServer> program;
 };
 
-// Whether this build reads YAML (libyaml found by pkg-config at configure).
-bool NutcrackerYamlSupported();
-
 // kIoError if the file cannot be read; kBadArgument naming the file and
 // line for what nutcracker refuses (in its words: `directive "hash" is a
 // duplicate`) and what chash cannot take (refused by name).

@@ -1,7 +1,5 @@
 #include "yaml_document.h"
 
-#if CHASH_WITH_YAML
-
 #include <new>
 #include <utility>
 
@@ -176,5 +174,3 @@ std::string YamlDocument::Where(const yaml_node_t* node) const {
 }
 
 }  // namespace chash::cli
-
-#endif  // CHASH_WITH_YAML

@@ -2,8 +2,7 @@
 // envoy_conf.cc): a file read whole (a regular file, up to kMaxYamlBytes),
 // its nesting bounded by a scan with libyaml's scanner before anything else
 // reads it, then either the first document as a tree (YamlDocument) or the
-// token and event streams (YamlStream). Only with CHASH_WITH_YAML: a build
-// without libyaml has the readers refuse instead.
+// token and event streams (YamlStream).
 //
 // Why the scan: libyaml's scanner keeps one possible simple key per flow
 // level and checks them all on every token, so N nested `[` cost N^2
@@ -12,19 +11,9 @@
 #ifndef CHASH_TOOLS_CLI_YAML_DOCUMENT_H_
 #define CHASH_TOOLS_CLI_YAML_DOCUMENT_H_
 
-#include <cstddef>
-
-namespace chash::cli {
-
-inline constexpr size_t kMaxYamlBytes = size_t{16} << 20;  // a config file
-inline constexpr int kMaxYamlDepth = 64;                   // nested collections
-
-}  // namespace chash::cli
-
-#if CHASH_WITH_YAML
-
 #include <yaml.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,6 +24,9 @@ inline constexpr int kMaxYamlDepth = 64;                   // nested collections
 #include "chash/status.h"
 
 namespace chash::cli {
+
+inline constexpr size_t kMaxYamlBytes = size_t{16} << 20;  // a config file
+inline constexpr int kMaxYamlDepth = 64;                   // nested collections
 
 // The bytes of a regular file (kMaxYamlBytes at most). kIoError: it cannot
 // be opened or read; kBadArgument: not a regular file, or too large.
@@ -109,7 +101,5 @@ class YamlDocument {
 };
 
 }  // namespace chash::cli
-
-#endif  // CHASH_WITH_YAML
 
 #endif  // CHASH_TOOLS_CLI_YAML_DOCUMENT_H_

@@ -161,6 +161,10 @@ Status OpenPath(const std::string& path, const SnapshotLoadOptions& options, boo
   if (stat(path.c_str(), &st) != 0) return IoError("io", path, "stat", errno);
   out.identity = internal::IdentityOf(st);
   if (Status status = CheckKind(path, st, options, limits); !status.ok()) return status;
+  // Links are followed here on purpose: this is the operator's watched
+  // path (a deploy may link it to a release), not a name in the state
+  // directory; O_NONBLOCK and the kind checked above keep a FIFO from
+  // hanging the open, and FinishOpen checks the opened file again.
   out.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (out.fd < 0) return IoError("io", path, "open", errno);
   return FinishOpen(path, options, limits, out);
@@ -459,6 +463,8 @@ Result<std::shared_ptr<const RingSnapshot>> AdoptSealedCopy(pid_t pid, const Sea
                          0);
         }
         auto sealed = std::make_shared<SealedFile>();
+        // /proc/PID/fd/N is a magic link: O_NOFOLLOW would refuse it. What
+        // it names was checked above and is checked again by fstat below.
         sealed->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (sealed->fd < 0) return IoError("io", path, "open", errno);
         if (fstat(sealed->fd, &st) != 0) return IoError("io", path, "fstat", errno);

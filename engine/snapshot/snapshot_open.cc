@@ -406,14 +406,18 @@ Status OpenSnapshotAt(int dir_fd, const std::string& name, const std::string& di
   return FinishOpen(display, options, true, out);
 }
 
-Result<std::shared_ptr<const RingSnapshot>> LoadOpened(OpenedSnapshot& file,
-                                                       const SnapshotLoadOptions& options,
-                                                       const ReloadGate* gate, LoadedFile* loaded) {
+namespace {
+
+// Runs `load` (a load into a LoadedFile) under CatchOutOfMemory and keeps
+// the snapshot it returns in `*loaded` too, when the caller asked for it.
+template <typename Load>
+Result<std::shared_ptr<const RingSnapshot>> LoadKeeping(const std::string& path,
+                                                        LoadedFile* loaded, Load load) {
   return CatchOutOfMemory(
-      "loading a snapshot", file.path, [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
+      "loading a snapshot", path, [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
         LoadedFile local;
         LoadedFile& out = loaded != nullptr ? *loaded : local;
-        Result<std::shared_ptr<RingSnapshot>> result = LoadOpenedMutable(file, options, out, gate);
+        Result<std::shared_ptr<RingSnapshot>> result = load(out);
         if (!result.ok()) return result.status();
         std::shared_ptr<const RingSnapshot> snapshot = std::move(result).value();
         out.snapshot = snapshot;
@@ -421,20 +425,23 @@ Result<std::shared_ptr<const RingSnapshot>> LoadOpened(OpenedSnapshot& file,
       });
 }
 
+}  // namespace
+
+Result<std::shared_ptr<const RingSnapshot>> LoadOpened(OpenedSnapshot& file,
+                                                       const SnapshotLoadOptions& options,
+                                                       const ReloadGate* gate, LoadedFile* loaded) {
+  return LoadKeeping(file.path, loaded, [&](LoadedFile& out) {
+    return LoadOpenedMutable(file, options, out, gate);
+  });
+}
+
 Result<std::shared_ptr<const RingSnapshot>> LoadSnapshotFile(const std::string& path,
                                                              const SnapshotLoadOptions& options,
                                                              LoadedFile* loaded,
                                                              const ReloadGate* gate) {
-  return CatchOutOfMemory(
-      "loading a snapshot", path, [&]() -> Result<std::shared_ptr<const RingSnapshot>> {
-        LoadedFile local;
-        LoadedFile& out = loaded != nullptr ? *loaded : local;
-        Result<std::shared_ptr<RingSnapshot>> result = LoadFileMutable(path, options, out, gate);
-        if (!result.ok()) return result.status();
-        std::shared_ptr<const RingSnapshot> snapshot = std::move(result).value();
-        out.snapshot = snapshot;
-        return snapshot;
-      });
+  return LoadKeeping(path, loaded, [&](LoadedFile& out) {
+    return LoadFileMutable(path, options, out, gate);
+  });
 }
 
 Result<std::shared_ptr<const RingSnapshot>> AdoptSealedCopy(pid_t pid, const SealedCopy& copy,

@@ -589,6 +589,9 @@ class WatchTest(unittest.TestCase):
         self.fail("%s: workers %s\n%s" % (what, seen, self.nginx.error_log()))
 
     def test_1_one_verification_a_host(self):
+        # Both workers serve version 1 first: a worker whose init ran after
+        # the replace would load version 2 at init, verifying nothing here.
+        self.workers_until(lambda s: s["version"] == "1", "version 1 served by both workers")
         replace(self.live, os.path.join(self.tmp, "v2.ring"))
         workers = self.workers_until(lambda s: s["version"] == "2", "version 2 served")
         self.assertEqual([w["mode"] for w in workers], ["sealed", "sealed"])

@@ -62,6 +62,7 @@ READERS = {
     "nginx-conf": ("--nginx-conf", "--upstream", "u", "nginx", "nginx"),
 }
 SECONDS = 10  # each program run's bound
+LISTEN = re.compile(r"(listen:\s*127\.0\.0\.1:)\d+")
 
 
 def folder(reader):
@@ -183,10 +184,27 @@ def nutcracker_verdict(path, tmp):
         return "refused", "-", one_line(first)
     if rc != 0:
         raise common.OracleError(f"nutcracker -t {path}: exit {rc}: {out}{err}")
-    proc = common.Process(cmd, tmp, SECONDS, "nutcracker.out")
+    # The configs' listen ports are fixed and fall in the ephemeral range, so
+    # any outgoing connection on the host may hold one: nutcracker runs on a
+    # copy listening on free ports (its stats port last), retried on others
+    # if one is taken in the meantime. Its log goes to the Process's log.
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    listens = len(LISTEN.findall(text))
+    copy = os.path.join(tmp, os.path.basename(path))
+
+    def start(ports):
+        numbered = iter(ports)
+        with open(copy, "w", encoding="utf-8") as f:
+            f.write(LISTEN.sub(lambda m: f"{m.group(1)}{next(numbered)}", text))
+        return common.Process(["nutcracker", "-c", copy, "-v", "5", "-s", str(ports[-1]),
+                               "-a", "127.0.0.1", "-p", os.path.join(tmp, "nutcracker.pid")],
+                              tmp, SECONDS, "nutcracker.out")
+
+    proc, ports = common.start_on_free_ports(listens + 1, start, "address already in use",
+                                             seconds=SECONDS)
     try:
-        common.wait_port(stats_port, proc, seconds=SECONDS)
-        with socket.create_connection(("127.0.0.1", stats_port), timeout=2) as s:
+        with socket.create_connection(("127.0.0.1", ports[-1]), timeout=2) as s:
             data = read_all(s)
     finally:
         proc.stop()

@@ -8,6 +8,7 @@
 #include "chash/stats.h"
 #include "fleet/hash_runs.h"
 #include "identity/throwing_cores.h"
+#include "json_text.h"
 #include "out_of_memory.h"
 
 namespace chash {
@@ -152,23 +153,6 @@ RingStats ComputeRingStats(const Ring& ring) noexcept {
   }
 }
 
-namespace {
-
-// A JSON number with 6 decimals, or null for NaN and infinities (which
-// JSON has no spelling for). No allocation.
-struct JsonDouble {
-  char text[48];
-  explicit JsonDouble(double value) noexcept {
-    if (std::isfinite(value)) {
-      std::snprintf(text, sizeof text, "%.6f", value);
-    } else {
-      std::snprintf(text, sizeof text, "null");
-    }
-  }
-};
-
-}  // namespace
-
 Result<std::string> RingStatsJson(const RingStats& s) {
   char buffer[1024];
   std::snprintf(buffer, sizeof buffer,
@@ -184,9 +168,9 @@ Result<std::string> RingStatsJson(const RingStats& s) {
                 static_cast<unsigned long long>(s.other_bytes),
                 static_cast<unsigned long long>(s.index_bytes),
                 static_cast<unsigned long long>(s.collision_table_bytes),
-                JsonDouble(s.bytes_per_point).text,
-                JsonDouble(s.cv_predicted).text, JsonDouble(s.cv_measured).text,
-                JsonDouble(s.max_share_ratio).text, JsonDouble(s.min_share_ratio).text);
+                internal::JsonNumberText(s.bytes_per_point).text,
+                internal::JsonNumberText(s.cv_predicted).text, internal::JsonNumberText(s.cv_measured).text,
+                internal::JsonNumberText(s.max_share_ratio).text, internal::JsonNumberText(s.min_share_ratio).text);
   return internal::CatchOutOfMemory("the ring stats as JSON", [&]() -> Result<std::string> {
     std::string json(buffer);
     if (s.program_bytes > 0) {
@@ -195,7 +179,7 @@ Result<std::string> RingStatsJson(const RingStats& s) {
       char more[128];
       std::snprintf(more, sizeof more, ",\"program_bytes\":%llu,\"program_bytes_per_point\":%s}",
                     static_cast<unsigned long long>(s.program_bytes),
-                    JsonDouble(s.program_bytes_per_point).text);
+                    internal::JsonNumberText(s.program_bytes_per_point).text);
       json.pop_back();
       json += more;
     }

@@ -36,6 +36,11 @@ TEST(DiffCli, JsonAgreesWithTheLibrary) {
   EXPECT_EQ(JsonField(run.out, "rollout"), "0.25");
   EXPECT_NE(run.out.find("\"nodes\":[{\"backend\":"), std::string::npos);
   EXPECT_NE(run.out.find("\"in_old\":true"), std::string::npos);
+  // `flavor`, with `mode` its alias until 2.0, on both rings.
+  EXPECT_NE(run.out.find("\"flavor\":\"pingora-v1\",\"mode\":\"pingora-v1\""), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("\"flavor\":\"pingora-v2\",\"mode\":\"pingora-v2\""), std::string::npos)
+      << run.out;
 }
 
 TEST(DiffCli, SameRingMovesNothingAndErrorsNameTheFile) {
@@ -218,7 +223,12 @@ TEST(StatsCli, PrintsTheFingerprints) {
   EXPECT_EQ(JsonField(json.out, "fingerprint"),
             "7e7742929309bdce1a3ea066e95231c52fde9cbb109bbe78fe3513e5fff6dff2");
   EXPECT_EQ(JsonField(json.out, "collision_table_bytes"), "24");
-  EXPECT_EQ(JsonField(json.out, "bytes_per_point"), "6.000167");
+  // column_bytes / points, written with the one JSON writer's 10 digits.
+  const double columns = std::stod(JsonField(json.out, "column_bytes"));
+  const double points = std::stod(JsonField(json.out, "points"));
+  char expected[32];
+  std::snprintf(expected, sizeof expected, "%.10g", columns / points);
+  EXPECT_EQ(JsonField(json.out, "bytes_per_point"), expected);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <random>
 
+#include "json_text.h"  // engine/
 #include "ring_fixtures.h"
 #include "test_util.h"
 
@@ -96,7 +97,19 @@ TEST(Stats, JsonWritesNullForSharesThatAreNotNumbers) {
   EXPECT_NE(json.value().find("\"cv_measured\":null,"), std::string::npos) << json.value();
   EXPECT_NE(json.value().find("\"min_share_ratio\":null}"), std::string::npos) << json.value();
   EXPECT_EQ(json.value().find("nan"), std::string::npos) << json.value();
-  EXPECT_NE(json.value().find("\"cv_predicted\":0.000000,"), std::string::npos) << json.value();
+  EXPECT_NE(json.value().find("\"cv_predicted\":0,"), std::string::npos) << json.value();
+}
+
+// The engine and the chash tool write JSON with one writer: JSON has no NaN
+// or infinity (null instead), 10 significant digits, strings escaped.
+TEST(Stats, OneJsonWriterForTheEngineAndTheTool) {
+  EXPECT_EQ(internal::JsonNumber(std::nan("")), "null");
+  EXPECT_EQ(internal::JsonNumber(HUGE_VAL), "null");
+  EXPECT_EQ(internal::JsonNumber(-HUGE_VAL), "null");
+  EXPECT_EQ(internal::JsonNumber(0.25), "0.25");
+  EXPECT_EQ(internal::JsonNumber(6.0 + 1.0 / 6000), "6.000166667");
+  EXPECT_EQ(internal::JsonNumber(-3), "-3");
+  EXPECT_EQ(internal::JsonString("a\"b\\c\n\x01" "d"), "\"a\\\"b\\\\c\\u000a\\u0001d\"");
 }
 
 }  // namespace

@@ -584,30 +584,6 @@ Result<double> ParseFraction(std::string_view option, std::string_view text) {
   return value;
 }
 
-std::string JsonString(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
-
-std::string JsonNumber(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.10g", value);
-  return text;
-}
-
 uint64_t PeakRssBytes() { return measure::ProcStatusKb("VmHWM:") * 1024; }
 
 std::string Percent(double fraction, int decimals) {

@@ -13,6 +13,7 @@
 
 #include "chash/chash.h"
 #include "chash/operators.h"
+#include "json_text.h"  // engine/
 #include "program_flavors.h"
 
 namespace chash::cli {
@@ -141,10 +142,10 @@ Result<Ring> BuildFleet(const FleetShape& fleet, Flavor flavor, uint32_t multipl
 // "0.25", "25%" or "25.5%" -> 0.25, 0.255; kBadArgument outside 0..1.
 Result<double> ParseFraction(std::string_view option, std::string_view text);
 
-// `text` as a JSON string literal, quotes included.
-std::string JsonString(std::string_view text);
-// A JSON number with 10 significant digits ("%.10g").
-std::string JsonNumber(double value);
+// The engine's JSON writer (engine/json_text.h): one rule for numbers (NaN
+// and infinities as null) and strings in the engine's and the tool's output.
+using internal::JsonNumber;
+using internal::JsonString;
 
 // Peak resident set size of this process, in bytes (VmHWM, tools/measure/).
 uint64_t PeakRssBytes();

@@ -17,7 +17,8 @@ std::string Percent(double fraction) { return cli::Percent(fraction, 6); }
 double Share(uint64_t hashes) { return static_cast<double>(hashes) / kKeySpace; }
 
 std::string RingJson(const Ring& ring, const std::string& path) {
-  return "{\"servers\":" + JsonString(path) + ",\"mode\":" + JsonString(FlavorName(ring.flavor())) +
+  return "{\"servers\":" + JsonString(path) + ",\"flavor\":" + JsonString(FlavorName(ring.flavor())) +
+         ",\"mode\":" + JsonString(FlavorName(ring.flavor())) +
          ",\"multiple\":" + std::to_string(ring.point_multiple()) +
          ",\"points\":" + std::to_string(ring.num_points()) +
          ",\"fingerprint\":" + JsonString(RingFingerprint(ring).Hex()) + "}";

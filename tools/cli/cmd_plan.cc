@@ -107,7 +107,8 @@ int RunPlan(const Args& args) {
         "{\"servers\":" + JsonString(*path) + ",\"nodes\":" + std::to_string(plan.current.nodes) +
         ",\"cv_target\":" + JsonNumber(plan.cv_target) + ",\"rings\":" + std::to_string(r) +
         ",\"mask_bytes\":" + std::to_string(plan.mask_bytes) +
-        ",\"current\":{\"mode\":" + JsonString(current_name) +
+        ",\"current\":{\"flavor\":" + JsonString(current_name) +
+        ",\"mode\":" + JsonString(current_name) +
         ",\"multiple\":" + std::to_string(current.value().point_multiple) +
         ",\"points\":" + std::to_string(plan.current.points) +
         ",\"collisions\":" + std::to_string(plan.current.collisions) +
@@ -116,7 +117,7 @@ int RunPlan(const Args& args) {
         ",\"cv_measured\":" + JsonNumber(plan.current.cv_measured) + "},\"candidates\":[";
     for (size_t i = 0; i < plan.rows.size(); ++i) {
       const PlanRow& row = plan.rows[i];
-      json += (i ? ",{" : "{") + std::string("\"mode\":\"pingora-v2\",\"multiple\":") +
+      json += (i ? ",{" : "{") + std::string("\"flavor\":\"pingora-v2\",\"mode\":\"pingora-v2\",\"multiple\":") +
               std::to_string(row.multiple) +
               ",\"points_generated\":" + std::to_string(row.points_generated) +
               ",\"skipped\":" + (row.skipped ? "true" : "false");

@@ -276,6 +276,7 @@ int RunInspect(const Args& args) {
                        ",\"expires\":" +
                        (info.expires_unix_seconds ? JsonString(TimeText(info.expires_unix_seconds))
                                                   : std::string("null")) +
+                       ",\"flavor\":" + JsonString(FlavorName(info.flavor)) +
                        ",\"mode\":" + JsonString(FlavorName(info.flavor)) +
                        ",\"multiple\":" + std::to_string(info.point_multiple) +
                        ",\"tie_break\":" + JsonString(TieBreakName(info.tie_break)) +

@@ -23,6 +23,17 @@
 
 namespace chash::internal {
 
+// How a proxy finds the next server when the one a key maps to fails
+// (chash_c.h's CHASH_RETRY_*: the values are the bindings').
+enum class Retry : uint8_t {
+  kPointWalk,  // the next point's node, point by point (nginx's own chash)
+  kDistinct,   // each node once, in ring order (NodeWalk)
+  kAttempt,    // Envoy's retry attempts: attempt N its own entry or slot
+};
+
+// What a node carries beside its address and weight (NodeOptions).
+enum class NodeField : uint8_t { kNone, kServerId, kName };
+
 struct FlavorRow {
   Flavor flavor;
   uint8_t byte;
@@ -30,19 +41,34 @@ struct FlavorRow {
   LookupRule rule;
   uint8_t key_hash_bits;  // 32, or 64 (Envoy's XXH64)
   TieBreak tie_break;     // which of two nodes on one hash keeps the point
+  Retry retry;
+  // The program takes a down server out of its ring (HAProxy dequeues it,
+  // libmemcached leaves its points out): where the ring also masks exactly
+  // (FlavorMasksExactly), a mask of the live nodes answers as it does. The
+  // others skip a down server along their walk (Varnish), or rebuild.
+  bool removes_down;
+  NodeField node_field;
 };
 
 inline constexpr FlavorRow kFlavors[] = {
-    {Flavor::kNginx, 0, "nginx", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder},
-    {Flavor::kPingoraV1, 1, "pingora-v1", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder},
-    {Flavor::kPingoraV2, 2, "pingora-v2", LookupRule::kSuccessor, 32, TieBreak::kAddressOrder},
-    {Flavor::kResty, 3, "resty", LookupRule::kSuccessor, 32, TieBreak::kIdOrder},
-    {Flavor::kHaproxy, 4, "haproxy", LookupRule::kNearest, 32, TieBreak::kConfigOrder},
-    {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder},
+    {Flavor::kNginx, 0, "nginx", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
+     Retry::kPointWalk, false, NodeField::kNone},
+    {Flavor::kPingoraV1, 1, "pingora-v1", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
+     Retry::kDistinct, false, NodeField::kNone},
+    {Flavor::kPingoraV2, 2, "pingora-v2", LookupRule::kSuccessor, 32, TieBreak::kAddressOrder,
+     Retry::kDistinct, false, NodeField::kNone},
+    {Flavor::kResty, 3, "resty", LookupRule::kSuccessor, 32, TieBreak::kIdOrder,
+     Retry::kDistinct, false, NodeField::kNone},
+    {Flavor::kHaproxy, 4, "haproxy", LookupRule::kNearest, 32, TieBreak::kConfigOrder,
+     Retry::kDistinct, true, NodeField::kServerId},
+    {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
+     Retry::kDistinct, true, NodeField::kName},
     {Flavor::kVarnishShard, 6, "varnish-shard", LookupRule::kSuccessorClamped, 32,
-     TieBreak::kConfigOrder},
-    {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64, TieBreak::kConfigOrder},
-    {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64, TieBreak::kConfigOrder},
+     TieBreak::kConfigOrder, Retry::kDistinct, false, NodeField::kNone},
+    {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64, TieBreak::kConfigOrder,
+     Retry::kAttempt, false, NodeField::kNone},
+    {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64, TieBreak::kConfigOrder,
+     Retry::kAttempt, false, NodeField::kNone},
 };
 
 // Each byte is the enum's value (and CHASH_FLAVOR_*'s), so messages about

@@ -267,6 +267,74 @@ CHASH_C_API int chash_builder_add_node(chash_builder *builder, const char *addre
                                        size_t address_len, uint32_t weight, uint32_t server_id,
                                        const char *name, size_t name_len) CHASH_C_NOEXCEPT;
 
+/* ---- The flavor table (1.1) -------------------------------------------------
+ * What a binding needs to know about a flavor, from the one table the engine
+ * keeps (engine/flavors.h, engine/flavor_options.h): names, the options of
+ * the other programs' flavors, and the properties a binding branches on. A
+ * binding that reads them states no per-flavor fact of its own. */
+
+/* The flavor's name ("nginx", "pingora-v1", ..., "envoy-maglev"), a static
+ * string; NULL for a value no flavor has. Flavors are numbered from 0 with
+ * no gap: list them by calling this from 0 until NULL. */
+CHASH_C_API const char *chash_flavor_name(uint32_t flavor) CHASH_C_NOEXCEPT;
+/* The flavor named name[0..name_len) into *flavor. CHASH_E_BAD_ARGUMENT
+ * (chash_last_error() lists the names) for any other text. */
+CHASH_C_API int chash_flavor_from_name(const char *name, size_t name_len,
+                                       uint32_t *flavor) CHASH_C_NOEXCEPT;
+
+/* Properties of a flavor (chash_flavor_property). */
+#define CHASH_PROPERTY_KEY_HASH_BITS 0u /* 32, or 64 (Envoy's XXH64) */
+#define CHASH_PROPERTY_LOOKUP_RULE 1u /* CHASH_LOOKUP_* */
+#define CHASH_PROPERTY_TAKES_MULTIPLE 2u /* 1: any point_multiple (pingora-v2, resty) */
+#define CHASH_PROPERTY_NODE_FIELD 3u /* CHASH_NODE_FIELD_*: chash_builder_add_node */
+#define CHASH_PROPERTY_RETRY 4u /* CHASH_RETRY_*: the way to a next server */
+#define CHASH_PROPERTY_REMOVES_DOWN 5u /* 1: the program takes a down server out of
+                                          * its ring; a mask of the live nodes answers
+                                          * as it does where chash_ring_masks_exactly */
+#define CHASH_LOOKUP_SUCCESSOR 0u         /* the first point >= h, wrapping */
+#define CHASH_LOOKUP_SUCCESSOR_CLAMPED 1u /* the first point >= h, else the last */
+#define CHASH_LOOKUP_NEAREST 2u           /* the nearer neighbour (HAProxy) */
+#define CHASH_LOOKUP_TABLE 3u             /* table[h mod size] (Maglev) */
+#define CHASH_NODE_FIELD_NONE 0u
+#define CHASH_NODE_FIELD_SERVER_ID 1u /* haproxy's `id` */
+#define CHASH_NODE_FIELD_NAME 2u      /* twemproxy's server name (ketama-md5) */
+#define CHASH_RETRY_POINT_WALK 0u     /* the next point's node (nginx's chash) */
+#define CHASH_RETRY_DISTINCT 1u       /* each node once in ring order: chash_walk_* */
+#define CHASH_RETRY_ATTEMPT 2u        /* Envoy's attempts: chash_ring_find_attempt */
+/* One property of a flavor into *value. CHASH_E_BAD_ARGUMENT for an unknown
+ * flavor or property. */
+CHASH_C_API int chash_flavor_property(uint32_t flavor, uint32_t property,
+                                      uint64_t *value) CHASH_C_NOEXCEPT;
+
+/* The i-th option name of a flavor (0, 1, ... until NULL; a static string,
+ * snake_case: "variant", "key_hash", ...); NULL for none or a flavor without
+ * options. A binding spells it its way: nginx NAME=VALUE, Lua NAME = VALUE,
+ * the chash tool --NAME-WITH-DASHES. */
+CHASH_C_API const char *chash_flavor_option_name(uint32_t flavor, uint32_t i) CHASH_C_NOEXCEPT;
+/* The i-th option's second spelling, which chash_ring_options_set also
+ * takes (Envoy's field name where chash's is shorter: "minimum_ring_size"
+ * for min_ring_size); "" for none; NULL as chash_flavor_option_name. */
+CHASH_C_API const char *chash_flavor_option_alias(uint32_t flavor, uint32_t i) CHASH_C_NOEXCEPT;
+/* What the i-th option of a flavor takes, for help text ("one of sdbm, djb2,
+ * wt6, crc32", "an integer 1..65535", "on or off", "two bytes, neither
+ * NUL"), its default ("sdbm") and one phrase on what it chooses; static
+ * strings, NULL as chash_flavor_option_name. */
+CHASH_C_API const char *chash_flavor_option_values(uint32_t flavor, uint32_t i) CHASH_C_NOEXCEPT;
+CHASH_C_API const char *chash_flavor_option_default(uint32_t flavor, uint32_t i) CHASH_C_NOEXCEPT;
+CHASH_C_API const char *chash_flavor_option_what(uint32_t flavor, uint32_t i) CHASH_C_NOEXCEPT;
+/* Sets option `name` of `flavor` in *options from its text: a word, a
+ * decimal integer, "on"/"off", or two bytes (NUL-terminated strings; an
+ * option also answers to its alias, Envoy's field name where chash's is
+ * shorter: minimum_ring_size). options->size must be set. Naming haproxy's
+ * hash_function turns avalanche off unless avalanche is set, in either
+ * order. CHASH_E_BAD_ARGUMENT, chash_last_error() naming the option and
+ * what it takes (or the flavors whose option it is), for an option the
+ * flavor does not have or a value it does not take. The whole set is
+ * checked by chash_builder_new_with_options (a prime table size, a
+ * minimum ring size over the maximum). */
+CHASH_C_API int chash_ring_options_set(chash_ring_options *options, uint32_t flavor,
+                                       const char *name, const char *value) CHASH_C_NOEXCEPT;
+
 /* A point given directly, for rings from your own point generator. */
 typedef struct chash_raw_point {
   uint32_t hash;

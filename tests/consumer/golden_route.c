@@ -40,17 +40,9 @@ static void chomp(char *line) {
   while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
 }
 
+/* The flavor's name as libchash's table spells it (chash_flavor_from_name). */
 static int parse_flavor(const char *name, uint32_t *flavor) {
-  if (strcmp(name, "nginx") == 0) {
-    *flavor = CHASH_FLAVOR_NGINX;
-  } else if (strcmp(name, "pingora-v1") == 0) {
-    *flavor = CHASH_FLAVOR_PINGORA_V1;
-  } else if (strcmp(name, "pingora-v2") == 0) {
-    *flavor = CHASH_FLAVOR_PINGORA_V2;
-  } else {
-    return 0;
-  }
-  return 1;
+  return chash_flavor_from_name(name, strlen(name), flavor) == CHASH_OK;
 }
 
 static chash_ring *build_ring(uint32_t flavor, uint32_t multiple, const char *path) {

@@ -354,10 +354,20 @@ def nginx_t(args, balancer, lines):
 def config_errors(args):
     one = ["127.0.0.1:1", "127.0.0.2:1"]
     cases = [
+        # libchash's flavor table says what an option takes and whose it is.
         ("bad hash function", "chash $arg_k flavor=haproxy hash_function=md5",
-         'invalid parameter "hash_function=md5"'),
+         'invalid parameter "hash_function=md5": haproxy option hash_function must be '
+         "one of sdbm, djb2, wt6, crc32, got 'md5'"),
         ("avalanche with ketama", "chash $arg_k flavor=ketama-md5 avalanche",
-         '"avalanche" is not an option of flavor=ketama-md5'),
+         '"avalanche" is not an option of flavor=ketama-md5: \'avalanche\' is an option of '
+         "haproxy, not of flavor ketama-md5 (its options: variant, key_hash, default_port, "
+         "hash_tag)"),
+        ("an option twice", "chash $arg_k flavor=varnish-shard replicas=3 replicas=4",
+         '"replicas" is given twice'),
+        ("a typo", "chash $arg_k flavor=ketama-md5 varaint=twemproxy",
+         'invalid parameter "varaint=twemproxy"'),
+        ("a switch with a value", "chash $arg_k flavor=haproxy avalanche=yes",
+         "haproxy option avalanche must be on or off, got 'yes'"),
         ("an option without its flavor", "chash $arg_k replicas=3",
          '"replicas=3" is not an option of flavor=nginx'),
         ("envoy hash function name", "chash $arg_k flavor=envoy-ring hash_function=sdbm",
@@ -390,6 +400,9 @@ def config_errors(args):
                 "chash $arg_k flavor=varnish-shard replicas=10",
                 "chash $arg_k flavor=envoy-ring min_ring_size=64 max_ring_size=4096 "
                 "hash_function=murmur_hash_2",
+                # Envoy's own field names, the options' aliases
+                "chash $arg_k flavor=envoy-ring minimum_ring_size=64 maximum_ring_size=4096",
+                "chash $arg_k flavor=haproxy avalanche=off hash_function=crc32",
                 "chash $arg_k flavor=envoy-maglev table_size=251"):
         rc, out = nginx_t(args, bal, one)
         check(rc == 0, "accepted: %s: %r" % (bal, out[-400:]))

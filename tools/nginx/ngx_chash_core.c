@@ -1,6 +1,7 @@
 /*
  * ngx_chash_core: what the other files of the core share (see
- * ngx_chash_core.h): the flavors' names and the configuration error that
+ * ngx_chash_core.h): the flavors' names (libchash's table's) and the
+ * configuration error that
  * names an upstream. libchash is C++; every call to it, here and in the
  * core's other files, is through its C API, which never throws.
  */
@@ -11,38 +12,31 @@
 #include "ngx_chash_core.h"
 
 
-static const char  *ngx_chash_flavors[] = {
-    "nginx", "pingora-v1", "pingora-v2", "resty",
-    "haproxy", "ketama-md5", "varnish-shard", "envoy-ring", "envoy-maglev"
-};
-
-#define ngx_chash_nflavors                                                   \
-    (sizeof(ngx_chash_flavors) / sizeof(ngx_chash_flavors[0]))
-
-
+/* The flavors' names are libchash's flavor table's. */
 const char *
 ngx_chash_flavor_name(ngx_uint_t flavor)
 {
-    return flavor < ngx_chash_nflavors ? ngx_chash_flavors[flavor]
-                                       : "unknown";
+    const char  *name;
+
+    name = flavor <= 0xffffffff ? chash_flavor_name((uint32_t) flavor) : NULL;
+
+    return name ? name : "unknown";
 }
 
 
 ngx_int_t
 ngx_chash_flavor_parse(ngx_str_t *name, ngx_uint_t *flavor)
 {
-    ngx_uint_t  f;
+    uint32_t  f;
 
-    for (f = 0; f < ngx_chash_nflavors; f++) {
-        if (name->len == ngx_strlen(ngx_chash_flavors[f])
-            && ngx_strncmp(name->data, ngx_chash_flavors[f], name->len) == 0)
-        {
-            *flavor = f;
-            return NGX_OK;
-        }
+    if (chash_flavor_from_name((const char *) name->data, name->len, &f)
+        != CHASH_OK)
+    {
+        return NGX_ERROR;
     }
 
-    return NGX_ERROR;
+    *flavor = f;
+    return NGX_OK;
 }
 
 

@@ -487,32 +487,22 @@ char *ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value,
 
 /* ---- ngx_chash_flavor_options.c: the other programs' options ------------- */
 
-/* The options of flavor=haproxy .. envoy-maglev, named as `chash route`'s
- * (tools/cli/README.md), nginx style: hash_function=sdbm, avalanche. */
-enum {
-    NGX_CHASH_OPT_HASH_FUNCTION = 0,
-    NGX_CHASH_OPT_AVALANCHE,
-    NGX_CHASH_OPT_SERVER_KEY,
-    NGX_CHASH_OPT_SERVER_IDS,
-    NGX_CHASH_OPT_VARIANT,
-    NGX_CHASH_OPT_KEY_HASH,
-    NGX_CHASH_OPT_DEFAULT_PORT,
-    NGX_CHASH_OPT_HASH_TAG,
-    NGX_CHASH_OPT_REPLICAS,
-    NGX_CHASH_OPT_MIN_RING_SIZE,
-    NGX_CHASH_OPT_MAX_RING_SIZE,
-    NGX_CHASH_OPT_TABLE_SIZE,
-    NGX_CHASH_NOPTS
-};
+/* The ring options of flavor=haproxy .. envoy-maglev are libchash's flavor
+ * table's (chash_flavor_option_name), written nginx style: NAME=VALUE, a
+ * switch as its bare NAME (avalanche). server_ids= is the module's own (one
+ * id a server line). A directive takes at most this many of them: */
+#define NGX_CHASH_MAX_OPTIONS  16
 
-/* The option a parameter of `chash` gives, or NGX_CHASH_NOPTS. */
-ngx_uint_t ngx_chash_flavor_option(ngx_str_t *param);
+/* Whether a parameter of `chash` is a flavor option: server_ids=, or a
+ * ring option of any flavor (by name or alias). */
+ngx_uint_t ngx_chash_is_flavor_option(ngx_str_t *param);
 
-/* The options of a directive of flavor d->flavor: opt[k] the parameter that
- * gave option k (NULL: not given); each must be one of the flavor's, and the
- * set is tried on a libchash builder; errors logged on the directive. */
+/* The options of a directive of flavor d->flavor, opt[0..nopt): each must
+ * be one of the flavor's (libchash names the flavors whose it is), its
+ * value one the option takes (libchash says which), given once; the set is
+ * then tried on a libchash builder. Errors logged on the directive. */
 char *ngx_chash_parse_options(ngx_conf_t *cf, ngx_chash_directive_t *d,
-    ngx_str_t **opt);
+    ngx_str_t **opt, ngx_uint_t nopt);
 
 /*
  * bounded_load=F of a `chash` directive: value is the parameter's text after

@@ -1,134 +1,78 @@
 /*
  * The options of the other programs' flavors on `chash` (flavor=haproxy,
- * ketama-md5, varnish-shard, envoy-ring, envoy-maglev): which parameter is
- * which option, their values, and the check of the whole set on a libchash
- * builder, so that libchash's own refusals are nginx -t errors.
+ * ketama-md5, varnish-shard, envoy-ring, envoy-maglev). Their names, values
+ * and checks are libchash's flavor table (chash_flavor_option_name,
+ * chash_ring_options_set): this file only spells them nginx's way
+ * (NAME=VALUE, a switch as its bare NAME) and reads server_ids=, which is
+ * per server line and the module's own. The whole set is then tried on a
+ * libchash builder, so that libchash's own refusals are nginx -t errors.
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 
-#include <stddef.h>
-#include <stdlib.h>
-
 #include "ngx_chash_core.h"
 
 
-/* Each option is read after the loop over the parameters, when the flavor
- * is known (ngx_chash_parse_directive). */
+#define NGX_CHASH_SERVER_IDS  "server_ids="
 
-#define ngx_chash_fl(f)  ((ngx_uint_t) 1 << (f))
-
-/* Words of enumerated options, in the order of their libchash values. */
-static const char  *ngx_chash_haproxy_hashes[] = {
-    "sdbm", "djb2", "wt6", "crc32", NULL
-};
-static const char  *ngx_chash_haproxy_keys[] = {
-    "id", "id-unfixed-30", NULL
-};
-static const char  *ngx_chash_ketama_variants[] = {
-    "libmemcached-weighted", "libmemcached-unweighted", "twemproxy",
-    "libketama", "libmemcached-spy", "libmemcached-spy-weighted", NULL
-};
-static const char  *ngx_chash_ketama_hashes[] = {
-    "default", "md5", "one_at_a_time", "fnv1a_64", "fnv1_64", "fnv1_32",
-    "fnv1a_32", "crc32a", "crc32", "crc16", "hsieh", "murmur", "jenkins",
-    "murmur3", NULL
-};
-static const char  *ngx_chash_envoy_hashes[] = {
-    "xx_hash", "murmur_hash_2", NULL
-};
-
-#define NGX_CHASH_RO(field)                                                  \
-    offsetof(chash_ring_options, field),                                     \
-    sizeof(((chash_ring_options *) 0)->field)
-
-#define NGX_CHASH_FL_HA      ngx_chash_fl(CHASH_FLAVOR_HAPROXY)
-#define NGX_CHASH_FL_KETAMA  ngx_chash_fl(CHASH_FLAVOR_KETAMA_MD5)
-#define NGX_CHASH_FL_RING    ngx_chash_fl(CHASH_FLAVOR_ENVOY_RING)
-
-/*
- * Each option: its name (with its '=', or a bare word), the flavors taking
- * it, and its value: one of words (its index), or a number 1..max (0: any
- * 64-bit count), stored in the ring options' field at offset (size 0: read
- * by hand). hash_function= of envoy-ring is the last row
- * (NGX_CHASH_OPT_ENVOY_HASH), never matched by name.
- */
-static const struct {
-    const char    *name;
-    ngx_uint_t     flavors;
-    const char   **words;
-    int64_t        max;
-    size_t         offset;
-    size_t         size;
-} ngx_chash_opts[NGX_CHASH_NOPTS + 1] = {
-    { "hash_function=", NGX_CHASH_FL_HA | NGX_CHASH_FL_RING,
-      ngx_chash_haproxy_hashes, 0, NGX_CHASH_RO(haproxy_hash) },
-    { "avalanche", NGX_CHASH_FL_HA, NULL, 0, 0, 0 },
-    { "server_key=", NGX_CHASH_FL_HA, ngx_chash_haproxy_keys, 0,
-      NGX_CHASH_RO(haproxy_server_key) },
-    { "server_ids=", NGX_CHASH_FL_HA, NULL, 0, 0, 0 },
-    { "variant=", NGX_CHASH_FL_KETAMA, ngx_chash_ketama_variants, 0,
-      NGX_CHASH_RO(ketama_variant) },
-    { "key_hash=", NGX_CHASH_FL_KETAMA, ngx_chash_ketama_hashes, 0,
-      NGX_CHASH_RO(ketama_key_hash) },
-    { "default_port=", NGX_CHASH_FL_KETAMA, NULL, 65535,
-      NGX_CHASH_RO(ketama_default_port) },
-    { "hash_tag=", NGX_CHASH_FL_KETAMA, NULL, 0, 0, 0 },
-    { "replicas=", ngx_chash_fl(CHASH_FLAVOR_VARNISH_SHARD), NULL,
-      0xffffffff, NGX_CHASH_RO(varnish_replicas) },
-    { "min_ring_size=", NGX_CHASH_FL_RING, NULL, 0,
-      NGX_CHASH_RO(envoy_minimum_ring_size) },
-    { "max_ring_size=", NGX_CHASH_FL_RING, NULL, 0,
-      NGX_CHASH_RO(envoy_maximum_ring_size) },
-    { "table_size=", ngx_chash_fl(CHASH_FLAVOR_ENVOY_MAGLEV), NULL, 0,
-      NGX_CHASH_RO(maglev_table_size) },
-    { "hash_function=", NGX_CHASH_FL_RING, ngx_chash_envoy_hashes, 0,
-      NGX_CHASH_RO(envoy_hash) },
-};
-
-#define NGX_CHASH_OPT_ENVOY_HASH  NGX_CHASH_NOPTS
+/* The longest option name + '=' + value the module passes to libchash. */
+#define NGX_CHASH_OPTION_TEXT  256
 
 
-/* The option a parameter of `chash` gives (NGX_CHASH_OPT_*), or
- * NGX_CHASH_NOPTS: not one of them. */
-ngx_uint_t
-ngx_chash_flavor_option(ngx_str_t *param)
+/* The name of an option parameter: the text before '=', or all of a bare
+ * word. */
+static ngx_str_t
+ngx_chash_option_name(ngx_str_t *param)
 {
-    ngx_uint_t  k, len;
+    u_char     *eq;
+    ngx_str_t   name;
 
-    for (k = 0; k < NGX_CHASH_NOPTS; k++) {
-        len = ngx_strlen(ngx_chash_opts[k].name);
+    eq = ngx_strlchr(param->data, param->data + param->len, '=');
+    name.data = param->data;
+    name.len = eq ? (size_t) (eq - param->data) : param->len;
 
-        if (ngx_chash_opts[k].name[len - 1] == '='
-            ? param->len > len
-              && ngx_strncmp(param->data, ngx_chash_opts[k].name, len) == 0
-            : param->len == len
-              && ngx_strcmp(param->data, ngx_chash_opts[k].name) == 0)
-        {
-            break;
-        }
-    }
-
-    return k;
+    return name;
 }
 
 
-/* The index of value in words, or NGX_ERROR. */
-static ngx_int_t
-ngx_chash_word(ngx_str_t *value, const char **words)
+static ngx_uint_t
+ngx_chash_str_is(ngx_str_t *s, const char *word)
 {
-    ngx_int_t  k;
+    return s->len == ngx_strlen(word)
+           && ngx_strncmp(s->data, word, s->len) == 0;
+}
 
-    for (k = 0; words[k]; k++) {
-        if (value->len == ngx_strlen(words[k])
-            && ngx_strncmp(value->data, words[k], value->len) == 0)
-        {
-            return k;
+
+ngx_uint_t
+ngx_chash_is_flavor_option(ngx_str_t *param)
+{
+    uint32_t     f, i;
+    ngx_str_t    name;
+    const char  *option, *alias;
+
+    if (param->len > sizeof(NGX_CHASH_SERVER_IDS) - 1
+        && ngx_strncmp(param->data, NGX_CHASH_SERVER_IDS,
+                       sizeof(NGX_CHASH_SERVER_IDS) - 1) == 0)
+    {
+        return 1;
+    }
+
+    name = ngx_chash_option_name(param);
+
+    for (f = 0; chash_flavor_name(f) != NULL; f++) {
+        for (i = 0; (option = chash_flavor_option_name(f, i)) != NULL; i++) {
+            alias = chash_flavor_option_alias(f, i);
+
+            if (ngx_chash_str_is(&name, option)
+                || (alias[0] != '\0' && ngx_chash_str_is(&name, alias)))
+            {
+                return 1;
+            }
         }
     }
 
-    return NGX_ERROR;
+    return 0;
 }
 
 
@@ -175,112 +119,124 @@ ngx_chash_server_ids(ngx_conf_t *cf, ngx_str_t *value,
 }
 
 
-/* Reads option k's value into the ring options; NGX_ERROR: a bad value. */
-static ngx_int_t
-ngx_chash_option(ngx_conf_t *cf, ngx_uint_t k, ngx_str_t *value,
-    ngx_chash_flavor_options_t *o)
+/*
+ * Sets one ring option of the directive's flavor from its parameter through
+ * libchash (chash_ring_options_set), which says what is wrong with it: an
+ * option of other flavors, a value it does not take.
+ */
+static char *
+ngx_chash_ring_option(ngx_conf_t *cf, ngx_chash_directive_t *d,
+    ngx_str_t *param)
 {
-    off_t    v;
-    u_char  *field;
+    u_char      text[NGX_CHASH_OPTION_TEXT];
+    ngx_str_t   name;
+    const char *value;
 
-    if (k == NGX_CHASH_OPT_SERVER_IDS) {
-        return ngx_chash_server_ids(cf, value, o);
+    name = ngx_chash_option_name(param);
+
+    if (param->len >= sizeof(text)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\": longer than %uz bytes",
+                           param, sizeof(text) - 1);
+        return NGX_CONF_ERROR;
     }
 
-    if (k == NGX_CHASH_OPT_HASH_TAG) {
-        if (value->len != 2) {
-            return NGX_ERROR;
-        }
+    /* "NAME\0VALUE\0"; a bare NAME is a switch turned on */
+    ngx_memcpy(text, param->data, param->len);
+    text[param->len] = '\0';
 
-        o->ring.ketama_hash_tag[0] = value->data[0];
-        o->ring.ketama_hash_tag[1] = value->data[1];
-        return NGX_OK;
-    }
-
-    if (ngx_chash_opts[k].words) {
-        v = ngx_chash_word(value, ngx_chash_opts[k].words);
+    if (name.len == param->len) {
+        value = "on";
 
     } else {
-        v = ngx_atoof(value->data, value->len);
-
-        if (v < 1 || (ngx_chash_opts[k].max && v > ngx_chash_opts[k].max)) {
-            v = NGX_ERROR;
-        }
+        text[name.len] = '\0';
+        value = (const char *) text + name.len + 1;
     }
 
-    if (v == NGX_ERROR) {
-        return NGX_ERROR;
+    if (chash_ring_options_set(&d->options.ring, (uint32_t) d->flavor,
+                               (const char *) text, value)
+        == CHASH_OK)
+    {
+        return NGX_CONF_OK;
     }
 
-    field = (u_char *) &o->ring + ngx_chash_opts[k].offset;
-
-    if (ngx_chash_opts[k].size == sizeof(uint64_t)) {
-        *(uint64_t *) field = (uint64_t) v;
+    if (ngx_strstr(chash_last_error(), "not of flavor") != NULL
+        || ngx_strstr(chash_last_error(), "not an option of flavor") != NULL)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" is not an option of flavor=%s: %s",
+                           param, ngx_chash_flavor_name(d->flavor),
+                           chash_last_error());
 
     } else {
-        *(uint32_t *) field = (uint32_t) v;
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\": %s", param,
+                           chash_last_error());
     }
 
-    return NGX_OK;
+    return NGX_CONF_ERROR;
 }
 
 
 /*
- * The other programs' options of a directive of flavor d->flavor: opt[k]
- * the parameter that gave option k (NULL: not given). Each must be one of
- * the flavor's; the options are then tried on a builder, so that libchash's
- * own refusals (a table size that is not a prime, a minimum ring size over
- * the maximum) are nginx -t errors on the directive's line.
+ * The other programs' options of a directive of flavor d->flavor: each one
+ * of the flavor's and given once; then the set is tried on a builder, so
+ * that libchash's checks of the whole set (a table size that is not a
+ * prime, a minimum ring size over the maximum) are nginx -t errors on the
+ * directive's line.
  */
 char *
 ngx_chash_parse_options(ngx_conf_t *cf, ngx_chash_directive_t *d,
-    ngx_str_t **opt)
+    ngx_str_t **opt, ngx_uint_t nopt)
 {
-    ngx_str_t                    v;
-    ngx_uint_t                   k, len;
+    ngx_str_t                    v, name, other;
+    ngx_uint_t                   k, j;
     chash_builder               *b;
     ngx_chash_flavor_options_t  *o = &d->options;
 
     o->ring.size = sizeof(chash_ring_options);
 
-    for (k = 0; k < NGX_CHASH_NOPTS; k++) {
-        if (opt[k] == NULL) {
-            continue;
-        }
+    for (k = 0; k < nopt; k++) {
+        name = ngx_chash_option_name(opt[k]);
 
-        if (!(ngx_chash_opts[k].flavors & ngx_chash_fl(d->flavor))) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"%V\" is not an option of flavor=%s",
-                               opt[k], ngx_chash_flavor_name(d->flavor));
-            return NGX_CONF_ERROR;
+        for (j = 0; j < k; j++) {
+            other = ngx_chash_option_name(opt[j]);
+
+            if (other.len == name.len
+                && ngx_strncmp(other.data, name.data, name.len) == 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"%V\" is given twice", &name);
+                return NGX_CONF_ERROR;
+            }
         }
 
         o->set = 1;
 
-        if (k == NGX_CHASH_OPT_AVALANCHE) {
+        if (ngx_chash_str_is(&name, "server_ids")) {
+            if (d->flavor != CHASH_FLAVOR_HAPROXY) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "\"%V\" is not an option of flavor=%s "
+                                   "(server ids are haproxy's)",
+                                   opt[k], ngx_chash_flavor_name(d->flavor));
+                return NGX_CONF_ERROR;
+            }
+
+            v.data = opt[k]->data + name.len + 1;
+            v.len = opt[k]->len - name.len - 1;
+
+            if (ngx_chash_server_ids(cf, &v, o) != NGX_OK) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\"", opt[k]);
+                return NGX_CONF_ERROR;
+            }
+
             continue;
         }
 
-        len = ngx_strlen(ngx_chash_opts[k].name);
-        v.data = opt[k]->data + len;
-        v.len = opt[k]->len - len;
-
-        if (ngx_chash_option(cf, k == NGX_CHASH_OPT_HASH_FUNCTION
-                                 && d->flavor == CHASH_FLAVOR_ENVOY_RING
-                                 ? NGX_CHASH_OPT_ENVOY_HASH : k, &v, o)
-            != NGX_OK)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid parameter \"%V\"", opt[k]);
+        if (ngx_chash_ring_option(cf, d, opt[k]) != NGX_CONF_OK) {
             return NGX_CONF_ERROR;
         }
-    }
-
-    if (d->flavor == CHASH_FLAVOR_HAPROXY) {
-        /* `hash-type consistent` alone: sdbm with avalanche (0); a named
-         * function: avalanche only with `avalanche` */
-        o->ring.haproxy_avalanche = opt[NGX_CHASH_OPT_AVALANCHE] ? 1
-                                    : opt[NGX_CHASH_OPT_HASH_FUNCTION] ? 2 : 0;
     }
 
     if (d->bounded_load > 0 && (d->flavor == CHASH_FLAVOR_ENVOY_RING

@@ -44,20 +44,25 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
     ngx_chash_directive_t *d)
 {
     ngx_int_t   multiple;
-    ngx_str_t   s, *opt[NGX_CHASH_NOPTS];
-    ngx_uint_t  i, f, k;
+    ngx_str_t   s, *opt[NGX_CHASH_MAX_OPTIONS];
+    ngx_uint_t  i, f, nopt;
 
     ngx_memzero(d, sizeof(ngx_chash_directive_t));
-    ngx_memzero(opt, sizeof(opt));
     d->flavor = CHASH_FLAVOR_NGINX;
     multiple = 0;
+    nopt = 0;
 
     for (i = 2; i < n; i++) {
 
-        k = ngx_chash_flavor_option(&value[i]);
+        if (ngx_chash_is_flavor_option(&value[i])) {
+            if (nopt == NGX_CHASH_MAX_OPTIONS) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "more than %d flavor options",
+                                   NGX_CHASH_MAX_OPTIONS);
+                return NGX_CONF_ERROR;
+            }
 
-        if (k < NGX_CHASH_NOPTS) {
-            opt[k] = &value[i];
+            opt[nopt++] = &value[i];
             continue;
         }
 
@@ -158,7 +163,7 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
         return NGX_CONF_ERROR;
     }
 
-    return ngx_chash_parse_options(cf, d, opt);
+    return ngx_chash_parse_options(cf, d, opt, nopt);
 
 invalid:
 

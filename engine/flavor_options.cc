@@ -42,7 +42,7 @@ constexpr FlavorOption kRows[] = {
      CHASH_FIELD(ketama_variant), "libmemcached-weighted", "which program's continuum"},
     {Flavor::kKetamaMd5, "key_hash", "", OptionKind::kWord, kKetamaKeyHashes, 0, 0,
      CHASH_FIELD(ketama_key_hash), "default",
-     "the key hash (default: the variant's own; twemproxy's `hash:`)"},
+     "the key hash, twemproxy's `hash:` (`default`: the variant's own)"},
     {Flavor::kKetamaMd5, "default_port", "", OptionKind::kCount, {}, 1, 65535,
      CHASH_FIELD(ketama_default_port), "11211",
      "the port of a server written without one, left out of its label"},
@@ -119,7 +119,7 @@ Status SetOrThrow(chash_ring_options& options, Flavor flavor, std::string_view n
   const auto refuse = [&] {
     std::string message(FlavorName(flavor));
     message += " option ";
-    message += row->name;
+    message += name;  // as the caller spelled it (the name or its alias)
     message += " must be ";
     message += FlavorOptionValues(*row);
     message += ", got '";
@@ -203,6 +203,72 @@ Status SetFlavorOption(chash_ring_options& options, Flavor flavor, std::string_v
   }
   return CatchOutOfMemory("an option's message",
                           [&] { return SetOrThrow(options, flavor, name, value); });
+}
+
+namespace {
+
+// A value past an enumeration is kept as it is (uint8_t) only when it fits,
+// else made 0xFF, so that ValidateRingOptions refuses it instead of a
+// conversion wrapping it onto a valid value.
+uint8_t EnumByte(uint32_t value) { return static_cast<uint8_t>(value > 0xFF ? 0xFF : value); }
+
+}  // namespace
+
+chash_ring_options RingOptionsToC(const RingOptions& options) noexcept {
+  chash_ring_options c;
+  std::memset(&c, 0, sizeof c);
+  c.size = sizeof c;
+  c.haproxy_hash = static_cast<uint32_t>(options.haproxy.hash_function);
+  c.haproxy_avalanche = options.haproxy.avalanche ? 0 : 2;
+  c.haproxy_server_key = static_cast<uint32_t>(options.haproxy.server_key);
+  c.ketama_variant = static_cast<uint32_t>(options.ketama.variant);
+  c.ketama_key_hash = static_cast<uint32_t>(options.ketama.key_hash);
+  c.ketama_default_port = options.ketama.default_port;
+  c.ketama_hash_tag[0] = static_cast<uint8_t>(options.ketama.hash_tag[0]);
+  c.ketama_hash_tag[1] = static_cast<uint8_t>(options.ketama.hash_tag[1]);
+  c.varnish_replicas = options.varnish.replicas;
+  c.envoy_hash = static_cast<uint32_t>(options.envoy_ring.hash_function);
+  c.envoy_minimum_ring_size = options.envoy_ring.minimum_ring_size;
+  c.envoy_maximum_ring_size = options.envoy_ring.maximum_ring_size;
+  c.maglev_table_size = options.maglev.table_size;
+  return c;
+}
+
+Status RingOptionsFromC(Flavor flavor, const chash_ring_options& in, RingOptions& out) {
+  if (in.reserved0[0] != 0 || in.reserved0[1] != 0) {
+    return Status(StatusCode::kBadArgument, "reserved0 is not zero");
+  }
+  if (in.haproxy_avalanche > 2) {
+    return Status(StatusCode::kBadArgument, "haproxy_avalanche " +
+                                                std::to_string(in.haproxy_avalanche) +
+                                                " (0 default, 1 on, 2 off)");
+  }
+  RingOptions options = out;
+  options.flavor = flavor;
+  options.haproxy = {};
+  options.ketama = {};
+  options.varnish = {};
+  options.envoy_ring = {};
+  options.maglev = {};
+  options.haproxy.hash_function = static_cast<HaproxyHash>(EnumByte(in.haproxy_hash));
+  options.haproxy.avalanche = in.haproxy_avalanche != 2;
+  options.haproxy.server_key = static_cast<HaproxyServerKey>(EnumByte(in.haproxy_server_key));
+  options.ketama.variant = static_cast<KetamaVariant>(EnumByte(in.ketama_variant));
+  options.ketama.key_hash = static_cast<KetamaKeyHash>(EnumByte(in.ketama_key_hash));
+  if (in.ketama_default_port != 0) options.ketama.default_port = in.ketama_default_port;
+  options.ketama.hash_tag = {static_cast<char>(in.ketama_hash_tag[0]),
+                             static_cast<char>(in.ketama_hash_tag[1])};
+  if (in.varnish_replicas != 0) options.varnish.replicas = in.varnish_replicas;
+  options.envoy_ring.hash_function = static_cast<EnvoyHash>(EnumByte(in.envoy_hash));
+  if (in.envoy_minimum_ring_size != 0) {
+    options.envoy_ring.minimum_ring_size = in.envoy_minimum_ring_size;
+  }
+  if (in.envoy_maximum_ring_size != 0) {
+    options.envoy_ring.maximum_ring_size = in.envoy_maximum_ring_size;
+  }
+  if (in.maglev_table_size != 0) options.maglev.table_size = in.maglev_table_size;
+  out = options;
+  return Status();
 }
 
 std::string FlavorOptionNames(Flavor flavor) {

@@ -71,6 +71,21 @@ std::string FlavorOptionValues(const FlavorOption& option);
 Status SetFlavorOption(chash_ring_options& options, Flavor flavor, std::string_view name,
                        std::string_view value) noexcept;
 
+// The program options of `options` as the C struct (each field as the
+// C API documents it: 0 where the program's default is meant; a HAProxy
+// avalanche that is on is 0, so that naming a hash_function then turns it
+// off as HAProxy's grammar does). point_multiple and the others stay 0.
+chash_ring_options RingOptionsToC(const RingOptions& options) noexcept;
+
+// Sets `options` to flavor `flavor` with the C struct's program options,
+// its other fields (point multiple, max points, threads) kept; a value past
+// an enumeration made one ValidateRingOptions refuses. kBadArgument (and
+// `options` unchanged) for a nonzero reserved byte or a haproxy_avalanche
+// over 2. The set is not validated: the caller calls ValidateRingOptions.
+// (A Status, not a Result<RingOptions>: that template's statics would be
+// exported from libchash.so.)
+Status RingOptionsFromC(Flavor flavor, const chash_ring_options& in, RingOptions& options);
+
 // "variant, key_hash, default_port, hash_tag"; "" for a flavor with none.
 // Throws std::bad_alloc.
 std::string FlavorOptionNames(Flavor flavor);

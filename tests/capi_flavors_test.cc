@@ -76,6 +76,8 @@ TEST(CApiFlavors, PropertiesAreThePrograms) {
     EXPECT_EQ(property(f, CHASH_PROPERTY_REMOVES_DOWN),
               f == CHASH_FLAVOR_HAPROXY || f == CHASH_FLAVOR_KETAMA_MD5 ? 1u : 0u)
         << f;
+    EXPECT_EQ(property(f, CHASH_PROPERTY_OTHER_PROGRAM), f >= CHASH_FLAVOR_HAPROXY ? 1u : 0u)
+        << f;
     EXPECT_EQ(property(f, CHASH_PROPERTY_TAKES_MULTIPLE),
               f == CHASH_FLAVOR_PINGORA_V2 || f == CHASH_FLAVOR_RESTY ? 1u : 0u)
         << f;
@@ -211,6 +213,9 @@ TEST(CApiFlavors, RefusalsNameTheOptionAndWhatItTakes) {
   refused(CHASH_FLAVOR_KETAMA_MD5, "default_port", "-1", {"default_port"});
   refused(CHASH_FLAVOR_KETAMA_MD5, "hash_tag", "{", {"two bytes"});
   refused(CHASH_FLAVOR_ENVOY_RING, "min_ring_size", "8388609", {"1..8388608"});
+  // The message names the option as the caller spelled it.
+  refused(CHASH_FLAVOR_ENVOY_RING, "minimum_ring_size", "0",
+          {"envoy-ring option minimum_ring_size must be an integer 1..8388608, got '0'"});
   refused(CHASH_FLAVOR_ENVOY_RING, "min_ring_size", "18446744073709551616", {"min_ring_size"});
   refused(CHASH_FLAVOR_ENVOY_MAGLEV, "table_size", "1", {"2..5000011"});
   refused(CHASH_FLAVOR_HAPROXY, "avalanche", "yes", {"on or off"});

@@ -700,6 +700,37 @@ TEST(CliPrograms, EnvoyServersHashAddressesAsEnvoyPrintsThem) {
       nameless + ":2: --use-hostname-for-hashing and no hostname=");
 }
 
+// The program options are the flavor table's: an alias (Envoy's field
+// name) builds the ring its name does, and a flavor's default given
+// explicitly changes nothing.
+TEST(CliPrograms, OptionsAreTheFlavorTablesWithTheirAliases) {
+  const std::string servers = WriteTemp("pa", "10.0.0.1:80 1\n10.0.0.2:80 2\n10.0.0.3:80 1\n");
+  const std::string keys = "a\nb\nc\nd\ne\nf\ng\nh\n";
+  const CliRun named = RunChash(
+      "route --flavor envoy-ring --min-ring-size 16 --max-ring-size 64 --servers " + servers, keys);
+  const CliRun aliased = RunChash(
+      "route --flavor envoy-ring --minimum-ring-size 16 --maximum-ring-size 64 --servers " +
+          servers,
+      keys);
+  const CliRun defaults = RunChash("route --flavor envoy-ring --servers " + servers, keys);
+  ASSERT_EQ(named.status, 0) << named.err;
+  ASSERT_EQ(aliased.status, 0) << aliased.err;
+  EXPECT_EQ(named.out, aliased.out);
+  EXPECT_EQ(testing::SplitLines(named.out).size(), 8u);
+  const CliRun stats = RunChash(
+      "stats --json --flavor envoy-ring --minimum-ring-size 16 --maximum-ring-size 64 "
+      "--servers " + servers);
+  ASSERT_EQ(stats.status, 0) << stats.err;
+  // Envoy's ring has at least minimum_ring_size and at most maximum_ring_size entries.
+  const uint64_t points = std::stoull(JsonField(stats.out, "points"));
+  EXPECT_GE(points, 16u) << stats.out;
+  EXPECT_LE(points, 64u) << stats.out;
+  const CliRun explicit_defaults =
+      RunChash("route --flavor envoy-ring --hash-function xx_hash --min-ring-size 1024 "
+               "--servers " + servers, keys);
+  EXPECT_EQ(explicit_defaults.out, defaults.out);
+}
+
 TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
   const std::string servers = WriteTemp("p1", "10.0.0.1:80 1\n10.0.0.2:80 2\n");
   // A weighted ketama ring's points depend on every server: no mask answers
@@ -710,20 +741,21 @@ TEST(CliPrograms, RefusesWhatTheFlavorDoesNotTake) {
   };
   for (const Refusal& c : std::vector<Refusal>{
            {"route --flavor haproxy --replicas 3 --servers " + servers, "a\n",
-            "--replicas is an option of the varnish-shard flavor, not of haproxy"},
+            "--replicas: 'replicas' is an option of varnish-shard, not of flavor haproxy"},
            {"route --servers " + servers + " --table-size 7", "a\n",
-            "--table-size is an option of the envoy-maglev flavor, not of nginx"},
+            "--table-size: 'table_size' is an option of envoy-maglev, not of flavor nginx"},
            {"stats --flavor varnish-shard --hash-function djb2 --servers " + servers, "",
-            "--hash-function is an option of the haproxy and envoy-ring flavors, not of "
-            "varnish-shard"},
+            "--hash-function: 'hash_function' is an option of haproxy and envoy-ring, not of "
+            "flavor varnish-shard (its options: replicas)"},
            {"route --flavor haproxy --hash-function md5 --servers " + servers, "a\n",
-            "--hash-function must be one of sdbm, djb2, wt6, crc32, got 'md5'"},
+            "--hash-function: haproxy option hash_function must be one of sdbm, djb2, wt6, crc32, "
+            "got 'md5'"},
            {"route --flavor ketama-md5 --hash-tag {} --servers " + servers, "a\n",
-            "--hash-tag is twemproxy's hash_tag: it needs --variant twemproxy"},
+            "--flavor ketama-md5: only twemproxy has a hash_tag"},
            {"route --flavor envoy-maglev --table-size 10 --servers " + servers, "a\n",
             "--flavor envoy-maglev: "},
            {"route --flavor envoy-ring --min-ring-size 9 --max-ring-size 8 --servers " + servers,
-            "a\n", "--min-ring-size 9 is above --max-ring-size 8"},
+            "a\n", "minimum_ring_size (9) > maximum_ring_size (8)"},
            {"route --flavor nginx --balance uri --servers " + servers, "a\n",
             "--balance needs --flavor haproxy"},
            {"route --flavor haproxy --alt 1 --servers " + servers, "a\n",

@@ -463,6 +463,9 @@ int chash_flavor_property(uint32_t flavor, uint32_t property, uint64_t* value) n
     case CHASH_PROPERTY_REMOVES_DOWN:
       *value = row->removes_down ? 1 : 0;
       return CHASH_OK;
+    case CHASH_PROPERTY_OTHER_PROGRAM:
+      *value = chash::internal::IsProgramFlavor(row->flavor) ? 1 : 0;
+      return CHASH_OK;
     default:
       return Guard([&] {
         return Fail(CHASH_E_BAD_ARGUMENT,
@@ -524,50 +527,25 @@ int chash_ring_options_set(chash_ring_options* options, uint32_t flavor, const c
 
 namespace {
 
-// The C struct as RingOptions: a value past an enumeration is kept as it is
-// (uint8_t) only when it fits, else made 0xFF, so that ValidateRingOptions
-// refuses it instead of a conversion wrapping it onto a valid value.
-uint8_t EnumByte(uint32_t value) { return static_cast<uint8_t>(value > 0xFF ? 0xFF : value); }
-
 int NewBuilder(const char* function, uint32_t flavor_value, const chash_ring_options& in,
                chash_builder** out) {
   // A flavor value past the enum is refused by the check, not converted.
-  const uint8_t flavor_byte = EnumByte(flavor_value);
+  const uint8_t flavor_byte = static_cast<uint8_t>(flavor_value > 0xFF ? 0xFF : flavor_value);
   if (chash::internal::FindFlavor(static_cast<chash::Flavor>(flavor_byte)) == nullptr) {
     return Fail(Status(StatusCode::kBadArgument,
                        std::string(function) + ": unknown flavor " +
                            std::to_string(flavor_value) + " (" +
                            chash::internal::FlavorByteList() + ")"));
   }
-  if (in.reserved0[0] != 0 || in.reserved0[1] != 0) {
-    return Fail(CHASH_E_BAD_ARGUMENT, std::string(function) + ": reserved0 is not zero");
+  chash::RingOptions options;
+  options.point_multiple =
+      in.point_multiple == 0 ? chash::kDefaultPointMultiple : in.point_multiple;
+  if (const Status converted = chash::internal::RingOptionsFromC(
+          static_cast<chash::Flavor>(flavor_byte), in, options);
+      !converted.ok()) {
+    return Fail(CHASH_E_BAD_ARGUMENT,
+                std::string(function) + ": " + std::string(converted.message()));
   }
-  chash::RingOptions options{
-      .flavor = static_cast<chash::Flavor>(flavor_byte),
-      .point_multiple = in.point_multiple == 0 ? chash::kDefaultPointMultiple : in.point_multiple};
-  options.haproxy.hash_function = static_cast<chash::HaproxyHash>(EnumByte(in.haproxy_hash));
-  if (in.haproxy_avalanche > 2) {
-    return Fail(CHASH_E_BAD_ARGUMENT, std::string(function) + ": haproxy_avalanche " +
-                                          std::to_string(in.haproxy_avalanche) +
-                                          " (0 default, 1 on, 2 off)");
-  }
-  options.haproxy.avalanche = in.haproxy_avalanche != 2;
-  options.haproxy.server_key =
-      static_cast<chash::HaproxyServerKey>(EnumByte(in.haproxy_server_key));
-  options.ketama.variant = static_cast<chash::KetamaVariant>(EnumByte(in.ketama_variant));
-  options.ketama.key_hash = static_cast<chash::KetamaKeyHash>(EnumByte(in.ketama_key_hash));
-  if (in.ketama_default_port != 0) options.ketama.default_port = in.ketama_default_port;
-  options.ketama.hash_tag = {static_cast<char>(in.ketama_hash_tag[0]),
-                             static_cast<char>(in.ketama_hash_tag[1])};
-  if (in.varnish_replicas != 0) options.varnish.replicas = in.varnish_replicas;
-  options.envoy_ring.hash_function = static_cast<chash::EnvoyHash>(EnumByte(in.envoy_hash));
-  if (in.envoy_minimum_ring_size != 0) {
-    options.envoy_ring.minimum_ring_size = in.envoy_minimum_ring_size;
-  }
-  if (in.envoy_maximum_ring_size != 0) {
-    options.envoy_ring.maximum_ring_size = in.envoy_maximum_ring_size;
-  }
-  if (in.maglev_table_size != 0) options.maglev.table_size = in.maglev_table_size;
   if (Status status = chash::ValidateRingOptions(options); !status.ok()) return Fail(status);
   *out = new chash_builder(options);
   return CHASH_OK;

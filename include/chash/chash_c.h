@@ -291,6 +291,11 @@ CHASH_C_API int chash_flavor_from_name(const char *name, size_t name_len,
 #define CHASH_PROPERTY_REMOVES_DOWN 5u /* 1: the program takes a down server out of
                                           * its ring; a mask of the live nodes answers
                                           * as it does where chash_ring_masks_exactly */
+#define CHASH_PROPERTY_OTHER_PROGRAM 6u  /* 1: another program's ring (haproxy ..
+                                          * envoy-maglev): options in
+                                          * chash_ring_options, nodes by
+                                          * chash_builder_add_node, keys by
+                                          * chash_ring_key_hash */
 #define CHASH_LOOKUP_SUCCESSOR 0u         /* the first point >= h, wrapping */
 #define CHASH_LOOKUP_SUCCESSOR_CLAMPED 1u /* the first point >= h, else the last */
 #define CHASH_LOOKUP_NEAREST 2u           /* the nearer neighbour (HAProxy) */

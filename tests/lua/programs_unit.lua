@@ -524,10 +524,14 @@ function _M.run(data, snapshots)
             { "resty-style table", { "haproxy", { ["10.0.0.1:80"] = 1 } }, "array" },
             { "nodes not a table", { "haproxy", "10.0.0.1:80" }, "nodes must be" },
             { "options not a table", { "haproxy", {}, 3 }, "options must be a table" },
-            { "another flavor's option", { "haproxy", {}, { replicas = 10 } }, "varnish-shard's" },
-            { "unknown option", { "haproxy", {}, { colour = "red" } }, "unknown option colour" },
-            { "haproxy function", { "haproxy", {}, { hash_function = "md4" } }, "crc32, djb2" },
-            { "avalanche", { "haproxy", {}, { avalanche = "yes" } }, "boolean" },
+            { "another flavor's option", { "haproxy", {}, { replicas = 10 } },
+              "'replicas' is an option of varnish-shard, not of flavor haproxy" },
+            { "unknown option", { "haproxy", {}, { colour = "red" } },
+              "'colour' is not an option of flavor haproxy" },
+            { "haproxy function", { "haproxy", {}, { hash_function = "md4" } },
+              "one of sdbm, djb2, wt6, crc32" },
+            { "avalanche", { "haproxy", {}, { avalanche = "yes" } }, "on or off" },
+            { "option value type", { "haproxy", {}, { avalanche = {} } }, "a boolean" },
             { "server key", { "haproxy", {}, { server_key = "name" } }, "id-unfixed-30" },
             { "variant", { "ketama-md5", {}, { variant = "moxi" } }, "variant must be" },
             { "key hash", { "ketama-md5", {}, { key_hash = "sha1" } }, "key_hash must be" },
@@ -571,7 +575,7 @@ function _M.run(data, snapshots)
         local a = assert(chash:new_program_ring("varnish-shard", { "web1", "web2" }))
         local b = assert(chash.new_program_ring("varnish-shard", { "web1", "web2" }))
         if a:find("/x") ~= b:find("/x") then return false, "method and function differ" end
-        return #cases == 31, #cases .. " cases"
+        return #cases == 32, #cases .. " cases"
     end)
 
     test("program_ring_lookup_errors", function()

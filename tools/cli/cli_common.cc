@@ -139,10 +139,10 @@ Result<Options> ParseRingCommandOptions(const std::vector<std::string_view>& arg
                                         std::set<std::string_view> valued,
                                         std::set<std::string_view> flags) {
   valued.insert({"servers", "flavor", "multiple", "nginx-conf", "upstream"});
-  for (const auto* names : {&kSnapshotValued, &kProgramValued, &kProgramConfigs}) {
+  for (const auto* names : {&kSnapshotValued, &ProgramValued(), &kProgramConfigs}) {
     valued.insert(names->begin(), names->end());
   }
-  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
+  flags.insert(ProgramFlags().begin(), ProgramFlags().end());
   return Options::Parse(args, valued, flags, kSnapshotRepeated);
 }
 
@@ -461,8 +461,8 @@ Result<Ring> LoadRingFromOptions(const Options& options, ServersInput* input,
                                              "upstream", "haproxy-cfg", "backend",
                                              "nutcracker-yml", "pool", "envoy-cluster",
                                              "cluster"};
-    refused.insert(refused.end(), kProgramValued.begin(), kProgramValued.end());
-    refused.insert(refused.end(), kProgramFlags.begin(), kProgramFlags.end());
+    refused.insert(refused.end(), ProgramValued().begin(), ProgramValued().end());
+    refused.insert(refused.end(), ProgramFlags().begin(), ProgramFlags().end());
     for (const std::string_view name : refused) {
       if (options.Has(name)) {
         return Status(StatusCode::kBadArgument,

@@ -126,10 +126,10 @@ int RunBuild(const Args& args) {
   std::set<std::string_view> valued = {"servers", "flavor", "multiple", "subset",
                                         "config-version", "label", "sign", "out", "from",
                                         "above", "expires"};
-  valued.insert(kProgramValued.begin(), kProgramValued.end());
+  valued.insert(ProgramValued().begin(), ProgramValued().end());
   valued.insert(kProgramConfigs.begin(), kProgramConfigs.end());
   std::set<std::string_view> flags = {"no-index", "allow-empty", "allow-expired"};
-  flags.insert(kProgramFlags.begin(), kProgramFlags.end());
+  flags.insert(ProgramFlags().begin(), ProgramFlags().end());
   Result<Options> parsed = Options::Parse(args, valued, flags, {"subset"});
   if (!parsed.ok()) return Fail("build", parsed.status().message());
   const Options& options = parsed.value();
@@ -175,9 +175,9 @@ int RunBuild(const Args& args) {
     // A new version of an existing snapshot's servers: how a rollback is
     // published (the old ring, under a higher config version).
     std::vector<std::string_view> refused = {"servers", "flavor", "multiple"};
-    refused.insert(refused.end(), kProgramValued.begin(), kProgramValued.end());
+    refused.insert(refused.end(), ProgramValued().begin(), ProgramValued().end());
     refused.insert(refused.end(), kProgramConfigs.begin(), kProgramConfigs.end());
-    refused.insert(refused.end(), kProgramFlags.begin(), kProgramFlags.end());
+    refused.insert(refused.end(), ProgramFlags().begin(), ProgramFlags().end());
     for (const std::string_view name : refused) {
       if (options.Has(name)) {
         return Fail("build", "--from takes the servers and flavor from the snapshot; --" +

@@ -5,112 +5,48 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "cli_common.h"
 #include "envoy_address.h"
+#include "flavor_options.h"  // engine/: the program options, as rows
 #include "flavors.h"  // engine/: every flavor as a row (chash_internal)
 #include "text_lines.h"  // engine/
 
 namespace chash::cli {
 namespace {
 
-template <typename Enum>
-struct Named {
-  std::string_view name;
-  Enum value;
+// An option's name as the tool spells it: --key-hash for key_hash.
+std::string Dashed(std::string_view name) {
+  std::string dashed(name);
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  return dashed;
+}
+
+// Every program option's spellings (names and aliases, dashed), once each.
+struct Spellings {
+  std::vector<std::string> valued, flags;
+  std::set<std::string_view> valued_set, flag_set;
 };
-
-constexpr Named<HaproxyHash> kHaproxyHashes[] = {{"sdbm", HaproxyHash::kSdbm},
-                                                 {"djb2", HaproxyHash::kDjb2},
-                                                 {"wt6", HaproxyHash::kWt6},
-                                                 {"crc32", HaproxyHash::kCrc32}};
-constexpr Named<HaproxyServerKey> kServerKeys[] = {
-    {"id", HaproxyServerKey::kId}, {"id-unfixed-30", HaproxyServerKey::kIdUnfixed30}};
-constexpr Named<KetamaVariant> kVariants[] = {
-    {"libmemcached-weighted", KetamaVariant::kLibmemcachedWeighted},
-    {"libmemcached-unweighted", KetamaVariant::kLibmemcachedUnweighted},
-    {"twemproxy", KetamaVariant::kTwemproxy},
-    {"libketama", KetamaVariant::kLibketama},
-    {"libmemcached-spy", KetamaVariant::kLibmemcachedSpy},
-    {"libmemcached-spy-weighted", KetamaVariant::kLibmemcachedSpyWeighted}};
-// twemproxy's `hash:` names, and libmemcached's murmur3.
-constexpr Named<KetamaKeyHash> kKeyHashes[] = {
-    {"default", KetamaKeyHash::kDefault},  {"md5", KetamaKeyHash::kMd5},
-    {"one_at_a_time", KetamaKeyHash::kOneAtATime}, {"fnv1a_64", KetamaKeyHash::kFnv1a64},
-    {"fnv1_64", KetamaKeyHash::kFnv1_64},  {"fnv1_32", KetamaKeyHash::kFnv1_32},
-    {"fnv1a_32", KetamaKeyHash::kFnv1a32}, {"crc32a", KetamaKeyHash::kCrc32a},
-    {"crc32", KetamaKeyHash::kCrc32},      {"crc16", KetamaKeyHash::kCrc16},
-    {"hsieh", KetamaKeyHash::kHsieh},      {"murmur", KetamaKeyHash::kMurmur},
-    {"jenkins", KetamaKeyHash::kJenkins},  {"murmur3", KetamaKeyHash::kMurmur3}};
-// Envoy's HashFunction enum names, lower case.
-constexpr Named<EnvoyHash> kEnvoyHashes[] = {{"xx_hash", EnvoyHash::kXxHash},
-                                             {"murmur_hash_2", EnvoyHash::kMurmurHash2}};
-
-template <typename Enum, size_t N>
-Result<Enum> Lookup(const Named<Enum> (&table)[N], std::string_view option,
-                    std::string_view text) {
-  std::string names;
-  for (const Named<Enum>& row : table) {
-    if (row.name == text) return row.value;
-    names += (names.empty() ? "" : ", ") + std::string(row.name);
-  }
-  return Status(StatusCode::kBadArgument, "--" + std::string(option) + " must be one of " +
-                                              names + ", got '" + std::string(text) + "'");
-}
-
-// --option NAME, if given, into `field` (one of the table's names).
-template <typename Enum, size_t N>
-Status SetNamed(const Options& options, std::string_view option, const Named<Enum> (&table)[N],
-                Enum& field) {
-  if (const auto text = options.Get(option)) {
-    Result<Enum> value = Lookup(table, option, *text);
-    if (!value.ok()) return value.status();
-    field = value.value();
-  }
-  return Status();
-}
-
-// --option N, if given, into `field` (kept otherwise), within [min, max].
-template <typename Uint>
-Status SetUint(const Options& options, std::string_view option, uint64_t min, uint64_t max,
-               Uint& field) {
-  Result<uint64_t> value = options.GetUint(option, field, min, max);
-  if (!value.ok()) return value.status();
-  field = static_cast<Uint>(value.value());
-  return Status();
-}
-
-// Which flavors each program option belongs to.
-struct OptionFlavors {
-  std::string_view option;
-  std::vector<Flavor> flavors;
-};
-const std::vector<OptionFlavors>& ProgramOptionFlavors() {
-  static const std::vector<OptionFlavors> kTable = {
-      {"hash-function", {Flavor::kHaproxy, Flavor::kEnvoyRing}},
-      {"avalanche", {Flavor::kHaproxy}},
-      {"server-key", {Flavor::kHaproxy}},
-      {"variant", {Flavor::kKetamaMd5}},
-      {"key-hash", {Flavor::kKetamaMd5}},
-      {"default-port", {Flavor::kKetamaMd5}},
-      {"hash-tag", {Flavor::kKetamaMd5}},
-      {"replicas", {Flavor::kVarnishShard}},
-      {"min-ring-size", {Flavor::kEnvoyRing}},
-      {"max-ring-size", {Flavor::kEnvoyRing}},
-      {"table-size", {Flavor::kEnvoyMaglev}},
-      {"use-hostname-for-hashing", {Flavor::kEnvoyRing, Flavor::kEnvoyMaglev}},
-  };
-  return kTable;
-}
-
-std::string FlavorNames(const std::vector<Flavor>& flavors) {
-  std::string names;
-  for (size_t i = 0; i < flavors.size(); ++i) {
-    if (i > 0) names += i + 1 == flavors.size() ? " and " : ", ";
-    names += FlavorName(flavors[i]);
-  }
-  return names;
+const Spellings& ProgramSpellings() {
+  static const Spellings* spellings = [] {
+    auto* made = new Spellings;
+    for (const internal::FlavorOption& row : internal::FlavorOptions()) {
+      for (const std::string_view name : {row.name, row.alias}) {
+        if (name.empty()) continue;
+        std::vector<std::string>& list =
+            row.kind == internal::OptionKind::kSwitch ? made->flags : made->valued;
+        const std::string dashed = Dashed(name);
+        if (std::find(list.begin(), list.end(), dashed) == list.end()) list.push_back(dashed);
+      }
+    }
+    made->flags.push_back("use-hostname-for-hashing");  // the servers file's, not the ring's
+    made->valued_set.insert(made->valued.begin(), made->valued.end());
+    made->flag_set.insert(made->flags.begin(), made->flags.end());
+    return made;
+  }();
+  return *spellings;
 }
 
 Status Bad(std::string message) { return Status(StatusCode::kBadArgument, std::move(message)); }
@@ -118,71 +54,37 @@ Status Bad(std::string message) { return Status(StatusCode::kBadArgument, std::m
 }  // namespace
 
 
+const std::set<std::string_view>& ProgramValued() { return ProgramSpellings().valued_set; }
+const std::set<std::string_view>& ProgramFlags() { return ProgramSpellings().flag_set; }
+
 Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name) {
-  return Lookup(kKeyHashes, "key-hash", name);
+  chash_ring_options c = internal::RingOptionsToC(RingOptions{});
+  const Status status = internal::SetFlavorOption(c, Flavor::kKetamaMd5, "key_hash", name);
+  if (!status.ok()) return status;
+  return static_cast<KetamaKeyHash>(c.ketama_key_hash);
 }
 
 Status ApplyProgramOptions(const Options& options, RingOptions& ring) {
-  // Options not given keep `ring`'s values (a config file's, or the defaults).
-  for (const OptionFlavors& row : ProgramOptionFlavors()) {
-    if (options.Has(row.option) &&
-        std::find(row.flavors.begin(), row.flavors.end(), ring.flavor) == row.flavors.end()) {
-      return Bad("--" + std::string(row.option) + " is an option of the " +
-                 FlavorNames(row.flavors) + " flavor" + (row.flavors.size() > 1 ? "s" : "") +
-                 ", not of " + std::string(FlavorName(ring.flavor)));
+  // Options not given keep `ring`'s values (a config file's, or the
+  // defaults). Each given one is set by the flavor table
+  // (engine/flavor_options.h), which says what it takes or whose it is.
+  chash_ring_options c = internal::RingOptionsToC(ring);
+  std::set<std::string> given;
+  for (const internal::FlavorOption& row : internal::FlavorOptions()) {
+    for (const std::string_view name : {row.name, row.alias}) {
+      if (name.empty()) continue;
+      const std::string dashed = Dashed(name);
+      if (!options.Has(dashed) || !given.insert(dashed).second) continue;
+      const std::string value = row.kind == internal::OptionKind::kSwitch
+                                    ? std::string("on")
+                                    : options.Get(dashed).value_or("");
+      const Status status = internal::SetFlavorOption(c, ring.flavor, name, value);
+      if (!status.ok()) return Bad("--" + dashed + ": " + std::string(status.message()));
     }
   }
-  Status status;
-  switch (ring.flavor) {
-    case Flavor::kHaproxy:
-      // HAProxy's `hash-type consistent` alone is sdbm with avalanche;
-      // naming a function drops the avalanche unless `avalanche` follows.
-      if (options.Has("hash-function")) ring.haproxy.avalanche = options.Has("avalanche");
-      status = SetNamed(options, "hash-function", kHaproxyHashes, ring.haproxy.hash_function);
-      if (status.ok())
-        status = SetNamed(options, "server-key", kServerKeys, ring.haproxy.server_key);
-      break;
-    case Flavor::kKetamaMd5:
-      status = SetNamed(options, "variant", kVariants, ring.ketama.variant);
-      if (status.ok()) status = SetNamed(options, "key-hash", kKeyHashes, ring.ketama.key_hash);
-      if (status.ok())
-        status = SetUint(options, "default-port", 1, 65535, ring.ketama.default_port);
-      if (!status.ok()) return status;
-      if (const auto tag = options.Get("hash-tag")) {
-        if (tag->size() != 2) {
-          return Bad("--hash-tag must be two bytes (twemproxy's hash_tag: \"{}\"), got '" + *tag +
-                     "'");
-        }
-        if (ring.ketama.variant != KetamaVariant::kTwemproxy) {
-          return Bad("--hash-tag is twemproxy's hash_tag: it needs --variant twemproxy");
-        }
-        ring.ketama.hash_tag = {(*tag)[0], (*tag)[1]};
-      }
-      break;
-    case Flavor::kVarnishShard:
-      status = SetUint(options, "replicas", 1, UINT32_MAX, ring.varnish.replicas);
-      break;
-    case Flavor::kEnvoyRing:
-      status = SetUint(options, "min-ring-size", 1, 8388608, ring.envoy_ring.minimum_ring_size);
-      if (status.ok()) {
-        status = SetUint(options, "max-ring-size", 1, 8388608, ring.envoy_ring.maximum_ring_size);
-      }
-      if (status.ok() && ring.envoy_ring.minimum_ring_size > ring.envoy_ring.maximum_ring_size) {
-        return Bad("--min-ring-size " + std::to_string(ring.envoy_ring.minimum_ring_size) +
-                   " is above --max-ring-size " +
-                   std::to_string(ring.envoy_ring.maximum_ring_size));
-      }
-      if (status.ok()) {
-        status = SetNamed(options, "hash-function", kEnvoyHashes, ring.envoy_ring.hash_function);
-      }
-      break;
-    case Flavor::kEnvoyMaglev:
-      status = SetUint(options, "table-size", 2, 5000011, ring.maglev.table_size);
-      break;
-    default:
-      break;
+  if (Status converted = internal::RingOptionsFromC(ring.flavor, c, ring); !converted.ok()) {
+    return converted;
   }
-  if (!status.ok()) return status;
   const Status valid = ValidateRingOptions(ring);
   if (!valid.ok()) return Status(valid.code(), "--flavor " + std::string(FlavorName(ring.flavor)) +
                                                    ": " + valid.message());

@@ -22,11 +22,11 @@ namespace chash::cli {
 class Options;
 
 // The valued options and flags of the program flavors' rings (every
-// command that builds a ring from --servers takes them).
-inline const std::set<std::string_view> kProgramValued = {
-    "hash-function", "server-key", "variant",       "key-hash",      "default-port",
-    "hash-tag",      "replicas",   "min-ring-size", "max-ring-size", "table-size"};
-inline const std::set<std::string_view> kProgramFlags = {"avalanche", "use-hostname-for-hashing"};
+// command that builds a ring from --servers takes them): the flavor table's
+// option names and aliases, dashed (--key-hash), and
+// --use-hostname-for-hashing.
+const std::set<std::string_view>& ProgramValued();
+const std::set<std::string_view>& ProgramFlags();
 // The other programs' configs, read instead of --servers (route and stats).
 inline const std::set<std::string_view> kProgramConfigs = {"haproxy-cfg", "backend",
                                                            "nutcracker-yml", "pool",

@@ -1,6 +1,13 @@
 #include "usage.h"
 
+#include "chash/address.h"
+#include "flavor_options.h"  // engine/: the program options, as rows
+
+#include <algorithm>
 #include <array>
+#include <new>
+#include <string>
+#include <vector>
 #include <utility>
 
 namespace chash::cli {
@@ -31,30 +38,10 @@ constexpr std::string_view kRingShape = R"(
                         (default 160)
 )";
 
-// The other programs' rings, each option named after its RingOptions field;
-// an option of another flavor is an error.
+// The other programs' rings: the flavor table's options come first,
+// written from the table (ProgramOptionsUsage); then these. An option of
+// another flavor is an error.
 constexpr std::string_view kProgramRing = R"(
-  --hash-function H     haproxy: sdbm, djb2, wt6 or crc32 (`hash-type
-                        consistent H`; without it sdbm with avalanche);
-                        envoy-ring: xx_hash (default) or murmur_hash_2
-  --avalanche           haproxy: `hash-type consistent H avalanche`
-  --server-key K        haproxy: id (default) or id-unfixed-30 (HAProxy
-                        3.0-3.2 without the lb-chash key fix)
-  --variant V           ketama-md5: libmemcached-weighted (default),
-                        libmemcached-unweighted, twemproxy, libketama,
-                        libmemcached-spy or libmemcached-spy-weighted
-  --key-hash H          ketama-md5: default (the variant's), md5,
-                        one_at_a_time, fnv1a_64, fnv1_64, fnv1_32, fnv1a_32,
-                        crc32a, crc32, crc16, hsieh, murmur, jenkins, murmur3
-  --default-port P      ketama-md5: the port left out of labels and given to
-                        servers without one (default 11211)
-  --hash-tag XY         ketama-md5 --variant twemproxy: hash_tag "XY"
-  --replicas N          varnish-shard: points a backend of weight 1 gets
-                        (default 67)
-  --min-ring-size N     envoy-ring: minimum_ring_size (default 1024)
-  --max-ring-size N     envoy-ring: maximum_ring_size (default 8388608)
-  --table-size M        envoy-maglev: the table's size, a prime (default
-                        65537)
   --use-hostname-for-hashing  envoy-ring, envoy-maglev: hash a server's
                         hostname= instead of ADDR (a hash_key= wins over both)
   --haproxy-cfg FILE    instead of --servers (route, stats, diff, build): a
@@ -404,6 +391,77 @@ const Command* Find(std::string_view name) {
   return nullptr;
 }
 
+// `text` wrapped into the description column (24 spaces in, 78 wide) after
+// a first line that already holds `used` columns.
+void PutWrapped(std::string& out, size_t used, std::string_view text) {
+  constexpr size_t kColumn = 24, kWidth = 78;
+  if (used >= kColumn) {
+    out += '\n';
+    used = 0;
+  }
+  out.append(kColumn - used, ' ');
+  size_t line = kColumn;
+  while (!text.empty()) {
+    const size_t space = text.find(' ');
+    const std::string_view word = text.substr(0, space);
+    if (line > kColumn && line + 1 + word.size() > kWidth) {
+      out += '\n';
+      out.append(kColumn, ' ');
+      line = kColumn;
+    }
+    if (line > kColumn) {
+      out += ' ';
+      ++line;
+    }
+    out += word;
+    line += word.size();
+    text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+  }
+  out += '\n';
+}
+
+// The program options' lines, from the flavor table (engine/
+// flavor_options.h): one an option name, each flavor's meaning, values and
+// default after it. Throws std::bad_alloc.
+std::string ProgramOptionsUsage() {
+  std::string out;
+  std::vector<std::string> done;
+  const auto& rows = internal::FlavorOptions();
+  for (const internal::FlavorOption& first : rows) {
+    std::string dashed(first.name);
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    if (std::find(done.begin(), done.end(), dashed) != done.end()) continue;
+    done.push_back(dashed);
+    std::string head = "  --" + dashed;
+    switch (first.kind) {
+      case internal::OptionKind::kWord: head += " W"; break;
+      case internal::OptionKind::kCount: head += " N"; break;
+      case internal::OptionKind::kTwoBytes: head += " XY"; break;
+      case internal::OptionKind::kSwitch: break;
+    }
+    std::string text;
+    for (const internal::FlavorOption& row : rows) {
+      if (row.name != first.name) continue;
+      if (!text.empty()) text += "; ";
+      text += FlavorName(row.flavor);
+      text += ": ";
+      text += row.what;
+      if (row.kind != internal::OptionKind::kSwitch) {
+        text += ", " + internal::FlavorOptionValues(row);
+      }
+      text += " (default " + std::string(row.default_text) + ")";
+      if (!row.alias.empty()) {
+        std::string alias(row.alias);
+        std::replace(alias.begin(), alias.end(), '_', '-');
+        text += "; also spelled --" + alias;
+      }
+    }
+    out += head;
+    PutWrapped(out, head.size(), text);
+  }
+  return out;
+}
+
 // For the man page (help2man), the synopsis goes under a heading: a line
 // that ends in ':' followed by an indented line.
 enum class Form { kHelp, kManual };
@@ -429,7 +487,15 @@ void PrintUsage(const Command& command, Form form, std::FILE* out) {
                                      std::pair{takes(kTakesFleet), kFleetShape},
                                      std::pair{!command.options.empty(), command.options},
                                      std::pair{takes(kTakesNewRing), kNewRing}}) {
-    if (taken) Put(block.substr(1), out);
+    if (!taken) continue;
+    if (block == kProgramRing) {
+      try {
+        Put(ProgramOptionsUsage(), out);
+      } catch (const std::bad_alloc&) {
+        Put("  (the flavor options: out of memory)\n", out);
+      }
+    }
+    Put(block.substr(1), out);
   }
 }
 

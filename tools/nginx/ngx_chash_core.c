@@ -40,6 +40,30 @@ ngx_chash_flavor_parse(ngx_str_t *name, ngx_uint_t *flavor)
 }
 
 
+uint64_t
+ngx_chash_flavor_property(ngx_uint_t flavor, uint32_t property)
+{
+    uint64_t  value;
+
+    if (flavor > 0xffffffff
+        || chash_flavor_property((uint32_t) flavor, property, &value)
+           != CHASH_OK)
+    {
+        return 0;
+    }
+
+    return value;
+}
+
+
+ngx_uint_t
+ngx_chash_flavor_other(ngx_uint_t flavor)
+{
+    return ngx_chash_flavor_property(flavor, CHASH_PROPERTY_OTHER_PROGRAM)
+           != 0;
+}
+
+
 void ngx_cdecl
 ngx_chash_upstream_error(ngx_conf_t *cf, ngx_uint_t level,
     const ngx_chash_upstream_t *up, const char *fmt, ...)

@@ -43,8 +43,13 @@ const char *ngx_chash_flavor_name(ngx_uint_t flavor);
 ngx_int_t ngx_chash_flavor_parse(ngx_str_t *name, ngx_uint_t *flavor);
 
 /* The other programs' flavors (haproxy .. envoy-maglev): keys hashed by
- * the flavor (chash_ring_key_hash), nodes added with their options. */
-#define ngx_chash_flavor_other(flavor)  ((flavor) > CHASH_FLAVOR_RESTY)
+ * the flavor (chash_ring_key_hash), nodes added with their options
+ * (libchash's CHASH_PROPERTY_OTHER_PROGRAM). */
+ngx_uint_t ngx_chash_flavor_other(ngx_uint_t flavor);
+
+/* A CHASH_PROPERTY_* of a flavor from libchash's table; 0 for a flavor or
+ * property it does not know. */
+uint64_t ngx_chash_flavor_property(ngx_uint_t flavor, uint32_t property);
 
 /*
  * The options of the other programs' rings, from the `chash` directive:

@@ -46,6 +46,8 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     const chash_ring *ring, const chash_node_mask *mask, ngx_str_t *key,
     ngx_pool_t *pool)
 {
+    uint64_t  retry;
+
     w->flavor = flavor;
     w->tries = 0;
     w->ring = ring;
@@ -60,17 +62,20 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     w->removed = 0;
 
     /* the key hashed as the ring's flavor hashes it (CRC32 for nginx,
-     * pingora and resty); Envoy's are 64 bits, and its retries are
-     * attempts: one a ring entry or table slot at most */
+     * pingora and resty; Envoy's 64 bits). The way to a next server is the
+     * flavor's retry rule in libchash's table: Envoy's retries are
+     * attempts (one a ring entry or table slot at most), nginx's the next
+     * point, the others' a distinct walk */
     w->hash64 = chash_ring_key_hash(ring, key->data, key->len);
     w->hash = (uint32_t) w->hash64;
+    retry = ngx_chash_flavor_property(flavor, CHASH_PROPERTY_RETRY);
 
-    if (chash_ring_key_hash_bits(ring) == 64) {
+    if (retry == CHASH_RETRY_ATTEMPT) {
         w->attempts = (uint32_t) ngx_min(chash_ring_num_points(ring),
                                          0xffffffff);
     }
 
-    if (flavor != CHASH_FLAVOR_NGINX) {
+    if (retry != CHASH_RETRY_POINT_WALK) {
         /* distinct: libchash's walk, started when a second node is needed */
         w->node = CHASH_NO_NODE;
         return NGX_OK;
@@ -154,9 +159,9 @@ ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
 
 
 /*
- * Whether the flavor's program takes a down server out of its ring and a
- * mask of the live nodes answers exactly that ring of the others (libchash:
- * chash_ring_masks_exactly). HAProxy dequeues a down server from its tree
+ * Whether the flavor's program takes a down server out of its ring
+ * (libchash's CHASH_PROPERTY_REMOVES_DOWN) and a mask of the live nodes
+ * answers exactly that ring of the others (chash_ring_masks_exactly). HAProxy dequeues a down server from its tree
  * (chash_dequeue_srv): its keys go to the nearest remaining point, either
  * side, and the other servers' points, keyed by their ids, stay. The
  * unweighted libmemcached ketamas leave a server's 100 points out of the
@@ -172,8 +177,7 @@ ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
 static ngx_uint_t
 ngx_chash_flavor_removes_down(ngx_uint_t flavor, const chash_ring *ring)
 {
-    return (flavor == CHASH_FLAVOR_HAPROXY
-            || flavor == CHASH_FLAVOR_KETAMA_MD5)
+    return ngx_chash_flavor_property(flavor, CHASH_PROPERTY_REMOVES_DOWN)
            && chash_ring_masks_exactly(ring);
 }
 

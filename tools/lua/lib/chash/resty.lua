@@ -137,6 +137,10 @@ typedef struct chash_reload_report {
 } chash_reload_report;
 
 const char *chash_last_error(void);
+const char *chash_flavor_name(uint32_t flavor);
+int chash_flavor_property(uint32_t flavor, uint32_t property, uint64_t *value);
+int chash_ring_options_set(chash_ring_options *options, uint32_t flavor, const char *name,
+                           const char *value);
 const char *chash_version(void);
 const char *chash_check_name(uint32_t check);
 int32_t chash_last_check(void);
@@ -634,114 +638,55 @@ end
 
 -- ---- The other programs' rings: HAProxy, libmemcached, twemproxy, Varnish, Envoy ----
 
--- Each flavor's libchash number, the options it reads (setters of
--- chash_ring_options: true, or nil and a message), what a node carries
--- beside its id and weight, and how next() walks.
--- A setter of the chash_ring_options field `field`: convert(value) is its
--- C value, or nil and what the option must be.
-local function setter(field, convert)
-    return function(o, value, option)
-        local v, must = convert(value)
-        if v == nil then
-            return nil, option .. " must be " .. must .. ", got " .. tostring(value)
+-- The other programs' flavors, from libchash's flavor table
+-- (chash_flavor_property): each one's libchash number, how next() walks
+-- (CHASH_RETRY_*: a distinct walk, or Envoy's attempts), what a node
+-- carries beside its id and weight (CHASH_NODE_FIELD_*). Their options are
+-- the table's too, set by name (chash_ring_options_set), which says what an
+-- option takes and whose it is: this module keeps no copy of either.
+local RETRY_WALKS = { [1] = "distinct", [2] = "attempt" }
+local NODE_FIELDS = { [1] = "server_id", [2] = "name" }
+local PROP_NODE_FIELD, PROP_RETRY, PROP_OTHER_PROGRAM = 3, 4, 6
+
+local function flavor_property(flavor, property)
+    local value = ffi_new("uint64_t[1]")
+    if lib.chash_flavor_property(flavor, property, value) ~= 0 then return nil end
+    return tonumber(value[0])
+end
+
+local PROGRAMS, PROGRAM_NAMES = {}, {}
+do
+    local f = 0
+    while lib.chash_flavor_name(f) ~= nil do
+        if flavor_property(f, PROP_OTHER_PROGRAM) == 1 then
+            local name = ffi_string(lib.chash_flavor_name(f))
+            PROGRAMS[name] = { flavor = f, walk = RETRY_WALKS[flavor_property(f, PROP_RETRY)],
+                               node_option = NODE_FIELDS[flavor_property(f, PROP_NODE_FIELD)] }
+            PROGRAM_NAMES[#PROGRAM_NAMES + 1] = name
         end
-        o[field] = v
-        return true
+        f = f + 1
     end
 end
-
--- One of `names` (name = C value).
-local function named(field, names)
-    local list = {}
-    for name in pairs(names) do list[#list + 1] = name end
-    table.sort(list)
-    local must = "one of " .. table.concat(list, ", ")
-    return setter(field, function(value) return names[value], must end)
-end
-
--- An integer min..max (the C field's 0 is "the default": a 0 given in Lua
--- is refused, not read as the default).
-local function bounded(field, min, max)
-    local must = "an integer " .. min .. ".." .. max
-    return setter(field, function(value)
-        if type(value) ~= "number" or value < min or value > max or value ~= floor(value) then
-            return nil, must
-        end
-        return value
-    end)
-end
-
-local function set_hash_tag(o, value, option)
-    if type(value) ~= "string" or #value ~= 2 then
-        return nil, option .. " must be two bytes (twemproxy's hash_tag: \"{}\"), got "
-                    .. tostring(value)
-    end
-    o.ketama_hash_tag[0], o.ketama_hash_tag[1] = value:byte(1, 2)
-    return true
-end
-
-local function set_avalanche(_, value, option)  -- applied after the loop
-    if type(value) ~= "boolean" then
-        return nil, option .. " must be a boolean, got " .. tostring(value)
-    end
-    return true
-end
-
-local KETAMA_VARIANTS = {
-    ["libmemcached-weighted"] = 0, ["libmemcached-unweighted"] = 1, twemproxy = 2,
-    libketama = 3, ["libmemcached-spy"] = 4, ["libmemcached-spy-weighted"] = 5,
-}
-local KETAMA_HASHES = {
-    default = 0, md5 = 1, one_at_a_time = 2, fnv1a_64 = 3, fnv1_64 = 4, fnv1_32 = 5,
-    fnv1a_32 = 6, crc32a = 7, crc32 = 8, crc16 = 9, hsieh = 10, murmur = 11, jenkins = 12,
-    murmur3 = 13,
-}
-local MAX_RING_SIZE = 8388608  -- Envoy's bound on both ring sizes
-
-local PROGRAMS = {
-    haproxy = { flavor = 4, walk = "distinct", node_option = "server_id", options = {
-        hash_function = named("haproxy_hash", { sdbm = 0, djb2 = 1, wt6 = 2, crc32 = 3 }),
-        avalanche = set_avalanche,
-        server_key = named("haproxy_server_key", { id = 0, ["id-unfixed-30"] = 1 }),
-    } },
-    ["ketama-md5"] = { flavor = 5, node_option = "name", options = {
-        variant = named("ketama_variant", KETAMA_VARIANTS),
-        key_hash = named("ketama_key_hash", KETAMA_HASHES),
-        default_port = bounded("ketama_default_port", 1, 65535),
-        hash_tag = set_hash_tag,
-    } },
-    ["varnish-shard"] = { flavor = 6, walk = "distinct", options = {
-        replicas = bounded("varnish_replicas", 1, MAX_WEIGHT),
-    } },
-    ["envoy-ring"] = { flavor = 7, walk = "attempt", options = {
-        minimum_ring_size = bounded("envoy_minimum_ring_size", 1, MAX_RING_SIZE),
-        maximum_ring_size = bounded("envoy_maximum_ring_size", 1, MAX_RING_SIZE),
-        hash_function = named("envoy_hash", { xx_hash = 0, murmur_hash_2 = 1 }),
-    } },
-    ["envoy-maglev"] = { flavor = 8, walk = "attempt", options = {
-        table_size = bounded("maglev_table_size", 2, 5000011),
-    } },
-}
--- Unweighted libmemcached continua mask exactly (a server's points do not
--- depend on the others): the ring without the servers ahead of a key is the
--- distinct walk. The weighted ones, twemproxy's and libketama's rebuild
--- every point when a server leaves: no walk answers as they do.
-local KETAMA_WALKS = { ["libmemcached-unweighted"] = true, ["libmemcached-spy"] = true }
-local NO_KETAMA_WALK = "ketama-md5 (weighted libmemcached, twemproxy, libketama) does not walk "
-    .. "its ring on a failure: the program rebuilds it without the ejected server (build the "
-    .. "ring of the other nodes)"
+-- A distinct walk answers as the program does only where the ring masks
+-- exactly (unweighted libmemcached: a server's points do not depend on the
+-- others). The weighted ketamas (libmemcached, twemproxy, libketama)
+-- rebuild every point when a server leaves: no walk answers as they do.
+local NO_EXACT_WALK = " does not walk its ring on a failure: the program rebuilds it without "
+    .. "the ejected server (build the ring of the other nodes)"
 
 local program_mt = {}
 program_mt.__index = program_mt
 
--- The program whose option `name` is (for the message of a misplaced one).
-local function owners_of(name)
-    local owners = {}
-    for flavor, p in pairs(PROGRAMS) do
-        if p.options[name] then owners[#owners + 1] = flavor end
+-- An option's value as the text chash_ring_options_set reads: a boolean as
+-- on/off, an integer in decimal, a string as it is; nil for anything else.
+local function option_text(value)
+    if type(value) == "boolean" then return value and "on" or "off" end
+    if type(value) == "number" then
+        if value ~= floor(value) or value < 0 or value >= 2^64 then return tostring(value) end
+        return string.format("%.0f", value)
     end
-    table.sort(owners)
-    return table.concat(owners, " and ")
+    if type(value) == "string" then return value end
+    return nil
 end
 
 -- chash_ring_options of `opts` for `program`; nil, message.
@@ -749,25 +694,18 @@ local function program_options(name, program, opts)
     local o = ffi_new("chash_ring_options")
     o.size = ffi.sizeof(o)
     for option, value in pairs(opts) do
-        local set = program.options[option]
-        if not set and option ~= "build_threads" and option ~= "max_points" then
-            local owners = type(option) == "string" and owners_of(option) or ""
-            if owners == "" then return nil, "unknown option " .. tostring(option) end
-            return nil, "option " .. option .. " is " .. owners .. "'s, not " .. name .. "'s"
-        end
-        if set then
-            local ok, err = set(o, value, option)
-            if not ok then return nil, err end
-        end
-    end
-    if name == "haproxy" then
-        -- haproxy.cfg's `hash-type consistent [FUNCTION [avalanche]]`: no
-        -- function is sdbm with avalanche; naming one drops the avalanche
-        -- unless asked for.
-        if opts.avalanche ~= nil then
-            o.haproxy_avalanche = opts.avalanche and 1 or 2
-        elseif opts.hash_function ~= nil then
-            o.haproxy_avalanche = 2
+        if option ~= "build_threads" and option ~= "max_points" then
+            if type(option) ~= "string" then
+                return nil, "unknown option " .. tostring(option)
+            end
+            local text = option_text(value)
+            if text == nil then
+                return nil, option .. " must be a string, a number or a boolean, got "
+                            .. type(value)
+            end
+            if lib.chash_ring_options_set(o, program.flavor, option, text) ~= 0 then
+                return nil, last_error()
+            end
         end
     end
     return o
@@ -818,12 +756,8 @@ end
 -- well as the variant does.
 local function program_ring(ring, ids, flavor)
     local walk, no_walk = PROGRAMS[flavor].walk, nil
-    if flavor == "ketama-md5" then
-        if lib.chash_ring_masks_exactly(ring) ~= 0 then
-            walk = "distinct"
-        else
-            no_walk = NO_KETAMA_WALK
-        end
+    if walk == "distinct" and lib.chash_ring_masks_exactly(ring) == 0 then
+        walk, no_walk = nil, flavor .. " (this ring's variant)" .. NO_EXACT_WALK
     end
     return setmetatable({ ring = ring, ids = ids, flavor = flavor, walk_kind = walk,
                           no_walk = no_walk, bits = lib.chash_ring_key_hash_bits(ring),
@@ -844,8 +778,8 @@ function _M.new_program_ring(first, flavor, nodes, opts)
     if first ~= _M then flavor, nodes, opts = first, flavor, nodes end
     local program = PROGRAMS[flavor]
     if not program then
-        return nil, "flavor must be haproxy, ketama-md5, varnish-shard, envoy-ring or "
-                    .. "envoy-maglev, got " .. tostring(flavor)
+        return nil, "flavor must be one of " .. table.concat(PROGRAM_NAMES, ", ") .. ", got "
+                    .. tostring(flavor)
     end
     if type(nodes) ~= "table" then
         return nil, "nodes must be an array of nodes, got " .. type(nodes)

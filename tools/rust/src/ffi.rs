@@ -302,6 +302,8 @@ extern "C" {
     pub fn chash_check_name(check: u32) -> *const c_char;
     pub fn chash_last_check() -> u32;
     pub fn chash_version() -> *const c_char;
+    pub fn chash_flavor_name(flavor: u32) -> *const c_char;
+    pub fn chash_flavor_from_name(name: *const c_char, name_len: usize, flavor: *mut u32) -> c_int;
     pub fn chash_crc32(data: *const c_void, len: usize) -> u32;
 
     pub fn chash_builder_new(

@@ -54,19 +54,51 @@ pub enum Flavor {
 impl Flavor {
     /// The flavor's name as the `chash` command spells it (`--flavor`):
     /// "nginx", "pingora-v1", "pingora-v2", "resty", "haproxy",
-    /// "ketama-md5", "varnish-shard", "envoy-ring", "envoy-maglev".
+    /// "ketama-md5", "varnish-shard", "envoy-ring", "envoy-maglev" (the
+    /// library's flavor table, `chash_flavor_name`).
     pub fn name(self) -> &'static str {
-        match self {
-            Flavor::Nginx => "nginx",
-            Flavor::PingoraV1 => "pingora-v1",
-            Flavor::PingoraV2 => "pingora-v2",
-            Flavor::Resty => "resty",
-            Flavor::Haproxy => "haproxy",
-            Flavor::KetamaMd5 => "ketama-md5",
-            Flavor::VarnishShard => "varnish-shard",
-            Flavor::EnvoyRing => "envoy-ring",
-            Flavor::EnvoyMaglev => "envoy-maglev",
+        // SAFETY: chash_flavor_name returns a static NUL-terminated string
+        // of the library (or NULL, for a value no flavor has).
+        let name = unsafe { ffi::chash_flavor_name(self.code()) };
+        if name.is_null() {
+            return "unknown";
         }
+        unsafe { std::ffi::CStr::from_ptr(name) }.to_str().unwrap_or("unknown")
+    }
+
+    /// The names of every flavor of the linked library's table, in order
+    /// (a library newer than this crate may have more than [`Flavor`]
+    /// names: [`Flavor::from_name`] says so).
+    pub fn library_names() -> Vec<&'static str> {
+        let mut names = Vec::new();
+        for code in 0u32.. {
+            // SAFETY: as in name(): a static string, or NULL past the table.
+            let name = unsafe { ffi::chash_flavor_name(code) };
+            if name.is_null() {
+                break;
+            }
+            names.push(unsafe { std::ffi::CStr::from_ptr(name) }.to_str().unwrap_or("unknown"));
+        }
+        names
+    }
+
+    /// The flavor named `name` as [`Flavor::name`] spells it; an error
+    /// listing the names otherwise (also a flavor the library has and this
+    /// crate does not name yet).
+    pub fn from_name(name: &str) -> Result<Flavor, Error> {
+        let mut code = 0u32;
+        // SAFETY: the name's bytes and length; `code` is written on success.
+        let rc = unsafe {
+            ffi::chash_flavor_from_name(name.as_ptr().cast(), name.len(), &mut code)
+        };
+        check(rc)?;
+        Flavor::from_code(code).ok_or_else(|| {
+            Error::new(
+                ErrorKind::BadArgument,
+                format!("flavor '{name}' is not named by this crate (version {})",
+                        env!("CARGO_PKG_VERSION")),
+            )
+        })
     }
 
     pub(crate) fn code(self) -> u32 {

@@ -5,8 +5,9 @@
 // node keeps a point two nodes hash to (FlavorTieBreak). The byte
 // format is fixed: a byte never changes meaning, and new flavors are
 // appended. Snapshots (format 1.4 for the flavors after resty) and the C
-// API carry every flavor; the nginx modules route every flavor on `server`
-// lines and refuse snapshots of the flavors after resty.
+// API carry every flavor; the nginx modules route every flavor, on `server`
+// lines and from snapshots. flavor_options.h holds the other programs'
+// options; engine/README.md's "Adding a flavor" is the checklist.
 //
 // What a flavor's points and key hash are is the builder's and the key
 // hasher's (builder/flavor_points.cc, hash/program_hashes.h); this table is

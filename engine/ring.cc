@@ -70,15 +70,15 @@ Ring& Ring::operator=(Ring&& other) noexcept {
   nodes_ = other.nodes_;
   view_ = other.view_;
   size_ = other.size_;
-  crc32_size_ = other.crc32_size_;
-  column_size_ = other.column_size_;
+  fused_crc32_size_ = other.fused_crc32_size_;
+  column_lookup_size_ = other.column_lookup_size_;
   wide_ = other.wide_;
   other.hashes_ = nullptr;
   other.nodes_ = nullptr;
   other.view_ = nullptr;
   other.size_ = 0;
-  other.crc32_size_ = 0;
-  other.column_size_ = 0;
+  other.fused_crc32_size_ = 0;
+  other.column_lookup_size_ = 0;
   return *this;
 }
 Ring::~Ring() = default;
@@ -118,16 +118,16 @@ void Ring::CacheColumns() noexcept {
   const bool by_column =
       !wide_ && (state.rule == LookupRule::kSuccessor ||
                  (state.rule == LookupRule::kSuccessorClamped && !state.varnish_bisection));
-  column_size_ = by_column ? size_ : 0;
-  crc32_size_ =
+  column_lookup_size_ = by_column ? size_ : 0;
+  fused_crc32_size_ =
       by_column && state.rule == LookupRule::kSuccessor && state.key_hasher == internal::KeyHasher{}
           ? size_
           : 0;
 }
 
 CHASH_LINE_ALIGNED uint32_t Ring::FindNodeByHash(uint32_t hash) const noexcept {
-  if (column_size_ == 0) [[unlikely]] {
-    return FindNodeByHashOther(hash);
+  if (column_lookup_size_ == 0) [[unlikely]] {
+    return FindNodeByHashByFlavorRule(hash);
   }
   return internal::DispatchFindNodeByHash(*view_, hash);
 }
@@ -145,19 +145,19 @@ uint32_t ResolveSlot(const internal::RingState& state, const internal::SearchVie
 }
 }  // namespace
 
-uint32_t Ring::FindNodeByHashOther(uint32_t hash) const noexcept {
+uint32_t Ring::FindNodeByHashByFlavorRule(uint32_t hash) const noexcept {
   if (size_ == 0 || wide_) return kNoNode;
   return nodes_[ResolveSlot(*state_, *view_, hash, internal::DispatchLowerBoundSlot(*view_, hash))];
 }
 
 CHASH_LINE_ALIGNED uint32_t Ring::FindNode(std::string_view key) const noexcept {
-  if (crc32_size_ == 0) [[unlikely]] {
-    return FindNodeOther(key);
+  if (fused_crc32_size_ == 0) [[unlikely]] {
+    return FindNodeByFlavorRule(key);
   }
   return internal::DispatchFindNodeByKey(*view_, key);
 }
 
-uint32_t Ring::FindNodeOther(std::string_view key) const noexcept {
+uint32_t Ring::FindNodeByFlavorRule(std::string_view key) const noexcept {
   if (size_ == 0) return kNoNode;
   return FindNodeByHash64(KeyHash(key));
 }
@@ -179,7 +179,7 @@ uint32_t Ring::FindNodeByHash64(uint64_t hash) const noexcept {
 size_t Ring::FindNodesByHash(std::span<const uint32_t> hashes,
                              std::span<uint32_t> out) const noexcept {
   const size_t count = std::min(hashes.size(), out.size());
-  if (column_size_ != 0) [[likely]] {
+  if (column_lookup_size_ != 0) [[likely]] {
     internal::DispatchFindNodesByHash(*view_, hashes.data(), count, out.data());
     return count;
   }
@@ -240,7 +240,7 @@ size_t Ring::FindNodesByHash64(std::span<const uint64_t> hashes,
 size_t Ring::FindNodes(std::span<const std::string_view> keys,
                        std::span<uint32_t> out) const noexcept {
   const size_t count = std::min(keys.size(), out.size());
-  if (crc32_size_ != 0) [[likely]] {
+  if (fused_crc32_size_ != 0) [[likely]] {
     internal::DispatchFindNodes(*view_, keys.data(), count, out.data());
     return count;
   }
@@ -304,7 +304,7 @@ PointCursor Ring::At(uint64_t position) const noexcept {
 }
 
 PointCursor Ring::Walk(std::string_view key) const noexcept {
-  if (crc32_size_ != 0) return WalkFromHash(Crc32(key));
+  if (fused_crc32_size_ != 0) return WalkFromHash(Crc32(key));
   return WalkFromHash64(KeyHash(key));
 }
 

@@ -514,8 +514,8 @@ class Ring {
   explicit Ring(std::unique_ptr<internal::RingState> state) noexcept;
   void CacheColumns() noexcept;
 
-  uint32_t FindNodeOther(std::string_view key) const noexcept;
-  uint32_t FindNodeByHashOther(uint32_t hash) const noexcept;
+  uint32_t FindNodeByFlavorRule(std::string_view key) const noexcept;
+  uint32_t FindNodeByHashByFlavorRule(uint32_t hash) const noexcept;
   PointCursor CursorAt(uint32_t slot) const noexcept;
 
   // Cached from state_ for the lookup path (the state never moves).
@@ -527,8 +527,8 @@ class Ring {
   // resty, raw points), and where FindNodeByHash answers from the node
   // column alone (those and ketama-md5, varnish-shard); 0 elsewhere (and
   // on an empty ring): one branch decides each path.
-  uint32_t crc32_size_ = 0;
-  uint32_t column_size_ = 0;
+  uint32_t fused_crc32_size_ = 0;
+  uint32_t column_lookup_size_ = 0;
   bool wide_ = false;  // 64-bit key hashes (envoy-ring, envoy-maglev)
   std::unique_ptr<internal::RingState> state_;
 };

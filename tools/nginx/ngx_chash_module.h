@@ -5,9 +5,10 @@
  * lists with the same fields (ngx_http_upstream_rr_peer_t and
  * ngx_stream_upstream_rr_peer_t, the *_rr_peers_t, the srv_conf), the same
  * calls, named ngx_http_* in one and ngx_stream_* in the other. So the
- * module's body (this file, ngx_chash_module_peer.c, ngx_chash_module_conf.c)
- * is written once over the names below, and each module's own file defines
- * its protocol and includes the body:
+ * module's body (this file, ngx_chash_module_peer-inl.h and
+ * ngx_chash_module_conf-inl.h, "-inl" because they are included, never
+ * compiled alone) is written once over the names below, and each module's
+ * own file defines its protocol and includes the body:
  *
  *     #define ngx_chash_proto(name)      ngx_http_ ## name
  *     #define NGX_CHASH_PROTO(name)      NGX_HTTP_ ## name
@@ -21,8 +22,8 @@
  *     #define NGX_CHASH_LOCATION_CONF_ENTRIES  , NULL, NULL
  *
  *     #include "ngx_chash_module.h"
- *     #include "ngx_chash_module_peer.c"
- *     #include "ngx_chash_module_conf.c"
+ *     #include "ngx_chash_module_peer-inl.h"
+ *     #include "ngx_chash_module_conf-inl.h"
  *
  * then its command table (NGX_CHASH_MODULE_COMMANDS and what only its
  * protocol has: HTTP's chash_status location) and NGX_CHASH_MODULE_DEFINE,

@@ -161,7 +161,8 @@ ngx_chash_walk_next_distinct(ngx_chash_walk_t *w, ngx_uint_t *failed)
 /*
  * Whether the flavor's program takes a down server out of its ring
  * (libchash's CHASH_PROPERTY_REMOVES_DOWN) and a mask of the live nodes
- * answers exactly that ring of the others (chash_ring_masks_exactly). HAProxy dequeues a down server from its tree
+ * answers exactly that ring of the others (chash_ring_masks_exactly).
+ * HAProxy dequeues a down server from its tree
  * (chash_dequeue_srv): its keys go to the nearest remaining point, either
  * side, and the other servers' points, keyed by their ids, stay. The
  * unweighted libmemcached ketamas leave a server's 100 points out of the

@@ -49,8 +49,8 @@
 #define NGX_CHASH_LOCATION_CONF_ENTRIES  , NULL, NULL
 
 #include "ngx_chash_module.h"
-#include "ngx_chash_module_peer.c"
-#include "ngx_chash_module_conf.c"
+#include "ngx_chash_module_peer-inl.h"
+#include "ngx_chash_module_conf-inl.h"
 
 
 static char *ngx_http_upstream_chash_status(ngx_conf_t *cf, ngx_command_t *cmd,

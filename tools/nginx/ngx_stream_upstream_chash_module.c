@@ -7,8 +7,8 @@
  *     chash_snapshot FILE ...;     chash_migrate FILE rollout=VALUE ...;
  *
  * The stream twin of ngx_http_upstream_chash_module, and the same code: the
- * module's body (ngx_chash_module.h, ngx_chash_module_peer.c,
- * ngx_chash_module_conf.c) is written once over the names this file gives
+ * module's body (ngx_chash_module.h, ngx_chash_module_peer-inl.h,
+ * ngx_chash_module_conf-inl.h) is written once over the names this file gives
  * it, stream's ngx_stream_upstream_rr_* peers and ngx_stream_session_t, and
  * the ring, the walks, the snapshots and the policy are ngx_chash_core's.
  *
@@ -41,8 +41,8 @@
 #define NGX_CHASH_LOCATION_CONF_ENTRIES  /* stream has no locations */
 
 #include "ngx_chash_module.h"
-#include "ngx_chash_module_peer.c"
-#include "ngx_chash_module_conf.c"
+#include "ngx_chash_module_peer-inl.h"
+#include "ngx_chash_module_conf-inl.h"
 
 
 static ngx_command_t  ngx_stream_upstream_chash_commands[] = {

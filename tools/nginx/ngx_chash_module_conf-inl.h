@@ -2,7 +2,7 @@
  * The configuration of both modules: the directives of an upstream block,
  * init_upstream (a ring from `server` lines, or a snapshot's source), the
  * peer lists built from a snapshot's nodes, each worker's start. Not
- * compiled alone: each module includes it after ngx_chash_module_peer.c,
+ * compiled alone: each module includes it after ngx_chash_module_peer-inl.h,
  * as ngx_chash_module.h explains.
  */
 

@@ -2,8 +2,13 @@
  * ngx_http_upstream_chash_module: the `chash` balancer, in an upstream block
  * in place of `hash`:
  *
- *     chash KEY [flavor=nginx|pingora-v1|pingora-v2|resty] [multiple=K]
- *           [id=address|apisix] [bounded_load=F] [subset=VALUE];
+ *     chash KEY [flavor=FLAVOR] [multiple=K] [id=address|apisix]
+ *           [bounded_load=F] [subset=VALUE] [the flavor's options];
+ *
+ * FLAVOR is any of libchash's flavor table (chash_flavor_name: nginx,
+ * pingora-v1, pingora-v2, resty, and the other programs' haproxy,
+ * ketama-md5, varnish-shard, envoy-ring, envoy-maglev, whose options are
+ * the table's too: ngx_chash_flavor_options.c).
  *
  * flavor=nginx (the default) routes exactly as `hash KEY consistent;` of
  * nginx 1.22: the same first peer and the same sequence of peers on retries

@@ -2,8 +2,13 @@
  * ngx_stream_upstream_chash_module: the `chash` balancer for stream (TCP and
  * UDP) upstreams, in a `stream { upstream {} }` block in place of `hash`:
  *
- *     chash KEY [flavor=nginx|pingora-v1|pingora-v2|resty] [multiple=K]
- *           [id=address|apisix] [bounded_load=F] [subset=VALUE];
+ *     chash KEY [flavor=FLAVOR] [multiple=K] [id=address|apisix]
+ *           [bounded_load=F] [subset=VALUE] [the flavor's options];
+ *
+ * FLAVOR is any of libchash's flavor table (chash_flavor_name: nginx,
+ * pingora-v1, pingora-v2, resty, and the other programs' haproxy,
+ * ketama-md5, varnish-shard, envoy-ring, envoy-maglev, whose options are
+ * the table's too: ngx_chash_flavor_options.c).
  *     chash_snapshot FILE ...;     chash_migrate FILE rollout=VALUE ...;
  *
  * The stream twin of ngx_http_upstream_chash_module, and the same code: the

@@ -2,6 +2,7 @@
 
 #include "chash/address.h"
 #include "flavor_options.h"  // engine/: the program options, as rows
+#include "flavors.h"  // engine/: the flavor rows
 
 #include <algorithm>
 #include <array>
@@ -26,14 +27,15 @@ constexpr std::string_view kServersInput = R"(
                         points, `backup` after `hash` is refused
 )";
 
+// --flavor's list of names is the flavor table's (PrintUsage writes it).
 constexpr std::string_view kRingShape = R"(
-  --flavor F            nginx (default), pingora-v1, pingora-v2 or resty
-                        (OpenResty's resty.chash: the first field of a
-                        servers line is an opaque id, hashed as is);
-                        --mode F is the old spelling, still accepted; and
-                        the other programs' rings: haproxy, ketama-md5,
-                        varnish-shard, envoy-ring, envoy-maglev (snapshot
-                        format 1.4; plan tries their own setting)
+  --flavor F            the ring's program (default nginx); resty is
+                        OpenResty's resty.chash (the first field of a
+                        servers line is an opaque id, hashed as is); the
+                        flavors after resty are the other programs' rings
+                        (snapshot format 1.4; plan tries their own
+                        setting); --mode F is the old spelling, still
+                        accepted
   --multiple K          points per weight unit, pingora-v2 and resty only
                         (default 160)
 )";
@@ -488,6 +490,20 @@ void PrintUsage(const Command& command, Form form, std::FILE* out) {
                                      std::pair{!command.options.empty(), command.options},
                                      std::pair{takes(kTakesNewRing), kNewRing}}) {
     if (!taken) continue;
+    if (block == kRingShape) {
+      // --flavor's text, the table's names under it, then the rest.
+      const size_t multiple = block.find("\n  --multiple");
+      Put(block.substr(1, multiple), out);
+      try {
+        std::string flavors;
+        PutWrapped(flavors, 0, "one of " + internal::FlavorNameList());
+        Put(flavors, out);
+      } catch (const std::bad_alloc&) {
+        Put("  (the flavor names: out of memory)\n", out);
+      }
+      Put(block.substr(multiple + 1), out);
+      continue;
+    }
     if (block == kProgramRing) {
       try {
         Put(ProgramOptionsUsage(), out);

@@ -127,7 +127,7 @@ void Ring::CacheColumns() noexcept {
 
 CHASH_LINE_ALIGNED uint32_t Ring::FindNodeByHash(uint32_t hash) const noexcept {
   if (column_lookup_size_ == 0) [[unlikely]] {
-    return FindNodeByHashByFlavorRule(hash);
+    return FindNodeByHashOther(hash);
   }
   return internal::DispatchFindNodeByHash(*view_, hash);
 }
@@ -145,19 +145,19 @@ uint32_t ResolveSlot(const internal::RingState& state, const internal::SearchVie
 }
 }  // namespace
 
-uint32_t Ring::FindNodeByHashByFlavorRule(uint32_t hash) const noexcept {
+uint32_t Ring::FindNodeByHashOther(uint32_t hash) const noexcept {
   if (size_ == 0 || wide_) return kNoNode;
   return nodes_[ResolveSlot(*state_, *view_, hash, internal::DispatchLowerBoundSlot(*view_, hash))];
 }
 
 CHASH_LINE_ALIGNED uint32_t Ring::FindNode(std::string_view key) const noexcept {
   if (fused_crc32_size_ == 0) [[unlikely]] {
-    return FindNodeByFlavorRule(key);
+    return FindNodeOther(key);
   }
   return internal::DispatchFindNodeByKey(*view_, key);
 }
 
-uint32_t Ring::FindNodeByFlavorRule(std::string_view key) const noexcept {
+uint32_t Ring::FindNodeOther(std::string_view key) const noexcept {
   if (size_ == 0) return kNoNode;
   return FindNodeByHash64(KeyHash(key));
 }

@@ -514,8 +514,11 @@ class Ring {
   explicit Ring(std::unique_ptr<internal::RingState> state) noexcept;
   void CacheColumns() noexcept;
 
-  uint32_t FindNodeByFlavorRule(std::string_view key) const noexcept;
-  uint32_t FindNodeByHashByFlavorRule(uint32_t hash) const noexcept;
+  // The flavor's own key hash, then its lookup rule (every ring whose
+  // FindNode is not the fused CRC32 kernel). Named "Other" in 1.0's
+  // exported symbols: the name stays until 2.0.
+  uint32_t FindNodeOther(std::string_view key) const noexcept;
+  uint32_t FindNodeByHashOther(uint32_t hash) const noexcept;
   PointCursor CursorAt(uint32_t slot) const noexcept;
 
   // Cached from state_ for the lookup path (the state never moves).

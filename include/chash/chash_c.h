@@ -718,7 +718,7 @@ CHASH_C_API int chash_ring_backend_fingerprint(const chash_ring *ring,
 /* 64 lower-case hex digits and a NUL into out (65 bytes). */
 CHASH_C_API int chash_fingerprint_hex(const uint8_t *fingerprint, char *out) CHASH_C_NOEXCEPT;
 
-/* ---- Snapshots (include/chash/snapshot.h: the file format, the checks) ---- */
+/* ---- Snapshots (the format: engine/snapshot/FORMAT.md; the checks: snapshot.h) */
 
 #define CHASH_PUBLIC_KEY_SIZE 32 /* an Ed25519 public key */
 #define CHASH_KEY_ID_SIZE 8      /* the key id a signed snapshot names */

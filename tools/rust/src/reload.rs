@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::owned::{sized, Owned};
 use crate::ring::Ring;
-use crate::snapshot::{LoadOptions, Snapshot, SnapshotCheck, SnapshotError};
+use crate::snapshot::{unix_seconds, LoadOptions, Snapshot, SnapshotCheck, SnapshotError};
 use crate::{ffi, Continuum, Error, ErrorKind};
 
 /// How a [`Reloader`] loads and what it keeps.
@@ -453,14 +453,11 @@ impl Reloader {
             last_check: SnapshotCheck::from_code(raw.last_check),
             last_error: raw.last_error,
             last_message: message_text(&raw.last_message),
-            last_refused_unix_seconds: (raw.last_refused_unix_seconds != 0)
-                .then_some(raw.last_refused_unix_seconds),
-            checking_since_unix_seconds: (raw.checking_since_unix_seconds != 0)
-                .then_some(raw.checking_since_unix_seconds),
+            last_refused_unix_seconds: unix_seconds(raw.last_refused_unix_seconds),
+            checking_since_unix_seconds: unix_seconds(raw.checking_since_unix_seconds),
             serving_last_good: raw.serving_last_good != 0,
             state_error: (raw.state_error != 0).then(|| message_text(&raw.state_message)),
-            served_expires_unix_seconds: (raw.served_expires_unix_seconds != 0)
-                .then_some(raw.served_expires_unix_seconds),
+            served_expires_unix_seconds: unix_seconds(raw.served_expires_unix_seconds),
             serving_expired: raw.serving_expired != 0,
             state_file: (raw.state_file[0] != 0).then(|| message_text(&raw.state_file)),
         }

@@ -508,6 +508,11 @@ impl fmt::Debug for Snapshot {
     }
 }
 
+// A Unix time of the C structs, where 0 stands for none.
+pub(crate) fn unix_seconds(seconds: i64) -> Option<i64> {
+    (seconds != 0).then_some(seconds)
+}
+
 fn c_path(path: &Path) -> Result<CString, String> {
     CString::new(path.as_os_str().as_bytes())
         .map_err(|_| format!("io: the path '{}' holds a NUL byte", path.display()))
@@ -574,8 +579,7 @@ impl Snapshot {
             file_bytes: info.file_bytes,
             config_version: info.config_version,
             created_unix_seconds: info.created_unix_seconds,
-            expires_unix_seconds: (info.expires_unix_seconds != 0)
-                .then_some(info.expires_unix_seconds),
+            expires_unix_seconds: unix_seconds(info.expires_unix_seconds),
             flavor: Flavor::from_code(info.flavor),
             point_multiple: info.point_multiple,
             buckets: info.nodes,

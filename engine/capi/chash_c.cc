@@ -463,16 +463,27 @@ uint32_t chash_ring_node_weight(const chash_ring* ring, uint32_t node) noexcept 
 // ---- Statistics and identity
 // ---------------------------------------------------------------------
 
+extern "C++" {  // a template cannot have C linkage
+namespace {
+// The four memory counts chash::MemoryUsage and chash::RingStats share with
+// chash_memory_usage and chash_ring_stats.
+template <typename From, typename To>
+void CopyByteCounts(const From& from, To& to) noexcept {
+  to.column_bytes = from.column_bytes;
+  to.other_bytes = from.other_bytes;
+  to.index_bytes = from.index_bytes;
+  to.collision_table_bytes = from.collision_table_bytes;
+}
+}  // namespace
+}  // extern "C++"
+
 int chash_ring_memory_usage(const chash_ring* ring, chash_memory_usage* out) noexcept {
   if (ring == nullptr) return NullArgument("chash_ring_memory_usage", "ring");
   if (out == nullptr) return NullArgument("chash_ring_memory_usage", "out");
   const chash::MemoryUsage usage = ring->ring.memory_usage();
   chash_memory_usage value{};
   value.size = sizeof value;
-  value.column_bytes = usage.column_bytes;
-  value.other_bytes = usage.other_bytes;
-  value.index_bytes = usage.index_bytes;
-  value.collision_table_bytes = usage.collision_table_bytes;
+  CopyByteCounts(usage, value);
   return WriteGrowingStruct("chash_ring_memory_usage", out, value);
 }
 
@@ -489,10 +500,7 @@ int chash_ring_stats_compute(const chash_ring* ring, chash_ring_stats* out) noex
     value.points_generated = stats.points_generated;
     value.points = stats.points;
     value.collisions = stats.collisions;
-    value.column_bytes = stats.column_bytes;
-    value.other_bytes = stats.other_bytes;
-    value.index_bytes = stats.index_bytes;
-    value.collision_table_bytes = stats.collision_table_bytes;
+    CopyByteCounts(stats, value);
     value.bytes_per_point = stats.bytes_per_point;
     value.cv_predicted = stats.cv_predicted;
     value.cv_measured = stats.cv_measured;

@@ -27,6 +27,22 @@ const chash::internal::FlavorOption* FlavorOptionOf(uint32_t flavor, uint32_t i)
   return nullptr;
 }
 
+// CHASH_E_BAD_ARGUMENT naming the value and the flavors there are.
+int UnknownFlavor(const char* function, uint32_t flavor) noexcept {
+  return Guard([&] {
+    return Fail(CHASH_E_BAD_ARGUMENT, std::string(function) + ": unknown flavor " +
+                                          std::to_string(flavor) + " (" +
+                                          chash::internal::FlavorByteList() + ")");
+  });
+}
+
+// A text column of the i-th option row of a flavor; nullptr past its last.
+const char* FlavorOptionText(uint32_t flavor, uint32_t i,
+                             std::string_view chash::internal::FlavorOption::*column) noexcept {
+  const chash::internal::FlavorOption* row = FlavorOptionOf(flavor, i);
+  return row == nullptr ? nullptr : (row->*column).data();
+}
+
 // FlavorOptionValues of every row, made once: static strings for the C API.
 // nullptr if they could not be allocated.
 const std::vector<std::string>* OptionValueTexts() noexcept {
@@ -67,13 +83,7 @@ int chash_flavor_from_name(const char* name, size_t name_len, uint32_t* flavor) 
 int chash_flavor_property(uint32_t flavor, uint32_t property, uint64_t* value) noexcept {
   if (value == nullptr) return NullArgument("chash_flavor_property", "value");
   const chash::internal::FlavorRow* row = FlavorRowOf(flavor);
-  if (row == nullptr) {
-    return Guard([&] {
-      return Fail(CHASH_E_BAD_ARGUMENT, "chash_flavor_property: unknown flavor " +
-                                            std::to_string(flavor) + " (" +
-                                            chash::internal::FlavorByteList() + ")");
-    });
-  }
+  if (row == nullptr) return UnknownFlavor("chash_flavor_property", flavor);
   switch (property) {
     case CHASH_PROPERTY_KEY_HASH_BITS:
       *value = row->key_hash_bits;
@@ -105,13 +115,11 @@ int chash_flavor_property(uint32_t flavor, uint32_t property, uint64_t* value) n
 }
 
 const char* chash_flavor_option_name(uint32_t flavor, uint32_t i) noexcept {
-  const chash::internal::FlavorOption* row = FlavorOptionOf(flavor, i);
-  return row == nullptr ? nullptr : row->name.data();
+  return FlavorOptionText(flavor, i, &chash::internal::FlavorOption::name);
 }
 
 const char* chash_flavor_option_alias(uint32_t flavor, uint32_t i) noexcept {
-  const chash::internal::FlavorOption* row = FlavorOptionOf(flavor, i);
-  return row == nullptr ? nullptr : row->alias.data();
+  return FlavorOptionText(flavor, i, &chash::internal::FlavorOption::alias);
 }
 
 const char* chash_flavor_option_values(uint32_t flavor, uint32_t i) noexcept {
@@ -122,13 +130,11 @@ const char* chash_flavor_option_values(uint32_t flavor, uint32_t i) noexcept {
 }
 
 const char* chash_flavor_option_default(uint32_t flavor, uint32_t i) noexcept {
-  const chash::internal::FlavorOption* row = FlavorOptionOf(flavor, i);
-  return row == nullptr ? nullptr : row->default_text.data();
+  return FlavorOptionText(flavor, i, &chash::internal::FlavorOption::default_text);
 }
 
 const char* chash_flavor_option_what(uint32_t flavor, uint32_t i) noexcept {
-  const chash::internal::FlavorOption* row = FlavorOptionOf(flavor, i);
-  return row == nullptr ? nullptr : row->what.data();
+  return FlavorOptionText(flavor, i, &chash::internal::FlavorOption::what);
 }
 
 int chash_ring_options_set(chash_ring_options* options, uint32_t flavor, const char* name,
@@ -142,13 +148,7 @@ int chash_ring_options_set(chash_ring_options* options, uint32_t flavor, const c
     return Fail(CHASH_E_BAD_ARGUMENT,
                 "chash_ring_options_set: options->size is not sizeof(chash_ring_options)");
   }
-  if (FlavorRowOf(flavor) == nullptr) {
-    return Guard([&] {
-      return Fail(CHASH_E_BAD_ARGUMENT, "chash_ring_options_set: unknown flavor " +
-                                            std::to_string(flavor) + " (" +
-                                            chash::internal::FlavorByteList() + ")");
-    });
-  }
+  if (FlavorRowOf(flavor) == nullptr) return UnknownFlavor("chash_ring_options_set", flavor);
   return Fail(
       chash::internal::SetFlavorOption(*options, static_cast<chash::Flavor>(flavor), name, value));
 }

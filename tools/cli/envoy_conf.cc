@@ -709,6 +709,25 @@ Status RefuseIfGiven(const EnvoyYaml& yaml, yaml_node_t* mapping, std::string_vi
   return Bad(yaml.Where(node) + ": " + std::string(key) + ": " + std::string(why));
 }
 
+// The lb_policy's own config message (`own`, nullptr if not given), its keys
+// checked; the other policy's config refused, since this policy does not
+// read it.
+Result<yaml_node_t*> PolicyConfig(const EnvoyYaml& yaml, yaml_node_t* cluster,
+                                  std::string_view policy, std::string_view own,
+                                  std::string_view other,
+                                  std::initializer_list<std::string_view> keys) {
+  if (Status refused = RefuseIfGiven(yaml, cluster, other,
+                                     "given with lb_policy " + std::string(policy) +
+                                         ", which does not read it");
+      !refused.ok()) {
+    return refused;
+  }
+  Result<yaml_node_t*> config = yaml.Message(cluster, own);
+  if (!config.ok()) return config.status();
+  if (Status checked = yaml.CheckKeys(config.value(), own, keys); !checked.ok()) return checked;
+  return config;
+}
+
 // A Locality message: (region, zone, sub_zone), nullopt if not given.
 Result<std::optional<Locality>> ReadLocality(const EnvoyYaml& yaml, yaml_node_t* mapping) {
   Result<yaml_node_t*> node = yaml.Message(mapping, "locality");
@@ -762,18 +781,10 @@ Status ReadLbPolicy(const EnvoyYaml& yaml, yaml_node_t* cluster, RingOptions& op
   if (where == nullptr) where = cluster;
   if (policy.value() == 2) {
     options.flavor = Flavor::kEnvoyRing;
-    if (Status refused = RefuseIfGiven(yaml, cluster, "maglev_lb_config",
-                                       "given with lb_policy RING_HASH, which does not read it");
-        !refused.ok()) {
-      return refused;
-    }
-    Result<yaml_node_t*> config = yaml.Message(cluster, "ring_hash_lb_config");
+    Result<yaml_node_t*> config =
+        PolicyConfig(yaml, cluster, "RING_HASH", "ring_hash_lb_config", "maglev_lb_config",
+                     {"minimum_ring_size", "maximum_ring_size", "hash_function"});
     if (!config.ok()) return config.status();
-    if (Status keys = yaml.CheckKeys(config.value(), "ring_hash_lb_config",
-                                     {"minimum_ring_size", "maximum_ring_size", "hash_function"});
-        !keys.ok()) {
-      return keys;
-    }
     Result<std::optional<uint64_t>> min =
         yaml.Uint(config.value(), "minimum_ring_size", 0, 8388608, "lte 8388608");
     if (!min.ok()) return min.status();
@@ -802,17 +813,9 @@ Status ReadLbPolicy(const EnvoyYaml& yaml, yaml_node_t* cluster, RingOptions& op
   }
   if (policy.value() == 5) {
     options.flavor = Flavor::kEnvoyMaglev;
-    if (Status refused = RefuseIfGiven(yaml, cluster, "ring_hash_lb_config",
-                                       "given with lb_policy MAGLEV, which does not read it");
-        !refused.ok()) {
-      return refused;
-    }
-    Result<yaml_node_t*> config = yaml.Message(cluster, "maglev_lb_config");
+    Result<yaml_node_t*> config = PolicyConfig(yaml, cluster, "MAGLEV", "maglev_lb_config",
+                                               "ring_hash_lb_config", {"table_size"});
     if (!config.ok()) return config.status();
-    if (Status keys = yaml.CheckKeys(config.value(), "maglev_lb_config", {"table_size"});
-        !keys.ok()) {
-      return keys;
-    }
     Result<std::optional<uint64_t>> size =
         yaml.Uint(config.value(), "table_size", 0, 5000011, "lte 5000011");
     if (!size.ok()) return size.status();

@@ -567,6 +567,38 @@ invalid:
 }
 
 
+/* Why a snapshot upstream refuses what pc says it has, or NULL. */
+static const char *
+ngx_chash_policy_refusal(const ngx_chash_policy_conf_t *pc)
+{
+    if (pc->has_servers) {
+        return "the upstream has chash_snapshot: its servers are the "
+               "snapshot's nodes; remove its `server` lines";
+    }
+
+    if (pc->has_zone) {
+        return "the upstream has chash_snapshot: `zone` is not supported "
+               "(its peers change with the file, per worker)";
+    }
+
+    if (pc->multiple) {
+        return "\"multiple=\" comes from the snapshot with chash_snapshot";
+    }
+
+    if (pc->id_set) {
+        return "\"id=\" is for server lines: with chash_snapshot, the ids "
+               "are the snapshot's node addresses";
+    }
+
+    if (pc->has_options) {
+        return "the ring's options (hash_function=, replicas=, ...) come "
+               "from the snapshot with chash_snapshot";
+    }
+
+    return NULL;
+}
+
+
 ngx_int_t
 ngx_chash_policy_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
     ngx_chash_source_t *snap, ngx_chash_source_t *next,
@@ -574,42 +606,13 @@ ngx_chash_policy_init_conf(ngx_conf_t *cf, const ngx_chash_upstream_t *up,
 {
     u_char               err[NGX_CHASH_ERR_LEN];
     ngx_uint_t           i;
+    const char          *refusal;
     ngx_chash_source_t  *srcs[2];
 
-    if (pc->has_servers) {
-        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "the upstream has "
-                                 "chash_snapshot: its servers are the "
-                                 "snapshot's nodes; remove its `server` "
-                                 "lines");
-        return NGX_ERROR;
-    }
+    refusal = ngx_chash_policy_refusal(pc);
 
-    if (pc->has_zone) {
-        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "the upstream has "
-                                 "chash_snapshot: `zone` is not supported "
-                                 "(its peers change with the file, per "
-                                 "worker)");
-        return NGX_ERROR;
-    }
-
-    if (pc->multiple) {
-        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "\"multiple=\" "
-                                 "comes from the snapshot with "
-                                 "chash_snapshot");
-        return NGX_ERROR;
-    }
-
-    if (pc->id_set) {
-        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "\"id=\" is for "
-                                 "server lines: with chash_snapshot, the "
-                                 "ids are the snapshot's node addresses");
-        return NGX_ERROR;
-    }
-
-    if (pc->has_options) {
-        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "the ring's options "
-                                 "(hash_function=, replicas=, ...) come "
-                                 "from the snapshot with chash_snapshot");
+    if (refusal) {
+        ngx_chash_upstream_error(cf, NGX_LOG_EMERG, up, "%s", refusal);
         return NGX_ERROR;
     }
 

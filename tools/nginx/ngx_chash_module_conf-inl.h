@@ -377,28 +377,39 @@ ngx_chash_module_postconfiguration(ngx_conf_t *cf)
 }
 
 
-/* A complex value of the protocol compiled from value, or NULL. */
-static ngx_chash_cv_t *
-ngx_chash_module_cv(ngx_conf_t *cf, ngx_str_t *value)
+/* value compiled into cv, a complex value of the protocol. */
+static ngx_int_t
+ngx_chash_module_compile(ngx_conf_t *cf, ngx_str_t *value, ngx_chash_cv_t *cv)
 {
-    ngx_chash_cv_t   *cv;
-    ngx_chash_ccv_t   ccv;
-
-    cv = ngx_palloc(cf->pool, sizeof(ngx_chash_cv_t));
-    if (cv == NULL) {
-        return NULL;
-    }
+    ngx_chash_ccv_t  ccv;
 
     ngx_memzero(&ccv, sizeof(ngx_chash_ccv_t));
     ccv.cf = cf;
     ccv.value = value;
     ccv.complex_value = cv;
 
-    if (ngx_chash_compile_complex_value(&ccv) != NGX_OK) {
-        return NULL;
+    return ngx_chash_compile_complex_value(&ccv);
+}
+
+
+/*
+ * A parameter compiled only when set (given, or holding a variable): *cv is
+ * then value's complex value, allocated; otherwise *cv is left as it is.
+ */
+static ngx_int_t
+ngx_chash_module_cv(ngx_conf_t *cf, ngx_uint_t set, ngx_str_t *value,
+    ngx_chash_cv_t **cv)
+{
+    if (!set) {
+        return NGX_OK;
     }
 
-    return cv;
+    *cv = ngx_palloc(cf->pool, sizeof(ngx_chash_cv_t));
+    if (*cv == NULL) {
+        return NGX_ERROR;
+    }
+
+    return ngx_chash_module_compile(cf, value, *cv);
 }
 
 
@@ -414,7 +425,6 @@ ngx_chash_module_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_chash_srv_conf_t  *ccf = conf;
 
     ngx_str_t                *value;
-    ngx_chash_ccv_t           ccv;
     ngx_chash_directive_t     d;
     ngx_chash_up_srv_conf_t  *uscf;
 
@@ -424,13 +434,7 @@ ngx_chash_module_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
 
-    ngx_memzero(&ccv, sizeof(ngx_chash_ccv_t));
-
-    ccv.cf = cf;
-    ccv.value = &value[1];
-    ccv.complex_value = &ccf->key;
-
-    if (ngx_chash_compile_complex_value(&ccv) != NGX_OK) {
+    if (ngx_chash_module_compile(cf, &value[1], &ccf->key) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
@@ -448,11 +452,10 @@ ngx_chash_module_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ccf->bounded_load = d.bounded_load;
     ccf->options = d.options;
 
-    if (d.has_subset) {
-        ccf->subset = ngx_chash_module_cv(cf, &d.subset);
-        if (ccf->subset == NULL) {
-            return NGX_CONF_ERROR;
-        }
+    if (ngx_chash_module_cv(cf, d.has_subset, &d.subset, &ccf->subset)
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
     uscf = ngx_chash_conf_upstream(cf);
@@ -470,21 +473,27 @@ ngx_chash_module_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 /*
- * The file of chash_snapshot or chash_migrate, its common parameters
- * parsed; the others are left in rest (nrest of them) for the directive.
+ * *srcp: the file of chash_snapshot or chash_migrate (a second one in an
+ * upstream is a duplicate), its common parameters parsed; the others are
+ * left in rest (nrest of them) for the directive.
  */
-static ngx_chash_source_t *
-ngx_chash_module_source(ngx_conf_t *cf, ngx_str_t **rest, ngx_uint_t *nrest)
+static char *
+ngx_chash_module_source(ngx_conf_t *cf, ngx_chash_source_t **srcp,
+    ngx_str_t **rest, ngx_uint_t *nrest)
 {
     ngx_str_t           *value;
     ngx_chash_source_t  *src;
+
+    if (*srcp) {
+        return "is duplicate";
+    }
 
     value = cf->args->elts;
 
     *rest = ngx_palloc(cf->pool, cf->args->nelts * sizeof(ngx_str_t));
     src = ngx_pcalloc(cf->pool, sizeof(ngx_chash_source_t));
     if (*rest == NULL || src == NULL) {
-        return NULL;
+        return NGX_CONF_ERROR;
     }
 
     src->directive = value[0];
@@ -492,10 +501,12 @@ ngx_chash_module_source(ngx_conf_t *cf, ngx_str_t **rest, ngx_uint_t *nrest)
     if (ngx_chash_source_parse(cf, src, value, cf->args->nelts, *rest, nrest)
         != NGX_CONF_OK)
     {
-        return NULL;
+        return NGX_CONF_ERROR;
     }
 
-    return src;
+    *srcp = src;
+
+    return NGX_CONF_OK;
 }
 
 
@@ -509,17 +520,14 @@ ngx_chash_module_snapshot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_chash_srv_conf_t  *ccf = conf;
 
+    char                     *rv;
     ngx_str_t                *rest;
     ngx_uint_t                nrest;
     ngx_chash_up_srv_conf_t  *uscf;
 
-    if (ccf->snap) {
-        return "is duplicate";
-    }
-
-    ccf->snap = ngx_chash_module_source(cf, &rest, &nrest);
-    if (ccf->snap == NULL) {
-        return NGX_CONF_ERROR;
+    rv = ngx_chash_module_source(cf, &ccf->snap, &rest, &nrest);
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
     /* nginx refuses an upstream block without servers: a placeholder that
@@ -547,17 +555,14 @@ ngx_chash_module_migrate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_chash_srv_conf_t  *ccf = conf;
 
+    char                        *rv;
     ngx_str_t                   *rest;
     ngx_uint_t                   nrest;
     ngx_chash_migrate_params_t   mp;
 
-    if (ccf->next) {
-        return "is duplicate";
-    }
-
-    ccf->next = ngx_chash_module_source(cf, &rest, &nrest);
-    if (ccf->next == NULL) {
-        return NGX_CONF_ERROR;
+    rv = ngx_chash_module_source(cf, &ccf->next, &rest, &nrest);
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
     ngx_memzero(&mp, sizeof(ngx_chash_migrate_params_t));
@@ -571,18 +576,12 @@ ngx_chash_module_migrate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ccf->rollout_text = mp.rollout;
     ccf->rollout_ppm = mp.rollout_ppm;
 
-    if (mp.rollout_is_var) {
-        ccf->rollout = ngx_chash_module_cv(cf, &mp.rollout);
-        if (ccf->rollout == NULL) {
-            return NGX_CONF_ERROR;
-        }
-    }
-
-    if (mp.has_scope) {
-        ccf->scope = ngx_chash_module_cv(cf, &mp.scope);
-        if (ccf->scope == NULL) {
-            return NGX_CONF_ERROR;
-        }
+    if (ngx_chash_module_cv(cf, mp.rollout_is_var, &mp.rollout, &ccf->rollout)
+        != NGX_OK
+        || ngx_chash_module_cv(cf, mp.has_scope, &mp.scope, &ccf->scope)
+           != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;

@@ -871,6 +871,14 @@ def check_refused(servers, hosts):
     return len(seen)
 
 
+def check_closed(label, upstreams, servers, counted=""):
+    """check_refused over servers (no hosts), then the run's size on a line:
+    "LABEL: N upstreams, M addresses checked closed[, COUNTED]"."""
+    n = check_refused(servers, {})
+    print("%s: %d upstreams, %d addresses checked closed%s" %
+          (label, len(upstreams), n, ", " + counted if counted else ""), flush=True)
+
+
 def random_keys(rng, n):
     alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~"
     keys = ["", "a", "0"]

@@ -225,6 +225,22 @@ class Blackhole:
 
 check_refused = harness.check_refused
 
+
+def run_clients(ngx, upstreams, clients, started):
+    """One TCP session from each client to each upstream's first port, client
+    by client, every upstream in turn (test_stream.run_tcp); then their time
+    since started, and a check that every session was logged. Returns
+    {(upstream name, client index): Session}."""
+    import test_stream  # it imports this module: not at load time
+    plan = [((u.name, ki), src, u.ports[0]) for ki, src in enumerate(clients) for u in upstreams]
+    results = test_stream.run_tcp(ngx, plan)
+    print("stream: %d TCP sessions in %.1f s" % (len(plan), time.monotonic() - started),
+          flush=True)
+    harness.check(len(results) == len(plan), "stream: %d of %d sessions logged" %
+                  (len(results), len(plan)))
+    return results
+
+
 _LISTEN_PORTS = set()
 
 

@@ -221,9 +221,9 @@ def run_http(args, rng, workdir):
                                    for s in servers]))
         upstreams.append(Upstream(name + "_snap", "chash $http_x_key", [],
                                   extra="chash_snapshot %s max_fails=0;" % snap))
-    n = harness.check_refused([Server(s.addr) for f in fleets.values() for s in f[0]], {})
-    print("http: %d upstreams, %d addresses checked closed, %d keys" %
-          (len(upstreams), n, len(keys)), flush=True)
+    harness.check_closed("http", upstreams,
+                         [Server(s.addr) for f in fleets.values() for s in f[0]],
+                         "%d keys" % len(keys))
     ngx = Nginx(module=args.module, keep=args.keep)
     started = time.monotonic()
     try:
@@ -252,12 +252,11 @@ def run_http(args, rng, workdir):
 
 def run_stream(args, rng, workdir):
     import stream_harness as sh
-    import test_stream
     names = list(FLAVORS)
     fleets = prepare(args, rng, workdir, names)
     clients = harness.client_addresses(rng, args.keys // 2)
     keys = [c.encode() for c in clients]
-    upstreams, port_of = [], {}
+    upstreams = []
     for name in names:
         servers, _, snap = fleets[name]
         for u, bal, lines, extra in (
@@ -265,23 +264,16 @@ def run_stream(args, rng, workdir):
                  [Server(s.addr, int(s.weight), False, "max_fails=0") for s in servers], ""),
                 (name + "_snap", "chash $remote_addr", [],
                  "chash_snapshot %s max_fails=0;" % snap)):
-            port_of[u] = sh.listen_port()
-            upstreams.append(sh.StreamUpstream(u, bal, lines, [port_of[u]], extra=extra))
-    n = harness.check_refused([Server(s.addr) for f in fleets.values() for s in f[0]], {})
-    print("stream: %d upstreams, %d addresses checked closed, %d client addresses" %
-          (len(upstreams), n, len(clients)), flush=True)
+            upstreams.append(sh.StreamUpstream(u, bal, lines, [sh.listen_port()], extra=extra))
+    harness.check_closed("stream", upstreams,
+                         [Server(s.addr) for f in fleets.values() for s in f[0]],
+                         "%d client addresses" % len(clients))
     ngx = sh.StreamNginx(stream_module=args.stream_module, keep=args.keep)
     started = time.monotonic()
     try:
         ngx.write_stream_conf(upstreams, tries=TRIES)
         ngx.start()
-        plan = [((u.name, ki), src, port_of[u.name])
-                for ki, src in enumerate(clients) for u in upstreams]
-        results = test_stream.run_tcp(ngx, plan)
-        print("stream: %d TCP sessions in %.1f s" % (len(plan), time.monotonic() - started),
-              flush=True)
-        check(len(results) == len(plan), "stream: %d of %d sessions logged" %
-              (len(results), len(plan)))
+        results = sh.run_clients(ngx, upstreams, clients, started)
         for name in names:
             chains = {}
             for (u, ki), session in results.items():
@@ -363,10 +355,9 @@ def run_migrations(args, workdir):
     upstreams = [Upstream(name, "chash $http_x_key", [], extra=(
         "chash_snapshot %s max_fails=0;\n        chash_migrate %s rollout=$arg_r seed=%s;"
         % (old, new, MIGRATION_SEED))) for program, name, servers, rows, old, new in sets]
-    n = harness.check_refused([harness.Server(s.addr) for _, _, servers, _, _, _ in sets
-                               for s in servers], {})
-    print("flavor migration: %d upstreams, %d addresses checked closed" % (len(upstreams), n),
-          flush=True)
+    harness.check_closed("flavor migration", upstreams,
+                         [harness.Server(s.addr) for _, _, servers, _, _, _ in sets
+                          for s in servers])
     ngx = Nginx(module=args.module, keep=args.keep, log_vars=LOG_VARS)
     started = time.monotonic()
     try:

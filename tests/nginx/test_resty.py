@@ -306,9 +306,7 @@ def run_http(args, rng, cli, workdir):
                  extra="chash_snapshot %s max_fails=0;" % snap),
     ]
     all_servers = plain + down + apisix + snap_servers
-    n = harness.check_refused(all_servers, {})
-    print("HTTP: %d upstreams, %d addresses checked closed, %d keys" %
-          (len(upstreams), n, len(keys)), flush=True)
+    harness.check_closed("HTTP", upstreams, all_servers, "%d keys" % len(keys))
     ngx = Nginx(module=args.module, keep=args.keep)
     started = time.monotonic()
     try:
@@ -359,7 +357,6 @@ def run_http(args, rng, cli, workdir):
 
 def run_stream(args, rng, cli, workdir):
     import stream_harness as sh
-    import test_stream
     ports = harness.PortPool(rng)
     nkeys = args.keys
     clients = harness.client_addresses(rng, nkeys)
@@ -367,31 +364,22 @@ def run_stream(args, rng, cli, workdir):
     down = harness.with_down(rng, resty_servers(rng, ports, args.servers // 2), 0.2)
     snap_servers = resty_servers(rng, ports, args.servers // 2)
     snap, snap_nginx = cli.snapshots(snap_servers, plain)
-    port_of = {}
     upstreams = []
     for name, bal, servers, extra in (
             ("resty", "chash $remote_addr flavor=resty", plain, ""),
             ("resty16_down", "chash $remote_addr flavor=resty multiple=16", down, ""),
             ("resty_snap", "chash $remote_addr", [],
              "chash_snapshot %s max_fails=0;" % snap)):
-        port_of[name] = sh.listen_port()
-        upstreams.append(sh.StreamUpstream(name, bal, servers, [port_of[name]], extra=extra))
-    n = harness.check_refused(plain + down + snap_servers, {})
-    print("stream: %d upstreams, %d addresses checked closed, %d client addresses" %
-          (len(upstreams), n, nkeys), flush=True)
+        upstreams.append(sh.StreamUpstream(name, bal, servers, [sh.listen_port()], extra=extra))
+    harness.check_closed("stream", upstreams, plain + down + snap_servers,
+                         "%d client addresses" % nkeys)
     ngx = sh.StreamNginx(stream_module=args.stream_module, keep=args.keep)
     started = time.monotonic()
     try:
         ngx.write_stream_conf(upstreams, tries=TRIES)
         ngx.start()
         resty_notices(ngx, 2)
-        plan = [((u.name, ki), src, port_of[u.name])
-                for ki, src in enumerate(clients) for u in upstreams]
-        results = test_stream.run_tcp(ngx, plan)
-        print("stream: %d TCP sessions in %.1f s" % (len(plan), time.monotonic() - started),
-              flush=True)
-        check(len(results) == len(plan), "stream: %d of %d sessions logged" %
-              (len(results), len(plan)))
+        results = sh.run_clients(ngx, upstreams, clients, started)
         statuses = {results[k].status for k in results}
         check(statuses == {"502"}, "every session ends in 502 (all refused): %s" % statuses)
 

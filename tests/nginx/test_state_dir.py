@@ -75,10 +75,16 @@ def record(r, name, kind):
     return good[:-len("good")] + kind
 
 
-def started(r, name, version, n=2, timeout=15):
+def check_serving(r, name, version, failure, n=None, timeout=15):
+    """Whether every worker (n of them, else nginx's count) serves version
+    within timeout; else a failed check "NAME: FAILURE: {pid: version}"."""
     ok = r.wait_versions(name, version, n=n, timeout=timeout) is not None
-    check(ok, "%s: every worker serves %s: %s" % (name, version, r.workers(name)))
+    check(ok, "%s: %s: %s" % (name, failure, r.workers(name)))
     return ok
+
+
+def started(r, name, version, n=2, timeout=15):
+    return check_serving(r, name, version, "every worker serves %s" % version, n, timeout)
 
 
 def restart(r, name, upstreams, kw, n=2):
@@ -278,8 +284,7 @@ def case_text(args, cli, rng, proto, taken):
                        "config_version": "1"})
         write_share(share, magic, fields)
         os.rename(new, path)
-        check(r.wait_versions(name, 2) is not None, "%s: a share record alone froze the update: "
-              "%s" % (name, r.workers(name)))
+        check_serving(r, name, 2, "a share record alone froze the update")
         print("%s: a text-only share record naming the new file: the new file is served"
               % name, flush=True)
     finally:
@@ -348,8 +353,7 @@ def case_eacces(args, cli, rng, proto, taken):
         check(r.error_lines(r'upstream "%s": refused, check io' % name),
               "%s: the unreadable file refused as io" % name)
         os.chmod(path, 0o644)  # the same identity: chmod changes no mtime
-        check(r.wait_versions(name, 2) is not None, "%s: once readable, every worker serves "
-              "it: %s" % (name, r.workers(name)))
+        check_serving(r, name, 2, "once readable, every worker serves it")
         print("%s: a file unreadable for a moment: refused as io, then served by every worker"
               % name, flush=True)
     finally:

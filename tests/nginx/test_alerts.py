@@ -156,6 +156,14 @@ def alert(labels, summary):
     return {"exp_labels": labels, "exp_annotations": {"summary": summary}}
 
 
+def rule_test(input_series, *evaluations):
+    """A promtool alert rule test, one sample a minute: each evaluation
+    (eval_time, alertname, exp_alerts) says which alerts fire then."""
+    return {"interval": "1m", "input_series": input_series,
+            "alert_rule_test": [{"eval_time": t, "alertname": name, "exp_alerts": alerts}
+                                for t, name, alerts in evaluations]}
+
+
 def versions_of(cap, family="chash_snapshot_config_version"):
     return {(dict(k[1]).get("protocol", ""), dict(k[1])["upstream"], dict(k[1])["ring"]): v
             for k, v in cap.items() if k[0] == family}
@@ -276,13 +284,9 @@ def main():
                 labels["protocol"] = proto
             behind.append(alert(labels, "chash upstream %s (%s ring) on b:80 serves config "
                                 "version %d, behind the fleet" % (upstream, ring, v)))
-    tests.append({"interval": "1m",
-                  "input_series": series([(caps["v2"], 40)], "a:80") +
-                  series([(caps["v1"], 40)], "b:80"),
-                  "alert_rule_test": [
-                      {"eval_time": "5m", "alertname": "ChashHostBehindFleet", "exp_alerts": []},
-                      {"eval_time": "15m", "alertname": "ChashHostBehindFleet",
-                       "exp_alerts": behind}]})
+    tests.append(rule_test(series([(caps["v2"], 40)], "a:80") + series([(caps["v1"], 40)], "b:80"),
+                           ("5m", "ChashHostBehindFleet", []),
+                           ("15m", "ChashHostBehindFleet", behind)))
 
     refused = []
     for k, v in caps["refused"].items():
@@ -294,14 +298,10 @@ def main():
             refused.append(alert(labels, "chash upstream %s on a:80 refused a snapshot file" %
                                  d["upstream"]))
     check(len(refused) == 1, "one upstream's refusals counted: %d" % len(refused))
-    tests.append({"interval": "1m",
-                  "input_series": series([(caps["v2"], 10), (caps["refused"], 20)], "a:80"),
-                  "alert_rule_test": [
-                      {"eval_time": "5m", "alertname": "ChashSnapshotRefused", "exp_alerts": []},
-                      {"eval_time": "12m", "alertname": "ChashSnapshotRefused",
-                       "exp_alerts": refused},
-                      {"eval_time": "28m", "alertname": "ChashSnapshotRefused",
-                       "exp_alerts": []}]})
+    tests.append(rule_test(series([(caps["v2"], 10), (caps["refused"], 20)], "a:80"),
+                           ("5m", "ChashSnapshotRefused", []),
+                           ("12m", "ChashSnapshotRefused", refused),
+                           ("28m", "ChashSnapshotRefused", [])))
 
     disagree = []
     for k, v in caps["disagree"].items():
@@ -314,13 +314,9 @@ def main():
             disagree.append(alert(labels, "chash upstream %s on a:80: its workers serve %d "
                                   "versions of the %s ring" % (d["upstream"], v, d["ring"])))
     check(len(disagree) == 1, "one upstream's workers disagree: %d" % len(disagree))
-    tests.append({"interval": "1m",
-                  "input_series": series([(caps["v2"], 10), (caps["disagree"], 20)], "a:80"),
-                  "alert_rule_test": [
-                      {"eval_time": "12m", "alertname": "ChashWorkersDisagree",
-                       "exp_alerts": []},
-                      {"eval_time": "18m", "alertname": "ChashWorkersDisagree",
-                       "exp_alerts": disagree}]})
+    tests.append(rule_test(series([(caps["v2"], 10), (caps["disagree"], 20)], "a:80"),
+                           ("12m", "ChashWorkersDisagree", []),
+                           ("18m", "ChashWorkersDisagree", disagree)))
 
     age = "chash_worker_oldest_retired_generation_seconds"
     oldest = max(v for k, v in caps["pinned"].items()
@@ -329,13 +325,9 @@ def main():
                      "upstream": "slow", "severity": "info"},
                     "chash upstream slow on a:80: a retired ring has been held for %d s" %
                     (oldest + 60 * 40))]
-    tests.append({"interval": "1m",
-                  "input_series": series([(caps["pinned"], 60)], "a:80", grow={age}),
-                  "alert_rule_test": [
-                      {"eval_time": "25m", "alertname": "ChashGenerationsPinned",
-                       "exp_alerts": []},
-                      {"eval_time": "40m", "alertname": "ChashGenerationsPinned",
-                       "exp_alerts": pinned}]})
+    tests.append(rule_test(series([(caps["pinned"], 60)], "a:80", grow={age}),
+                           ("25m", "ChashGenerationsPinned", []),
+                           ("40m", "ChashGenerationsPinned", pinned)))
 
     # The expiry, as the module shows it: the file's for cache, 0 (never) for
     # the others. promtool's clock starts at 0, so the test series carries
@@ -356,16 +348,11 @@ def main():
                      "chash upstream %s on a:80 serves a ring that expired at 7200 (Unix time)" %
                      d["upstream"]) for d in expiring]
     check(len(expiring) == 1, "one upstream with an expiry: %d" % len(expiring))
-    tests.append({"interval": "1m",
-                  "input_series": series([(moved, 130)], "a:80"),
-                  "alert_rule_test": [
-                      {"eval_time": "30m", "alertname": "ChashSnapshotExpiresSoon",
-                       "exp_alerts": []},
-                      {"eval_time": "70m", "alertname": "ChashSnapshotExpiresSoon",
-                       "exp_alerts": soon},
-                      {"eval_time": "70m", "alertname": "ChashSnapshotExpired", "exp_alerts": []},
-                      {"eval_time": "125m", "alertname": "ChashSnapshotExpired",
-                       "exp_alerts": expired}]})
+    tests.append(rule_test(series([(moved, 130)], "a:80"),
+                           ("30m", "ChashSnapshotExpiresSoon", []),
+                           ("70m", "ChashSnapshotExpiresSoon", soon),
+                           ("70m", "ChashSnapshotExpired", []),
+                           ("125m", "ChashSnapshotExpired", expired)))
 
     families = {k[0] for c in caps.values() for k in c}
     queries = check_dashboard(families, workdir)

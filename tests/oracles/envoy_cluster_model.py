@@ -105,22 +105,23 @@ def get(mapping, key):
     return None
 
 
-def message(mapping, key):
-    kind, v = json_of(get(mapping, key))
-    if kind in ("absent", "null"):
-        return None
-    if kind != "object":
-        raise Refused(f"{key} is not a mapping")
+def field(mapping, key, kind, unset, refusal):
+    """key's value if it is of kind; unset if absent or null; else Refused(key + refusal)."""
+    got, v = json_of(get(mapping, key))
+    if got in ("absent", "null"):
+        return unset
+    if got != kind:
+        raise Refused(key + refusal)
     return v
 
 
+def message(mapping, key):
+    return field(mapping, key, "object", None, " is not a mapping")
+
+
 def items(mapping, key):
-    kind, v = json_of(get(mapping, key))
-    if kind in ("absent", "null"):
-        return []
-    if kind != "array":
-        raise Refused(f"{key} is not a sequence")
-    return v.value
+    node = field(mapping, key, "array", None, " is not a sequence")
+    return [] if node is None else node.value
 
 
 def atob(text):
@@ -172,12 +173,7 @@ def as_uint(mapping, key, default, lo, hi):
 
 
 def as_string(mapping, key):
-    kind, v = json_of(get(mapping, key))
-    if kind in ("absent", "null"):
-        return ""
-    if kind != "string":
-        raise Refused(f"{key}: not a string")
-    return v
+    return field(mapping, key, "string", "", ": not a string")
 
 
 def as_enum(mapping, key, names):

@@ -19,10 +19,11 @@ Exit status 1 naming each unknown name and the files that write it.
 """
 
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import tree_checks
 
 # Names of other programs' code that a manual quotes.
 QUOTED = {
@@ -74,21 +75,16 @@ def main():
         got = unknown_names(root, [probe], names)
         probe.unlink()
         probe.parent.rmdir()
-        if set(got) != {"chash_ring_walk_distinct"}:
-            print("FAIL: the checker found %s, not chash_ring_walk_distinct alone" % sorted(got))
-            return 1
-        print("ok: the checker finds a name that does not exist")
-        return 0
-    listed = subprocess.run(["git", "-C", str(root), "ls-files", "*.md"], capture_output=True,
-                            text=True, check=True).stdout.split()
-    docs = [root / p for p in listed if not p.endswith("CHANGELOG.md")]
+        return tree_checks.verdict(
+            [] if set(got) == {"chash_ring_walk_distinct"} else
+            ["the checker found %s, not chash_ring_walk_distinct alone" % sorted(got)],
+            "the checker finds a name that does not exist")
+    docs = [root / p for p in tree_checks.tracked(root, "*.md") if not p.endswith("CHANGELOG.md")]
     unknown = unknown_names(root, docs, names)
-    for name, where in sorted(unknown.items()):
-        print("FAIL: %s (in %s) names nothing in the code" % (name, ", ".join(sorted(where))))
-    if unknown:
-        return 1
-    print("ok: %d manuals, every chash_* name exists" % len(docs))
-    return 0
+    return tree_checks.verdict(
+        ["%s (in %s) names nothing in the code" % (name, ", ".join(sorted(where)))
+         for name, where in sorted(unknown.items())],
+        "%d manuals, every chash_* name exists" % len(docs))
 
 
 if __name__ == "__main__":

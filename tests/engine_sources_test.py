@@ -10,9 +10,10 @@ Exit status 1 naming each source no README names.
 """
 
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+import tree_checks
 
 
 def named(root, source, readme_text):
@@ -37,21 +38,14 @@ def main():
 
     if "--self-test" in sys.argv:
         ghost = root / "engine" / "builder" / "no_readme_names_this_file.cc"
-        if named(root, ghost, readme_text):
-            print("FAIL: a file no README names passed")
-            return 1
-        print("ok: the check finds a source no README names")
-        return 0
-    listed = subprocess.run(["git", "-C", str(root), "ls-files", "engine"], capture_output=True,
-                            text=True, check=True).stdout.split()
-    sources = [root / p for p in listed if re.search(r"\.(cc|h)$", p)]
+        return tree_checks.verdict(
+            ["a file no README names passed"] if named(root, ghost, readme_text) else [],
+            "the check finds a source no README names")
+    sources = [root / p for p in tree_checks.tracked(root, "engine") if re.search(r"\.(cc|h)$", p)]
     missing = [s for s in sources if not named(root, s, readme_text)]
-    for source in missing:
-        print("FAIL: %s is named in no README of engine/" % source.relative_to(root))
-    if missing:
-        return 1
-    print("ok: %d engine sources, each named in a README" % len(sources))
-    return 0
+    return tree_checks.verdict(
+        ["%s is named in no README of engine/" % s.relative_to(root) for s in missing],
+        "%d engine sources, each named in a README" % len(sources))
 
 
 if __name__ == "__main__":

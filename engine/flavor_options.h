@@ -26,7 +26,7 @@
 #include <string_view>
 
 #include "chash/chash_c.h"
-#include "chash/ring.h"
+#include "chash/flavors.h"
 #include "chash/status.h"
 
 namespace chash::internal {

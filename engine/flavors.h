@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "chash/ring.h"
+#include "chash/flavors.h"
 
 namespace chash::internal {
 

@@ -20,34 +20,12 @@
 #include <string>
 #include <string_view>
 
+#include "chash/flavors.h"
 #include "chash/status.h"
 
 // Public API: exported from libchash.so (built with hidden visibility).
 #pragma GCC visibility push(default)
 namespace chash {
-
-// Which program's ring to reproduce. Values are appended, never renumbered:
-// a flavor's value is the byte snapshots and fingerprints write.
-enum class Flavor : uint8_t {
-  kNginx,      // nginx `hash $key consistent;` (1.22)
-  kPingoraV1,  // pingora-ketama Continuum::new
-  kPingoraV2,  // pingora-ketama Version::V2 { point_multiple }
-  kResty,      // OpenResty lua-resty-balancer resty.chash (Apache APISIX's chash)
-  // The rings below reproduce other programs; their options are in
-  // RingOptions (ring.h), their rules in engine/reference/COMPATIBILITY.md.
-  kHaproxy,       // HAProxy `hash-type consistent` (2.x, 3.x)
-  kKetamaMd5,     // MD5 ketama: libmemcached (weighted or not), twemproxy, libketama
-  kVarnishShard,  // Varnish's shard director (vmod_directors, 6.x-7.x)
-  kEnvoyRing,     // Envoy RING_HASH (64-bit points)
-  kEnvoyMaglev,   // Envoy MAGLEV (a table, not a ring)
-};
-
-// "nginx", "pingora-v1", "pingora-v2", "resty", "haproxy", "ketama-md5",
-// "varnish-shard", "envoy-ring", "envoy-maglev"; "unknown" past the enum.
-std::string_view FlavorName(Flavor flavor) noexcept;
-// The flavor FlavorName names so (every flavor); kBadArgument for any other
-// name.
-Result<Flavor> ParseFlavor(std::string_view name);
 
 // Rust `SocketAddr` order, the pingora v2 tie-break: every IPv4 address sorts
 // before every IPv6 one; then the address bytes; then the port.

@@ -8,10 +8,13 @@
 #include "chash/crc32.h"
 #include "chash/dispatch.h"
 #include "chash/failover.h"
+#include "chash/flavors.h"
 #include "chash/identity.h"
 #include "chash/migration.h"
 #include "chash/ring.h"
 #include "chash/snapshot.h"
+#include "chash/snapshot_keys.h"
+#include "chash/snapshot_reloader.h"
 #include "chash/stats.h"
 #include "chash/status.h"
 

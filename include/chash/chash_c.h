@@ -101,7 +101,7 @@ typedef struct chash_snapshot chash_snapshot;
 #define CHASH_FLAVOR_PINGORA_V1 1u /* pingora-ketama Continuum::new */
 #define CHASH_FLAVOR_PINGORA_V2 2u /* pingora-ketama Version::V2 { point_multiple } */
 #define CHASH_FLAVOR_RESTY 3u      /* OpenResty resty.chash (APISIX): opaque ids, CRC32(ID) chains */
-/* The other programs' rings (include/chash/ring.h), with their options in
+/* The other programs' rings (include/chash/flavors.h), with their options in
  * chash_ring_options (chash_builder_new_with_options). Their keys hash as
  * their program hashes them: chash_ring_find and chash_ring_key_hash; a
  * key hash of envoy-ring and envoy-maglev is 64 bits (chash_ring_find_hash64). */

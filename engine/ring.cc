@@ -9,6 +9,7 @@
 #include "flavors.h"
 #include "hash/program_hashes.h"
 #include "ring_state.h"
+#include "routing/distinct_walk.h"
 #include "simd/search.h"
 
 namespace chash {
@@ -46,18 +47,8 @@ DistinctNodeWalk::DistinctNodeWalk(PointCursor cursor, uint32_t nodes_with_point
     : cursor_(cursor), remaining_nodes_(nodes_with_points), remaining_points_(points) {}
 
 uint32_t DistinctNodeWalk::Next() noexcept {
-  while (remaining_nodes_ > 0 && remaining_points_ > 0) {
-    const uint32_t node = cursor_.Next();
-    --remaining_points_;
-    uint64_t& word = seen_[node / 64];
-    const uint64_t bit = uint64_t{1} << (node % 64);
-    if ((word & bit) == 0) {
-      word |= bit;
-      --remaining_nodes_;
-      return node;
-    }
-  }
-  return Ring::kNoNode;
+  return internal::NextUnseenNode(cursor_, seen_.data(), kMaxNodes, remaining_points_,
+                                  remaining_nodes_);
 }
 
 // ---- Ring ----------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "chash/failover.h"
+#include "routing/distinct_walk.h"
 #include "routing/masked_walk.h"
 
 namespace chash {
@@ -27,6 +28,16 @@ uint32_t NodeWalk::Next() noexcept {
   if (ring_ == nullptr) return Ring::kNoNode;
   const Ring& ring = *ring_;
   const uint32_t num_nodes = ring.num_nodes();
+  if (mask_ == nullptr) {  // Ring::WalkDistinct's walk
+    uint64_t points_left = points_ - steps_;
+    uint32_t nodes_left = reachable_ - found_;
+    const uint32_t node =
+        internal::NextUnseenNode(cursor_, seen_, num_nodes, points_left, nodes_left);
+    steps_ = points_ - points_left;
+    found_ = reachable_ - nodes_left;
+    if (node == Ring::kNoNode) ring_ = nullptr;  // done: later calls answer at once
+    return node;
+  }
   const uint64_t count_at = std::max<uint64_t>(internal::kMinStepsBeforeScan, num_nodes);
   const CollisionLosers losers = ring.collision_losers();
   while (steps_ < points_) {

@@ -271,9 +271,9 @@ Result<uint32_t> FindNodeBoundedLoad(const Ring& ring, uint32_t hash,
 // from a key's point, each once: the first is FindAvailableNodeByHash's
 // answer, the next ones the failover order (at each hash, the winner if
 // available, else its first available collision loser, as masked lookups
-// rule). Without a mask, every node that owns a kept point, in ring order
-// (DistinctNodeWalk's order). The one walk behind retries over distinct
-// nodes in C, the nginx modules, chash.resty and the Rust crate.
+// rule). Without a mask, every node that owns a kept point, in ring order:
+// Ring::WalkDistinct's walk, by the same code. The one walk behind retries
+// over distinct nodes in C, the nginx modules, chash.resty and the Rust crate.
 //
 // The seen-set is the caller's: SeenWords(ring) words, e.g. on the stack, a
 // request's pool or a Lua buffer; no allocation here. The ring, the mask and

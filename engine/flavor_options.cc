@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "flavors.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 
 namespace chash::internal {
 namespace {

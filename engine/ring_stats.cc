@@ -8,8 +8,8 @@
 #include "chash/stats.h"
 #include "fleet/hash_runs.h"
 #include "identity/throwing_cores.h"
-#include "json_text.h"
-#include "out_of_memory.h"
+#include "util/json_text.h"
+#include "util/out_of_memory.h"
 
 namespace chash {
 namespace internal {

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <random>
 
-#include "json_text.h"  // engine/
+#include "util/json_text.h"  // engine/
 #include "ring_fixtures.h"
 #include "test_util.h"
 

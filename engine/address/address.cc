@@ -12,7 +12,7 @@
 
 #include "builder/flavor_points.h"
 #include "flavors.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 
 namespace chash {
 namespace {

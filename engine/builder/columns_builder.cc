@@ -7,7 +7,7 @@
 
 #include "builder/parallel.h"
 #include "builder/sorted_keys.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 
 namespace chash::internal {
 namespace {

@@ -15,7 +15,7 @@
 #include "chash/ring.h"
 #include "flavors.h"
 #include "hash/crc32_internal.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 #include "ring_state.h"
 
 namespace chash {

@@ -34,7 +34,7 @@
 #include "flavor_options.h"
 #include "flavors.h"
 #include "identity/hex.h"
-#include "status_codes.h"
+#include "util/status_codes.h"
 
 struct chash_builder {
   explicit chash_builder(const chash::RingOptions& ring_options)

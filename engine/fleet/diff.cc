@@ -9,7 +9,7 @@
 #include "chash/identity.h"
 #include "fleet/hash_runs.h"
 #include "identity/throwing_cores.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 #include "ring_state.h"
 
 namespace chash {

@@ -7,7 +7,7 @@
 
 #include "chash/diff.h"
 #include "identity/throwing_cores.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 
 namespace chash {
 namespace {

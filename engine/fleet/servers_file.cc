@@ -6,9 +6,9 @@
 #include <memory>
 #include <new>
 
-#include "out_of_memory.h"
-#include "read_file.h"
-#include "text_lines.h"
+#include "util/out_of_memory.h"
+#include "util/read_file.h"
+#include "util/text_lines.h"
 
 namespace chash {
 namespace {

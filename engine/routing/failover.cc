@@ -10,7 +10,7 @@
 #include "builder/build_nodes.h"
 #include "chash/crc32.h"
 #include "routing/masked_walk.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 
 namespace chash {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "identity/throwing_cores.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 
 namespace chash {
 namespace {

@@ -10,8 +10,8 @@
 #include "chash/snapshot.h"
 #include "identity/hex.h"
 #include "identity/sha256.h"
-#include "out_of_memory.h"
-#include "read_file.h"
+#include "util/out_of_memory.h"
+#include "util/read_file.h"
 #include "snapshot/format.h"
 
 namespace chash {

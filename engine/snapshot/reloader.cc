@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "chash/snapshot.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 #include "snapshot/host_state.h"
 #include "snapshot/loader.h"
 

@@ -16,7 +16,7 @@
 
 #include "chash/snapshot.h"
 #include "layout/aligned_array.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 #include "snapshot/format.h"
 #include "snapshot/loader.h"
 

@@ -24,7 +24,7 @@
 #include "ring_state.h"
 #include "snapshot/format.h"
 #include "snapshot/loader.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 
 namespace chash {
 

@@ -19,7 +19,7 @@
 #include "chash/snapshot.h"
 #include "flavors.h"
 #include "layout/columns.h"
-#include "out_of_memory.h"
+#include "util/out_of_memory.h"
 #include "identity/throwing_cores.h"
 #include "identity/sha256.h"
 #include "ring_state.h"

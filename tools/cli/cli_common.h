@@ -13,7 +13,7 @@
 
 #include "chash/chash.h"
 #include "chash/operators.h"
-#include "json_text.h"  // engine/
+#include "util/json_text.h"  // engine/
 #include "program_flavors.h"
 
 namespace chash::cli {
@@ -142,7 +142,7 @@ Result<Ring> BuildFleet(const FleetShape& fleet, Flavor flavor, uint32_t multipl
 // "0.25", "25%" or "25.5%" -> 0.25, 0.255; kBadArgument outside 0..1.
 Result<double> ParseFraction(std::string_view option, std::string_view text);
 
-// The engine's JSON writer (engine/json_text.h): one rule for numbers (NaN
+// The engine's JSON writer (engine/util/json_text.h): one rule for numbers (NaN
 // and infinities as null) and strings in the engine's and the tool's output.
 using internal::JsonNumber;
 using internal::JsonString;

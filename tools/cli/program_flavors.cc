@@ -12,7 +12,7 @@
 #include "envoy_address.h"
 #include "flavor_options.h"  // engine/: the program options, as rows
 #include "flavors.h"  // engine/: every flavor as a row (chash_internal)
-#include "text_lines.h"  // engine/
+#include "util/text_lines.h"  // engine/
 
 namespace chash::cli {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "out_of_memory.h"
-#include "status_codes.h"
+#include "util/out_of_memory.h"
+#include "util/status_codes.h"
 
 namespace chash {
 

@@ -232,7 +232,7 @@ TEST(NginxConfCli, RefusesWhatNginxRefusesInAndAroundUpstreams) {
   }
 }
 
-// nginx's ngx_parse_time skips the spaces after a unit: "1h 30s" is 5,430 s.
+// nginx's ngx_parse_time skips the spaces after a unit: "1h 30s" is 3,630 s.
 TEST(NginxConfCli, ReadsTimesAsNginxParsesThem) {
   for (const char* timeout : {"1h 30s", "1h30m", "10", "30 "}) {
     const std::string file = WriteTemp(

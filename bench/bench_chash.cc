@@ -20,7 +20,7 @@
 //           peak resident memory per generated point.
 //
 // Every benchmark checks its answers against the reference continuum
-// (engine/reference) before it is timed, and fails (SkipWithError) on any
+// (tests/reference) before it is timed, and fails (SkipWithError) on any
 // difference. Times are reported per lookup in the counter ns_per_op.
 #include <benchmark/benchmark.h>
 #include <sys/wait.h>

@@ -25,7 +25,7 @@
 //             a time against chash's FindNode and FindNodes.
 //
 // Every fixture checks chash's answers against the reference model
-// (engine/reference/reference_programs.h) before anything is timed, and
+// (tests/reference/reference_programs.h) before anything is timed, and
 // libmemcached's against chash's.
 #include <benchmark/benchmark.h>
 

@@ -52,7 +52,7 @@ double PredictedCv(uint64_t nodes, double points_per_node) {
 namespace internal {
 
 // What the ring's own program allocates for the same ring, from its
-// sources (engine/reference/COMPATIBILITY.md): 0 for nginx, pingora, resty
+// sources (tests/reference/COMPATIBILITY.md): 0 for nginx, pingora, resty
 // and raw rings (not computed).
 uint64_t ProgramStructureBytes(const Ring& ring, uint64_t live_nodes) {
   if (!UsesHashRuns(ring)) return 0;

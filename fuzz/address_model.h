@@ -1,6 +1,6 @@
 // Spellings of IPv6 addresses for the fuzzers' generators. The parsing model
 // the fuzzers check chash against is the reference's own parser
-// (engine/reference/reference_address.h).
+// (tests/reference/reference_address.h).
 #ifndef CHASH_FUZZ_ADDRESS_MODEL_H_
 #define CHASH_FUZZ_ADDRESS_MODEL_H_
 

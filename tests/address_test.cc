@@ -11,7 +11,7 @@ struct Split {
 };
 
 TEST(NginxAddress, SplitsAsNginxDoes) {
-  // engine/reference/COMPATIBILITY.md §2: unix: prefix, else scan back over digits to a ':'.
+  // tests/reference/COMPATIBILITY.md §2: unix: prefix, else scan back over digits to a ':'.
   for (const Split& c : std::vector<Split>{
            {"10.0.0.1:443", "10.0.0.1", "443"},
            {"[::1]:7777", "[::1]", "7777"},

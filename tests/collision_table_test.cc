@@ -39,7 +39,7 @@ Contenders GroupByHash(std::vector<RawPoint> points, const std::vector<uint32_t>
   return by_hash;
 }
 
-// The ketama chain of every server, with zlib's crc32 (engine/reference/COMPATIBILITY.md §1).
+// The ketama chain of every server, with zlib's crc32 (tests/reference/COMPATIBILITY.md §1).
 std::vector<RawPoint> ChainPoints(const std::vector<ServerEntry>& servers, Flavor flavor,
                                   uint32_t multiple) {
   std::vector<RawPoint> points;

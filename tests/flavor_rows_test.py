@@ -10,7 +10,7 @@ asks, and names every place a new row still lacks:
             default options and answers a key (its point generator and key
             hasher exist); each of its options names what it takes
   C         include/chash/chash_c.h's CHASH_FLAVOR_<NAME> is its value
-  reference engine/reference/ models it (Flavor::kName)
+  reference tests/reference/ models it (Flavor::kName)
   golden    a golden test (tests/*golden*_test.cc, pingora_compat_test.cc)
             compares it with its program's recorded answers
   snapshot  a snapshot test writes and loads it (tests/*snapshot*_test.cc)
@@ -91,7 +91,7 @@ def main():
         missing.append("the library lists %d flavors: %s" % (len(flavors), flavors))
 
     header = read_all(os.path.join(root, "include/chash/chash_c.h"))
-    reference = read_all(os.path.join(root, "engine/reference/*.cc"))
+    reference = read_all(os.path.join(root, "tests/reference/*.cc"))
     golden = read_all(os.path.join(root, "tests/*golden*_test.cc"))
     golden.update(read_all(os.path.join(root, "tests/pingora_compat_test.cc")))
     snapshot = read_all(os.path.join(root, "tests/*snapshot*_test.cc"))
@@ -135,7 +135,7 @@ def main():
         if not re.search(r"#define %s %du\b" % (macro, value), "".join(header.values())):
             lacks.append("C: #define %s %du in chash_c.h" % (macro, value))
         for surface, texts, needle in (
-                ("reference: engine/reference/", reference, enum),
+                ("reference: tests/reference/", reference, enum),
                 ("golden: a tests/*golden*_test.cc", golden, enum),
                 ("snapshot: a tests/*snapshot*_test.cc", snapshot, enum),
                 ("fuzz: fuzz/*.cc", fuzz, enum),

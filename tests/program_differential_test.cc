@@ -1,5 +1,5 @@
 // The other programs' rings (haproxy, ketama-md5, varnish-shard, envoy-ring,
-// envoy-maglev) against their reference models (engine/reference/
+// envoy-maglev) against their reference models (tests/reference/
 // reference_programs.h: each program's own loops, quirks included), on
 // every SIMD target: points, key hashes, single and batch lookups, walks,
 // retries, masks, BuildAvailableRing and bounded loads

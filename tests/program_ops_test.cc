@@ -1,6 +1,6 @@
 // Stats, diffs, plans and migrations of the other programs' rings
 // (haproxy .. envoy-maglev). The exact shares and diffs are held to a brute
-// force over the reference models (engine/reference/reference_programs.h):
+// force over the reference models (tests/reference/reference_programs.h):
 // the hash space is cut at every point value and its neighbours and around
 // the middle of every gap (where a nearest-point answer may change), the
 // model is asked at the start of each piece, and the piece's length counts

@@ -11,7 +11,7 @@ namespace chash::internal {
 
 // One node's chain: `count` points, each the CRC32 of the previous point's
 // hash (4 little-endian bytes, 0 before the first) continued from the raw
-// CRC state after the node's HOST "\0" PORT bytes (engine/reference/COMPATIBILITY.md §1).
+// CRC state after the node's HOST "\0" PORT bytes (tests/reference/COMPATIBILITY.md §1).
 struct PointChain {
   uint32_t base_state;
   uint64_t count;

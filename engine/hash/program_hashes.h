@@ -1,5 +1,5 @@
 // The hashes other programs place points and keys with, each exactly as its
-// program computes it (engine/reference/COMPATIBILITY.md names each source):
+// program computes it (tests/reference/COMPATIBILITY.md names each source):
 //
 //   HAProxy     sdbm, djb2, wt6, crc32 (src/hash.c) and full_hash
 //               (include/haproxy/intops.h), over the bytes unsigned

@@ -25,7 +25,7 @@ enum class Flavor : uint8_t {
   kPingoraV2,  // pingora-ketama Version::V2 { point_multiple }
   kResty,      // OpenResty lua-resty-balancer resty.chash (Apache APISIX's chash)
   // The rings below reproduce other programs; their options are in
-  // RingOptions (below), their rules in engine/reference/COMPATIBILITY.md.
+  // RingOptions (below), their rules in tests/reference/COMPATIBILITY.md.
   kHaproxy,       // HAProxy `hash-type consistent` (2.x, 3.x)
   kKetamaMd5,     // MD5 ketama: libmemcached (weighted or not), twemproxy, libketama
   kVarnishShard,  // Varnish's shard director (vmod_directors, 6.x-7.x)

@@ -34,7 +34,7 @@ struct RingStats {
   double min_share_ratio = 0;  // min r
   // The other programs' rings (haproxy .. envoy-maglev): what the program
   // itself allocates for this ring, from its sources
-  // (engine/reference/COMPATIBILITY.md), against chash's column_bytes:
+  // (tests/reference/COMPATIBILITY.md), against chash's column_bytes:
   // HAProxy 48 B a point, libmemcached and twemproxy 8 B an item for
   // (live servers + 10) x 160 items (x 100 unweighted), libketama 28 B a
   // point, Varnish 8, Envoy's ring 24, Maglev 16 B an entry or its compact

@@ -19,7 +19,7 @@ def u32(v): return struct.pack("<I", v)
 
 
 def nginx_split(text):
-    """engine/reference/COMPATIBILITY.md §2: unix: prefix, else digits after the last ':'."""
+    """tests/reference/COMPATIBILITY.md §2: unix: prefix, else digits after the last ':'."""
     if text[:5].lower() == "unix:":
         return text[5:], ""
     i = len(text)

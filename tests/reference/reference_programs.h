@@ -1,7 +1,7 @@
 // The reference rings of the other programs: HAProxy, libmemcached,
 // twemproxy, libketama, Varnish's shard director, Envoy's ring and Maglev,
 // each a plain transliteration of the pseudo-code in
-// engine/reference/COMPATIBILITY.md (§4-§8): the program's own point list,
+// tests/reference/COMPATIBILITY.md (§4-§8): the program's own point list,
 // its own sort, its own lookup loop (Varnish's and Envoy's bisections as
 // they are written, quirks included), and a ring rebuilt from the available
 // servers for masked lookups. It shares no code with the engine: its own

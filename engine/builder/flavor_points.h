@@ -1,8 +1,9 @@
 // The other programs' flavors (HAProxy, MD5 ketama, Varnish's shard
 // director, Envoy's ring and Maglev table): their options, how each reads a
 // node, how many points each node gets and how the points are made.
+// Each program's part is its own file (program_points.h names them).
 // tests/reference/COMPATIBILITY.md states each program's rules; the
-// reference ring (tests/reference/reference_flavors.cc) is the plain model
+// reference ring (tests/reference/reference_programs.cc) is the plain model
 // the tests and fuzzers hold this code to.
 #ifndef CHASH_ENGINE_BUILD_FLAVOR_POINTS_H_
 #define CHASH_ENGINE_BUILD_FLAVOR_POINTS_H_

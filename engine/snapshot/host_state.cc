@@ -38,33 +38,22 @@ bool ParseU64(std::string_view text, uint64_t& out) noexcept {
   return error == std::errc() && end == text.data() + text.size();
 }
 
-// Closes a descriptor on every path out.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int value) : fd(value) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
 // Reads a record from `dir_fd`: a regular file of at most kMaxRecordBytes,
 // opened without following a link or waiting on a FIFO. nullopt if absent,
 // unreadable or of another kind.
 std::optional<std::string> ReadRecord(int dir_fd, const std::string& name) {
-  const Fd file(openat(dir_fd, name.c_str(),
-                       O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
-  if (file.fd < 0) return std::nullopt;
+  const UniqueFd file(openat(dir_fd, name.c_str(),
+                             O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
+  if (!file.valid()) return std::nullopt;
   struct stat st {};
-  if (fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+  if (fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<uint64_t>(st.st_size) > kMaxRecordBytes) {
     return std::nullopt;
   }
   std::string text(kMaxRecordBytes + 1, '\0');
   size_t done = 0;
   while (done < text.size()) {
-    const ssize_t got = read(file.fd, text.data() + done, text.size() - done);
+    const ssize_t got = read(file.get(), text.data() + done, text.size() - done);
     if (got < 0) {
       if (errno == EINTR) continue;
       return std::nullopt;
@@ -97,17 +86,18 @@ Status ReplaceRecord(const HostLock& lock, const std::string& display, const std
   if (!lock.held()) return IoFailure(display, "not written: the lock is not held", 0);
   const int dir = lock.dir_fd();
   std::string temp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 4 && fd < 0; ++attempt) {
+  UniqueFd file;
+  for (int attempt = 0; attempt < 4 && !file.valid(); ++attempt) {
     temp = TemporaryName(base, kind);
-    fd = openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST) return IoFailure(display, "create " + temp, errno);
+    file.Reset(
+        openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!file.valid() && errno != EEXIST) return IoFailure(display, "create " + temp, errno);
   }
-  if (fd < 0) return IoFailure(display, "create a temporary file", EEXIST);
+  if (!file.valid()) return IoFailure(display, "create a temporary file", EEXIST);
   Status status;
   for (uint64_t done = 0; done < size && status.ok();) {
     const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, uint64_t{1} << 30));
-    const ssize_t wrote = write(fd, data + done, chunk);
+    const ssize_t wrote = write(file.get(), data + done, chunk);
     if (wrote < 0) {
       if (errno == EINTR) continue;
       status = IoFailure(display, "write", errno);
@@ -115,8 +105,12 @@ Status ReplaceRecord(const HostLock& lock, const std::string& display, const std
       done += static_cast<uint64_t>(wrote);
     }
   }
-  if (status.ok() && durable && fsync(fd) != 0) status = IoFailure(display, "fsync", errno);
-  if (close(fd) != 0 && status.ok()) status = IoFailure(display, "close", errno);
+  if (status.ok() && durable && fsync(file.get()) != 0) {
+    status = IoFailure(display, "fsync", errno);
+  }
+  if (const int error = file.Close(); error != 0 && status.ok()) {
+    status = IoFailure(display, "close", error);
+  }
   const std::string final_name = base + "." + std::string(kind);
   if (status.ok() && renameat(dir, temp.c_str(), dir, final_name.c_str()) != 0) {
     status = IoFailure(display, "rename", errno);
@@ -248,44 +242,6 @@ std::array<uint8_t, 32> PolicyDigest(const SnapshotLoadOptions& options) noexcep
   return hasher.Finish();
 }
 
-DirHandle::DirHandle(DirHandle&& other) noexcept
-    : fd_(other.fd_), owner_(other.owner_), writer_(other.writer_) {
-  other.fd_ = -1;
-}
-
-DirHandle& DirHandle::operator=(DirHandle&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = other.fd_;
-    owner_ = other.owner_;
-    writer_ = other.writer_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-DirHandle::~DirHandle() {
-  if (fd_ >= 0) close(fd_);
-}
-
-HostLock::HostLock(HostLock&& other) noexcept : dir_(std::move(other.dir_)), fd_(other.fd_) {
-  other.fd_ = -1;
-}
-
-HostLock& HostLock::operator=(HostLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) close(fd_);
-    dir_ = std::move(other.dir_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-HostLock::~HostLock() {
-  if (fd_ >= 0) close(fd_);  // releases the flock
-}
-
 Result<HostState> HostState::Open(const std::string& dir, const std::string& name,
                                   const std::string& watched_path, bool may_be_absent) {
   if (!name.empty() && !ValidReloaderName(name)) {
@@ -315,8 +271,8 @@ std::string HostState::PathOf(std::string_view kind) const {
 
 Result<DirHandle> HostState::OpenDir() const {
   DirHandle handle;
-  handle.fd_ = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (handle.fd_ < 0) {
+  handle.fd_.Reset(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!handle.fd_.valid()) {
     const int error = errno;
     if (error == ENOENT) return handle;
     struct stat st {};
@@ -326,7 +282,7 @@ Result<DirHandle> HostState::OpenDir() const {
     return IoFailure(dir_, error == ENOTDIR ? "not a directory" : "open", error);
   }
   struct stat st {};
-  if (fstat(handle.fd_, &st) != 0) return IoFailure(dir_, "fstat", errno);
+  if (fstat(handle.fd_.get(), &st) != 0) return IoFailure(dir_, "fstat", errno);
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
@@ -361,23 +317,22 @@ HostLock HostState::Lock(std::chrono::milliseconds wait, std::string* why) const
     }
     const std::string name = base_ + ".lock";
     // Read-only: flock needs no write access.
-    const int fd = openat(dir.value().fd(), name.c_str(),
-                          O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-                          0644);
-    if (fd < 0) {
+    UniqueFd file(openat(dir.value().fd(), name.c_str(),
+                         O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                         0644));
+    if (!file.valid()) {
       say("state: " + PathOf("lock") + ": open: " + std::strerror(errno));
       return lock;
     }
     struct stat st {};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      close(fd);
+    if (fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
       say("state: " + PathOf("lock") + " is not a regular file");
       return lock;
     }
     const auto deadline = std::chrono::steady_clock::now() + wait;
     for (;;) {
-      if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-        lock.fd_ = fd;
+      if (flock(file.get(), LOCK_EX | LOCK_NB) == 0) {
+        lock.fd_ = std::move(file);
         lock.dir_ = std::move(dir).value();
         return lock;
       }
@@ -385,7 +340,6 @@ HostLock HostState::Lock(std::chrono::milliseconds wait, std::string* why) const
       if (std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    close(fd);
     say("state: " + PathOf("lock") + " was held by another process for " +
         std::to_string(wait.count() / 1000) + " s");
   } catch (...) {

@@ -46,6 +46,7 @@
 #include "chash/identity.h"
 #include "chash/snapshot.h"
 #include "snapshot/loader.h"
+#include "util/os_handles.h"
 
 namespace chash::internal {
 
@@ -76,17 +77,13 @@ std::array<uint8_t, 32> PolicyDigest(const SnapshotLoadOptions& options) noexcep
 // it (its effective uid is the owner).
 class DirHandle {
  public:
-  DirHandle() = default;
-  DirHandle(DirHandle&& other) noexcept;
-  DirHandle& operator=(DirHandle&& other) noexcept;
-  ~DirHandle();
-  int fd() const noexcept { return fd_; }
+  int fd() const noexcept { return fd_.get(); }
   bool writer() const noexcept { return writer_; }
   uid_t owner() const noexcept { return owner_; }
 
  private:
   friend class HostState;
-  int fd_ = -1;
+  UniqueFd fd_;
   uid_t owner_ = 0;
   bool writer_ = false;
 };
@@ -96,17 +93,13 @@ class DirHandle {
 // (and by the kernel if the process dies holding it).
 class HostLock {
  public:
-  HostLock() = default;
-  HostLock(HostLock&& other) noexcept;
-  HostLock& operator=(HostLock&& other) noexcept;
-  ~HostLock();
-  bool held() const noexcept { return fd_ >= 0; }
+  bool held() const noexcept { return fd_.valid(); }
   int dir_fd() const noexcept { return dir_.fd(); }
 
  private:
   friend class HostState;
   DirHandle dir_;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 class HostState {

@@ -18,6 +18,7 @@
 #include "layout/aligned_array.h"
 #include "util/out_of_memory.h"
 #include "snapshot/format.h"
+#include "util/os_handles.h"
 #include "snapshot/loader.h"
 
 namespace chash {
@@ -39,26 +40,12 @@ Status IoError(std::string_view check, const std::string& path, const std::strin
                                                       : std::string()));
 }
 
-// An OS mapping of a file, unmapped when the last ring using it goes.
-struct FileMapping {
-  void* data = nullptr;
-  size_t size = 0;
-  ~FileMapping() {
-    if (data != nullptr) munmap(data, size);
-  }
-};
-
 // A sealed memory file and its read-only mapping: what a kSealed ring's
 // columns are. The descriptor stays open as long as the ring, so that the
 // host's other processes can map the same pages (/proc/PID/fd/FD).
 struct SealedFile {
-  int fd = -1;
-  void* data = nullptr;
-  size_t size = 0;
-  ~SealedFile() {
-    if (data != nullptr) munmap(data, size);
-    if (fd >= 0) close(fd);
-  }
+  internal::UniqueFd fd;
+  internal::UniqueMapping map;  // unmapped before the descriptor closes
 };
 
 // A kCopy load's private memory: 64-byte aligned, huge pages when large.
@@ -175,14 +162,14 @@ Status OpenPath(const std::string& path, const SnapshotLoadOptions& options, boo
 // then the seals; kOutOfMemory when the memory file cannot grow (ENOMEM,
 // ENOSPC of its tmpfs).
 Status CopyIntoSealedFile(const std::string& path, int fd, uint64_t size, SealedFile& out) {
-  out.fd = memfd_create("chash-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (out.fd < 0) {
+  out.fd.Reset(memfd_create("chash-snapshot", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!out.fd.valid()) {
     if (errno == ENOMEM || errno == EMFILE || errno == ENFILE) {
       return internal::OutOfMemory("a sealed copy of a snapshot", path);
     }
     return IoError("io", path, "memfd_create", errno);
   }
-  if (ftruncate(out.fd, static_cast<off_t>(size)) != 0) {
+  if (ftruncate(out.fd.get(), static_cast<off_t>(size)) != 0) {
     if (errno == ENOMEM || errno == ENOSPC || errno == EFBIG) {
       return internal::OutOfMemory("a sealed copy of a snapshot", path);
     }
@@ -197,8 +184,8 @@ Status CopyIntoSealedFile(const std::string& path, int fd, uint64_t size, Sealed
     ssize_t got;
     if (use_sendfile) {
       off_t offset = static_cast<off_t>(done);
-      if (lseek(out.fd, offset, SEEK_SET) < 0) return IoError("io", path, "lseek", errno);
-      got = sendfile(out.fd, fd, &offset, chunk);
+      if (lseek(out.fd.get(), offset, SEEK_SET) < 0) return IoError("io", path, "lseek", errno);
+      got = sendfile(out.fd.get(), fd, &offset, chunk);
       if (got < 0 && (errno == EINVAL || errno == ENOSYS)) {
         use_sendfile = false;
         buffer.reset(new (std::nothrow) uint8_t[kBufferBytes]);
@@ -210,7 +197,7 @@ Status CopyIntoSealedFile(const std::string& path, int fd, uint64_t size, Sealed
       if (got > 0) {
         ssize_t written = 0;
         while (written < got) {
-          const ssize_t w = pwrite(out.fd, buffer.get() + written,
+          const ssize_t w = pwrite(out.fd.get(), buffer.get() + written,
                                    static_cast<size_t>(got - written),
                                    static_cast<off_t>(done + written));
           if (w < 0) {
@@ -237,16 +224,15 @@ Status CopyIntoSealedFile(const std::string& path, int fd, uint64_t size, Sealed
     }
     done += static_cast<uint64_t>(got);
   }
-  if (fcntl(out.fd, F_ADD_SEALS, kRequiredSeals) != 0) {
+  if (fcntl(out.fd.get(), F_ADD_SEALS, kRequiredSeals) != 0) {
     return IoError("io", path, "sealing the copy", errno);
   }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, out.fd, 0);
+  void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, out.fd.get(), 0);
   if (map == MAP_FAILED) {
     if (errno == ENOMEM) return internal::OutOfMemory("mapping a sealed snapshot", path);
     return IoError("io", path, "mmap of the sealed copy", errno);
   }
-  out.data = map;
-  out.size = size;
+  out.map.Reset(map, size);
   return Status();
 }
 
@@ -295,11 +281,13 @@ Result<std::shared_ptr<RingSnapshot>> LoadOpenedMutable(internal::OpenedSnapshot
         return status;
       }
       struct stat st {};
-      if (fstat(sealed->fd, &st) != 0) return IoError("io", path, "fstat of the sealed copy", errno);
-      out.sealed = SealedCopy{sealed->fd, st.st_dev, st.st_ino, size};
-      out.data = static_cast<const uint8_t*>(sealed->data);
+      if (fstat(sealed->fd.get(), &st) != 0) {
+        return IoError("io", path, "fstat of the sealed copy", errno);
+      }
+      out.sealed = SealedCopy{sealed->fd.get(), st.st_dev, st.st_ino, size};
+      out.data = static_cast<const uint8_t*>(sealed->map.data());
       out.size = size;
-      data = static_cast<const uint8_t*>(sealed->data);
+      data = static_cast<const uint8_t*>(sealed->map.data());
       backing = std::move(sealed);
       break;
     }
@@ -318,11 +306,10 @@ Result<std::shared_ptr<RingSnapshot>> LoadOpenedMutable(internal::OpenedSnapshot
     case SnapshotLoadMode::kMap: {
       // Made before the mapping, so that nothing can throw between mmap and
       // the owner that unmaps it.
-      auto mapping = std::make_shared<FileMapping>();
+      auto mapping = std::make_shared<internal::UniqueMapping>();
       void* map = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, file.fd, 0);
       if (map == MAP_FAILED) return MapFailed(path, size, errno);
-      mapping->data = map;
-      mapping->size = size;
+      mapping->Reset(map, size);
       data = static_cast<const uint8_t*>(map);
       out.data = data;
       out.size = size;
@@ -472,21 +459,21 @@ Result<std::shared_ptr<const RingSnapshot>> AdoptSealedCopy(pid_t pid, const Sea
         auto sealed = std::make_shared<SealedFile>();
         // /proc/PID/fd/N is a magic link: O_NOFOLLOW would refuse it. What
         // it names was checked above and is checked again by fstat below.
-        sealed->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        if (sealed->fd < 0) return IoError("io", path, "open", errno);
-        if (fstat(sealed->fd, &st) != 0) return IoError("io", path, "fstat", errno);
+        sealed->fd.Reset(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+        if (!sealed->fd.valid()) return IoError("io", path, "open", errno);
+        if (fstat(sealed->fd.get(), &st) != 0) return IoError("io", path, "fstat", errno);
         if (!is_the_copy(st)) {
           return IoError("io", path, "not the sealed copy named (another file at that descriptor)",
                          0);
         }
-        const int seals = fcntl(sealed->fd, F_GET_SEALS);
+        const int seals = fcntl(sealed->fd.get(), F_GET_SEALS);
         if (seals < 0 || (seals & kRequiredSeals) != kRequiredSeals) {
           return IoError("io", path, "not sealed against writes and resizes", 0);
         }
-        void* map = mmap(nullptr, copy.size, PROT_READ, MAP_SHARED | MAP_POPULATE, sealed->fd, 0);
+        void* map =
+            mmap(nullptr, copy.size, PROT_READ, MAP_SHARED | MAP_POPULATE, sealed->fd.get(), 0);
         if (map == MAP_FAILED) return MapFailed(path, copy.size, errno);
-        sealed->data = map;
-        sealed->size = copy.size;
+        sealed->map.Reset(map, copy.size);
         const auto* data = static_cast<const uint8_t*>(map);
         // The copy stands for `bound` only if it holds bound's header and
         // trailer (its version, expiry, checksum and signature): then every
@@ -502,7 +489,7 @@ Result<std::shared_ptr<const RingSnapshot>> AdoptSealedCopy(pid_t pid, const Sea
             !status.ok()) {
           return NamingThePath(status, bound.path);
         }
-        const SealedCopy mine{sealed->fd, st.st_dev, st.st_ino, copy.size};
+        const SealedCopy mine{sealed->fd.get(), st.st_dev, st.st_ino, copy.size};
         Result<std::shared_ptr<RingSnapshot>> loaded =
             SnapshotLoader::Load(sealed, data, copy.size, SnapshotLoadMode::kSealed, options, pre);
         if (!loaded.ok()) return NamingThePath(loaded.status(), bound.path);

@@ -23,6 +23,7 @@
 #include "identity/throwing_cores.h"
 #include "identity/sha256.h"
 #include "ring_state.h"
+#include "util/os_handles.h"
 #include "snapshot/format.h"
 
 namespace chash {
@@ -359,12 +360,9 @@ std::string DirectoryOf(const std::string& path) {
 struct TempFile {
   std::string path;
   bool exists = false;  // created, not yet renamed into place
-  int fd = -1;
-  void* map = MAP_FAILED;
-  size_t map_bytes = 0;
+  internal::UniqueFd fd;
+  internal::UniqueMapping map;
   ~TempFile() {
-    if (map != MAP_FAILED) munmap(map, map_bytes);
-    if (fd >= 0) close(fd);
     if (exists) unlink(path.c_str());
   }
 };
@@ -382,37 +380,36 @@ Status WriteSnapshotFileOrThrow(const Ring& ring, const SnapshotWriteOptions& op
   const std::string dir = DirectoryOf(path);
   TempFile temp;
   temp.path = path + ".tmp.XXXXXX";
-  temp.fd = mkostemp(temp.path.data(), O_CLOEXEC);
-  if (temp.fd < 0) return IoError(temp.path, "create", errno);
+  temp.fd.Reset(mkostemp(temp.path.data(), O_CLOEXEC));
+  if (!temp.fd.valid()) return IoError(temp.path, "create", errno);
   temp.exists = true;
-  if (fchmod(temp.fd, 0644) != 0) return IoError(temp.path, "chmod", errno);
+  if (fchmod(temp.fd.get(), 0644) != 0) return IoError(temp.path, "chmod", errno);
   // Blocks reserved before the mapping is written: a write fault on a sparse
   // file that finds no free block is SIGBUS (a crash of the writer on a full
   // disk); posix_fallocate reports it as ENOSPC instead.
-  if (const int error = posix_fallocate(temp.fd, 0, static_cast<off_t>(layout.file_bytes));
+  if (const int error = posix_fallocate(temp.fd.get(), 0, static_cast<off_t>(layout.file_bytes));
       error != 0) {
     return IoError(temp.path, "allocate", error);
   }
   // The bytes go straight into the temporary file's pages (no second copy
   // of a gigabyte ring in memory).
-  temp.map = mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, temp.fd, 0);
-  if (temp.map == MAP_FAILED) {
+  temp.map.Reset(
+      mmap(nullptr, layout.file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, temp.fd.get(), 0),
+      layout.file_bytes);
+  if (temp.map.data() == nullptr) {
     const int error = errno;
     return IoError(temp.path, "mapping " + std::to_string(layout.file_bytes) + " bytes to write",
                    error);
   }
-  temp.map_bytes = layout.file_bytes;
-  Fill(ring, options, layout, fingerprint, digest, static_cast<uint8_t*>(temp.map));
-  const bool synced = msync(temp.map, layout.file_bytes, MS_SYNC) == 0;
+  Fill(ring, options, layout, fingerprint, digest, static_cast<uint8_t*>(temp.map.data()));
+  const bool synced = msync(temp.map.data(), layout.file_bytes, MS_SYNC) == 0;
   const int msync_error = errno;
-  munmap(temp.map, layout.file_bytes);
-  temp.map = MAP_FAILED;
+  temp.map.Reset();
   if (!synced) return IoError(temp.path, "msync", msync_error);
-  if (fsync(temp.fd) != 0) return IoError(temp.path, "fsync", errno);
-  const int closed = close(temp.fd);
-  const int close_error = errno;
-  temp.fd = -1;
-  if (closed != 0) return IoError(temp.path, "close", close_error);
+  if (fsync(temp.fd.get()) != 0) return IoError(temp.path, "fsync", errno);
+  if (const int close_error = temp.fd.Close(); close_error != 0) {
+    return IoError(temp.path, "close", close_error);
+  }
   if (rename(temp.path.c_str(), path.c_str()) != 0) return IoError(path, "rename", errno);
   temp.exists = false;
   // The rename itself is durable once the directory is synced.

@@ -412,6 +412,42 @@ TEST(SnapshotFlavors, MaglevEntryPastTheNodeTableIsRefused) {
                 "a drained node's entry");
 }
 
+// The 64-byte options head of each program flavor, byte for byte as
+// FORMAT.md's table writes it (values little-endian, unlisted bytes 0),
+// from options other than the defaults.
+TEST(SnapshotFlavors, OptionsHeadsAreWhatFormatMdSays) {
+  struct Expected {
+    std::string_view title;
+    std::vector<std::pair<size_t, std::vector<uint8_t>>> fields;  // offset, bytes
+  };
+  const std::vector<Expected> expected = {
+      // hash function 1 (djb2), avalanche 0, server key 1 (unfixed)
+      {"haproxy 1", {{0, {1, 0, 1}}}},
+      {"haproxy 3 avalanche", {{0, {3, 1, 0}}}},
+      // variant 2 (twemproxy), key hash 10 (hsieh), tag "{}", port 6379
+      {"twemproxy names, tag, port", {{0, {2, 10, '{', '}'}}, {4, {0xEB, 0x18, 0, 0}}}},
+      // variant 4 (spy), key hash 13 (murmur3), no tag, port 11211
+      {"libmemcached spy", {{0, {4, 13, 0, 0}}, {4, {0xCB, 0x2B, 0, 0}}}},
+      {"varnish 5", {{0, {5, 0, 0, 0}}}},
+      // minimum 64, maximum 200 (u64 each), point hash 1 (MurmurHash2)
+      {"envoy-ring murmur small", {{0, {64, 0, 0, 0, 0, 0, 0, 0}}, {8, {200}}, {16, {1}}}},
+      {"maglev 251", {{0, {251, 0, 0, 0, 0, 0, 0, 0}}}},
+  };
+  for (const Expected& e : expected) {
+    SCOPED_TRACE(e.title);
+    std::vector<uint8_t> head(fmt::kOptionsHeadBytes, 0);
+    for (const auto& [offset, bytes] : e.fields) {
+      std::copy(bytes.begin(), bytes.end(), head.begin() + static_cast<ptrdiff_t>(offset));
+    }
+    const std::string file = Bytes(Named(e.title));
+    const size_t at = SectionOffset(file, fmt::kFlavorOptions);
+    ASSERT_LE(at + head.size(), file.size());
+    EXPECT_EQ(std::vector<uint8_t>(file.begin() + static_cast<ptrdiff_t>(at),
+                                   file.begin() + static_cast<ptrdiff_t>(at + head.size())),
+              head);
+  }
+}
+
 TEST(SnapshotFlavors, BadOptionsSectionsAreRefused) {
   const std::string haproxy = Bytes(Named("haproxy 0 avalanche"));
   const size_t h = SectionOffset(haproxy, fmt::kFlavorOptions);

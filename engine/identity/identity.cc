@@ -13,6 +13,7 @@
 #include "identity/hex.h"
 #include "identity/throwing_cores.h"
 #include "identity/sha256.h"
+#include "snapshot/format.h"
 
 namespace chash {
 namespace {
@@ -46,39 +47,36 @@ bool IsProgramRing(const Ring& ring) {
   return !ring.is_raw() && internal::IsProgramFlavor(ring.flavor());
 }
 
-// The options that decide a program ring's points and key hash.
+// Appends each option as the snapshot's options head stores it.
+struct OptionAppender {
+  std::string& out;
+  template <typename Field>
+  void Byte(const Field& field) {
+    out.push_back(static_cast<char>(field));
+  }
+  void Flag(bool field, std::string_view /*name*/) { out.push_back(field ? 1 : 0); }
+  void U32(uint32_t field) { AppendU32(out, field); }
+  void U64(uint64_t field) { AppendU64(out, field); }
+};
+
+// The options that decide a program ring's points and key hash: the
+// snapshot's options head without its padding. Except ketama-md5's, whose
+// identity bytes predate that head and stay as the fingerprints already
+// written have them: the key hash the ring uses (kDefault resolved, so that
+// two rings that hash keys alike serialize alike), the port before the tag.
 std::string ProgramOptionBytes(const Ring& ring) {
   const RingOptions& options = ring.options();
   std::string out;
-  switch (ring.flavor()) {
-    case Flavor::kHaproxy:
-      out.push_back(static_cast<char>(options.haproxy.hash_function));
-      out.push_back(static_cast<char>(options.haproxy.avalanche ? 1 : 0));
-      out.push_back(static_cast<char>(options.haproxy.server_key));
-      break;
-    case Flavor::kKetamaMd5: {
-      out.push_back(static_cast<char>(options.ketama.variant));
-      // The key hash the ring uses (kDefault resolved): two rings that
-      // hash keys alike serialize alike.
-      out.push_back(static_cast<char>(internal::ResolvedKetamaKeyHash(options.ketama)));
-      AppendU32(out, options.ketama.default_port);
-      out.append(options.ketama.hash_tag.data(), options.ketama.hash_tag.size());
-      break;
-    }
-    case Flavor::kVarnishShard:
-      AppendU32(out, options.varnish.replicas);
-      break;
-    case Flavor::kEnvoyRing:
-      AppendU64(out, options.envoy_ring.minimum_ring_size);
-      AppendU64(out, options.envoy_ring.maximum_ring_size);
-      out.push_back(static_cast<char>(options.envoy_ring.hash_function));
-      break;
-    case Flavor::kEnvoyMaglev:
-      AppendU64(out, options.maglev.table_size);
-      break;
-    default:
-      break;
+  OptionAppender append{out};
+  if (ring.flavor() == Flavor::kKetamaMd5) {
+    append.Byte(options.ketama.variant);
+    append.Byte(internal::ResolvedKetamaKeyHash(options.ketama));
+    append.U32(options.ketama.default_port);
+    append.Byte(options.ketama.hash_tag[0]);
+    append.Byte(options.ketama.hash_tag[1]);
+    return out;
   }
+  internal::snapshot::ForEachStoredOption(ring.flavor(), options, append);
   return out;
 }
 

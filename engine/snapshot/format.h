@@ -99,6 +99,50 @@ inline constexpr uint16_t kMinorCrc32Flavors = 3;
 // identity: haproxy's server ids, twemproxy's labels.
 inline constexpr size_t kOptionsHeadBytes = 64;
 
+// The fields of the options head, in their order there, each right after
+// the one before (FORMAT.md's table): the one statement of that layout,
+// which the writer, the reader and the ring's identity bytes (identity.cc)
+// walk. `options` is a RingOptions, const or not; `visit` has
+//   Byte(field)          an enumeration or a char, one byte
+//   Flag(field, name)    a bool, one byte 0 or 1
+//   U32(field), U64(field)  little-endian
+// and each takes the field by reference. False for a flavor that has no
+// options head (the CRC-32 flavors).
+template <typename Options, typename Visitor>
+bool ForEachStoredOption(Flavor flavor, Options& options, Visitor& visit) {
+  switch (flavor) {
+    case Flavor::kHaproxy:
+      visit.Byte(options.haproxy.hash_function);
+      visit.Flag(options.haproxy.avalanche, "avalanche");
+      visit.Byte(options.haproxy.server_key);
+      return true;
+    case Flavor::kKetamaMd5:
+      visit.Byte(options.ketama.variant);
+      visit.Byte(options.ketama.key_hash);
+      visit.Byte(options.ketama.hash_tag[0]);
+      visit.Byte(options.ketama.hash_tag[1]);
+      visit.U32(options.ketama.default_port);
+      return true;
+    case Flavor::kVarnishShard:
+      visit.U32(options.varnish.replicas);
+      return true;
+    case Flavor::kEnvoyRing:
+      visit.U64(options.envoy_ring.minimum_ring_size);
+      visit.U64(options.envoy_ring.maximum_ring_size);
+      visit.Byte(options.envoy_ring.hash_function);
+      return true;
+    case Flavor::kEnvoyMaglev:
+      visit.U64(options.maglev.table_size);
+      return true;
+    case Flavor::kNginx:
+    case Flavor::kPingoraV1:
+    case Flavor::kPingoraV2:
+    case Flavor::kResty:
+      return false;
+  }
+  return false;
+}
+
 // Search index section (section 7, formats 1.1 and 1.2) field offsets; the
 // level keys start at kIndexHeaderBytes, the table right after them.
 inline constexpr size_t kIndexHeaderBytes = 64;

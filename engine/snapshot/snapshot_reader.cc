@@ -387,6 +387,35 @@ struct ProgramNodes {
   std::vector<std::string> labels;
 };
 
+// Reads the options head's fields one after the other; a flag other than 0
+// or 1 is named in `error` (the other fields' ranges are
+// ValidateRingOptions').
+struct OptionHeadReader {
+  explicit OptionHeadReader(const uint8_t* head) : p(head) {}
+  const uint8_t* p;
+  size_t used = 0;
+  std::string error;
+  template <typename Field>
+  void Byte(Field& field) {
+    field = static_cast<Field>(p[used++]);
+  }
+  void Flag(bool& field, std::string_view name) {
+    const uint8_t byte = p[used++];
+    if (byte > 1 && error.empty()) {
+      error = std::string(name) + " " + std::to_string(byte) + " is not 0 or 1";
+    }
+    field = byte == 1;
+  }
+  void U32(uint32_t& field) {
+    field = LoadU32(p + used);
+    used += 4;
+  }
+  void U64(uint64_t& field) {
+    field = LoadU64(p + used);
+    used += 8;
+  }
+};
+
 // The flavor options section: each field in range, the options valid for
 // the flavor (ValidateRingOptions), the head's unused bytes zero, the
 // per-node part exactly N entries, and the header's multiple the options'.
@@ -396,41 +425,12 @@ Status ParseFlavorOptions(const uint8_t* data, const Header& h, ProgramNodes& ou
   const uint8_t* const end = p + h.length[kFlavorOptions];  // >= the head (ParseFixedHeader)
   RingOptions& options = out.options;
   options.flavor = info.flavor;
-  size_t used = 0;
-  const auto bool_byte = [](uint8_t byte) { return byte <= 1; };
-  switch (info.flavor) {
-    case Flavor::kHaproxy:
-      if (!bool_byte(p[1])) return Bad("options", "avalanche " + std::to_string(p[1]) + " is not 0 or 1");
-      options.haproxy.hash_function = static_cast<HaproxyHash>(p[0]);
-      options.haproxy.avalanche = p[1] == 1;
-      options.haproxy.server_key = static_cast<HaproxyServerKey>(p[2]);
-      used = 3;
-      break;
-    case Flavor::kKetamaMd5:
-      options.ketama.variant = static_cast<KetamaVariant>(p[0]);
-      options.ketama.key_hash = static_cast<KetamaKeyHash>(p[1]);
-      options.ketama.hash_tag = {static_cast<char>(p[2]), static_cast<char>(p[3])};
-      options.ketama.default_port = LoadU32(p + 4);
-      used = 8;
-      break;
-    case Flavor::kVarnishShard:
-      options.varnish.replicas = LoadU32(p);
-      used = 4;
-      break;
-    case Flavor::kEnvoyRing:
-      options.envoy_ring.minimum_ring_size = LoadU64(p);
-      options.envoy_ring.maximum_ring_size = LoadU64(p + 8);
-      options.envoy_ring.hash_function = static_cast<EnvoyHash>(p[16]);
-      used = 17;
-      break;
-    case Flavor::kEnvoyMaglev:
-      options.maglev.table_size = LoadU64(p);
-      used = 8;
-      break;
-    default:
-      return Bad("options", "flavor " + std::string(FlavorName(info.flavor)) + " has no options");
+  OptionHeadReader head(p);
+  if (!ForEachStoredOption(info.flavor, options, head)) {
+    return Bad("options", "flavor " + std::string(FlavorName(info.flavor)) + " has no options");
   }
-  if (!AllZero(p + used, kOptionsHeadBytes - used)) {
+  if (!head.error.empty()) return Bad("options", head.error);
+  if (!AllZero(p + head.used, kOptionsHeadBytes - head.used)) {
     return Bad("options", "unused bytes of the options head are not zero");
   }
   // Enumerations past their last value, ranges, and options of another

@@ -60,46 +60,41 @@ uint64_t OptionsBytes(const Ring& ring) {
   return bytes;
 }
 
+// Writes the options head's fields one after the other.
+struct OptionHeadWriter {
+  uint8_t* p;
+  template <typename Field>
+  void Byte(const Field& field) {
+    *p++ = static_cast<uint8_t>(field);
+  }
+  void Flag(bool field, std::string_view /*name*/) { *p++ = field ? 1 : 0; }
+  void U32(uint32_t field) {
+    StoreU32(p, field);
+    p += 4;
+  }
+  void U64(uint64_t field) {
+    StoreU64(p, field);
+    p += 8;
+  }
+};
+
+// The options head, then the per-node part: HAProxy's server ids,
+// twemproxy's labels.
 void FillOptions(const Ring& ring, uint8_t* p) {
-  const RingOptions& options = ring.options();
-  switch (ring.flavor()) {
-    case Flavor::kHaproxy:
-      p[0] = static_cast<uint8_t>(options.haproxy.hash_function);
-      p[1] = options.haproxy.avalanche ? 1 : 0;
-      p[2] = static_cast<uint8_t>(options.haproxy.server_key);
-      p += kOptionsHeadBytes;
-      for (uint32_t id = 0; id < ring.num_nodes(); ++id, p += 4) {
-        StoreU32(p, ring.node(id).server_id);
-      }
-      return;
-    case Flavor::kKetamaMd5:
-      p[0] = static_cast<uint8_t>(options.ketama.variant);
-      p[1] = static_cast<uint8_t>(options.ketama.key_hash);
-      p[2] = static_cast<uint8_t>(options.ketama.hash_tag[0]);
-      p[3] = static_cast<uint8_t>(options.ketama.hash_tag[1]);
-      StoreU32(p + 4, options.ketama.default_port);
-      if (!IsTwemproxy(ring)) return;
-      p += kOptionsHeadBytes;
-      for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
-        const std::string& label = ring.node(id).address.host;
-        StoreU32(p, static_cast<uint32_t>(label.size()));
-        std::memcpy(p + 4, label.data(), label.size());
-        p += 4 + RoundUp(label.size(), 4);
-      }
-      return;
-    case Flavor::kVarnishShard:
-      StoreU32(p, options.varnish.replicas);
-      return;
-    case Flavor::kEnvoyRing:
-      StoreU64(p, options.envoy_ring.minimum_ring_size);
-      StoreU64(p + 8, options.envoy_ring.maximum_ring_size);
-      p[16] = static_cast<uint8_t>(options.envoy_ring.hash_function);
-      return;
-    case Flavor::kEnvoyMaglev:
-      StoreU64(p, options.maglev.table_size);
-      return;
-    default:
-      return;
+  OptionHeadWriter head{p};
+  if (!ForEachStoredOption(ring.flavor(), ring.options(), head)) return;
+  p += kOptionsHeadBytes;
+  if (ring.flavor() == Flavor::kHaproxy) {
+    for (uint32_t id = 0; id < ring.num_nodes(); ++id, p += 4) {
+      StoreU32(p, ring.node(id).server_id);
+    }
+  } else if (IsTwemproxy(ring)) {
+    for (uint32_t id = 0; id < ring.num_nodes(); ++id) {
+      const std::string& label = ring.node(id).address.host;
+      StoreU32(p, static_cast<uint32_t>(label.size()));
+      std::memcpy(p + 4, label.data(), label.size());
+      p += 4 + RoundUp(label.size(), 4);
+    }
   }
 }
 

@@ -23,7 +23,7 @@
 #include "cli_run.h"
 #include "layout/columns.h"
 #include "identity/sha256.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 #include "snapshot/format.h"
 #include "snapshot_util.h"
 #include "test_util.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "chash/status.h"
-#include "collision_table.h"
+#include "ring/collision_table.h"
 #include "layout/columns.h"
 
 namespace chash::internal {

@@ -10,7 +10,7 @@
 #include "builder/program_points.h"
 #include "hwy/contrib/sort/vqsort.h"
 #include "layout/aligned_array.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 #include "simd/search.h"
 
 namespace chash::internal {

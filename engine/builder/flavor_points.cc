@@ -11,7 +11,7 @@
 #include "builder/sorted_keys.h"
 #include "flavors.h"
 #include "layout/aligned_array.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 
 namespace chash::internal {
 

@@ -16,7 +16,7 @@
 #include "flavors.h"
 #include "hash/crc32_internal.h"
 #include "util/out_of_memory.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 
 namespace chash {
 namespace {

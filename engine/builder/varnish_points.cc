@@ -6,7 +6,7 @@
 
 #include "builder/columns_builder.h"
 #include "builder/program_points.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 
 namespace chash::internal::program {
 

@@ -10,7 +10,7 @@
 #include "fleet/hash_runs.h"
 #include "identity/throwing_cores.h"
 #include "util/out_of_memory.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 
 namespace chash {
 namespace {

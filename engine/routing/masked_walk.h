@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "chash/ring.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 
 namespace chash::internal {
 
@@ -87,7 +87,7 @@ class KeptPointScan {
   uint64_t steps_ = 0;
 };
 
-// Varnish's bisection (simd/search.h, VarnishSlot) over the subset ring of
+// Varnish's bisection (routing/lookup_rules.h, VarnishSlot) over the subset ring of
 // the available points, where it differs from the first available point >=
 // the key, clamped: the subset has two points (answer: its second), or the
 // key equals a hash that two available points share (answer: the one its

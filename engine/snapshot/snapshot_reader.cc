@@ -21,7 +21,7 @@
 #include "layout/aligned_array.h"
 #include "identity/throwing_cores.h"
 #include "identity/sha256.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 #include "snapshot/format.h"
 #include "snapshot/loader.h"
 #include "util/out_of_memory.h"

@@ -22,7 +22,7 @@
 #include "util/out_of_memory.h"
 #include "identity/throwing_cores.h"
 #include "identity/sha256.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 #include "util/os_handles.h"
 #include "snapshot/format.h"
 

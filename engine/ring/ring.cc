@@ -8,8 +8,9 @@
 #include "chash/crc32.h"
 #include "flavors.h"
 #include "hash/program_hashes.h"
-#include "ring_state.h"
+#include "ring/ring_state.h"
 #include "routing/distinct_walk.h"
+#include "routing/lookup_rules.h"
 #include "simd/search.h"
 
 namespace chash {

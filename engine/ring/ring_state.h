@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "chash/ring.h"
-#include "collision_table.h"
+#include "ring/collision_table.h"
 #include "hash/program_hashes.h"
 #include "layout/columns.h"
 
@@ -32,7 +32,7 @@ struct RingState {
   LookupRule rule = LookupRule::kSuccessor;
   KeyHasher key_hasher;
   // varnish-shard: where Varnish's bisection answers other than the first
-  // point >= the key, clamped (simd/search.h, VarnishSlot): two points, or
+  // point >= the key, clamped (routing/lookup_rules.h, VarnishSlot): two points, or
   // a hash that several points share. Such rings leave the node-column path.
   bool varnish_bisection = false;
   // What borrowed columns live in (a mapped snapshot file); kept alive as

@@ -34,6 +34,7 @@ Runs only as root (a master as root is what the cases are about); prints a
 skip line and exits 77 otherwise.
 """
 
+import contextlib
 import fcntl
 import json
 import os
@@ -125,31 +126,32 @@ def as_nobody():
 
 # ------------------------------------------------------------------- cases
 
+@contextlib.contextmanager
 def serving(args, cli, rng, proto, taken, label, version=1, params="poll=100ms", **build):
-    """A case's start: an nginx with workers as nobody, serving the snapshot
-    of label (version, built with build's options) on one upstream:
-    (rig, backends, fleet, path, upstream, its name, Rig.conf's backends)."""
+    """A case's nginx, cleaned up when the case ends: workers as nobody,
+    serving the snapshot of label (version, built with build's options) on
+    one upstream: (rig, backends, fleet, path, upstream, its name, Rig.conf's
+    backends)."""
     r, backends, fleet, path = tf.rig_and_snapshot(args, cli, rng, proto, taken, label,
                                                    version=version, **build)
-    r.user = WORKER_USER
-    u = tf.snap_upstream(args, proto, label, path, params)
-    kw = tf.answering(proto, backends)
     try:
+        r.user = WORKER_USER
+        u = tf.snap_upstream(args, proto, label, path, params)
+        kw = tf.answering(proto, backends)
         r.conf([u], **kw)
         r.start()
-    except Exception:
+        started(r, u["name"], version)
+        yield r, backends, fleet, path, u, u["name"], kw
+    finally:
         r.cleanup()
-        raise
-    started(r, u["name"], version)
-    return r, backends, fleet, path, u, u["name"], kw
 
 def case_links(args, cli, rng, proto, taken):
-    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "links")
-    target = os.path.join(r.p, "precious")
-    with open(target, "w") as f:
-        f.write("precious\n")
-    os.chmod(target, 0o644)
-    try:
+    with serving(args, cli, rng, proto, taken, "links") as case:
+        r, backends, fleet, path, u, name, kw = case
+        target = os.path.join(r.p, "precious")
+        with open(target, "w") as f:
+            f.write("precious\n")
+        os.chmod(target, 0o644)
         links = [record(r, name, kind) for kind in ("good", "share")]
         for link in links:
             if os.path.lexists(link):
@@ -174,8 +176,6 @@ def case_links(args, cli, rng, proto, taken):
         print("%s: links at %s: followed by nobody; records now regular files of uid %s"
               % (name, ", ".join(os.path.basename(p) for p in links), set(owners.values())),
               flush=True)
-    finally:
-        r.cleanup()
 
 
 def forged_copy(real, raise_version):
@@ -219,15 +219,30 @@ def attacker(share, forged, version):
     return pid, hold_w
 
 
+@contextlib.contextmanager
+def attackers():
+    """A case's attacker processes, as attacker() returns them: killed when
+    the case ends."""
+    pids = []
+    try:
+        yield pids
+    finally:
+        for pid, hold in pids:
+            os.close(hold)
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+
+
 def case_forged(args, cli, rng, proto, taken):
     key = os.path.join(cli.workdir, "key")
     if not os.path.exists(key):
         cli.run("keygen", "--out", key)
-    r, backends, fleet, path, u, name, kw = serving(
-        args, cli, rng, proto, taken, "forged", params="trusted_key=%s.pub poll=100ms" % key,
-        sign=key)
-    pids = []
-    try:
+    with serving(args, cli, rng, proto, taken, "forged", sign=key,
+                 params="trusted_key=%s.pub poll=100ms" % key) as case, attackers() as pids:
+        r, backends, fleet, path, u, name, kw = case
         cli.build(path, fleet[1:], 2, sign=key)
         started(r, name, 2)
         time.sleep(0.5)
@@ -261,20 +276,11 @@ def case_forged(args, cli, rng, proto, taken):
                       % name)
             print("%s: a forged sealed copy with %s named by the worker user: refused by the "
                   "master at a reload and by a respawned worker" % (name, what), flush=True)
-    finally:
-        for pid, hold in pids:
-            os.close(hold)
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
-        r.cleanup()
 
 
 def case_text(args, cli, rng, proto, taken):
-    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "text")
-    try:
+    with serving(args, cli, rng, proto, taken, "text") as case:
+        r, backends, fleet, path, u, name, kw = case
         share = record(r, name, "share")
         magic, fields = share_fields(share)
         new = cli.build(path, fleet[1:], 2, rename=False)
@@ -287,14 +293,12 @@ def case_text(args, cli, rng, proto, taken):
         check_serving(r, name, 2, "a share record alone froze the update")
         print("%s: a text-only share record naming the new file: the new file is served"
               % name, flush=True)
-    finally:
-        r.cleanup()
 
 
 def case_fifo(args, cli, rng, proto, taken):
     for kind in ("FIFOs", "links to /dev/zero"):
-        r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "fifo")
-        try:
+        with serving(args, cli, rng, proto, taken, "fifo") as case:
+            r, backends, fleet, path, u, name, kw = case
             records = [record(r, name, k) for k in ("good", "share", "lock")]
             for p in records:
                 if os.path.lexists(p):
@@ -318,15 +322,12 @@ def case_fifo(args, cli, rng, proto, taken):
                   % (name, kind, took))
             print("%s: %s as every record: nginx -t, reload and restart in %.1f s, serving %s"
                   % (name, kind, took, sorted(set(served.values()))), flush=True)
-        finally:
-            r.cleanup()
 
 
 def case_maxversion(args, cli, rng, proto, taken):
     top = 2 ** 64 - 1
-    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "maxversion",
-                                                    version=top)
-    try:
+    with serving(args, cli, rng, proto, taken, "maxversion", version=top) as case:
+        r, backends, fleet, path, u, name, kw = case
         time.sleep(0.5)
         for attempt in range(2):
             rc, out = r.ngx.test_config()
@@ -336,13 +337,11 @@ def case_maxversion(args, cli, rng, proto, taken):
                   "%s" % (name, attempt + 1, served))
         print("%s: version 2^64-1 served; nginx -t and two restarts after it work" % name,
               flush=True)
-    finally:
-        r.cleanup()
 
 
 def case_eacces(args, cli, rng, proto, taken):
-    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "eacces")
-    try:
+    with serving(args, cli, rng, proto, taken, "eacces") as case:
+        r, backends, fleet, path, u, name, kw = case
         new = cli.build(path, fleet[1:], 2, rename=False)
         os.chmod(new, 0)
         os.rename(new, path)
@@ -356,15 +355,12 @@ def case_eacces(args, cli, rng, proto, taken):
         check_serving(r, name, 2, "once readable, every worker serves it")
         print("%s: a file unreadable for a moment: refused as io, then served by every worker"
               % name, flush=True)
-    finally:
-        r.cleanup()
 
 
 def case_expiry(args, cli, rng, proto, taken):
     soon = int(time.time()) + 3
-    r, backends, fleet, path, u, name, kw = serving(args, cli, rng, proto, taken, "expiry",
-                                                    expires=soon)
-    try:
+    with serving(args, cli, rng, proto, taken, "expiry", expires=soon) as case:
+        r, backends, fleet, path, u, name, kw = case
         check(r.status()[name].get("expired") is False, "%s: not expired yet" % name)
         while time.time() < soon + 1:
             time.sleep(0.2)
@@ -385,8 +381,6 @@ def case_expiry(args, cli, rng, proto, taken):
         check(r.status()[name].get("expired") is False, "%s: no longer expired" % name)
         print("%s: the served ring expired: said in the status, served by a restart, replaced "
               "by a fresh file" % name, flush=True)
-    finally:
-        r.cleanup()
 
 
 def case_instances(args, cli, rng, proto, taken):

@@ -19,6 +19,53 @@
 #include "ngx_chash_core.h"
 
 
+/*
+ * Whether arg is the parameter "name=VALUE" (name given with its '='); if
+ * so, VALUE is in *value.
+ */
+static ngx_uint_t
+ngx_chash_param_value(ngx_str_t *arg, char *name, ngx_str_t *value)
+{
+    size_t  len;
+
+    len = ngx_strlen(name);
+
+    if (arg->len < len || ngx_strncmp(arg->data, name, len) != 0) {
+        return 0;
+    }
+
+    value->data = arg->data + len;
+    value->len = arg->len - len;
+
+    return 1;
+}
+
+
+static char *
+ngx_chash_invalid_param(ngx_conf_t *cf, ngx_str_t *arg)
+{
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"", arg);
+
+    return NGX_CONF_ERROR;
+}
+
+
+static ngx_int_t
+ngx_chash_parse_u64(ngx_str_t *value, uint64_t *out)
+{
+    off_t  n;
+
+    n = ngx_atoof(value->data, value->len);
+    if (n == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    *out = (uint64_t) n;
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_chash_parse_bounded_load(ngx_str_t *value, double *factor)
 {
@@ -66,10 +113,7 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "flavor=", 7) == 0) {
-            s.data = value[i].data + 7;
-            s.len = value[i].len - 7;
-
+        if (ngx_chash_param_value(&value[i], "flavor=", &s)) {
             if (ngx_chash_flavor_parse(&s, &f) != NGX_OK) {
                 goto invalid;
             }
@@ -103,17 +147,12 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "subset=", 7) == 0) {
-            d->subset.data = value[i].data + 7;
-            d->subset.len = value[i].len - 7;
+        if (ngx_chash_param_value(&value[i], "subset=", &d->subset)) {
             d->has_subset = 1;
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "bounded_load=", 13) == 0) {
-            s.data = value[i].data + 13;
-            s.len = value[i].len - 13;
-
+        if (ngx_chash_param_value(&value[i], "bounded_load=", &s)) {
             if (ngx_chash_parse_bounded_load(&s, &d->bounded_load)
                 != NGX_OK)
             {
@@ -127,8 +166,8 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "multiple=", 9) == 0) {
-            multiple = ngx_atoi(value[i].data + 9, value[i].len - 9);
+        if (ngx_chash_param_value(&value[i], "multiple=", &s)) {
+            multiple = ngx_atoi(s.data, s.len);
 
             if (multiple == NGX_ERROR || multiple == 0
                 || multiple > 0xffffffff)
@@ -167,24 +206,7 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
 
 invalid:
 
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid parameter \"%V\"", &value[i]);
-
-    return NGX_CONF_ERROR;
-}
-
-
-static ngx_int_t
-ngx_chash_parse_time_param(ngx_str_t *v, size_t skip, ngx_msec_t *out)
-{
-    ngx_str_t  s;
-
-    s.data = v->data + skip;
-    s.len = v->len - skip;
-
-    *out = ngx_parse_time(&s, 0);
-
-    return *out == (ngx_msec_t) NGX_ERROR ? NGX_ERROR : NGX_OK;
+    return ngx_chash_invalid_param(cf, &value[i]);
 }
 
 
@@ -194,7 +216,7 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
 {
     u_char      *keys;
     ngx_int_t    v;
-    ngx_str_t    file;
+    ngx_str_t    s, file;
     ngx_uint_t   i;
 
     src->path = value[1];
@@ -224,10 +246,7 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
 
     for (i = 2; i < n; i++) {
 
-        if (ngx_strncmp(value[i].data, "trusted_key=", 12) == 0) {
-            file.data = value[i].data + 12;
-            file.len = value[i].len - 12;
-
+        if (ngx_chash_param_value(&value[i], "trusted_key=", &file)) {
             if (ngx_conf_full_name(cf->cycle, &file, 1) != NGX_OK) {
                 return NGX_CONF_ERROR;
             }
@@ -269,36 +288,31 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "min_version=", 12) == 0) {
-            v = ngx_atoof(value[i].data + 12, value[i].len - 12);
-            if (v == NGX_ERROR) {
+        if (ngx_chash_param_value(&value[i], "min_version=", &s)) {
+            if (ngx_chash_parse_u64(&s, &src->min_version) != NGX_OK) {
                 goto invalid;
             }
 
-            src->min_version = (uint64_t) v;
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "poll=", 5) == 0) {
-            if (value[i].len == 8 && ngx_strncmp(value[i].data, "poll=off", 8)
-                                     == 0)
-            {
+        if (ngx_chash_param_value(&value[i], "poll=", &s)) {
+            if (s.len == 3 && ngx_strncmp(s.data, "off", 3) == 0) {
                 src->poll = 0;
                 continue;
             }
 
-            if (ngx_chash_parse_time_param(&value[i], 5, &src->poll)
-                != NGX_OK || src->poll == 0)
-            {
+            src->poll = ngx_parse_time(&s, 0);
+            if (src->poll == (ngx_msec_t) NGX_ERROR || src->poll == 0) {
                 goto invalid;
             }
 
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "thread_pool=", 12) == 0) {
-            src->thread_pool.data = value[i].data + 12;
-            src->thread_pool.len = value[i].len - 12;
+        if (ngx_chash_param_value(&value[i], "thread_pool=",
+                                  &src->thread_pool))
+        {
             continue;
         }
 
@@ -312,8 +326,8 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "threads=", 8) == 0) {
-            v = ngx_atoi(value[i].data + 8, value[i].len - 8);
+        if (ngx_chash_param_value(&value[i], "threads=", &s)) {
+            v = ngx_atoi(s.data, s.len);
             if (v == NGX_ERROR || v == 0 || v > 256) {
                 goto invalid;
             }
@@ -322,10 +336,8 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
             continue;
         }
 
-        if (ngx_strncmp(value[i].data, "max_size=", 9) == 0) {
-            file.data = value[i].data + 9;
-            file.len = value[i].len - 9;
-            v = ngx_parse_offset(&file);
+        if (ngx_chash_param_value(&value[i], "max_size=", &s)) {
+            v = ngx_parse_offset(&s);
             if (v == NGX_ERROR || v == 0) {
                 goto invalid;
             }
@@ -360,9 +372,7 @@ ngx_chash_source_parse(ngx_conf_t *cf, ngx_chash_source_t *src,
 
 invalid:
 
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                       &value[i]);
-    return NGX_CONF_ERROR;
+    return ngx_chash_invalid_param(cf, &value[i]);
 }
 
 
@@ -441,36 +451,15 @@ char *
 ngx_chash_parse_peer_params(ngx_conf_t *cf, ngx_str_t *rest, ngx_uint_t nrest,
     ngx_chash_peer_params_t *pp)
 {
-    time_t      t;
-    ngx_int_t   n;
-    ngx_str_t   s;
-    ngx_uint_t  i;
+    time_t       t;
+    ngx_int_t    n;
+    ngx_str_t    s;
+    ngx_uint_t   i;
+    ngx_uint_t  *count;
 
     for (i = 0; i < nrest; i++) {
 
-        if (ngx_strncmp(rest[i].data, "max_fails=", 10) == 0) {
-            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
-            if (n == NGX_ERROR) {
-                goto invalid;
-            }
-
-            pp->max_fails = n;
-            continue;
-        }
-
-        if (ngx_strncmp(rest[i].data, "max_conns=", 10) == 0) {
-            n = ngx_atoi(rest[i].data + 10, rest[i].len - 10);
-            if (n == NGX_ERROR) {
-                goto invalid;
-            }
-
-            pp->max_conns = n;
-            continue;
-        }
-
-        if (ngx_strncmp(rest[i].data, "fail_timeout=", 13) == 0) {
-            s.data = rest[i].data + 13;
-            s.len = rest[i].len - 13;
+        if (ngx_chash_param_value(&rest[i], "fail_timeout=", &s)) {
             t = ngx_parse_time(&s, 1);
             if (t == (time_t) NGX_ERROR) {
                 goto invalid;
@@ -480,16 +469,29 @@ ngx_chash_parse_peer_params(ngx_conf_t *cf, ngx_str_t *rest, ngx_uint_t nrest,
             continue;
         }
 
-        goto invalid;
+        if (ngx_chash_param_value(&rest[i], "max_fails=", &s)) {
+            count = &pp->max_fails;
+
+        } else if (ngx_chash_param_value(&rest[i], "max_conns=", &s)) {
+            count = &pp->max_conns;
+
+        } else {
+            goto invalid;
+        }
+
+        n = ngx_atoi(s.data, s.len);
+        if (n == NGX_ERROR) {
+            goto invalid;
+        }
+
+        *count = n;
     }
 
     return NGX_CONF_OK;
 
 invalid:
 
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                       &rest[i]);
-    return NGX_CONF_ERROR;
+    return ngx_chash_invalid_param(cf, &rest[i]);
 }
 
 
@@ -497,19 +499,18 @@ char *
 ngx_chash_parse_migrate_params(ngx_conf_t *cf, ngx_chash_source_t *next,
     ngx_str_t *rest, ngx_uint_t nrest, ngx_chash_migrate_params_t *mp)
 {
-    off_t       seed;
+    ngx_str_t   s;
     ngx_uint_t  i, has_rollout;
 
     has_rollout = 0;
 
     for (i = 0; i < nrest; i++) {
 
-        if (ngx_strncmp(rest[i].data, "rollout=", 8) == 0) {
+        if (ngx_chash_param_value(&rest[i], "rollout=", &mp->rollout)) {
             has_rollout = 1;
-            mp->rollout.data = rest[i].data + 8;
-            mp->rollout.len = rest[i].len - 8;
 
-            if (ngx_strlchr(rest[i].data + 8, rest[i].data + rest[i].len, '$'))
+            if (ngx_strlchr(mp->rollout.data,
+                            mp->rollout.data + mp->rollout.len, '$'))
             {
                 mp->rollout_is_var = 1;
                 continue;
@@ -524,20 +525,16 @@ ngx_chash_parse_migrate_params(ngx_conf_t *cf, ngx_chash_source_t *next,
             continue;
         }
 
-        if (ngx_strncmp(rest[i].data, "scope=", 6) == 0) {
-            mp->scope.data = rest[i].data + 6;
-            mp->scope.len = rest[i].len - 6;
+        if (ngx_chash_param_value(&rest[i], "scope=", &mp->scope)) {
             mp->has_scope = 1;
             continue;
         }
 
-        if (ngx_strncmp(rest[i].data, "seed=", 5) == 0) {
-            seed = ngx_atoof(rest[i].data + 5, rest[i].len - 5);
-            if (seed == NGX_ERROR) {
+        if (ngx_chash_param_value(&rest[i], "seed=", &s)) {
+            if (ngx_chash_parse_u64(&s, &next->seed) != NGX_OK) {
                 goto invalid;
             }
 
-            next->seed = (uint64_t) seed;
             continue;
         }
 
@@ -561,9 +558,7 @@ ngx_chash_parse_migrate_params(ngx_conf_t *cf, ngx_chash_source_t *next,
 
 invalid:
 
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                       &rest[i]);
-    return NGX_CONF_ERROR;
+    return ngx_chash_invalid_param(cf, &rest[i]);
 }
 
 

@@ -194,6 +194,17 @@ pub struct MemoryUsage {
     pub collision_table_bytes: u64,
 }
 
+// Continuum's lookups that are its ring's: `pub fn NAME(&self, ARGS) -> OUT`
+// answering what the Ring method of the same name answers for ARGS.
+macro_rules! ring_lookups {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, $($arg: $ty),*) -> $out {
+            self.ring.$name($($arg),*)
+        }
+    )*};
+}
+
 impl Continuum {
     /// The bytes the ring holds, O(1).
     pub fn memory_usage(&self) -> Result<MemoryUsage, Error> {
@@ -207,14 +218,12 @@ impl Continuum {
         self.bucket_idx_available(hash_key, mask).map(|i| self.addrs[i])
     }
 
-    /// The bucket index [`Continuum::node_available`] answers with.
-    pub fn bucket_idx_available(&self, hash_key: &[u8], mask: &NodeMask) -> Option<usize> {
-        self.ring.bucket_idx_available(hash_key, mask)
-    }
+    ring_lookups! {
+        /// The bucket index [`Continuum::node_available`] answers with.
+        fn bucket_idx_available(hash_key: &[u8], mask: &NodeMask) -> Option<usize>;
 
-    /// [`Continuum::bucket_idx_available`] of a key whose CRC32 is `hash`.
-    pub fn bucket_idx_available_by_hash(&self, hash: u32, mask: &NodeMask) -> Option<usize> {
-        self.ring.bucket_idx_available_by_hash(hash, mask)
+        /// [`Continuum::bucket_idx_available`] of a key whose CRC32 is `hash`.
+        fn bucket_idx_available_by_hash(hash: u32, mask: &NodeMask) -> Option<usize>;
     }
 
     /// Masked lookups in a batch: `out[i]` for `keys[i]`,
@@ -232,36 +241,26 @@ impl Continuum {
         self.ring.find_keys("bucket_idxs_available", keys, Among::Mask(mask), out);
     }
 
-    /// Consistent hashing with bounded loads (Mirrokni et al., SODA 2018):
-    /// the first bucket in the (masked) walk from `hash_key`'s point whose
-    /// load is below `ceil(c × (total + 1) / n)`, n and total over the
-    /// available buckets that own points. `loads[i]` is bucket i's load.
-    /// `Ok(None)` if no available bucket owns a point; an error if `c` is not
-    /// a finite number > 1 or `loads` is shorter than the buckets.
-    pub fn bucket_idx_bounded_load(
-        &self,
-        hash_key: &[u8],
-        loads: &[u64],
-        balance_factor: f64,
-        mask: Option<&NodeMask>,
-    ) -> Result<Option<usize>, Error> {
-        self.ring.bucket_idx_bounded_load(hash_key, loads, balance_factor, mask)
-    }
+    ring_lookups! {
+        /// Consistent hashing with bounded loads (Mirrokni et al., SODA 2018):
+        /// the first bucket in the (masked) walk from `hash_key`'s point whose
+        /// load is below `ceil(c × (total + 1) / n)`, n and total over the
+        /// available buckets that own points. `loads[i]` is bucket i's load.
+        /// `Ok(None)` if no available bucket owns a point; an error if `c` is not
+        /// a finite number > 1 or `loads` is shorter than the buckets.
+        fn bucket_idx_bounded_load(
+            hash_key: &[u8], loads: &[u64], balance_factor: f64, mask: Option<&NodeMask>,
+        ) -> Result<Option<usize>, Error>;
 
-    /// The first bucket in the (masked) walk from `hash_key`'s point whose
-    /// load is below `capacity` ([`bounded_load_capacity`] computed once a
-    /// batch, say); buckets at or past `loads.len()` are skipped; `Ok(None)`
-    /// if every one is full; the errors of
-    /// [`Ring::bucket_idx_under_capacity`](crate::Ring::bucket_idx_under_capacity).
-    /// No allocation.
-    pub fn bucket_idx_under_capacity(
-        &self,
-        hash_key: &[u8],
-        loads: &[u64],
-        capacity: u64,
-        mask: Option<&NodeMask>,
-    ) -> Result<Option<usize>, Error> {
-        self.ring.bucket_idx_under_capacity(hash_key, loads, capacity, mask)
+        /// The first bucket in the (masked) walk from `hash_key`'s point whose
+        /// load is below `capacity` ([`bounded_load_capacity`] computed once a
+        /// batch, say); buckets at or past `loads.len()` are skipped; `Ok(None)`
+        /// if every one is full; the errors of
+        /// [`Ring::bucket_idx_under_capacity`](crate::Ring::bucket_idx_under_capacity).
+        /// No allocation.
+        fn bucket_idx_under_capacity(
+            hash_key: &[u8], loads: &[u64], capacity: u64, mask: Option<&NodeMask>,
+        ) -> Result<Option<usize>, Error>;
     }
 
     /// The ring's statistics (one scan of the ring: O(points)).

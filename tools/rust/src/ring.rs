@@ -144,6 +144,39 @@ pub(crate) enum Among<'a> {
     Published(&'a Availability),
 }
 
+// The four lookups among the buckets a mask leaves available (`$mask`, a
+// NodeMask or an Availability, as `$among` of it): of a key, of a key hash,
+// the address of a key, and a batch (its panic names it `Ring::NAME`).
+macro_rules! among_lookups {
+    (
+        $mask:ident: $ty:ty => $among:path,
+        $(#[$key_doc:meta])* $key:ident,
+        $(#[$hash_doc:meta])* $hash:ident,
+        $(#[$node_doc:meta])* $node:ident,
+        $(#[$keys_doc:meta])* $keys:ident $(,)?
+    ) => {
+        $(#[$key_doc])*
+        pub fn $key(&self, key: &[u8], $mask: $ty) -> Option<usize> {
+            self.find(key, $among($mask))
+        }
+
+        $(#[$hash_doc])*
+        pub fn $hash(&self, hash: u32, $mask: $ty) -> Option<usize> {
+            self.find_hash(hash, $among($mask))
+        }
+
+        $(#[$node_doc])*
+        pub fn $node(&self, key: &[u8], $mask: $ty) -> Option<&str> {
+            self.$key(key, $mask).and_then(|idx| self.address(idx))
+        }
+
+        $(#[$keys_doc])*
+        pub fn $keys<K: AsRef<[u8]>>(&self, keys: &[K], $mask: $ty, out: &mut [u32]) {
+            self.find_keys(concat!("Ring::", stringify!($keys)), keys, $among($mask), out);
+        }
+    };
+}
+
 /// An immutable consistent-hash ring whose servers are bucket indices
 /// `0..num_buckets()` with address text. Lookups take `&self` and run from
 /// any number of threads without locks; share it in an `Arc`.
@@ -439,40 +472,26 @@ impl Ring {
         unsafe { ffi::chash_ring_masks_exactly(self.raw()) != 0 }
     }
 
-    /// The bucket the ring of the buckets `mask` leaves available would
-    /// answer for `key` (a snapshot's subset, or health), without building
-    /// that ring; `None` if no available bucket owns a point, or on a ring
-    /// that masks inexactly ([`Ring::masks_exactly`]). Bucket ids at or past
-    /// the mask's length count as unavailable.
-    pub fn bucket_idx_available(&self, key: &[u8], mask: &NodeMask) -> Option<usize> {
-        self.find(key, Among::Mask(mask))
-    }
-
-    /// [`Ring::bucket_idx_available`] of a key whose key hash ([`Ring::key_hash`]) is `hash`.
-    pub fn bucket_idx_available_by_hash(&self, hash: u32, mask: &NodeMask) -> Option<usize> {
-        self.find_hash(hash, Among::Mask(mask))
-    }
-
-    /// The address [`Ring::bucket_idx_available`] answers with.
-    pub fn node_available(&self, key: &[u8], mask: &NodeMask) -> Option<&str> {
-        self.bucket_idx_available(key, mask).and_then(|idx| self.address(idx))
-    }
-
-    /// Masked lookups in a batch: `out[i]` for `keys[i]`, [`NO_BUCKET`](crate::NO_BUCKET)
-    /// where no available bucket owns a point, [`MASK_REFUSED`](crate::MASK_REFUSED)
-    /// on a ring that masks inexactly ([`Ring::masks_exactly`]).
-    ///
-    /// # Panics
-    ///
-    /// If `out` is shorter than `keys`.
-    pub fn bucket_idxs_available<K: AsRef<[u8]>>(
-        &self,
-        keys: &[K],
-        mask: &NodeMask,
-        out: &mut [u32],
-    ) {
-        self.find_keys("Ring::bucket_idxs_available", keys, Among::Mask(mask), out);
-    }
+    among_lookups!(mask: &NodeMask => Among::Mask,
+        /// The bucket the ring of the buckets `mask` leaves available would
+        /// answer for `key` (a snapshot's subset, or health), without building
+        /// that ring; `None` if no available bucket owns a point, or on a ring
+        /// that masks inexactly ([`Ring::masks_exactly`]). Bucket ids at or past
+        /// the mask's length count as unavailable.
+        bucket_idx_available,
+        /// [`Ring::bucket_idx_available`] of a key whose key hash ([`Ring::key_hash`]) is `hash`.
+        bucket_idx_available_by_hash,
+        /// The address [`Ring::bucket_idx_available`] answers with.
+        node_available,
+        /// Masked lookups in a batch: `out[i]` for `keys[i]`, [`NO_BUCKET`](crate::NO_BUCKET)
+        /// where no available bucket owns a point, [`MASK_REFUSED`](crate::MASK_REFUSED)
+        /// on a ring that masks inexactly ([`Ring::masks_exactly`]).
+        ///
+        /// # Panics
+        ///
+        /// If `out` is shorter than `keys`.
+        bucket_idxs_available,
+    );
 
     /// Each bucket once, in ring order from `key`'s point: the failover
     /// order (the C library's `chash_walk` without a mask), ending after
@@ -581,42 +600,24 @@ impl Ring {
             .is_ok_and(|node| unsafe { ffi::chash_ring_owns_points(self.raw(), node) } != 0)
     }
 
-    /// [`Ring::bucket_idx_available`] under the mask `availability`
-    /// currently publishes (health checkers publish from other threads; the
-    /// lookup takes no lock and answers under exactly one published mask).
-    pub fn bucket_idx_published(&self, key: &[u8], availability: &Availability) -> Option<usize> {
-        self.find(key, Among::Published(availability))
-    }
-
-    /// [`Ring::bucket_idx_published`] of a key whose key hash ([`Ring::key_hash`]) is `hash`.
-    pub fn bucket_idx_published_by_hash(
-        &self,
-        hash: u32,
-        availability: &Availability,
-    ) -> Option<usize> {
-        self.find_hash(hash, Among::Published(availability))
-    }
-
-    /// The address [`Ring::bucket_idx_published`] answers with.
-    pub fn node_published(&self, key: &[u8], availability: &Availability) -> Option<&str> {
-        self.bucket_idx_published(key, availability).and_then(|idx| self.address(idx))
-    }
-
-    /// [`Ring::bucket_idx_published`] in a batch, every key under the same
-    /// published mask: `out[i]` for `keys[i]`, [`NO_BUCKET`] where no
-    /// available bucket has a point.
-    ///
-    /// # Panics
-    ///
-    /// If `out` is shorter than `keys`.
-    pub fn bucket_idxs_published<K: AsRef<[u8]>>(
-        &self,
-        keys: &[K],
-        availability: &Availability,
-        out: &mut [u32],
-    ) {
-        self.find_keys("Ring::bucket_idxs_published", keys, Among::Published(availability), out);
-    }
+    among_lookups!(availability: &Availability => Among::Published,
+        /// [`Ring::bucket_idx_available`] under the mask `availability`
+        /// currently publishes (health checkers publish from other threads; the
+        /// lookup takes no lock and answers under exactly one published mask).
+        bucket_idx_published,
+        /// [`Ring::bucket_idx_published`] of a key whose key hash ([`Ring::key_hash`]) is `hash`.
+        bucket_idx_published_by_hash,
+        /// The address [`Ring::bucket_idx_published`] answers with.
+        node_published,
+        /// [`Ring::bucket_idx_published`] in a batch, every key under the same
+        /// published mask: `out[i]` for `keys[i]`, [`NO_BUCKET`] where no
+        /// available bucket has a point.
+        ///
+        /// # Panics
+        ///
+        /// If `out` is shorter than `keys`.
+        bucket_idxs_published,
+    );
 
     /// Consistent hashing with bounded loads: the first bucket in the
     /// (masked) walk from `key`'s point whose load is below

@@ -96,6 +96,17 @@ constexpr uint8_t FlavorByte(Flavor flavor) noexcept {
   return row == nullptr ? 0xFF : row->byte;
 }
 
+// The case labels of the flavors whose rings are the ketama chain over
+// CRC-32 (nginx, pingora-v1, pingora-v2, resty), for the switches over Flavor
+// that list every flavor and have no `default:`, so that the compiler
+// (-Wswitch, an error in CI) names each switch a new flavor is missing from.
+// Written `CHASH_CRC32_FLAVOR_CASES:`.
+#define CHASH_CRC32_FLAVOR_CASES \
+  case Flavor::kNginx:           \
+  case Flavor::kPingoraV1:       \
+  case Flavor::kPingoraV2:       \
+  case Flavor::kResty
+
 // The other programs' flavors (haproxy .. envoy-maglev): built from their
 // options (builder/flavor_points.cc), every point kept.
 constexpr bool IsProgramFlavor(Flavor flavor) noexcept {

@@ -126,9 +126,10 @@ Status ValidateProgramOptionsOrThrow(const RingOptions& options) {
       return program::ValidateEnvoyRingOptions(options.envoy_ring);
     case Flavor::kEnvoyMaglev:
       return program::ValidateMaglevOptions(options.maglev);
-    default:
-      return Status();
+    CHASH_CRC32_FLAVOR_CASES:
+      break;
   }
+  return Status();
 }
 
 // ---- Nodes ----------------------------------------------------------------------------
@@ -154,9 +155,10 @@ Result<NodeAddress> ParseProgramNode(const RingOptions& options, std::string_vie
     case Flavor::kEnvoyRing:
     case Flavor::kEnvoyMaglev:
       return program::OpaqueNode(address, false, false);
-    default:
-      return Bad(StatusCode::kBadArgument, "not a flavor of another program");
+    CHASH_CRC32_FLAVOR_CASES:
+      break;
   }
+  return Bad(StatusCode::kBadArgument, "not a flavor of another program");
 }
 
 uint64_t NodePointsAlone(const RingOptions& options, uint32_t weight) noexcept {
@@ -167,9 +169,12 @@ uint64_t NodePointsAlone(const RingOptions& options, uint32_t weight) noexcept {
       return uint64_t{weight} * options.varnish.replicas;
     case Flavor::kKetamaMd5:
       return IsUnweightedKetama(options.ketama.variant) ? uint64_t{weight} * 100 : 0;
-    default:
-      return 0;
+    case Flavor::kEnvoyRing:
+    case Flavor::kEnvoyMaglev:
+    CHASH_CRC32_FLAVOR_CASES:
+      break;
   }
+  return 0;
 }
 
 KeyHasher ProgramKeyHasher(const RingOptions& options, uint32_t weighted_nodes) noexcept {
@@ -186,9 +191,10 @@ KeyHasher ProgramKeyHasher(const RingOptions& options, uint32_t weighted_nodes) 
     case Flavor::kEnvoyMaglev:
       hasher.kind = KeyHashKind::kXxh64;
       return hasher;
-    default:
-      return hasher;  // CRC-32
+    CHASH_CRC32_FLAVOR_CASES:
+      break;
   }
+  return hasher;  // CRC-32
 }
 
 PointCounts CountProgramPoints(const RingOptions& options, const std::vector<NodeInfo>& nodes) {
@@ -210,7 +216,7 @@ PointCounts CountProgramPoints(const RingOptions& options, const std::vector<Nod
     case Flavor::kEnvoyMaglev:
       counts.total = program::WeightedNodes(nodes) == 0 ? 0 : options.maglev.table_size;
       return counts;
-    default:
+    CHASH_CRC32_FLAVOR_CASES:
       break;
   }
   counts.total = std::accumulate(counts.per_node.begin(), counts.per_node.end(), uint64_t{0});
@@ -262,7 +268,9 @@ Status BuildPoints32(const RingOptions& options, RingState& state, const PointCo
     case Flavor::kVarnishShard:
       program::GenerateVarnishPoints(nodes, counts, threads, keys);
       break;
-    default:
+    case Flavor::kEnvoyRing:
+    case Flavor::kEnvoyMaglev:
+    CHASH_CRC32_FLAVOR_CASES:
       return Bad(StatusCode::kBadArgument, "not a 32-bit program flavor");
   }
   if (scatter) {
@@ -282,6 +290,10 @@ Status BuildPoints32(const RingOptions& options, RingState& state, const PointCo
 }  // namespace
 
 Status BuildProgramRingOrThrow(const RingOptions& options, RingState& state, unsigned threads) {
+  // Also refuses a value past the enumeration, which no switch below names.
+  if (!IsProgramFlavor(options.flavor)) {
+    return Bad(StatusCode::kBadArgument, "not a flavor of another program");
+  }
   std::vector<NodeInfo>& nodes = state.nodes;
   const uint32_t weighted = program::WeightedNodes(nodes);
   if (options.flavor == Flavor::kHaproxy) AssignHaproxyServerIds(nodes);
@@ -312,14 +324,17 @@ Status BuildProgramRingOrThrow(const RingOptions& options, RingState& state, uns
         return Status();
       }
       return program::BuildMaglevTable(options, state);
-    default: {
-      Status status = BuildPoints32(options, state, counts, threads);
-      if (status.ok() && options.flavor == Flavor::kVarnishShard) {
-        state.varnish_bisection = program::VarnishBisects(state);
-      }
-      return status;
-    }
+    case Flavor::kHaproxy:
+    case Flavor::kKetamaMd5:
+    case Flavor::kVarnishShard:
+    CHASH_CRC32_FLAVOR_CASES:  // refused above
+      break;
   }
+  Status status = BuildPoints32(options, state, counts, threads);
+  if (status.ok() && options.flavor == Flavor::kVarnishShard) {
+    state.varnish_bisection = program::VarnishBisects(state);
+  }
+  return status;
 }
 
 }  // namespace chash::internal

@@ -134,9 +134,12 @@ bool FlavorMasksExactly(const RingOptions& options) noexcept {
     case Flavor::kEnvoyRing:
     case Flavor::kEnvoyMaglev:
       return false;
-    default:
-      return true;
+    case Flavor::kHaproxy:
+    case Flavor::kVarnishShard:
+    CHASH_CRC32_FLAVOR_CASES:
+      break;
   }
+  return true;
 }
 
 Status ValidateRingOptions(const RingOptions& options) noexcept {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "builder/flavor_points.h"
+#include "flavors.h"
 #include "chash/stats.h"
 #include "fleet/hash_runs.h"
 #include "identity/throwing_cores.h"
@@ -80,9 +81,10 @@ uint64_t ProgramStructureBytes(const Ring& ring, uint64_t live_nodes) {
       const uint64_t compact = 16 * live_nodes + std::bit_width(live_nodes) * points / 8;
       return std::min(original, compact);
     }
-    default:
-      return 0;
+    CHASH_CRC32_FLAVOR_CASES:
+      break;
   }
+  return 0;
 }
 
 RingStats ComputeRingStatsOrThrow(const Ring& ring) {

@@ -93,7 +93,8 @@ TEST(CApiFlavors, PropertiesAreThePrograms) {
   EXPECT_EQ(property(CHASH_FLAVOR_ENVOY_MAGLEV, CHASH_PROPERTY_LOOKUP_RULE), CHASH_LOOKUP_TABLE);
   EXPECT_EQ(property(CHASH_FLAVOR_NGINX, CHASH_PROPERTY_LOOKUP_RULE), CHASH_LOOKUP_SUCCESSOR);
   uint64_t value = 0;
-  EXPECT_EQ(chash_flavor_property(9, CHASH_PROPERTY_RETRY, &value), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_flavor_property(chash::testing::FirstUnknownFlavor(), CHASH_PROPERTY_RETRY, &value),
+            CHASH_E_BAD_ARGUMENT);
   EXPECT_EQ(chash_flavor_property(0, 999, &value), CHASH_E_BAD_ARGUMENT);
   EXPECT_EQ(chash_flavor_property(0, 0, nullptr), CHASH_E_NULL_ARGUMENT);
 }

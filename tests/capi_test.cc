@@ -465,8 +465,10 @@ TEST(CApiBuilder, RefusesBadOptions) {
             chash::ValidateRingOptions({.flavor = chash::Flavor::kPingoraV1, .point_multiple = 16})
                 .message());
   EXPECT_NE(std::string(chash_last_error()).find("pingora-v1"), std::string::npos);
-  EXPECT_EQ(chash_builder_new(9, 0, &builder), CHASH_E_BAD_ARGUMENT);
-  EXPECT_NE(std::string(chash_last_error()).find("unknown flavor 9"), std::string::npos);
+  const uint32_t unknown = chash::testing::FirstUnknownFlavor();
+  EXPECT_EQ(chash_builder_new(unknown, 0, &builder), CHASH_E_BAD_ARGUMENT);
+  EXPECT_NE(std::string(chash_last_error()).find("unknown flavor " + std::to_string(unknown)),
+            std::string::npos);
   EXPECT_EQ(chash_builder_new(UINT32_MAX, 0, &builder), CHASH_E_BAD_ARGUMENT);
   EXPECT_EQ(chash_builder_new(CHASH_FLAVOR_NGINX, 0, nullptr), CHASH_E_NULL_ARGUMENT);
 
@@ -1099,7 +1101,7 @@ TEST(CApiFlavors, BadOptionsAndNodeOptionsAreRefused) {
   o.size = 4;
   EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_KETAMA_MD5, &o, &builder),
             CHASH_E_BAD_ARGUMENT);
-  EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_ENVOY_MAGLEV + 1, nullptr, &builder),
+  EXPECT_EQ(chash_builder_new_with_options(chash::testing::FirstUnknownFlavor(), nullptr, &builder),
             CHASH_E_BAD_ARGUMENT);
   EXPECT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_NGINX, nullptr, nullptr),
             CHASH_E_NULL_ARGUMENT);

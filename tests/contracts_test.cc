@@ -220,7 +220,9 @@ TEST(ContractsTest, InvalidOptionsAreReportedByAddAndBuild) {
     EXPECT_FALSE(ring.ok());
     EXPECT_EQ(ring.status().code(), added.code()) << added.ToString();
   }
-  EXPECT_EQ(ParseNodeAddress(static_cast<Flavor>(9), "10.0.0.1:80").status().code(),
+  EXPECT_EQ(ParseNodeAddress(static_cast<Flavor>(testing::FirstUnknownFlavor()), "10.0.0.1:80")
+                .status()
+                .code(),
             StatusCode::kBadArgument);
 }
 

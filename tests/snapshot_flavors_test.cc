@@ -492,7 +492,8 @@ TEST(SnapshotFlavors, HeaderRulesOfThe14Flavors) {
   ExpectRefused(edit(fmt::kOffMinor, 3), "header", "a varnish ring in a 1.3 file");
   ExpectRefused(edit(fmt::kOffHashFunction, 1), "header", "the CRC-32 chain on a varnish ring");
   ExpectRefused(edit(fmt::kOffSectionCount, 8), "header", "8 sections");
-  ExpectRefused(edit(fmt::kOffFlavor, 9), "header", "flavor 9");
+  const auto unknown = static_cast<uint8_t>(testing::FirstUnknownFlavor());
+  ExpectRefused(edit(fmt::kOffFlavor, unknown), "header", "flavor " + std::to_string(unknown));
   ExpectRefused(edit(fmt::kOffReserved14 + 3, 1), "header", "reserved byte after section 9");
   ExpectRefused(edit(fmt::kOffPointsGenerated + 3, 1), "header", "points dropped");
   const std::string nginx =

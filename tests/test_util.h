@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chash/chash.h"
+#include "chash/chash_c.h"
 #include "chash/operators.h"
 #include "dispatch_control.h"
 
@@ -17,6 +18,15 @@ namespace chash::testing {
 
 inline std::string DataPath(const std::string& relative) {
   return std::string(CHASH_TEST_DATA_DIR) + "/" + relative;
+}
+
+// The first value no flavor has (the flavors are numbered from 0 with no
+// gap, chash_c.h): what the tests of an unknown flavor pass, so that a new
+// flavor does not turn them into tests of a known one.
+inline uint32_t FirstUnknownFlavor() {
+  uint32_t flavor = 0;
+  while (chash_flavor_name(flavor) != nullptr) ++flavor;
+  return flavor;
 }
 
 // The file's lines without '\n' (a last line without '\n' included).

@@ -3,7 +3,8 @@
 
 The flavors and their names are the rows of engine/flavors.h (kFlavors).
 A paragraph of a tracked Markdown file (CHANGELOG.md aside: it records
-what was true then), or a comment block of include/chash/*.h, that names
+what was true then; bench/ too: its tables are of the flavors measured),
+or a comment block of include/chash/*.h, that names
 at least LIST_AT_LEAST of them is taken for a list of the flavors, and
 must then name every one: one of
   - all of them,
@@ -52,17 +53,21 @@ def paragraphs(path):
                 start = number
             block.append(part)
         elif block:
-            yield start, " ".join(block)
+            yield start, "\n".join(block)
             start, block = None, []
     if block:
-        yield start, " ".join(block)
+        yield start, "\n".join(block)
 
 
 def named(text, names):
-    """The flavors a text names as code: in a `code span` of Markdown or a
-    "string" of a header comment, alone or among others (`a|b`, `flavor=a`,
-    "a", "b"). Prose that names a program (nginx, HAProxy) is not a list."""
+    """The flavors a text names as code: in a `code span` of Markdown, a
+    "string" of a header comment or the first cell of a table's row, alone
+    or among others (`a|b`, `flavor=a`, "a", "b", | a, b |). Prose that
+    names a program (nginx, HAProxy) is not a list."""
     spans = re.findall(r"`([^`\s]*)`", text) + re.findall(r'"([^"\s]*)"', text)
+    # A Markdown table's first column names its rows: "| haproxy | ...".
+    spans += [line.split("|")[1].replace(" ", "") for line in text.split("\n")
+              if line.startswith("|") and "`" not in line.split("|")[1]]
     words = set()
     for span in spans:
         words |= set(re.split(r"[|=,\\]+", span))
@@ -99,15 +104,20 @@ def main():
         probe = Path(tempfile.mkdtemp(prefix="chash-flavor-lists-")) / "probe.md"
         probe.write_text("Flavors: `nginx`, `pingora-v1`, `pingora-v2`, `resty` and `haproxy`.\n\n"
                          "The CRC-32 ones: `nginx|pingora-v1|pingora-v2|resty`.\n\n"
-                         "Prose: nginx, pingora-v1, pingora-v2, resty, haproxy.\n")
+                         "Prose: nginx, pingora-v1, pingora-v2, resty, haproxy.\n\n"
+                         "| flavor | rule |\n|---|---|\n| haproxy | a |\n| ketama-md5 | b |\n"
+                         "| varnish-shard | c |\n| envoy-ring | d |\n")
         got = incomplete_lists([probe], names, first_program, probe.parent)
         probe.unlink()
         probe.parent.rmdir()
-        wanted = ["probe.md:1 lists 5 flavors without " + ", ".join(names[first_program + 1:])]
+        wanted = ["probe.md:1 lists 5 flavors without " + ", ".join(names[first_program + 1:]),
+                  "probe.md:7 lists 4 flavors without " + names[-1]]
         return tree_checks.verdict(
             [] if got == wanted else ["the checker answered %s, not %s" % (got, wanted)],
             "the checker finds a list that lacks flavors")
-    files = [root / p for p in tree_checks.tracked(root, "*.md") if not p.endswith("CHANGELOG.md")]
+    # bench/: tables of what was measured, on the flavors that were.
+    files = [root / p for p in tree_checks.tracked(root, "*.md")
+             if not p.endswith("CHANGELOG.md") and not p.startswith("bench/")]
     files += sorted((root / "include/chash").glob("*.h"))
     lists = []
     failures = incomplete_lists(files, names, first_program, root, lists)

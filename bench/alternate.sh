@@ -36,7 +36,7 @@ esac
 mkdir -p "$out"
 {
   echo "# bench/alternate.sh --before $before --after $after --rounds $rounds -- $*"
-  echo "# $("$(dirname "$0")/../tools/lib/cpu-slug" --describe | head -n2 | tr '\n' ';' |
+  echo "# $("$(dirname "$0")/../tools/dev/lib/cpu-slug" --describe | head -n2 | tr '\n' ';' |
     sed 's/;$//; s/;/; /g')"
 } >"$out/log.txt"
 for round in $(seq 1 "$rounds"); do

@@ -16,7 +16,7 @@
 //
 //   taskset -c 1 build/bench/bench_capi --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2
-//       > bench/results/$(tools/lib/cpu-slug)/bench_capi.txt
+//       > bench/results/$(tools/dev/lib/cpu-slug)/bench_capi.txt
 #include <benchmark/benchmark.h>
 
 #include <cstdio>

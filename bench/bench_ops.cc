@@ -17,8 +17,8 @@
 //
 //   taskset -c 1 build/bench/bench_ops --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2
-//       --benchmark_format=json > bench/results/$(tools/lib/cpu-slug)/ops.json
-//   bench/ops_ratios.py bench/results/$(tools/lib/cpu-slug)/ops.json   (the quoted ratios)
+//       --benchmark_format=json > bench/results/$(tools/dev/lib/cpu-slug)/ops.json
+//   bench/ops_ratios.py bench/results/$(tools/dev/lib/cpu-slug)/ops.json   (the quoted ratios)
 #include <benchmark/benchmark.h>
 
 #include <map>

@@ -4,6 +4,6 @@
 # holds a bench_chash*.json (or in the folders given), installing Debian's
 # python3-matplotlib first if it is missing. Arguments go to charts.py.
 set -euo pipefail
-source "$(dirname "$0")/../tools/lib/common.sh"
+source "$(dirname "$0")/../tools/dev/lib/common.sh"
 chash_ensure_packages python3-matplotlib
 exec /usr/bin/python3 "$CHASH_ROOT/bench/charts.py" "$@"

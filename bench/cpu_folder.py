@@ -1,12 +1,12 @@
 """Where a benchmark's results go: bench/results/<this CPU>/, the folder
-tools/lib/cpu-slug names (bench/results/README.md). The Python side of
-tools/lib/common.sh's chash_results_dir; the name is derived only there."""
+tools/dev/lib/cpu-slug names (bench/results/README.md). The Python side of
+tools/dev/lib/common.sh's chash_results_dir; the name is derived only there."""
 
 import os
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SLUG_TOOL = os.path.join(ROOT, "tools", "lib", "cpu-slug")
+SLUG_TOOL = os.path.join(ROOT, "tools", "dev", "lib", "cpu-slug")
 
 
 def slug():

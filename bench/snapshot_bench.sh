@@ -9,11 +9,11 @@
 #   bench/snapshot_bench.sh --with_204m  the 204.8M-point v1 ring only (~6 GB)
 #       -> bench/results/CPU/bench_snapshot_204m.{txt,json}
 #
-# CPU is the folder tools/lib/cpu-slug names
+# CPU is the folder tools/dev/lib/cpu-slug names
 #
 # Extra arguments go to the benchmark (e.g. --benchmark_filter=load/).
 set -euo pipefail
-source "$(dirname "$0")/../tools/lib/common.sh"
+source "$(dirname "$0")/../tools/dev/lib/common.sh"
 chash_ensure_packages "${CHASH_BUILD_PACKAGES[@]}"
 build="${CHASH_BUILD_DIR:-$CHASH_ROOT/build}"
 chash_configure "$build" -DCMAKE_BUILD_TYPE=Release
@@ -33,7 +33,7 @@ cmd=("$build/bench/bench_snapshot" "${args[@]}" "--benchmark_out=$out/$name.json
 {
   echo "# ${cmd[*]#"$CHASH_ROOT/"}"
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, $(git -C "$CHASH_ROOT" rev-parse --short HEAD)"
-  echo "# $("$CHASH_ROOT/tools/lib/cpu-slug" --describe | head -n2 | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
+  echo "# $("$CHASH_ROOT/tools/dev/lib/cpu-slug" --describe | head -n2 | tr '\n' ';' | sed 's/;$//; s/;/; /g')"
   echo "# uptime before: $(uptime)"
 } >"$out/$name.txt"
 "${cmd[@]}" 2>&1 | tee -a "$out/$name.txt"

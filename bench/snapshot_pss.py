@@ -15,7 +15,7 @@ every process printed the same routes, and stops any that is left by PID.
   bench/snapshot_pss.py --chash build/tools/cli/chash [--procs 8]
       [--nodes 2048 --weight 625 --mode pingora-v2 --multiple 16]
       [--built-procs N] [--baseline-procs 2] [--no-index-procs N]
-      [--workdir DIR] > "bench/results/$(tools/lib/cpu-slug)/snapshot-pss.txt"
+      [--workdir DIR] > "bench/results/$(tools/dev/lib/cpu-slug)/snapshot-pss.txt"
 
 What a mapped ring keeps privately is measured against a baseline: a few
 processes that route the same keys with a snapshot of 2 servers (the

@@ -1,6 +1,6 @@
 # Cross build for aarch64 with Debian's g++-aarch64-linux-gnu; tests run under
 # qemu-user. ARM64_DEPS_ROOT is the folder the arm64 .debs of Highway, the
-# test libraries, mimalloc and zlib were unpacked into (tools/test-arm makes
+# test libraries, mimalloc and zlib were unpacked into (tools/dev/test-arm makes
 # it). No --sysroot: the cross gcc finds /usr/aarch64-linux-gnu itself.
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)

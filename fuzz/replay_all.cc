@@ -1,6 +1,6 @@
 // chash_fuzz_replay TARGET PATH...: replays inputs through one fuzzer's check,
 // like fuzz_TARGET's replay main, but these targets live in this one
-// binary. tools/fuzz --coverage uses it: profiles of one binary merge
+// binary. tools/dev/fuzz --coverage uses it: profiles of one binary merge
 // cleanly, while the four fuzz_* binaries define same-named functions
 // (LLVMFuzzerTestOneInput...) that llvm-cov would report as mismatched.
 #include <algorithm>

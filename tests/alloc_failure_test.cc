@@ -9,7 +9,7 @@
 //   returns a value rather than a Status returns its documented sentinel),
 //   never throw, never crash;
 // - leak nothing: allocations live before == after (and LSan, under
-//   tools/test-asan);
+//   tools/dev/test-asan);
 // - leave its objects usable: with memory back, the same builder, mask or
 //   migration finishes the job and gives the answer of a run that never
 //   failed.

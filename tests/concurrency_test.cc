@@ -1,7 +1,7 @@
 // Lookups from many threads while other threads change what they read:
 // rings swapped through std::shared_ptr's atomic functions, AvailabilityMasks
 // published, a RingMigration's rollout and scope moved, the SIMD target
-// forced. Labelled `concurrency`: tools/test-tsan runs it under
+// forced. Labelled `concurrency`: tools/dev/test-tsan runs it under
 // ThreadSanitizer, which fails the run on any data race; here every answer
 // is also checked against the answers computed before the threads start.
 // Every loop is bounded by a count (no timing), and each writer keeps

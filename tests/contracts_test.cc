@@ -12,7 +12,7 @@
 
 #ifndef NDEBUG
 // CI builds define NDEBUG; so must this suite, or it would not prove that the
-// checks survive it. (tools/test-asan builds RelWithDebInfo, which defines
+// checks survive it. (tools/dev/test-asan builds RelWithDebInfo, which defines
 // it too.)
 #error "contracts_test must be built with NDEBUG (Release or RelWithDebInfo)"
 #endif
@@ -55,7 +55,7 @@ using ContractsDeathTest = ::testing::Test;
 
 TEST(ContractsDeathTest, ValueOfAnErrorStopsTheProcessWithTheError) {
   // "fast" (fork, no re-exec): the threadsafe style re-executes the test
-  // binary, which fails under qemu-user without binfmt (tools/test-arm). No
+  // binary, which fails under qemu-user without binfmt (tools/dev/test-arm). No
   // thread of chash is alive here: builds join theirs before returning.
   GTEST_FLAG_SET(death_test_style, "fast");
   Result<int> result(Status(StatusCode::kBadAddress, "node 3: no port"));

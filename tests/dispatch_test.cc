@@ -1,5 +1,5 @@
 // Which Highway target and CRC32 implementation run, and the hook that forces
-// a target. tools/test-arm sets CHASH_EXPECT_TARGET per qemu CPU model so
+// a target. tools/dev/test-arm sets CHASH_EXPECT_TARGET per qemu CPU model so
 // that a run on the wrong target fails instead of passing quietly.
 #include <cstdio>
 #include <cstdlib>
@@ -83,7 +83,7 @@ TEST(DispatchTest, TheExpectedTargetRuns) {
     EXPECT_EQ(active, expected);
   }
 #if defined(__aarch64__)
-  // Every CPU model tools/test-arm runs has the ARMv8 CRC32 instructions.
+  // Every CPU model tools/dev/test-arm runs has the ARMv8 CRC32 instructions.
   EXPECT_EQ(std::string(internal::Crc32ImplementationName()), "armv8-crc32");
 #endif
 }
@@ -102,7 +102,7 @@ TEST(DispatchTest, ForceTargetRunsEachSupportedTarget) {
 
 // Listing or forcing targets must not change which target runs afterwards.
 // (On an SVE_256 CPU, Highway 1.0.3's SupportedTargets() left SVE2 chosen;
-// tools/test-arm runs this on max,sve256=on.)
+// tools/dev/test-arm runs this on max,sve256=on.)
 TEST(DispatchTest, ListingTargetsKeepsTheBestOneActive) {
   const std::string best(ActiveTargetName());
   const std::vector<std::string> names = SupportedTargetNames();

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench/results/ holds one folder per CPU (bench/results/README.md): the
-folder names tools/lib/cpu-slug derives, checked on model names and flags of
+folder names tools/dev/lib/cpu-slug derives, checked on model names and flags of
 CPUs this project meets, and the committed folders, each with the cpu.txt
 that says which CPU made its files.
 
@@ -37,7 +37,7 @@ def run(tool, *args, env=None):
 
 
 def main(root):
-    tool = os.path.join(root, "tools", "lib", "cpu-slug")
+    tool = os.path.join(root, "tools", "dev", "lib", "cpu-slug")
     failures = []
     for model, flags, arch, expected in CASES:
         got = run(tool, "--for", model, flags, arch)

@@ -162,7 +162,7 @@ TEST(SnapshotFaults, SealedRingIsImmuneToWritesInPlace) {
 // The lookups of a ring whose mapped file (kMap, the zero-copy mode for
 // files nothing rewrites) is rewritten with random bytes stay inside the
 // ring's arrays: the slot table and index levels are clamped. Under ASan
-// (tools/test-asan) any read outside them fails the test.
+// (tools/dev/test-asan) any read outside them fails the test.
 TEST(SnapshotFaults, MappedRingLookupsStayInBoundsOnAnyBytes) {
   const Ring ring = Fleet(200, 0, 160);  // 64K points: a stored index with levels
   const std::string path = TempPath("mapped_noise.chash");

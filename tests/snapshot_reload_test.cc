@@ -1,5 +1,5 @@
-// SnapshotReloader under load (label `concurrency`: tools/test-tsan runs it
-// under ThreadSanitizer, tools/test-asan under ASan's leak checker): reader
+// SnapshotReloader under load (label `concurrency`: tools/dev/test-tsan runs it
+// under ThreadSanitizer, tools/dev/test-asan under ASan's leak checker): reader
 // threads route while the file is replaced hundreds of times, some
 // replacements damaged or older; every answer must come from a ring that was
 // published (the old or the new one), never a mixture, and nothing crashes.

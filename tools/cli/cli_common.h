@@ -128,7 +128,7 @@ Result<Ring> LoadNewRingFromOptions(const Options& options, const RingOptions& o
 RingOptions FirstRingOptions(const Options& options, const Ring& ring);
 
 // The built-in synthetic fleet of `chash demo` and `chash bench` (the
-// addresses tools/fleet prints): servers 10.0.(i / 256).(i % 256):443, all of
+// addresses tools/dev/fleet prints): servers 10.0.(i / 256).(i % 256):443, all of
 // one weight. --nodes N (default 2048, 1..65536), --weight W (default 625),
 // --multiple K (default 16, the v2 ring's).
 struct FleetShape {

@@ -20,8 +20,8 @@ if(NOT TARGET chash_conf_readers)
     set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/nginx_conf.cc
                                 PROPERTIES COMPILE_OPTIONS "-Wno-restrict")
   endif()
-  # YAML is read with Debian's libyaml (libyaml-dev; tools/lib/common.sh
-  # installs it, tools/test-arm unpacks its arm64 .debs for the cross build),
+  # YAML is read with Debian's libyaml (libyaml-dev; tools/dev/lib/common.sh
+  # installs it, tools/dev/test-arm unpacks its arm64 .debs for the cross build),
   # found as libsodium and xxHash are, so the native and the aarch64 builds
   # read YAML alike.
   find_path(CHASH_YAML_INCLUDE_DIR yaml.h REQUIRED)

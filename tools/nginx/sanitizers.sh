@@ -1,5 +1,5 @@
 # The --sanitize runs of tools/nginx/test and tools/nginx/test-stream. Source
-# it after tools/lib/common.sh; do not run it.
+# it after tools/dev/lib/common.sh; do not run it.
 #
 # chash_nginx_sanitizers_on DIR  exports what tests/nginx/harness.py gives the
 #   nginx processes it starts: the sanitizer runtimes preloaded (Debian's

@@ -3,7 +3,7 @@
 // 1. CHASH_PREFIX=DIR: an installed chash (DIR/include/chash/chash_c.h and
 //    DIR/lib*/pkgconfig/chash.pc, whose link line is used).
 // 2. CHASH_LIB_DIR=DIR: a cmake build folder of this repository holding
-//    libchash.a (tools/rust/test passes the one tools/test builds).
+//    libchash.a (tools/rust/test passes the one tools/dev/test builds).
 // 3. `pkg-config chash`: a chash installed system-wide.
 // 4. Otherwise: this repository (two folders up) built with cmake into
 //    OUT_DIR, the library target only, Release.

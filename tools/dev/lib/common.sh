@@ -3,10 +3,10 @@
 # chash_ensure_packages PKG...  installs the Debian packages that are missing
 #   (apt-get, through sudo when not root); prints nothing when none is.
 # chash_configure DIR [CMAKE ARGS...]  configures DIR with Ninja if needed.
-# chash_results_dir  prints bench/results/<this CPU>/ (tools/lib/cpu-slug),
+# chash_results_dir  prints bench/results/<this CPU>/ (tools/dev/lib/cpu-slug),
 #   creating it with its cpu.txt when it is new: where benchmarks write.
 
-CHASH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CHASH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 
 chash_log() { printf '%s\n' "$*" >&2; }
 
@@ -59,9 +59,9 @@ chash_configure() {
 
 chash_results_dir() {
   local dir
-  dir="$CHASH_ROOT/bench/results/$("$CHASH_ROOT/tools/lib/cpu-slug")" || return 1
+  dir="$CHASH_ROOT/bench/results/$("$CHASH_ROOT/tools/dev/lib/cpu-slug")" || return 1
   mkdir -p "$dir" || return 1
-  [ -f "$dir/cpu.txt" ] || "$CHASH_ROOT/tools/lib/cpu-slug" --describe >"$dir/cpu.txt"
+  [ -f "$dir/cpu.txt" ] || "$CHASH_ROOT/tools/dev/lib/cpu-slug" --describe >"$dir/cpu.txt"
   printf '%s\n' "$dir"
 }
 

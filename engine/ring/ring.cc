@@ -119,7 +119,7 @@ void Ring::CacheColumns() noexcept {
 
 CHASH_LINE_ALIGNED uint32_t Ring::FindNodeByHash(uint32_t hash) const noexcept {
   if (column_lookup_size_ == 0) [[unlikely]] {
-    return FindNodeByHashOther(hash);
+    return FindNodeByHashAndRule(hash);
   }
   return internal::DispatchFindNodeByHash(*view_, hash);
 }
@@ -137,21 +137,29 @@ uint32_t ResolveSlot(const internal::RingState& state, const internal::SearchVie
 }
 }  // namespace
 
-uint32_t Ring::FindNodeByHashOther(uint32_t hash) const noexcept {
+uint32_t Ring::FindNodeByHashAndRule(uint32_t hash) const noexcept {
   if (size_ == 0 || wide_) return kNoNode;
   return nodes_[ResolveSlot(*state_, *view_, hash, internal::DispatchLowerBoundSlot(*view_, hash))];
 }
 
 CHASH_LINE_ALIGNED uint32_t Ring::FindNode(std::string_view key) const noexcept {
   if (fused_crc32_size_ == 0) [[unlikely]] {
-    return FindNodeOther(key);
+    return FindNodeByKeyHashAndRule(key);
   }
   return internal::DispatchFindNodeByKey(*view_, key);
 }
 
-uint32_t Ring::FindNodeOther(std::string_view key) const noexcept {
+uint32_t Ring::FindNodeByKeyHashAndRule(std::string_view key) const noexcept {
   if (size_ == 0) return kNoNode;
   return FindNodeByHash64(KeyHash(key));
+}
+
+uint32_t Ring::FindNodeOther(std::string_view key) const noexcept {
+  return FindNodeByKeyHashAndRule(key);
+}
+
+uint32_t Ring::FindNodeByHashOther(uint32_t hash) const noexcept {
+  return FindNodeByHashAndRule(hash);
 }
 
 uint64_t Ring::KeyHash(std::string_view key) const noexcept {

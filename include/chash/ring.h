@@ -300,9 +300,18 @@ class Ring {
   explicit Ring(std::unique_ptr<internal::RingState> state) noexcept;
   void CacheColumns() noexcept;
 
-  // The flavor's own key hash, then its lookup rule (every ring whose
-  // FindNode is not the fused CRC32 kernel). Named "Other" in 1.0's
-  // exported symbols: the name stays until 2.0.
+  // The paths of the rings the fused kernels do not answer:
+  // FindNodeByKeyHashAndRule hashes `key` with the flavor's own key hash
+  // and finds it by FindNodeByHash64 (every ring whose FindNode is not the
+  // fused CRC32 kernel); FindNodeByHashAndRule resolves the lower-bound
+  // slot by the ring's lookup rule (every ring whose FindNodeByHash is not
+  // the node column alone). Hidden: private, and not in 1.0's symbol list.
+  __attribute__((visibility("hidden"))) uint32_t FindNodeByKeyHashAndRule(
+      std::string_view key) const noexcept;
+  __attribute__((visibility("hidden"))) uint32_t FindNodeByHashAndRule(
+      uint32_t hash) const noexcept;
+  // 1.0 exported these two under the names below (libchash.so.1.symbols):
+  // they forward to the two above, are called by nothing, and go at 2.0.
   uint32_t FindNodeOther(std::string_view key) const noexcept;
   uint32_t FindNodeByHashOther(uint32_t hash) const noexcept;
   PointCursor CursorAt(uint32_t slot) const noexcept;

@@ -56,6 +56,13 @@ struct StateFiles : testing::ReloadFiles {
       : ReloadFiles(test_case, name) {
     chmod(dir.c_str(), 0700);
   }
+  // `write` signed with a new key, which this reloader trusts.
+  void SignWithATrustedKey(SnapshotWriteOptions& write) {
+    Result<SecretKey> key = GenerateSecretKey();
+    ASSERT_TRUE(key.ok());
+    options.load.trusted_keys = {key.value().public_key()};
+    write.signing_key = key.value();
+  }
   // DIR/BASE.kind, BASE as the reloader names its records.
   std::string Record(const std::string& kind) const {
     const Fingerprint digest = Sha256(path);
@@ -176,11 +183,8 @@ void NameInShare(const StateFiles& s, const internal::SealedCopy& copy, uint64_t
 // (AdoptShared) serves it, and BASE.good never takes its bytes.
 TEST(SnapshotState, AForgedCopyNamedInTheShareRecordIsNeverServed) {
   StateFiles s("state_forged");
-  Result<SecretKey> key = GenerateSecretKey();
-  ASSERT_TRUE(key.ok());
-  s.options.load.trusted_keys = {key.value().public_key()};
   SnapshotWriteOptions write = Versioned(4);
-  write.signing_key = key.value();
+  ASSERT_NO_FATAL_FAILURE(s.SignWithATrustedKey(write));
   const Ring real = Fleet(30, 0);
   const std::string signed_bytes = SerializeSnapshot(real, write).value();
   Publish(signed_bytes, s.path);
@@ -333,11 +337,8 @@ TEST(SnapshotState, TheLargestVersionDoesNotWedgeLaterStarts) {
 // trusted it) is set aside at the next start, and the path's file served.
 TEST(SnapshotState, AForgedLastGoodFileRefusesNothing) {
   StateFiles s("state_forged_good");
-  Result<SecretKey> key = GenerateSecretKey();
-  ASSERT_TRUE(key.ok());
-  s.options.load.trusted_keys = {key.value().public_key()};
   SnapshotWriteOptions write = Versioned(5);
-  write.signing_key = key.value();
+  ASSERT_NO_FATAL_FAILURE(s.SignWithATrustedKey(write));
   const Ring ring = Fleet(20, 0);
   ASSERT_TRUE(WriteSnapshotFile(ring, write, s.path).ok());
   ASSERT_TRUE(s.Create().ok());

@@ -337,57 +337,41 @@ void PointsCaseWriter::Node(FuzzWriter& w, uint32_t node) {
   }
 }
 
-PointsCaseWriter& PointsCaseWriter::Op(const FuzzWriter& w) {
+PointsCaseWriter& PointsCaseWriter::Op(PointOp op, const FuzzWriter& fields,
+                                       const std::vector<uint32_t>& nodes) {
+  FuzzWriter w;
+  w.U8(op).Bytes(fields.bytes());
+  for (const uint32_t node : nodes) Node(w, node);
   ops_.push_back(w.bytes());
   return *this;
 }
 
 PointsCaseWriter& PointsCaseWriter::One(uint32_t hash, uint32_t node) {
-  FuzzWriter w;
-  w.U8(kOnePoint).U32(hash);
-  Node(w, node);
-  return Op(w);
+  return Op(kOnePoint, FuzzWriter().U32(hash), {node});
 }
 
 PointsCaseWriter& PointsCaseWriter::EqualRun(uint32_t hash, const std::vector<uint32_t>& nodes) {
-  FuzzWriter w;
-  w.U8(kEqualRun).U32(hash).U8(static_cast<uint8_t>(nodes.size() - 2));
-  for (const uint32_t node : nodes) Node(w, node);
-  return Op(w);
+  return Op(kEqualRun, FuzzWriter().U32(hash).U8(static_cast<uint8_t>(nodes.size() - 2)), nodes);
 }
 
 PointsCaseWriter& PointsCaseWriter::Extreme(uint8_t which, uint32_t node) {
-  FuzzWriter w;
-  w.U8(kExtreme).U8(which);
-  Node(w, node);
-  return Op(w);
+  return Op(kExtreme, FuzzWriter().U8(which), {node});
 }
 
 PointsCaseWriter& PointsCaseWriter::Consecutive(uint32_t base, const std::vector<uint32_t>& nodes) {
-  FuzzWriter w;
-  w.U8(kConsecutive).U32(base).U8(static_cast<uint8_t>(nodes.size() - 1));
-  for (const uint32_t node : nodes) Node(w, node);
-  return Op(w);
+  return Op(kConsecutive, FuzzWriter().U32(base).U8(static_cast<uint8_t>(nodes.size() - 1)), nodes);
 }
 
 PointsCaseWriter& PointsCaseWriter::AllEqual(uint32_t hash, uint32_t count, uint32_t first_node) {
-  FuzzWriter w;
-  w.U8(kAllEqual).U32(hash).U8(static_cast<uint8_t>(count - 1));
-  Node(w, first_node);
-  return Op(w);
+  return Op(kAllEqual, FuzzWriter().U32(hash).U8(static_cast<uint8_t>(count - 1)), {first_node});
 }
 
 PointsCaseWriter& PointsCaseWriter::Repeat(uint16_t index, uint32_t node) {
-  FuzzWriter w;
-  w.U8(kRepeat).U16(index);
-  Node(w, node);
-  return Op(w);
+  return Op(kRepeat, FuzzWriter().U16(index), {node});
 }
 
 PointsCaseWriter& PointsCaseWriter::BadNode(uint32_t hash, uint8_t which) {
-  FuzzWriter w;
-  w.U8(kBadNode).U32(hash).U8(which);
-  return Op(w);
+  return Op(kBadNode, FuzzWriter().U32(hash).U8(which), {});
 }
 
 PointsCaseWriter& PointsCaseWriter::CapDelta(uint8_t delta) {

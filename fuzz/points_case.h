@@ -121,8 +121,8 @@ class PointsCaseWriter : public ProbesAndMaskWriter<PointsCaseWriter> {
 
  private:
   void Node(FuzzWriter& w, uint32_t node);
-  // Ends an op: `w` (its byte and fields).
-  PointsCaseWriter& Op(const FuzzWriter& w);
+  // Ends an op: its byte, `fields`, then `nodes` as Node() writes them.
+  PointsCaseWriter& Op(PointOp op, const FuzzWriter& fields, const std::vector<uint32_t>& nodes);
   FuzzWriter header_;
   std::vector<std::pair<uint16_t, uint16_t>> swaps_;
   std::string broken_;

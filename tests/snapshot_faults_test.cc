@@ -25,6 +25,7 @@
 #include "builder/parallel.h"
 #include "snapshot/format.h"
 #include "cli_run.h"
+#include "reload_util.h"
 #include "snapshot_util.h"
 #include "test_util.h"
 
@@ -32,25 +33,18 @@ namespace chash {
 namespace {
 
 using testing::CheckOf;
+using testing::ExpectAnswersOf;
+using testing::Publish;
+using testing::ReloadFiles;
 using testing::SectionOffset;
+using testing::StateDir;
 using testing::StatusOfChild;
 using testing::TempPath;
 using testing::Versioned;
 namespace fmt = internal::snapshot;
 
 Ring Fleet(uint32_t nodes, uint32_t first, uint32_t multiple = 16) {
-  return testing::BuildNumbered({.flavor = Flavor::kPingoraV2, .point_multiple = multiple},
-                                {"10.4.", ":8080", [](uint32_t n) { return 1 + n % 3; }}, nodes,
-                                first);
-}
-
-// Every probe answers as `expected` does.
-void ExpectAnswersOf(const Ring& expected, const Ring& ring, const std::string& when) {
-  std::mt19937 rng(7);
-  for (int i = 0; i < 4096; ++i) {
-    const uint32_t hash = static_cast<uint32_t>(rng());
-    ASSERT_EQ(ring.FindNodeByHash(hash), expected.FindNodeByHash(hash)) << when << ", hash " << hash;
-  }
+  return testing::PingoraFleet("10.4.", ":8080", nodes, first, multiple);
 }
 
 void WriteInPlace(const std::string& path, uint64_t offset, const std::string& bytes) {
@@ -60,41 +54,6 @@ void WriteInPlace(const std::string& path, uint64_t offset, const std::string& b
             static_cast<ssize_t>(bytes.size()));
   close(fd);
 }
-
-// A fresh directory for a reloader's state.
-std::string StateDir(const std::string& name) {
-  const std::string dir = TempPath(name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-// A reloader's files: its snapshot at TempPath(CASE.chash) and a fresh state
-// directory TempPath(CASE_state), named `name` in it; both removed when the
-// test ends.
-struct ReloadFiles {
-  explicit ReloadFiles(const std::string& test_case, const std::string& name = "")
-      : dir(StateDir(test_case + "_state")), path(TempPath(test_case + ".chash")) {
-    options.state_dir = dir;
-    options.name = name;
-  }
-  ~ReloadFiles() {
-    std::filesystem::remove_all(dir);
-    std::remove(path.c_str());
-  }
-  Result<std::unique_ptr<SnapshotReloader>> Create() const {
-    return SnapshotReloader::Create(path, options);
-  }
-  // The first file, `ring` as `version`, and a reloader of it.
-  Result<std::unique_ptr<SnapshotReloader>> Start(const Ring& ring, uint64_t version) const {
-    const Status written = WriteSnapshotFile(ring, Versioned(version), path);
-    if (!written.ok()) return written;
-    return Create();
-  }
-  const std::string dir;
-  const std::string path;
-  ReloadOptions options;
-};
 
 // The file of `ring` as `version` with the byte at 1/`part` of it XORed with
 // `flip`: damage only the checksum sees.
@@ -111,14 +70,6 @@ std::string RecordOf(const SnapshotReloader& reloader, const std::string& kind) 
   EXPECT_GT(good.size(), 5u) << "no state directory";
   if (good.size() <= 5) return good;
   return good.substr(0, good.size() - 4) + kind;
-}
-
-// `bytes` published at `path` as a control plane publishes: written beside
-// it, then renamed over it.
-void Publish(const std::string& bytes, const std::string& path) {
-  const std::string temp = path + ".new";
-  std::ofstream(temp, std::ios::binary) << bytes;
-  ASSERT_EQ(std::rename(temp.c_str(), path.c_str()), 0);
 }
 
 // A child's wait status: exited with 0.

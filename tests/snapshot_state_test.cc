@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +23,7 @@
 #include "snapshot/format.h"
 #include "cli_run.h"
 #include "snapshot/host_state.h"
+#include "reload_util.h"
 #include "snapshot_util.h"
 #include "test_util.h"
 
@@ -31,57 +31,37 @@ namespace chash {
 namespace {
 
 using testing::CheckOf;
+using testing::ExpectAnswersOf;
+using testing::Publish;
+using testing::ReadAll;
 using testing::StatusOfChild;
 using testing::TempPath;
 using testing::Versioned;
 namespace fmt = internal::snapshot;
 
 Ring Fleet(uint32_t nodes, uint32_t first) {
-  return testing::BuildNumbered({.flavor = Flavor::kPingoraV2, .point_multiple = 16},
-                                {"10.9.", ":80", [](uint32_t n) { return 1 + n % 3; }}, nodes,
-                                first);
+  return testing::PingoraFleet("10.9.", ":80", nodes, first, 16);
 }
 
-void ExpectAnswersOf(const Ring& expected, const Ring& ring, const std::string& when) {
-  std::mt19937 rng(11);
-  for (int i = 0; i < 2048; ++i) {
-    const uint32_t hash = static_cast<uint32_t>(rng());
-    ASSERT_EQ(ring.FindNodeByHash(hash), expected.FindNodeByHash(hash)) << when << ", hash " << hash;
-  }
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+constexpr testing::Probes kProbes{.count = 2048, .seed = 11};
 
 void WriteAll(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-// `bytes` renamed over `path`, as a control plane publishes.
-void Publish(const std::string& bytes, const std::string& path) {
-  WriteAll(path + ".new", bytes);
-  ASSERT_EQ(std::rename((path + ".new").c_str(), path.c_str()), 0);
-}
-
 // A watched file and a state directory (mode 0700, as nginx makes it),
 // removed at the end.
-struct StateFiles {
+struct StateFiles : testing::ReloadFiles {
   explicit StateFiles(const std::string& test_case, const std::string& name = "up")
-      : dir(TempPath(test_case + "_state")), path(TempPath(test_case + ".chash")) {
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
+      : ReloadFiles(test_case, name) {
     chmod(dir.c_str(), 0700);
-    options.state_dir = dir;
-    options.name = name;
   }
-  ~StateFiles() {
-    std::filesystem::remove_all(dir);
-    std::remove(path.c_str());
-  }
-  Result<std::unique_ptr<SnapshotReloader>> Create() const {
-    return SnapshotReloader::Create(path, options);
+  // `write` signed with a new key, which this reloader trusts.
+  void SignWithATrustedKey(SnapshotWriteOptions& write) {
+    Result<SecretKey> key = GenerateSecretKey();
+    ASSERT_TRUE(key.ok());
+    options.load.trusted_keys = {key.value().public_key()};
+    write.signing_key = key.value();
   }
   // DIR/BASE.kind, BASE as the reloader names its records.
   std::string Record(const std::string& kind) const {
@@ -102,9 +82,6 @@ struct StateFiles {
     std::sort(names.begin(), names.end());
     return names;
   }
-  std::string dir;
-  std::string path;
-  ReloadOptions options;
 };
 
 // Runs `body` in a child with an alarm: a hang fails instead of blocking
@@ -206,11 +183,8 @@ void NameInShare(const StateFiles& s, const internal::SealedCopy& copy, uint64_t
 // (AdoptShared) serves it, and BASE.good never takes its bytes.
 TEST(SnapshotState, AForgedCopyNamedInTheShareRecordIsNeverServed) {
   StateFiles s("state_forged");
-  Result<SecretKey> key = GenerateSecretKey();
-  ASSERT_TRUE(key.ok());
-  s.options.load.trusted_keys = {key.value().public_key()};
   SnapshotWriteOptions write = Versioned(4);
-  write.signing_key = key.value();
+  ASSERT_NO_FATAL_FAILURE(s.SignWithATrustedKey(write));
   const Ring real = Fleet(30, 0);
   const std::string signed_bytes = SerializeSnapshot(real, write).value();
   Publish(signed_bytes, s.path);
@@ -229,7 +203,7 @@ TEST(SnapshotState, AForgedCopyNamedInTheShareRecordIsNeverServed) {
     Result<std::unique_ptr<SnapshotReloader>> master = s.Create();
     ASSERT_TRUE(master.ok()) << master.status().ToString();
     EXPECT_EQ(master.value()->current()->info().config_version, 4u);
-    ExpectAnswersOf(real, *master.value()->ring(), "a start with a forged copy named");
+    ExpectAnswersOf(real, *master.value()->ring(), "a start with a forged copy named", kProbes);
     EXPECT_EQ(worker.value()->AdoptShared().outcome, ReloadOutcome::kUnchanged);
     master.value().reset();
     EXPECT_EQ(ReadSnapshotInfo(s.Record("good")).value().config_version, 4u);
@@ -255,7 +229,7 @@ TEST(SnapshotState, ATextOnlyShareRecordFreezesNothing) {
               1, RingFingerprint(v1));
   ASSERT_TRUE(reloader.value()->Poll().ok());
   EXPECT_EQ(reloader.value()->current()->info().config_version, 2u);
-  ExpectAnswersOf(v2, *reloader.value()->ring(), "the new file");
+  ExpectAnswersOf(v2, *reloader.value()->ring(), "the new file", kProbes);
 }
 
 // A share record of any bytes: one well-formed record or nothing.
@@ -363,11 +337,8 @@ TEST(SnapshotState, TheLargestVersionDoesNotWedgeLaterStarts) {
 // trusted it) is set aside at the next start, and the path's file served.
 TEST(SnapshotState, AForgedLastGoodFileRefusesNothing) {
   StateFiles s("state_forged_good");
-  Result<SecretKey> key = GenerateSecretKey();
-  ASSERT_TRUE(key.ok());
-  s.options.load.trusted_keys = {key.value().public_key()};
   SnapshotWriteOptions write = Versioned(5);
-  write.signing_key = key.value();
+  ASSERT_NO_FATAL_FAILURE(s.SignWithATrustedKey(write));
   const Ring ring = Fleet(20, 0);
   ASSERT_TRUE(WriteSnapshotFile(ring, write, s.path).ok());
   ASSERT_TRUE(s.Create().ok());
@@ -471,8 +442,8 @@ TEST(SnapshotState, TwoWatchedFilesOfOneNameKeepTheirOwnHistory) {
     Result<std::unique_ptr<SnapshotReloader>> rb = b.Create();
     ASSERT_TRUE(ra.ok()) << ra.status().ToString();
     ASSERT_TRUE(rb.ok()) << rb.status().ToString();
-    ExpectAnswersOf(ring_a, *ra.value()->ring(), "instance a");
-    ExpectAnswersOf(ring_b, *rb.value()->ring(), "instance b");
+    ExpectAnswersOf(ring_a, *ra.value()->ring(), "instance a", kProbes);
+    ExpectAnswersOf(ring_b, *rb.value()->ring(), "instance b", kProbes);
     EXPECT_FALSE(rb.value()->report().serving_last_good);
     EXPECT_NE(ra.value()->report().state_file, rb.value()->report().state_file);
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -251,6 +252,28 @@ inline int Guard(Body&& body) noexcept {
   } catch (...) {
     return Fail(CHASH_E_INTERNAL, "unexpected exception");
   }
+}
+
+// An argument an entry point needs: its name, and whether the caller
+// passed NULL for it.
+struct Needed {
+  const char* name;
+  bool is_null;
+};
+
+// An entry point that hands back a handle through `out`: `out` is checked,
+// then cleared (NULL after any failure), then each of `needed` in order
+// (CHASH_E_NULL_ARGUMENT naming the first NULL one); then `body` runs under
+// Guard.
+template <typename Handle, typename Body>
+inline int HandleOut(const char* function, Handle** out, std::initializer_list<Needed> needed,
+                     Body&& body) noexcept {
+  if (out == nullptr) return NullArgument(function, "out");
+  *out = nullptr;
+  for (const Needed& argument : needed) {
+    if (argument.is_null) return NullArgument(function, argument.name);
+  }
+  return Guard(std::forward<Body>(body));
 }
 
 inline std::string_view View(const void* data, size_t length) noexcept {

@@ -54,26 +54,20 @@ extern "C" {
 
 int chash_snapshot_load(const char* path, const chash_snapshot_options* options,
                         chash_snapshot** out) noexcept {
-  if (out == nullptr) return NullArgument("chash_snapshot_load", "out");
-  *out = nullptr;
-  if (path == nullptr) return NullArgument("chash_snapshot_load", "path");
-  return Guard([&] {
+  constexpr const char* kName = "chash_snapshot_load";
+  return HandleOut(kName, out, {{"path", path == nullptr}}, [&] {
     chash::SnapshotLoadOptions load;
-    if (const int code = SnapshotOptionsFrom("chash_snapshot_load", options, &load)) return code;
+    if (const int code = SnapshotOptionsFrom(kName, options, &load)) return code;
     return NewSnapshot(chash::LoadSnapshot(path, load), out);
   });
 }
 
 int chash_snapshot_load_bytes(const void* bytes, size_t n, const chash_snapshot_options* options,
                               chash_snapshot** out) noexcept {
-  if (out == nullptr) return NullArgument("chash_snapshot_load_bytes", "out");
-  *out = nullptr;
-  if (bytes == nullptr && n > 0) return NullArgument("chash_snapshot_load_bytes", "bytes");
-  return Guard([&] {
+  constexpr const char* kName = "chash_snapshot_load_bytes";
+  return HandleOut(kName, out, {{"bytes", bytes == nullptr && n > 0}}, [&] {
     chash::SnapshotLoadOptions load;
-    if (const int code = SnapshotOptionsFrom("chash_snapshot_load_bytes", options, &load)) {
-      return code;
-    }
+    if (const int code = SnapshotOptionsFrom(kName, options, &load)) return code;
     return NewSnapshot(chash::LoadSnapshotFromBytes(View(bytes, n), load), out);
   });
 }
@@ -88,10 +82,7 @@ int chash_snapshot_verify(const char* path, const chash_snapshot_options* option
 void chash_snapshot_free(chash_snapshot* snapshot) noexcept { delete snapshot; }
 
 int chash_snapshot_ring(const chash_snapshot* snapshot, chash_ring** out) noexcept {
-  if (out == nullptr) return NullArgument("chash_snapshot_ring", "out");
-  *out = nullptr;
-  if (snapshot == nullptr) return NullArgument("chash_snapshot_ring", "snapshot");
-  return Guard([&] {
+  return HandleOut("chash_snapshot_ring", out, {{"snapshot", snapshot == nullptr}}, [&] {
     *out = new chash_ring(chash::RingOf(snapshot->snapshot));
     return CHASH_OK;
   });
@@ -133,11 +124,8 @@ const char* chash_snapshot_subset_name(const chash_snapshot* snapshot, uint32_t 
 
 int chash_snapshot_subset(const chash_snapshot* snapshot, const char* name,
                           chash_node_mask** out) noexcept {
-  if (out == nullptr) return NullArgument("chash_snapshot_subset", "out");
-  *out = nullptr;
-  if (snapshot == nullptr) return NullArgument("chash_snapshot_subset", "snapshot");
-  if (name == nullptr) return NullArgument("chash_snapshot_subset", "name");
-  return Guard([&] {
+  constexpr const char* kName = "chash_snapshot_subset";
+  return HandleOut(kName, out, {{"snapshot", snapshot == nullptr}, {"name", name == nullptr}}, [&] {
     const chash::NodeMask* found = snapshot->snapshot->FindSubset(name);
     if (found == nullptr) {
       std::string names;
@@ -205,6 +193,37 @@ int ResultSizeOk(const char* function, const chash_reload_result* out) {
   return CHASH_OK;
 }
 
+// chash_reloader_check and _adopt_shared: `next` of the reloader's
+// SnapshotReloader (Check or AdoptShared) becomes its last candidate,
+// written to `out`.
+template <typename Next>
+int NextCandidate(const char* function, chash_reloader* reloader, chash_reload_result* out,
+                  const Next& next) noexcept {
+  if (reloader == nullptr) return NullArgument(function, "reloader");
+  if (out == nullptr) return NullArgument(function, "out");
+  if (const int code = ResultSizeOk(function, out)) return code;
+  return Guard([&] {
+    std::lock_guard<std::mutex> lock(reloader->mutex);
+    reloader->candidate = next(*reloader->reloader);
+    return WriteResult(function, reloader->candidate, out);
+  });
+}
+
+// chash_reloader_accept and _refuse: `body` under the reloader's mutex if
+// `candidate` is its last candidate (matched by token).
+template <typename Body>
+int OnLastCandidate(const char* function, chash_reloader* reloader,
+                    const chash_reload_result* candidate, const Body& body) noexcept {
+  return Guard([&] {
+    std::lock_guard<std::mutex> lock(reloader->mutex);
+    if (candidate->token != reloader->candidate.token) {
+      return Fail(CHASH_E_BAD_ARGUMENT,
+                  std::string(function) + ": not the reloader's last candidate");
+    }
+    return body();
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -212,10 +231,7 @@ extern "C" {
 int chash_reloader_new(const char* path, const chash_reloader_options* options,
                        chash_reloader** out) noexcept {
   constexpr const char* kName = "chash_reloader_new";
-  if (out == nullptr) return NullArgument(kName, "out");
-  *out = nullptr;
-  if (path == nullptr) return NullArgument(kName, "path");
-  return Guard([&] {
+  return HandleOut(kName, out, {{"path", path == nullptr}}, [&] {
     chash_reloader_options given;
     if (const int code = ReadGrowingStruct(kName, "options", options, given)) return code;
     if ((given.flags & ~kKnownReloadFlags) != 0) {
@@ -244,10 +260,7 @@ int chash_reloader_new(const char* path, const chash_reloader_options* options,
 void chash_reloader_free(chash_reloader* reloader) noexcept { delete reloader; }
 
 int chash_reloader_current(const chash_reloader* reloader, chash_snapshot** out) noexcept {
-  if (out == nullptr) return NullArgument("chash_reloader_current", "out");
-  *out = nullptr;
-  if (reloader == nullptr) return NullArgument("chash_reloader_current", "reloader");
-  return Guard([&] {
+  return HandleOut("chash_reloader_current", out, {{"reloader", reloader == nullptr}}, [&] {
     std::shared_ptr<const chash::RingSnapshot> current = reloader->reloader->current();
     if (current) *out = new chash_snapshot{std::move(current)};
     return CHASH_OK;
@@ -255,40 +268,21 @@ int chash_reloader_current(const chash_reloader* reloader, chash_snapshot** out)
 }
 
 int chash_reloader_check(chash_reloader* reloader, chash_reload_result* out) noexcept {
-  constexpr const char* kName = "chash_reloader_check";
-  if (reloader == nullptr) return NullArgument(kName, "reloader");
-  if (out == nullptr) return NullArgument(kName, "out");
-  if (const int code = ResultSizeOk(kName, out)) return code;
-  return Guard([&] {
-    std::lock_guard<std::mutex> lock(reloader->mutex);
-    reloader->candidate = reloader->reloader->Check();
-    return WriteResult(kName, reloader->candidate, out);
-  });
+  return NextCandidate("chash_reloader_check", reloader, out,
+                       [](chash::SnapshotReloader& r) { return r.Check(); });
 }
 
 int chash_reloader_adopt_shared(chash_reloader* reloader, chash_reload_result* out) noexcept {
-  constexpr const char* kName = "chash_reloader_adopt_shared";
-  if (reloader == nullptr) return NullArgument(kName, "reloader");
-  if (out == nullptr) return NullArgument(kName, "out");
-  if (const int code = ResultSizeOk(kName, out)) return code;
-  return Guard([&] {
-    std::lock_guard<std::mutex> lock(reloader->mutex);
-    reloader->candidate = reloader->reloader->AdoptShared();
-    return WriteResult(kName, reloader->candidate, out);
-  });
+  return NextCandidate("chash_reloader_adopt_shared", reloader, out,
+                       [](chash::SnapshotReloader& r) { return r.AdoptShared(); });
 }
 
 int chash_reloader_accept(chash_reloader* reloader, const chash_reload_result* candidate) noexcept {
   constexpr const char* kName = "chash_reloader_accept";
   if (reloader == nullptr) return NullArgument(kName, "reloader");
   if (candidate == nullptr) return NullArgument(kName, "candidate");
-  return Guard([&] {
-    std::lock_guard<std::mutex> lock(reloader->mutex);
-    if (candidate->token != reloader->candidate.token) {
-      return Fail(CHASH_E_BAD_ARGUMENT, std::string(kName) + ": not the reloader's last candidate");
-    }
-    return Fail(reloader->reloader->Accept(reloader->candidate));
-  });
+  return OnLastCandidate(kName, reloader, candidate,
+                         [&] { return Fail(reloader->reloader->Accept(reloader->candidate)); });
 }
 
 int chash_reloader_refuse(chash_reloader* reloader, const chash_reload_result* candidate,
@@ -300,11 +294,7 @@ int chash_reloader_refuse(chash_reloader* reloader, const chash_reload_result* c
     return Fail(CHASH_E_BAD_ARGUMENT, std::string(kName) + ": check " + std::to_string(check) +
                                           " is no CHASH_CHECK_* value");
   }
-  return Guard([&] {
-    std::lock_guard<std::mutex> lock(reloader->mutex);
-    if (candidate->token != reloader->candidate.token) {
-      return Fail(CHASH_E_BAD_ARGUMENT, std::string(kName) + ": not the reloader's last candidate");
-    }
+  return OnLastCandidate(kName, reloader, candidate, [&] {
     reloader->reloader->Refuse(reloader->candidate, static_cast<chash::SnapshotCheck>(check),
                                message != nullptr ? message : "");
     return CHASH_OK;

@@ -1,5 +1,6 @@
 // chash keygen, build, inspect, verify: rings as signed, versioned snapshot
 // files (include/chash/snapshot.h).
+#include <array>
 #include <cerrno>
 #include <ctime>
 #include <set>
@@ -91,18 +92,14 @@ Result<int64_t> ParseExpiry(const std::string& text, int64_t now) {
   return now + count * unit;
 }
 
+// Indexed by TieBreak's value; TieBreak has no count, kIdOrder is its last.
+constexpr std::array<std::string_view, 4> kTieBreakNames = {"config-order", "address-order",
+                                                            "explicit-rank", "id-order"};
+static_assert(kTieBreakNames.size() == static_cast<size_t>(TieBreak::kIdOrder) + 1);
+
 std::string TieBreakName(TieBreak tie_break) {
-  switch (tie_break) {
-    case TieBreak::kConfigOrder:
-      return "config-order";
-    case TieBreak::kAddressOrder:
-      return "address-order";
-    case TieBreak::kExplicitRank:
-      return "explicit-rank";
-    case TieBreak::kIdOrder:
-      return "id-order";
-  }
-  return "?";
+  const auto index = static_cast<size_t>(tie_break);
+  return std::string(index < kTieBreakNames.size() ? kTieBreakNames[index] : "?");
 }
 
 }  // namespace

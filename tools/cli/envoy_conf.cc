@@ -1,6 +1,7 @@
 #include "envoy_conf.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -51,25 +52,12 @@ struct JsonValue {
   std::string text;     // kString: the string; otherwise the scalar as written
 };
 
-std::string_view KindName(Json kind) {
-  switch (kind) {
-    case Json::kAbsent:
-      return "absent";
-    case Json::kNull:
-      return "null";
-    case Json::kBool:
-      return "a bool";
-    case Json::kNumber:
-      return "a number";
-    case Json::kString:
-      return "a string";
-    case Json::kObject:
-      return "a mapping";
-    case Json::kArray:
-      return "a sequence";
-  }
-  return "?";
-}
+// Indexed by Json's value; kArray is its last.
+constexpr std::array<std::string_view, 7> kJsonKindNames = {
+    "absent", "null", "a bool", "a number", "a string", "a mapping", "a sequence"};
+static_assert(kJsonKindNames.size() == static_cast<size_t>(Json::kArray) + 1);
+
+std::string_view KindName(Json kind) { return kJsonKindNames[static_cast<size_t>(kind)]; }
 
 bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
 bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }

@@ -32,6 +32,20 @@ constexpr std::string_view kDistributions[] = {"ketama", "modula", "random"};
 constexpr int kRootDepth = 1, kMaxDepth = 2;  // CONF_ROOT_DEPTH, CONF_MAX_DEPTH
 constexpr int kUnset = -1;                    // CONF_UNSET_NUM
 constexpr int kDefaultKetamaPort = 11211;
+// The tokens conf_validate_tokens refuses, by the names its errors give them.
+constexpr std::pair<yaml_token_type_t, std::string_view> kDisallowedTokens[] = {
+    {YAML_VERSION_DIRECTIVE_TOKEN, "version directive"},
+    {YAML_TAG_DIRECTIVE_TOKEN, "tag directive"},
+    {YAML_DOCUMENT_START_TOKEN, "document start"},
+    {YAML_DOCUMENT_END_TOKEN, "document end"},
+    {YAML_FLOW_SEQUENCE_START_TOKEN, "flow sequence start"},
+    {YAML_FLOW_SEQUENCE_END_TOKEN, "flow sequence end"},
+    {YAML_FLOW_MAPPING_START_TOKEN, "flow mapping start"},
+    {YAML_FLOW_MAPPING_END_TOKEN, "flow mapping end"},
+    {YAML_FLOW_ENTRY_TOKEN, "flow entry"},
+    {YAML_ALIAS_TOKEN, "alias"},
+    {YAML_ANCHOR_TOKEN, "anchor"},
+    {YAML_TAG_TOKEN, "tag"}};
 
 // nutcracker's _nc_atoi: digits only, at least one, accumulated in an int
 // that wraps (4294967297 reads as 1, as the real nutcracker takes it); -1
@@ -134,25 +148,13 @@ class Reader {
       const yaml_token_type_t type = token.type;
       const yaml_mark_t mark = token.start_mark;
       yaml_token_delete(&token);
-      const char* kind = nullptr;
-      switch (type) {
-        case YAML_VERSION_DIRECTIVE_TOKEN: kind = "version directive"; break;
-        case YAML_TAG_DIRECTIVE_TOKEN: kind = "tag directive"; break;
-        case YAML_DOCUMENT_START_TOKEN: kind = "document start"; break;
-        case YAML_DOCUMENT_END_TOKEN: kind = "document end"; break;
-        case YAML_FLOW_SEQUENCE_START_TOKEN: kind = "flow sequence start"; break;
-        case YAML_FLOW_SEQUENCE_END_TOKEN: kind = "flow sequence end"; break;
-        case YAML_FLOW_MAPPING_START_TOKEN: kind = "flow mapping start"; break;
-        case YAML_FLOW_MAPPING_END_TOKEN: kind = "flow mapping end"; break;
-        case YAML_FLOW_ENTRY_TOKEN: kind = "flow entry"; break;
-        case YAML_ALIAS_TOKEN: kind = "alias"; break;
-        case YAML_ANCHOR_TOKEN: kind = "anchor"; break;
-        case YAML_TAG_TOKEN: kind = "tag"; break;
-        case YAML_STREAM_END_TOKEN: return Status();
-        default: break;
-      }
-      if (kind != nullptr) {
-        return Bad(Where(mark) + ": " + kind + " token is disallowed (nutcracker takes no " +
+      if (type == YAML_STREAM_END_TOKEN) return Status();
+      const auto* disallowed =
+          std::find_if(std::begin(kDisallowedTokens), std::end(kDisallowedTokens),
+                       [type](const auto& token_name) { return token_name.first == type; });
+      if (disallowed != std::end(kDisallowedTokens)) {
+        return Bad(Where(mark) + ": " + std::string(disallowed->second) +
+                   " token is disallowed (nutcracker takes no " +
                    "anchors, aliases, tags, flow collections or document markers)");
       }
     }

@@ -472,16 +472,22 @@ ngx_chash_module_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* What chash_snapshot or chash_migrate reads past the common parameters. */
+typedef char *(*ngx_chash_source_rest_pt)(ngx_conf_t *cf,
+    ngx_chash_srv_conf_t *ccf, ngx_str_t *rest, ngx_uint_t nrest);
+
+
 /*
- * *srcp: the file of chash_snapshot or chash_migrate (a second one in an
- * upstream is a duplicate), its common parameters parsed; the others are
- * left in rest (nrest of them) for the directive.
+ * chash_snapshot or chash_migrate: *srcp its file (a second one in an
+ * upstream is a duplicate), its common parameters parsed; read_rest reads
+ * the others (the directive's own).
  */
 static char *
-ngx_chash_module_source(ngx_conf_t *cf, ngx_chash_source_t **srcp,
-    ngx_str_t **rest, ngx_uint_t *nrest)
+ngx_chash_module_source(ngx_conf_t *cf, ngx_chash_srv_conf_t *ccf,
+    ngx_chash_source_t **srcp, ngx_chash_source_rest_pt read_rest)
 {
-    ngx_str_t           *value;
+    ngx_str_t           *value, *rest;
+    ngx_uint_t           nrest;
     ngx_chash_source_t  *src;
 
     if (*srcp) {
@@ -490,15 +496,15 @@ ngx_chash_module_source(ngx_conf_t *cf, ngx_chash_source_t **srcp,
 
     value = cf->args->elts;
 
-    *rest = ngx_palloc(cf->pool, cf->args->nelts * sizeof(ngx_str_t));
+    rest = ngx_palloc(cf->pool, cf->args->nelts * sizeof(ngx_str_t));
     src = ngx_pcalloc(cf->pool, sizeof(ngx_chash_source_t));
-    if (*rest == NULL || src == NULL) {
+    if (rest == NULL || src == NULL) {
         return NGX_CONF_ERROR;
     }
 
     src->directive = value[0];
 
-    if (ngx_chash_source_parse(cf, src, value, cf->args->nelts, *rest, nrest)
+    if (ngx_chash_source_parse(cf, src, value, cf->args->nelts, rest, &nrest)
         != NGX_CONF_OK)
     {
         return NGX_CONF_ERROR;
@@ -506,29 +512,16 @@ ngx_chash_module_source(ngx_conf_t *cf, ngx_chash_source_t **srcp,
 
     *srcp = src;
 
-    return NGX_CONF_OK;
+    return read_rest(cf, ccf, rest, nrest);
 }
 
 
-/*
- * chash_snapshot FILE [trusted_key=PUB]... [min_version=N] [poll=T|off]
- *     [thread_pool=NAME] [threads=N] [max_size=SIZE] [copy|map] [state=off]
- *     [max_fails=N] [fail_timeout=T] [max_conns=N]
- */
+/* chash_snapshot's own parameters: the peers' (max_fails=, ...) */
 static char *
-ngx_chash_module_snapshot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_chash_module_snapshot_rest(ngx_conf_t *cf, ngx_chash_srv_conf_t *ccf,
+    ngx_str_t *rest, ngx_uint_t nrest)
 {
-    ngx_chash_srv_conf_t  *ccf = conf;
-
-    char                     *rv;
-    ngx_str_t                *rest;
-    ngx_uint_t                nrest;
     ngx_chash_up_srv_conf_t  *uscf;
-
-    rv = ngx_chash_module_source(cf, &ccf->snap, &rest, &nrest);
-    if (rv != NGX_CONF_OK) {
-        return rv;
-    }
 
     /* nginx refuses an upstream block without servers: a placeholder that
      * only init_snapshot sees (and that tells it from `server` lines) */
@@ -546,24 +539,26 @@ ngx_chash_module_snapshot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 /*
- * chash_migrate FILE rollout=VALUE [scope=VALUE] [seed=N] [allow_mismatch]
- *     [trusted_key=PUB]... [min_version=N] [poll=T|off] [thread_pool=NAME]
- *     [threads=N] [max_size=SIZE] [copy|map] [state=off]
+ * chash_snapshot FILE [trusted_key=PUB]... [min_version=N] [poll=T|off]
+ *     [thread_pool=NAME] [threads=N] [max_size=SIZE] [copy|map] [state=off]
+ *     [max_fails=N] [fail_timeout=T] [max_conns=N]
  */
 static char *
-ngx_chash_module_migrate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+ngx_chash_module_snapshot(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_chash_srv_conf_t  *ccf = conf;
 
-    char                        *rv;
-    ngx_str_t                   *rest;
-    ngx_uint_t                   nrest;
-    ngx_chash_migrate_params_t   mp;
+    return ngx_chash_module_source(cf, ccf, &ccf->snap,
+                                   ngx_chash_module_snapshot_rest);
+}
 
-    rv = ngx_chash_module_source(cf, &ccf->next, &rest, &nrest);
-    if (rv != NGX_CONF_OK) {
-        return rv;
-    }
+
+/* chash_migrate's own parameters: rollout=, scope=, seed=, allow_mismatch */
+static char *
+ngx_chash_module_migrate_rest(ngx_conf_t *cf, ngx_chash_srv_conf_t *ccf,
+    ngx_str_t *rest, ngx_uint_t nrest)
+{
+    ngx_chash_migrate_params_t  mp;
 
     ngx_memzero(&mp, sizeof(ngx_chash_migrate_params_t));
 
@@ -585,4 +580,19 @@ ngx_chash_module_migrate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * chash_migrate FILE rollout=VALUE [scope=VALUE] [seed=N] [allow_mismatch]
+ *     [trusted_key=PUB]... [min_version=N] [poll=T|off] [thread_pool=NAME]
+ *     [threads=N] [max_size=SIZE] [copy|map] [state=off]
+ */
+static char *
+ngx_chash_module_migrate(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_chash_srv_conf_t  *ccf = conf;
+
+    return ngx_chash_module_source(cf, ccf, &ccf->next,
+                                   ngx_chash_module_migrate_rest);
 }

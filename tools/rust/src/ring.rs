@@ -633,22 +633,22 @@ impl Ring {
         balance_factor: f64,
         mask: Option<&NodeMask>,
     ) -> Result<Option<usize>, Error> {
-        let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
-        let mut node = NO_BUCKET;
-        // SAFETY: loads.len() loads; the ring (and mask) are alive.
-        let code = unsafe {
-            ffi::chash_ring_find_bounded_load(
-                self.raw(),
-                self.key_hash32(key),
-                loads.as_ptr(),
-                loads.len(),
-                balance_factor,
-                mask,
-                &mut node,
-            )
-        };
-        check(code)?;
-        Ok(bucket(node))
+        self.bucket_idx_by_loads(key, mask, |hash, mask| {
+            let mut node = NO_BUCKET;
+            // SAFETY: loads.len() loads; the ring (and mask) are alive.
+            let code = unsafe {
+                ffi::chash_ring_find_bounded_load(
+                    self.raw(),
+                    hash,
+                    loads.as_ptr(),
+                    loads.len(),
+                    balance_factor,
+                    mask,
+                    &mut node,
+                )
+            };
+            check(code).map(|()| node)
+        })
     }
 
     /// The first bucket in the (masked) walk from `key`'s point whose load
@@ -666,29 +666,42 @@ impl Ring {
         capacity: u64,
         mask: Option<&NodeMask>,
     ) -> Result<Option<usize>, Error> {
-        let mask = mask.map_or(std::ptr::null(), NodeMask::raw);
-        // SAFETY: loads.len() loads (the pointer is never read when empty); the
-        // ring (and mask) are alive.
-        let node = unsafe {
-            ffi::chash_ring_find_under_capacity(
-                self.raw(),
-                self.key_hash32(key),
-                loads.as_ptr(),
-                loads.len(),
-                capacity,
-                mask,
-            )
-        };
-        if node == crate::MASK_REFUSED {
-            let why = if self.key_hash_bits() == 64 {
-                "Envoy's rings bound loads by Envoy's own probe order: no bounded-load lookup"
-            } else {
-                "this ring's program rebuilds it without the masked buckets: no masked \
-                 bounded-load lookup (build the ring of the available buckets)"
+        self.bucket_idx_by_loads(key, mask, |hash, mask| {
+            // SAFETY: loads.len() loads (the pointer is never read when empty); the
+            // ring (and mask) are alive.
+            let node = unsafe {
+                ffi::chash_ring_find_under_capacity(
+                    self.raw(),
+                    hash,
+                    loads.as_ptr(),
+                    loads.len(),
+                    capacity,
+                    mask,
+                )
             };
-            return Err(Error::new(ErrorKind::BadArgument, why));
-        }
-        Ok(bucket(node))
+            if node == crate::MASK_REFUSED {
+                let why = if self.key_hash_bits() == 64 {
+                    "Envoy's rings bound loads by Envoy's own probe order: no bounded-load lookup"
+                } else {
+                    "this ring's program rebuilds it without the masked buckets: no masked \
+                     bounded-load lookup (build the ring of the available buckets)"
+                };
+                return Err(Error::new(ErrorKind::BadArgument, why));
+            }
+            Ok(node)
+        })
+    }
+
+    /// What the lookups by load share: `find` is the C lookup, given `key`'s
+    /// key hash and the mask's pointer (null: no mask); the node it answers
+    /// is the bucket, none for [`NO_BUCKET`].
+    fn bucket_idx_by_loads(
+        &self,
+        key: &[u8],
+        mask: Option<&NodeMask>,
+        find: impl FnOnce(u32, *const ffi::chash_node_mask) -> Result<u32, Error>,
+    ) -> Result<Option<usize>, Error> {
+        find(self.key_hash32(key), mask.map_or(std::ptr::null(), NodeMask::raw)).map(bucket)
     }
 
     /// The bytes the ring holds, O(1) (a snapshot's ring: its columns are

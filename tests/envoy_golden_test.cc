@@ -25,7 +25,10 @@
 namespace chash {
 namespace {
 
-Ring Build(const RingOptions& options, const std::vector<std::pair<std::string, uint32_t>>& hosts) {
+// Hosts as (key, weight).
+using Hosts = std::vector<std::pair<std::string, uint32_t>>;
+
+Ring Build(const RingOptions& options, const Hosts& hosts) {
   RingBuilder builder(options);
   for (const auto& [key, weight] : hosts) {
     const Status added = builder.Add(key, weight);
@@ -36,13 +39,22 @@ Ring Build(const RingOptions& options, const std::vector<std::pair<std::string, 
   return ring.ok() ? std::move(ring).value() : Ring();
 }
 
-std::vector<std::pair<std::string, uint32_t>> Ports(int first, int last, uint32_t weight = 1) {
-  std::vector<std::pair<std::string, uint32_t>> hosts;
+// The keys PREFIX + PORT for each PORT of first..last, of one weight.
+Hosts Numbered(const std::string& prefix, int first, int last, uint32_t weight) {
+  Hosts hosts;
   for (int port = first; port <= last; ++port) {
-    hosts.emplace_back("127.0.0.1:" + std::to_string(port), weight);
+    hosts.emplace_back(prefix + std::to_string(port), weight);
   }
   return hosts;
 }
+
+// makeTestHost(info, "tcp://127.0.0.1:PORT"): the key "127.0.0.1:PORT".
+Hosts Ports(int first, int last, uint32_t weight = 1) {
+  return Numbered("127.0.0.1:", first, last, weight);
+}
+
+// makeTestHost(info, "PORT", ...) with use_hostname_for_hashing: the key "PORT".
+Hosts HostnameKeys(int first, int last) { return Numbered("", first, last, 1); }
 
 struct Entry {
   uint64_t hash;
@@ -149,10 +161,8 @@ TEST(EnvoyGolden, RingMurmur2) {
 // RingHashLoadBalancerTest.BasicWithHostname (keys "90".."95").
 TEST(EnvoyGolden, RingHostnameKeys) {
   testing::ForEachTarget([&](const std::string&) {
-    std::vector<std::pair<std::string, uint32_t>> hosts;
-    for (int port = 90; port <= 95; ++port) hosts.emplace_back(std::to_string(port), 1);
-    const Ring ring =
-        Build({.flavor = Flavor::kEnvoyRing, .envoy_ring = {.minimum_ring_size = 12}}, hosts);
+    const Ring ring = Build({.flavor = Flavor::kEnvoyRing, .envoy_ring = {.minimum_ring_size = 12}},
+                            HostnameKeys(90, 95));
     ExpectRing(ring, {{1975508444536362413u, "95"},
                       {2376063919839173711u, "95"},
                       {2386806903309390596u, "93"},
@@ -257,7 +267,7 @@ TEST(EnvoyGolden, MaglevBasic) {
     EXPECT_EQ(table.FindNodeForAttempt(10, 1), 0u);  // "Second attempt chooses a different host"
     EXPECT_EQ(table.FindNodeForAttempt(10, 2), 5u);  // "Exhausted retries return the last"
     // The host set in another order (BasicStability shuffles it): the same table.
-    std::vector<std::pair<std::string, uint32_t>> shuffled = Ports(90, 95);
+    Hosts shuffled = Ports(90, 95);
     std::swap(shuffled[0], shuffled[4]);
     std::swap(shuffled[1], shuffled[3]);
     const Ring again =
@@ -272,9 +282,8 @@ TEST(EnvoyGolden, MaglevBasic) {
 // MaglevLoadBalancerTest.BasicWithHostName (keys "90".."95").
 TEST(EnvoyGolden, MaglevHostnameKeys) {
   testing::ForEachTarget([&](const std::string&) {
-    std::vector<std::pair<std::string, uint32_t>> hosts;
-    for (int port = 90; port <= 95; ++port) hosts.emplace_back(std::to_string(port), 1);
-    const Ring table = Build({.flavor = Flavor::kEnvoyMaglev, .maglev = {.table_size = 7}}, hosts);
+    const Ring table = Build({.flavor = Flavor::kEnvoyMaglev, .maglev = {.table_size = 7}},
+                             HostnameKeys(90, 95));
     ExpectTable(table, {2, 5, 0, 3, 4, 1, 0}, 1);
   });
 }

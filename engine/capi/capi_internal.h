@@ -261,18 +261,24 @@ struct Needed {
   bool is_null;
 };
 
+// CHASH_E_NULL_ARGUMENT naming the first of `needed` (in order) that is
+// NULL; CHASH_OK if none is.
+inline int FirstNull(const char* function, std::initializer_list<Needed> needed) noexcept {
+  for (const Needed& argument : needed) {
+    if (argument.is_null) return NullArgument(function, argument.name);
+  }
+  return CHASH_OK;
+}
+
 // An entry point that hands back a handle through `out`: `out` is checked,
-// then cleared (NULL after any failure), then each of `needed` in order
-// (CHASH_E_NULL_ARGUMENT naming the first NULL one); then `body` runs under
-// Guard.
+// then cleared (NULL after any failure), then `needed` as FirstNull checks
+// it; then `body` runs under Guard.
 template <typename Handle, typename Body>
 inline int HandleOut(const char* function, Handle** out, std::initializer_list<Needed> needed,
                      Body&& body) noexcept {
   if (out == nullptr) return NullArgument(function, "out");
   *out = nullptr;
-  for (const Needed& argument : needed) {
-    if (argument.is_null) return NullArgument(function, argument.name);
-  }
+  if (const int code = FirstNull(function, needed)) return code;
   return Guard(std::forward<Body>(body));
 }
 
@@ -301,13 +307,19 @@ inline int NullKey(const char* function, size_t index) noexcept {
 }
 
 // Batch lookups over C key arrays, chunk by chunk: lookup(views, out).
+// `needed` (the handles the lookup reads) is checked as FirstNull does, then
+// the arrays unless n is 0.
 template <typename Lookup>
-inline int FindKeysChunked(const char* function, const char* const* keys, const size_t* key_lens,
-                           size_t n, uint32_t* out, const Lookup& lookup) noexcept {
+inline int FindKeysChunked(const char* function, std::initializer_list<Needed> needed,
+                           const char* const* keys, const size_t* key_lens, size_t n, uint32_t* out,
+                           const Lookup& lookup) noexcept {
+  if (const int code = FirstNull(function, needed)) return code;
   if (n == 0) return CHASH_OK;
-  if (keys == nullptr) return NullArgument(function, "keys");
-  if (key_lens == nullptr) return NullArgument(function, "key_lens");
-  if (out == nullptr) return NullArgument(function, "out");
+  if (const int code = FirstNull(function, {{"keys", keys == nullptr},
+                                            {"key_lens", key_lens == nullptr},
+                                            {"out", out == nullptr}})) {
+    return code;
+  }
   std::string_view views[kChunk];
   for (size_t begin = 0; begin < n; begin += kChunk) {
     const size_t count = std::min(kChunk, n - begin);

@@ -282,8 +282,8 @@ int chash_ring_find_hashes(const chash_ring* ring, const uint32_t* hashes, size_
 
 int chash_ring_find_keys(const chash_ring* ring, const char* const* keys, const size_t* key_lens,
                          size_t n, uint32_t* out) noexcept {
-  if (ring == nullptr) return NullArgument("chash_ring_find_keys", "ring");
-  return FindKeysChunked("chash_ring_find_keys", keys, key_lens, n, out,
+  return FindKeysChunked("chash_ring_find_keys", {{"ring", ring == nullptr}}, keys, key_lens, n,
+                         out,
                          [&](std::span<const std::string_view> views, std::span<uint32_t> nodes) {
                            ring->ring.FindNodes(views, nodes);
                          });
@@ -310,10 +310,12 @@ int chash_ring_collision_losers(const chash_ring* ring, const uint32_t** hashes,
   if (hashes != nullptr) *hashes = nullptr;
   if (nodes != nullptr) *nodes = nullptr;
   if (count != nullptr) *count = 0;
-  if (ring == nullptr) return NullArgument("chash_ring_collision_losers", "ring");
-  if (hashes == nullptr) return NullArgument("chash_ring_collision_losers", "hashes");
-  if (nodes == nullptr) return NullArgument("chash_ring_collision_losers", "nodes");
-  if (count == nullptr) return NullArgument("chash_ring_collision_losers", "count");
+  if (const int code = FirstNull("chash_ring_collision_losers", {{"ring", ring == nullptr},
+                                                                 {"hashes", hashes == nullptr},
+                                                                 {"nodes", nodes == nullptr},
+                                                                 {"count", count == nullptr}})) {
+    return code;
+  }
   const chash::CollisionLosers losers = ring->ring.collision_losers();
   *hashes = losers.hashes.data();
   *nodes = losers.nodes.data();

@@ -139,9 +139,11 @@ const char* chash_flavor_option_what(uint32_t flavor, uint32_t i) noexcept {
 
 int chash_ring_options_set(chash_ring_options* options, uint32_t flavor, const char* name,
                            const char* value) noexcept {
-  if (options == nullptr) return NullArgument("chash_ring_options_set", "options");
-  if (name == nullptr) return NullArgument("chash_ring_options_set", "name");
-  if (value == nullptr) return NullArgument("chash_ring_options_set", "value");
+  if (const int code = FirstNull("chash_ring_options_set", {{"options", options == nullptr},
+                                                            {"name", name == nullptr},
+                                                            {"value", value == nullptr}})) {
+    return code;
+  }
   if (options->size < sizeof(chash_ring_options)) {
     // Every field an option sets is in the 1.0 struct; a smaller size is
     // a caller that did not set it.

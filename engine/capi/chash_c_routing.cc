@@ -81,10 +81,9 @@ int chash_ring_find_available_hashes(const chash_ring* ring, const chash_node_ma
 int chash_ring_find_available_keys(const chash_ring* ring, const chash_node_mask* mask,
                                    const char* const* keys, const size_t* key_lens, size_t n,
                                    uint32_t* out) noexcept {
-  constexpr const char* kName = "chash_ring_find_available_keys";
-  if (ring == nullptr) return NullArgument(kName, "ring");
-  if (mask == nullptr) return NullArgument(kName, "mask");
-  return FindKeysChunked(kName, keys, key_lens, n, out,
+  return FindKeysChunked("chash_ring_find_available_keys",
+                         {{"ring", ring == nullptr}, {"mask", mask == nullptr}}, keys, key_lens, n,
+                         out,
                          [&](std::span<const std::string_view> views, std::span<uint32_t> nodes) {
                            chash::FindAvailableNodes(ring->ring, mask->mask, views, nodes);
                          });
@@ -150,10 +149,9 @@ uint32_t chash_availability_find_hash(const chash_availability* availability,
 int chash_availability_find_keys(const chash_availability* availability, const chash_ring* ring,
                                  const char* const* keys, const size_t* key_lens, size_t n,
                                  uint32_t* out) noexcept {
-  constexpr const char* kName = "chash_availability_find_keys";
-  if (availability == nullptr) return NullArgument(kName, "availability");
-  if (ring == nullptr) return NullArgument(kName, "ring");
-  return FindKeysChunked(kName, keys, key_lens, n, out,
+  return FindKeysChunked("chash_availability_find_keys",
+                         {{"availability", availability == nullptr}, {"ring", ring == nullptr}},
+                         keys, key_lens, n, out,
                          [&](std::span<const std::string_view> views, std::span<uint32_t> nodes) {
                            availability->mask.FindNodes(ring->ring, views, nodes);
                          });
@@ -179,11 +177,13 @@ uint32_t chash_ring_find_under_capacity(const chash_ring* ring, uint32_t hash,
 int chash_ring_find_bounded_load(const chash_ring* ring, uint32_t hash, const uint64_t* loads,
                                  size_t num_loads, double balance_factor,
                                  const chash_node_mask* mask, uint32_t* node) noexcept {
-  constexpr const char* kName = "chash_ring_find_bounded_load";
   if (node != nullptr) *node = CHASH_NO_NODE;
-  if (ring == nullptr) return NullArgument(kName, "ring");
-  if (node == nullptr) return NullArgument(kName, "node");
-  if (loads == nullptr && num_loads != 0) return NullArgument(kName, "loads");
+  if (const int code = FirstNull("chash_ring_find_bounded_load",
+                                 {{"ring", ring == nullptr},
+                                  {"node", node == nullptr},
+                                  {"loads", loads == nullptr && num_loads != 0}})) {
+    return code;
+  }
   return Guard([&] {
     chash::Result<uint32_t> found =
         chash::FindNodeBoundedLoad(ring->ring, hash, std::span<const uint64_t>(loads, num_loads),
@@ -198,12 +198,8 @@ int chash_ring_find_bounded_load(const chash_ring* ring, uint32_t hash, const ui
 
 int chash_migration_new(const chash_ring* old_ring, const chash_ring* new_ring, uint64_t seed,
                         int allow_backend_mismatch, chash_migration** out) noexcept {
-  constexpr const char* kName = "chash_migration_new";
-  if (out == nullptr) return NullArgument(kName, "out");
-  *out = nullptr;
-  if (old_ring == nullptr) return NullArgument(kName, "old_ring");
-  if (new_ring == nullptr) return NullArgument(kName, "new_ring");
-  return Guard([&] {
+  // Runs under HandleOut, once `out` and both rings are checked.
+  const auto create = [&] {
     auto migration = std::make_unique<chash_migration>();
     auto created = chash::RingMigration::Create(
         Share(old_ring), Share(new_ring),
@@ -218,7 +214,9 @@ int chash_migration_new(const chash_ring* old_ring, const chash_ring* new_ring, 
     migration->rings[1] = const_cast<chash_ring*>(new_ring);
     *out = migration.release();
     return CHASH_OK;
-  });
+  };
+  return HandleOut("chash_migration_new", out,
+                   {{"old_ring", old_ring == nullptr}, {"new_ring", new_ring == nullptr}}, create);
 }
 
 int chash_migration_set_rollout(chash_migration* migration, double fraction) noexcept {
@@ -263,21 +261,19 @@ uint32_t chash_migration_find(const chash_migration* migration, const void* key,
 int chash_migration_find_keys(const chash_migration* migration, const char* const* keys,
                               const size_t* key_lens, size_t n, uint32_t* nodes,
                               uint8_t* sides) noexcept {
-  constexpr const char* kName = "chash_migration_find_keys";
-  if (migration == nullptr) return NullArgument(kName, "migration");
   chash::RingSide side_chunk[kChunk];
   size_t done = 0;
-  return FindKeysChunked(kName, keys, key_lens, n, nodes,
-                         [&](std::span<const std::string_view> views, std::span<uint32_t> out) {
-                           migration->migration->FindNodes(views, out,
-                                                           std::span(side_chunk, views.size()));
-                           if (sides != nullptr) {
-                             for (size_t i = 0; i < views.size(); ++i) {
-                               sides[done + i] = static_cast<uint8_t>(side_chunk[i]);
-                             }
-                           }
-                           done += views.size();
-                         });
+  return FindKeysChunked(
+      "chash_migration_find_keys", {{"migration", migration == nullptr}}, keys, key_lens, n, nodes,
+      [&](std::span<const std::string_view> views, std::span<uint32_t> out) {
+        migration->migration->FindNodes(views, out, std::span(side_chunk, views.size()));
+        if (sides != nullptr) {
+          for (size_t i = 0; i < views.size(); ++i) {
+            sides[done + i] = static_cast<uint8_t>(side_chunk[i]);
+          }
+        }
+        done += views.size();
+      });
 }
 
 int chash_migration_counters(const chash_migration* migration, uint64_t* old_ring,

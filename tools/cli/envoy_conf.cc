@@ -271,6 +271,17 @@ class EnvoyYaml {
     return Status();
   }
 
+  // Message(mapping, key), then its keys checked as CheckKeys does (naming
+  // the message `key`); a message not given has none to check.
+  Result<yaml_node_t*> Message(yaml_node_t* mapping, std::string_view key,
+                               std::initializer_list<std::string_view> read,
+                               std::initializer_list<std::string_view> unread = {}) const {
+    Result<yaml_node_t*> node = Message(mapping, key);
+    if (!node.ok()) return node;
+    if (Status keys = CheckKeys(node.value(), key, read, unread); !keys.ok()) return keys;
+    return node;
+  }
+
   // A bool field: absent or null is false; a string is read by SimpleAtob.
   Result<bool> Bool(yaml_node_t* mapping, std::string_view key) const {
     yaml_node_t* node = Get(mapping, key);
@@ -710,21 +721,14 @@ Result<yaml_node_t*> PolicyConfig(const EnvoyYaml& yaml, yaml_node_t* cluster,
       !refused.ok()) {
     return refused;
   }
-  Result<yaml_node_t*> config = yaml.Message(cluster, own);
-  if (!config.ok()) return config.status();
-  if (Status checked = yaml.CheckKeys(config.value(), own, keys); !checked.ok()) return checked;
-  return config;
+  return yaml.Message(cluster, own, keys);
 }
 
 // A Locality message: (region, zone, sub_zone), nullopt if not given.
 Result<std::optional<Locality>> ReadLocality(const EnvoyYaml& yaml, yaml_node_t* mapping) {
-  Result<yaml_node_t*> node = yaml.Message(mapping, "locality");
+  Result<yaml_node_t*> node = yaml.Message(mapping, "locality", {"region", "zone", "sub_zone"});
   if (!node.ok()) return node.status();
   if (node.value() == nullptr) return std::optional<Locality>();
-  if (Status keys = yaml.CheckKeys(node.value(), "locality", {"region", "zone", "sub_zone"});
-      !keys.ok()) {
-    return keys;
-  }
   Locality locality;
   for (auto [field, key] : {std::pair{&std::get<0>(locality), "region"},
                             {&std::get<1>(locality), "zone"},
@@ -823,19 +827,15 @@ Status ReadLbPolicy(const EnvoyYaml& yaml, yaml_node_t* cluster, RingOptions& op
 }
 
 Status ReadCommonLbConfig(const EnvoyYaml& yaml, yaml_node_t* cluster, ClusterPolicy& out) {
-  Result<yaml_node_t*> common = yaml.Message(cluster, "common_lb_config");
+  Result<yaml_node_t*> common =
+      yaml.Message(cluster, "common_lb_config",
+                   {"healthy_panic_threshold", "locality_weighted_lb_config",
+                    "zone_aware_lb_config", "consistent_hashing_lb_config"},
+                   // the thread-aware balancers do no zone-aware routing; the others
+                   // act on connections, merge windows and override hosts
+                   {"update_merge_window", "ignore_new_hosts_until_first_hc",
+                    "close_connections_on_host_set_change", "override_host_status"});
   if (!common.ok()) return common.status();
-  if (Status keys = yaml.CheckKeys(
-          common.value(), "common_lb_config",
-          {"healthy_panic_threshold", "locality_weighted_lb_config", "zone_aware_lb_config",
-           "consistent_hashing_lb_config"},
-          // the thread-aware balancers do no zone-aware routing; the others
-          // act on connections, merge windows and override hosts
-          {"update_merge_window", "ignore_new_hosts_until_first_hc",
-           "close_connections_on_host_set_change", "override_host_status"});
-      !keys.ok()) {
-    return keys;
-  }
   Result<yaml_node_t*> locality = yaml.Message(common.value(), "locality_weighted_lb_config");
   if (!locality.ok()) return locality.status();
   Result<yaml_node_t*> zone_aware = yaml.Message(common.value(), "zone_aware_lb_config");
@@ -850,13 +850,10 @@ Status ReadCommonLbConfig(const EnvoyYaml& yaml, yaml_node_t* cluster, ClusterPo
     return keys;
   }
   out.locality_weighted = locality.value() != nullptr;
-  Result<yaml_node_t*> threshold = yaml.Message(common.value(), "healthy_panic_threshold");
+  Result<yaml_node_t*> threshold =
+      yaml.Message(common.value(), "healthy_panic_threshold", {"value"});
   if (!threshold.ok()) return threshold.status();
   if (threshold.value() != nullptr) {
-    if (Status keys = yaml.CheckKeys(threshold.value(), "healthy_panic_threshold", {"value"});
-        !keys.ok()) {
-      return keys;
-    }
     Result<std::optional<double>> percent = yaml.Double(threshold.value(), "value");
     if (!percent.ok()) return percent.status();
     const double value = percent.value().value_or(0.0);
@@ -867,13 +864,9 @@ Status ReadCommonLbConfig(const EnvoyYaml& yaml, yaml_node_t* cluster, ClusterPo
     // ProtobufPercentHelper::convertPercent, as Envoy truncates it
     out.load.panic_threshold = static_cast<uint64_t>(100 * (value / 100.0));
   }
-  Result<yaml_node_t*> hashing = yaml.Message(common.value(), "consistent_hashing_lb_config");
+  Result<yaml_node_t*> hashing = yaml.Message(common.value(), "consistent_hashing_lb_config",
+                                              {"use_hostname_for_hashing", "hash_balance_factor"});
   if (!hashing.ok()) return hashing.status();
-  if (Status keys = yaml.CheckKeys(hashing.value(), "consistent_hashing_lb_config",
-                                   {"use_hostname_for_hashing", "hash_balance_factor"});
-      !keys.ok()) {
-    return keys;
-  }
   if (Status refused = RefuseIfGiven(
           yaml, hashing.value(), "hash_balance_factor",
           "bounded loads: Envoy moves a key off its host while that host is loaded, which no "
@@ -898,31 +891,19 @@ Result<Host> ReadHost(const EnvoyYaml& yaml, yaml_node_t* lb_endpoint, bool use_
   }
   Host host;
   host.line = lb_endpoint->start_mark.line + 1;
-  Result<yaml_node_t*> endpoint = yaml.Message(lb_endpoint, "endpoint");
+  Result<yaml_node_t*> endpoint = yaml.Message(lb_endpoint, "endpoint", {"address", "hostname"},
+                                               // neither is hashed
+                                               {"health_check_config", "additional_addresses"});
   if (!endpoint.ok()) return endpoint.status();
-  if (Status keys = yaml.CheckKeys(endpoint.value(), "endpoint", {"address", "hostname"},
-                                   // neither is hashed
-                                   {"health_check_config", "additional_addresses"});
-      !keys.ok()) {
-    return keys;
-  }
-  Result<yaml_node_t*> address = yaml.Message(endpoint.value(), "address");
+  Result<yaml_node_t*> address = yaml.Message(endpoint.value(), "address", {"socket_address"});
   if (!address.ok()) return address.status();
-  if (Status keys = yaml.CheckKeys(address.value(), "address", {"socket_address"});
-      !keys.ok()) {
-    return keys;
-  }
-  Result<yaml_node_t*> socket = yaml.Message(address.value(), "socket_address");
+  Result<yaml_node_t*> socket = yaml.Message(address.value(), "socket_address",
+                                             {"address", "port_value", "protocol", "ipv4_compat"});
   if (!socket.ok()) return socket.status();
   if (socket.value() == nullptr) {
     return Bad(yaml.Where(lb_endpoint) +
                ": an lb_endpoint without endpoint.address.socket_address: chash reads hosts "
                "at IP socket addresses (a pipe or an internal address is not one)");
-  }
-  if (Status keys = yaml.CheckKeys(socket.value(), "socket_address",
-                                   {"address", "port_value", "protocol", "ipv4_compat"});
-      !keys.ok()) {
-    return keys;
   }
   Result<std::string> ip = yaml.String(socket.value(), "address");
   if (!ip.ok()) return ip.status();
@@ -979,13 +960,9 @@ Result<Host> ReadHost(const EnvoyYaml& yaml, yaml_node_t* lb_endpoint, bool use_
   // metadata if it is a string and not empty, else the hostname with
   // use_hostname_for_hashing (empty if the endpoint has none), else the
   // address.
-  Result<yaml_node_t*> metadata = yaml.Message(lb_endpoint, "metadata");
+  Result<yaml_node_t*> metadata =
+      yaml.Message(lb_endpoint, "metadata", {"filter_metadata", "typed_filter_metadata"});
   if (!metadata.ok()) return metadata.status();
-  if (Status keys = yaml.CheckKeys(metadata.value(), "metadata",
-                                   {"filter_metadata", "typed_filter_metadata"});
-      !keys.ok()) {
-    return keys;
-  }
   Result<yaml_node_t*> filters = yaml.Message(metadata.value(), "filter_metadata");
   if (!filters.ok()) return filters.status();
   Result<yaml_node_t*> lb = yaml.Message(filters.value(), "envoy.lb");
@@ -1035,33 +1012,25 @@ Result<EnvoyCluster> ReadCluster(const EnvoyYaml& yaml, yaml_node_t* cluster,
     }
   }
 
-  Result<yaml_node_t*> assignment = yaml.Message(cluster, "load_assignment");
+  Result<yaml_node_t*> assignment =
+      yaml.Message(cluster, "load_assignment", {"cluster_name", "endpoints", "policy"});
   if (!assignment.ok()) return assignment.status();
   if (assignment.value() == nullptr) {
     return Bad(yaml.Where(cluster) + ": the cluster has no load_assignment");
   }
   yaml_node_t* load = assignment.value();
   const std::string where = yaml.Where(load);
-  if (Status keys = yaml.CheckKeys(load, "load_assignment",
-                                   {"cluster_name", "endpoints", "policy"});
-      !keys.ok()) {
-    return keys;
-  }
   Result<std::string> cluster_name = yaml.String(load, "cluster_name");
   if (!cluster_name.ok()) return cluster_name.status();
   if (cluster_name.value().empty()) {
     return Bad(where + ": load_assignment without cluster_name: Envoy refuses it "
                        "(ClusterLoadAssignment.cluster_name: min_len 1)");
   }
-  Result<yaml_node_t*> lb_policy = yaml.Message(load, "policy");
+  Result<yaml_node_t*> lb_policy =
+      yaml.Message(load, "policy", {"overprovisioning_factor", "weighted_priority_health"},
+                   // requests dropped at random, EDS staleness
+                   {"drop_overloads", "endpoint_stale_after"});
   if (!lb_policy.ok()) return lb_policy.status();
-  if (Status keys = yaml.CheckKeys(lb_policy.value(), "policy",
-                                   {"overprovisioning_factor", "weighted_priority_health"},
-                                   // requests dropped at random, EDS staleness
-                                   {"drop_overloads", "endpoint_stale_after"});
-      !keys.ok()) {
-    return keys;
-  }
   Result<std::optional<uint64_t>> factor = yaml.Uint(
       lb_policy.value(), "overprovisioning_factor", 1, UINT32_MAX, "overprovisioning_factor: gt 0");
   if (!factor.ok()) return factor.status();

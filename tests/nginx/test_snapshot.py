@@ -377,6 +377,8 @@ def config_errors(args, cli, rng, ports, workdir, ring, key, pub, servers):
         ("missing", "chash $arg_k; chash_snapshot %s/none.chash;" % workdir, "check io failed"),
         ("name", "chash $arg_k; chash_snapshot %s;" % named, "check address failed"),
         ("zone", "chash $arg_k; zone z 1m; chash_snapshot %s;" % ring, "`zone` is not supported"),
+        ("id", "chash $arg_k flavor=resty id=apisix; chash_snapshot %s;" % ring,
+         '"id=" is for server lines'),
         ("mismatch", "chash $arg_k; chash_snapshot %s; chash_migrate %s rollout=5%%;" %
          (ring, odd), "check backend_mismatch failed"),
         ("no rollout", "chash $arg_k; chash_snapshot %s; chash_migrate %s;" % (ring, ring),

@@ -562,32 +562,37 @@ invalid:
 }
 
 
-/* Why a snapshot upstream refuses what pc says it has, or NULL. */
+/* Why a snapshot upstream refuses what pc says it has, or NULL: the first
+ * of the refusals, in the order the manual lists them. */
 static const char *
 ngx_chash_policy_refusal(const ngx_chash_policy_conf_t *pc)
 {
-    if (pc->has_servers) {
-        return "the upstream has chash_snapshot: its servers are the "
-               "snapshot's nodes; remove its `server` lines";
-    }
+    ngx_uint_t  i;
 
-    if (pc->has_zone) {
-        return "the upstream has chash_snapshot: `zone` is not supported "
-               "(its peers change with the file, per worker)";
-    }
+    const struct {
+        ngx_uint_t   present;
+        const char  *why;
+    } refusals[] = {
+        { pc->has_servers,
+          "the upstream has chash_snapshot: its servers are the "
+          "snapshot's nodes; remove its `server` lines" },
+        { pc->has_zone,
+          "the upstream has chash_snapshot: `zone` is not supported "
+          "(its peers change with the file, per worker)" },
+        { pc->multiple != 0,
+          "\"multiple=\" comes from the snapshot with chash_snapshot" },
+        { pc->id_set != 0,
+          "\"id=\" is for server lines: with chash_snapshot, the ids "
+          "are the snapshot's node addresses" },
+        { pc->has_options,
+          "the ring's options (hash_function=, replicas=, ...) come "
+          "from the snapshot with chash_snapshot" },
+    };
 
-    if (pc->multiple) {
-        return "\"multiple=\" comes from the snapshot with chash_snapshot";
-    }
-
-    if (pc->id_set) {
-        return "\"id=\" is for server lines: with chash_snapshot, the ids "
-               "are the snapshot's node addresses";
-    }
-
-    if (pc->has_options) {
-        return "the ring's options (hash_function=, replicas=, ...) come "
-               "from the snapshot with chash_snapshot";
+    for (i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+        if (refusals[i].present) {
+            return refusals[i].why;
+        }
     }
 
     return NULL;

@@ -107,11 +107,15 @@ def main():
                          "Prose: nginx, pingora-v1, pingora-v2, resty, haproxy.\n\n"
                          "| flavor | rule |\n|---|---|\n| haproxy | a |\n| ketama-md5 | b |\n"
                          "| varnish-shard | c |\n| envoy-ring | d |\n")
+        # A flavor added to the table is one more missing from the probe's
+        # table, not a failure of the checker.
+        tabled = ("haproxy", "ketama-md5", "varnish-shard", "envoy-ring")
         got = incomplete_lists([probe], names, first_program, probe.parent)
         probe.unlink()
         probe.parent.rmdir()
         wanted = ["probe.md:1 lists 5 flavors without " + ", ".join(names[first_program + 1:]),
-                  "probe.md:7 lists 4 flavors without " + names[-1]]
+                  "probe.md:7 lists 4 flavors without " +
+                  ", ".join(n for n in names[first_program:] if n not in tabled)]
         return tree_checks.verdict(
             [] if got == wanted else ["the checker answered %s, not %s" % (got, wanted)],
             "the checker finds a list that lacks flavors")

@@ -81,9 +81,13 @@ Result<Setting> SettingOf(const RingOptions& ring, const ServersInput& input) {
       }
       return setting;
     }
-    default:
-      return Status(StatusCode::kBadArgument, "not another program's flavor");
+    case Flavor::kNginx:
+    case Flavor::kPingoraV1:
+    case Flavor::kPingoraV2:
+    case Flavor::kResty:
+      break;
   }
+  return Status(StatusCode::kBadArgument, "not another program's flavor");
 }
 
 // The candidate ring of `value`.
@@ -111,7 +115,10 @@ Result<Ring> BuildCandidate(const RingOptions& current, const ServersInput& inpu
     case Flavor::kEnvoyMaglev:
       options.maglev.table_size = value;
       break;
-    default:
+    case Flavor::kNginx:
+    case Flavor::kPingoraV1:
+    case Flavor::kPingoraV2:
+    case Flavor::kResty:
       break;
   }
   return BuildServersInput(input, options);

@@ -106,9 +106,13 @@ std::vector<std::string_view> Attributes(const RingOptions& ring) {
     case Flavor::kEnvoyRing:
     case Flavor::kEnvoyMaglev:
       return {"hash_key", "hostname"};
-    default:
-      return {};
+    case Flavor::kNginx:
+    case Flavor::kPingoraV1:
+    case Flavor::kPingoraV2:
+    case Flavor::kResty:
+      break;
   }
+  return {};
 }
 
 bool AllDigits(std::string_view text) {

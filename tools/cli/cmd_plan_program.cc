@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chash/diff.h"
+#include "flavors.h"  // engine/: CHASH_CRC32_FLAVOR_CASES
 #include "builder/flavor_points.h"  // engine/: IsPrime
 #include "chash/stats.h"
 #include "cli_common.h"
@@ -81,10 +82,7 @@ Result<Setting> SettingOf(const RingOptions& ring, const ServersInput& input) {
       }
       return setting;
     }
-    case Flavor::kNginx:
-    case Flavor::kPingoraV1:
-    case Flavor::kPingoraV2:
-    case Flavor::kResty:
+    CHASH_CRC32_FLAVOR_CASES:
       break;
   }
   return Status(StatusCode::kBadArgument, "not another program's flavor");
@@ -115,10 +113,7 @@ Result<Ring> BuildCandidate(const RingOptions& current, const ServersInput& inpu
     case Flavor::kEnvoyMaglev:
       options.maglev.table_size = value;
       break;
-    case Flavor::kNginx:
-    case Flavor::kPingoraV1:
-    case Flavor::kPingoraV2:
-    case Flavor::kResty:
+    CHASH_CRC32_FLAVOR_CASES:
       break;
   }
   return BuildServersInput(input, options);

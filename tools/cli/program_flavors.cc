@@ -106,10 +106,7 @@ std::vector<std::string_view> Attributes(const RingOptions& ring) {
     case Flavor::kEnvoyRing:
     case Flavor::kEnvoyMaglev:
       return {"hash_key", "hostname"};
-    case Flavor::kNginx:
-    case Flavor::kPingoraV1:
-    case Flavor::kPingoraV2:
-    case Flavor::kResty:
+    CHASH_CRC32_FLAVOR_CASES:
       break;
   }
   return {};

@@ -389,7 +389,13 @@ def config_errors(args):
         ("bounded_load with Envoy", "chash $arg_k flavor=envoy-ring bounded_load=1.25",
          '"bounded_load=" is not for flavor=envoy-ring'),
         ("multiple= with haproxy", "chash $arg_k flavor=haproxy multiple=16",
-         '"multiple=" is for flavor=pingora-v2 and flavor=resty only'),
+         '"multiple=" is for flavor=pingora-v2 and flavor=resty only (flavor=haproxy has '
+         "its program's own point count)"),
+        ("bounded_load with Maglev", "chash $arg_k flavor=envoy-maglev bounded_load=1.25",
+         '"bounded_load=" is not for flavor=envoy-maglev'),
+        ("server ids on ketama", "chash $arg_k flavor=ketama-md5 server_ids=1,2",
+         '"server_ids=1,2" is not an option of flavor=ketama-md5 (its servers take no '
+         "server id)"),
     ]
     for label, bal, message in cases:
         rc, out = nginx_t(args, bal, one)

@@ -57,6 +57,57 @@ ngx_chash_flavor_property(ngx_uint_t flavor, uint32_t property)
 
 
 ngx_uint_t
+ngx_chash_flavor_refuses_bounded_load(ngx_uint_t flavor)
+{
+    return ngx_chash_flavor_property(flavor, CHASH_PROPERTY_KEY_HASH_BITS)
+           == 64;
+}
+
+
+ngx_uint_t
+ngx_chash_flavor_known(ngx_uint_t flavor)
+{
+    return flavor <= 0xffffffff && chash_flavor_name((uint32_t) flavor) != NULL;
+}
+
+
+u_char *
+ngx_chash_flavors_with(uint32_t property, u_char *buf, size_t len)
+{
+    u_char      *p, *last;
+    uint32_t     f;
+    ngx_uint_t   n, written;
+
+    n = 0;
+
+    for (f = 0; chash_flavor_name(f) != NULL; f++) {
+        n += ngx_chash_flavor_property(f, property) != 0;
+    }
+
+    p = buf;
+    last = buf + len - 1;
+    written = 0;
+
+    for (f = 0; chash_flavor_name(f) != NULL; f++) {
+        if (ngx_chash_flavor_property(f, property) == 0) {
+            continue;
+        }
+
+        if (written > 0) {
+            p = ngx_slprintf(p, last, written + 1 == n ? " and " : ", ");
+        }
+
+        p = ngx_slprintf(p, last, "flavor=%s", chash_flavor_name(f));
+        written++;
+    }
+
+    *p = '\0';
+
+    return buf;
+}
+
+
+ngx_uint_t
 ngx_chash_flavor_other(ngx_uint_t flavor)
 {
     return ngx_chash_flavor_property(flavor, CHASH_PROPERTY_OTHER_PROGRAM)

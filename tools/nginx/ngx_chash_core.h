@@ -51,6 +51,20 @@ ngx_uint_t ngx_chash_flavor_other(ngx_uint_t flavor);
  * property it does not know. */
 uint64_t ngx_chash_flavor_property(ngx_uint_t flavor, uint32_t property);
 
+/* Whether libchash refuses bounded-load lookups on the flavor's rings: the
+ * rings whose keys hash to 64 bits (CHASH_PROPERTY_KEY_HASH_BITS, Envoy's),
+ * as chash_ring_find_bounded_load decides. */
+ngx_uint_t ngx_chash_flavor_refuses_bounded_load(ngx_uint_t flavor);
+
+/* Whether libchash's table has the flavor (a snapshot's flavor may be a
+ * newer writer's). */
+ngx_uint_t ngx_chash_flavor_known(ngx_uint_t flavor);
+
+/* "flavor=A and flavor=B" (", " between the earlier ones): the flavors whose
+ * CHASH_PROPERTY_* property is nonzero, for a message. Written into buf
+ * (NUL-terminated, cut at len); returns buf. */
+u_char *ngx_chash_flavors_with(uint32_t property, u_char *buf, size_t len);
+
 /*
  * The options of the other programs' rings, from the `chash` directive:
  * libchash's ring options, and haproxy's server ids (server_ids=, one a
@@ -175,6 +189,9 @@ typedef struct {
  */
 typedef struct {
     ngx_uint_t            flavor;
+    ngx_uint_t            point_walk; /* the flavor's retry rule is the next
+                                         point (CHASH_RETRY_POINT_WALK:
+                                         nginx's own, its tries limit) */
     ngx_uint_t            tries;    /* nginx: points tried */
     uint32_t              node;     /* nginx: the current point's;
                                        distinct: the first node */

@@ -214,10 +214,12 @@ ngx_chash_parse_options(ngx_conf_t *cf, ngx_chash_directive_t *d,
         o->set = 1;
 
         if (ngx_chash_str_is(&name, "server_ids")) {
-            if (d->flavor != CHASH_FLAVOR_HAPROXY) {
+            if (ngx_chash_flavor_property(d->flavor, CHASH_PROPERTY_NODE_FIELD)
+                != CHASH_NODE_FIELD_SERVER_ID)
+            {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "\"%V\" is not an option of flavor=%s "
-                                   "(server ids are haproxy's)",
+                                   "(its servers take no server id)",
                                    opt[k], ngx_chash_flavor_name(d->flavor));
                 return NGX_CONF_ERROR;
             }
@@ -239,8 +241,7 @@ ngx_chash_parse_options(ngx_conf_t *cf, ngx_chash_directive_t *d,
         }
     }
 
-    if (d->bounded_load > 0 && (d->flavor == CHASH_FLAVOR_ENVOY_RING
-                                || d->flavor == CHASH_FLAVOR_ENVOY_MAGLEV))
+    if (d->bounded_load > 0 && ngx_chash_flavor_refuses_bounded_load(d->flavor))
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"bounded_load=\" is not for flavor=%s (Envoy's "

@@ -69,13 +69,14 @@ ngx_chash_walk_init_masked(ngx_chash_walk_t *w, ngx_uint_t flavor,
     w->hash64 = chash_ring_key_hash(ring, key->data, key->len);
     w->hash = (uint32_t) w->hash64;
     retry = ngx_chash_flavor_property(flavor, CHASH_PROPERTY_RETRY);
+    w->point_walk = retry == CHASH_RETRY_POINT_WALK;
 
     if (retry == CHASH_RETRY_ATTEMPT) {
         w->attempts = (uint32_t) ngx_min(chash_ring_num_points(ring),
                                          0xffffffff);
     }
 
-    if (retry != CHASH_RETRY_POINT_WALK) {
+    if (!w->point_walk) {
         /* distinct: libchash's walk, started when a second node is needed */
         w->node = CHASH_NO_NODE;
         return NGX_OK;
@@ -515,13 +516,13 @@ ngx_chash_pick(ngx_chash_walk_t *w, const ngx_chash_nodes_t *nodes,
     uint64_t   capacity;
     ngx_int_t  rc;
 
-    if (w->flavor == CHASH_FLAVOR_NGINX && w->tries > NGX_CHASH_MAX_TRIES) {
+    if (w->point_walk && w->tries > NGX_CHASH_MAX_TRIES) {
         return NGX_CHASH_FALLBACK;
     }
 
     capacity = ngx_chash_capacity(w, nodes, ops, data, now);
 
-    if (w->flavor == CHASH_FLAVOR_NGINX) {
+    if (w->point_walk) {
         rc = ngx_chash_pick_nginx(w, nodes, ops, data, now, capacity, log);
 
     } else {

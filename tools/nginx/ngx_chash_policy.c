@@ -90,6 +90,7 @@ char *
 ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
     ngx_chash_directive_t *d)
 {
+    u_char      takers[128];
     ngx_int_t   multiple;
     ngx_str_t   s, *opt[NGX_CHASH_MAX_OPTIONS];
     ngx_uint_t  i, f, nopt;
@@ -182,13 +183,16 @@ ngx_chash_parse_directive(ngx_conf_t *cf, ngx_str_t *value, ngx_uint_t n,
     }
 
     if (multiple) {
-        if (d->flavor != CHASH_FLAVOR_PINGORA_V2
-            && d->flavor != CHASH_FLAVOR_RESTY)
+        if (!ngx_chash_flavor_property(d->flavor,
+                                       CHASH_PROPERTY_TAKES_MULTIPLE))
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"multiple=\" is for flavor=pingora-v2 and "
-                               "flavor=resty only (nginx and pingora-v1 "
-                               "rings have 160 points a weight unit)");
+                               "\"multiple=\" is for %s only (flavor=%s "
+                               "has its program's own point count)",
+                               ngx_chash_flavors_with(
+                                   CHASH_PROPERTY_TAKES_MULTIPLE, takers,
+                                   sizeof(takers)),
+                               ngx_chash_flavor_name(d->flavor));
             return NGX_CONF_ERROR;
         }
 

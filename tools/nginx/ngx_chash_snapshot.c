@@ -387,7 +387,7 @@ ngx_chash_gen_make(ngx_chash_source_t *src, chash_snapshot *snapshot,
     }
 
     /* a flavor this build does not know (a newer writer's) */
-    if (gen->info.flavor > CHASH_FLAVOR_ENVOY_MAGLEV) {
+    if (!ngx_chash_flavor_known(gen->info.flavor)) {
         *check = CHASH_CHECK_FLAVOR;
         ngx_snprintf(err, len, "the snapshot's flavor %uD is not one this "
                      "module knows%Z", gen->info.flavor);
@@ -397,8 +397,7 @@ ngx_chash_gen_make(ngx_chash_source_t *src, chash_snapshot *snapshot,
     /* as on server lines (ngx_chash_parse_options): Envoy's own bounded
      * load probes hosts in an order libchash does not reproduce */
     if (src->bounded_load
-        && (gen->info.flavor == CHASH_FLAVOR_ENVOY_RING
-            || gen->info.flavor == CHASH_FLAVOR_ENVOY_MAGLEV))
+        && ngx_chash_flavor_refuses_bounded_load(gen->info.flavor))
     {
         *check = CHASH_CHECK_FLAVOR;
         ngx_snprintf(err, len, "the snapshot is flavor=%s, which "

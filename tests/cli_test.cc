@@ -516,6 +516,18 @@ TEST(CliPrograms, NutcrackerYmlRefusesWhatNutcrackerRefuses) {
   EXPECT_EQ(run.out, "k,127.0.0.1:11211\n");
 }
 
+// A server without a host before its port: nutcracker -t takes it, and on
+// port 11211 names it '' (the fuzzer's conf_readers found the reader handing
+// back a server of no name); chash refuses it where it is written.
+TEST(CliPrograms, NutcrackerYmlRefusesAServerWithoutAHost) {
+  const std::string pool = "a:\n  listen: 127.0.0.1:22121\n  servers:\n";
+  for (const std::string server : {":11211:1", ":1:1"}) {
+    const std::string file = WriteTemp("nutcracker_no_host.yml", pool + "   - " + server + "\n");
+    ExpectUsageError(RunChash("route --nutcracker-yml " + file + " --pool a", "a\n"),
+                     file + ":4: server '" + server + "': an empty host: chash does not read it");
+  }
+}
+
 // 200 KB of nested flow sequences cost libyaml time quadratic in the depth
 // (27 s here); chash stops at the first level past its bound and names it.
 TEST(CliPrograms, NutcrackerYmlBoundsTheNestingBeforeLibyamlsCost) {

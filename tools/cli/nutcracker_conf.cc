@@ -390,6 +390,11 @@ class Reader {
     if (name && name->empty()) {
       return Bad(Where(mark) + ": server '" + value + "': an empty name after the space: chash does not read it");
     }
+    if (host.empty()) {
+      // nutcracker takes it (its servers resolve when it connects) and, on
+      // port 11211, names it '': no node chash could build or hash.
+      return Bad(Where(mark) + ": server '" + value + "': an empty host: chash does not read it");
+    }
     Server server;
     server.address = std::string(host) + ":" + std::string(port_text);
     // Without a name nutcracker names the server HOST, or HOST:PORT as

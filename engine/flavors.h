@@ -49,27 +49,30 @@ struct FlavorRow {
   // others skip a down server along their walk (Varnish), or rebuild.
   bool removes_down;
   NodeField node_field;
+  // Any point multiple (the points a weight unit are the caller's); the
+  // others have 160 (nginx, pingora-v1) or their program's own count.
+  bool takes_multiple;
 };
 
 inline constexpr FlavorRow kFlavors[] = {
     {Flavor::kNginx, 0, "nginx", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
-     Retry::kPointWalk, false, NodeField::kNone},
+     Retry::kPointWalk, false, NodeField::kNone, false},
     {Flavor::kPingoraV1, 1, "pingora-v1", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
-     Retry::kDistinct, false, NodeField::kNone},
+     Retry::kDistinct, false, NodeField::kNone, false},
     {Flavor::kPingoraV2, 2, "pingora-v2", LookupRule::kSuccessor, 32, TieBreak::kAddressOrder,
-     Retry::kDistinct, false, NodeField::kNone},
+     Retry::kDistinct, false, NodeField::kNone, true},
     {Flavor::kResty, 3, "resty", LookupRule::kSuccessor, 32, TieBreak::kIdOrder,
-     Retry::kDistinct, false, NodeField::kNone},
+     Retry::kDistinct, false, NodeField::kNone, true},
     {Flavor::kHaproxy, 4, "haproxy", LookupRule::kNearest, 32, TieBreak::kConfigOrder,
-     Retry::kDistinct, true, NodeField::kServerId},
+     Retry::kDistinct, true, NodeField::kServerId, false},
     {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
-     Retry::kDistinct, true, NodeField::kName},
+     Retry::kDistinct, true, NodeField::kName, false},
     {Flavor::kVarnishShard, 6, "varnish-shard", LookupRule::kSuccessorClamped, 32,
-     TieBreak::kConfigOrder, Retry::kDistinct, false, NodeField::kNone},
+     TieBreak::kConfigOrder, Retry::kDistinct, false, NodeField::kNone, false},
     {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64, TieBreak::kConfigOrder,
-     Retry::kAttempt, false, NodeField::kNone},
+     Retry::kAttempt, false, NodeField::kNone, false},
     {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64, TieBreak::kConfigOrder,
-     Retry::kAttempt, false, NodeField::kNone},
+     Retry::kAttempt, false, NodeField::kNone, false},
 };
 
 // Each byte is the enum's value (and CHASH_FLAVOR_*'s), so messages about

@@ -70,6 +70,10 @@ TEST(Builder, MultipleIsValidated) {
   EXPECT_EQ(ValidateRingOptions({.max_points = 0}).code(), StatusCode::kBadArgument);
   EXPECT_TRUE(FlavorTakesPointMultiple(Flavor::kPingoraV2));
   EXPECT_FALSE(FlavorTakesPointMultiple(Flavor::kPingoraV1));
+  // The flavors that take one, named from the table.
+  EXPECT_EQ(ValidateRingOptions({.flavor = Flavor::kNginx, .point_multiple = 16}).message(),
+            "nginx uses 160 points per weight unit; only pingora-v2 and resty take a point "
+            "multiple (got 16)");
 }
 
 TEST(Builder, WeightTimesMultipleOverflowing32BitsIsRefused) {

@@ -6,6 +6,9 @@
 #include <memory>
 #include <new>
 #include <numeric>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "builder/build_nodes.h"
 #include "builder/columns_builder.h"
@@ -56,10 +59,20 @@ Status ValidateRingOptionsOrThrow(const RingOptions& options) {
   }
   if (!FlavorTakesPointMultiple(options.flavor) &&
       options.point_multiple != kDefaultPointMultiple) {
+    // The other programs' flavors were refused above, by their options.
+    std::vector<std::string_view> takers;
+    for (const internal::FlavorRow& row : internal::kFlavors) {
+      if (row.takes_multiple) takers.push_back(row.name);
+    }
+    std::string only;
+    for (size_t i = 0; i < takers.size(); ++i) {
+      if (i > 0) only += i + 1 == takers.size() ? " and " : ", ";
+      only += takers[i];
+    }
     return Status(StatusCode::kBadMultiple,
                   std::string(FlavorName(options.flavor)) +
-                      " uses 160 points per weight unit; only pingora-v2 and resty take a "
-                      "point multiple (got " +
+                      " uses 160 points per weight unit; only " + only +
+                      " take a point multiple (got " +
                       std::to_string(options.point_multiple) + ")");
   }
   return ValidateMaxPoints(options.max_points);
@@ -119,7 +132,8 @@ TieBreak FlavorTieBreak(Flavor flavor) noexcept {
 }
 
 bool FlavorTakesPointMultiple(Flavor flavor) noexcept {
-  return flavor == Flavor::kPingoraV2 || flavor == Flavor::kResty;
+  const internal::FlavorRow* row = internal::FindFlavor(flavor);
+  return row != nullptr && row->takes_multiple;
 }
 
 LookupRule FlavorLookupRule(Flavor flavor) noexcept {

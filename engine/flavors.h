@@ -32,8 +32,14 @@ enum class Retry : uint8_t {
   kAttempt,    // Envoy's retry attempts: attempt N its own entry or slot
 };
 
-// What a node carries beside its address and weight (NodeOptions).
-enum class NodeField : uint8_t { kNone, kServerId, kName };
+// What a node carries beside its address and weight (NodeOptions), as
+// bits (chash_c.h's CHASH_NODE_FIELD_*: the values are the bindings').
+namespace node_field {
+inline constexpr uint8_t kServerId = 1;  // haproxy's `id`
+inline constexpr uint8_t kName = 2;      // twemproxy's server name, Varnish's ident
+inline constexpr uint8_t kHostname = 4;  // Envoy's hostname (use_hostname_for_hashing)
+inline constexpr uint8_t kHashKey = 8;   // Envoy's envoy.lb hash_key metadata
+}  // namespace node_field
 
 struct FlavorRow {
   Flavor flavor;
@@ -48,7 +54,7 @@ struct FlavorRow {
   // (FlavorMasksExactly), a mask of the live nodes answers as it does. The
   // others skip a down server along their walk (Varnish), or rebuild.
   bool removes_down;
-  NodeField node_field;
+  uint8_t node_fields;  // node_field bits
   // Any point multiple (the points a weight unit are the caller's); the
   // others have 160 (nginx, pingora-v1) or their program's own count.
   bool takes_multiple;
@@ -56,23 +62,23 @@ struct FlavorRow {
 
 inline constexpr FlavorRow kFlavors[] = {
     {Flavor::kNginx, 0, "nginx", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
-     Retry::kPointWalk, false, NodeField::kNone, false},
+     Retry::kPointWalk, false, 0, false},
     {Flavor::kPingoraV1, 1, "pingora-v1", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
-     Retry::kDistinct, false, NodeField::kNone, false},
+     Retry::kDistinct, false, 0, false},
     {Flavor::kPingoraV2, 2, "pingora-v2", LookupRule::kSuccessor, 32, TieBreak::kAddressOrder,
-     Retry::kDistinct, false, NodeField::kNone, true},
+     Retry::kDistinct, false, 0, true},
     {Flavor::kResty, 3, "resty", LookupRule::kSuccessor, 32, TieBreak::kIdOrder,
-     Retry::kDistinct, false, NodeField::kNone, true},
+     Retry::kDistinct, false, 0, true},
     {Flavor::kHaproxy, 4, "haproxy", LookupRule::kNearest, 32, TieBreak::kConfigOrder,
-     Retry::kDistinct, true, NodeField::kServerId, false},
+     Retry::kDistinct, true, node_field::kServerId, false},
     {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
-     Retry::kDistinct, true, NodeField::kName, false},
+     Retry::kDistinct, true, node_field::kName, false},
     {Flavor::kVarnishShard, 6, "varnish-shard", LookupRule::kSuccessorClamped, 32,
-     TieBreak::kConfigOrder, Retry::kDistinct, false, NodeField::kNone, false},
+     TieBreak::kConfigOrder, Retry::kDistinct, false, node_field::kName, false},
     {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64, TieBreak::kConfigOrder,
-     Retry::kAttempt, false, NodeField::kNone, false},
+     Retry::kAttempt, false, node_field::kHostname | node_field::kHashKey, false},
     {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64, TieBreak::kConfigOrder,
-     Retry::kAttempt, false, NodeField::kNone, false},
+     Retry::kAttempt, false, node_field::kHostname | node_field::kHashKey, false},
 };
 
 // Each byte is the enum's value (and CHASH_FLAVOR_*'s), so messages about

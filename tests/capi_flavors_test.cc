@@ -82,9 +82,11 @@ TEST(CApiFlavors, PropertiesAreThePrograms) {
               f == CHASH_FLAVOR_PINGORA_V2 || f == CHASH_FLAVOR_RESTY ? 1u : 0u)
         << f;
     EXPECT_EQ(property(f, CHASH_PROPERTY_NODE_FIELD),
-              f == CHASH_FLAVOR_HAPROXY      ? CHASH_NODE_FIELD_SERVER_ID
-              : f == CHASH_FLAVOR_KETAMA_MD5 ? CHASH_NODE_FIELD_NAME
-                                             : CHASH_NODE_FIELD_NONE)
+              f == CHASH_FLAVOR_HAPROXY ? CHASH_NODE_FIELD_SERVER_ID
+              : f == CHASH_FLAVOR_KETAMA_MD5 || f == CHASH_FLAVOR_VARNISH_SHARD
+                  ? CHASH_NODE_FIELD_NAME
+              : envoy ? CHASH_NODE_FIELD_HOSTNAME | CHASH_NODE_FIELD_HASH_KEY
+                      : CHASH_NODE_FIELD_NONE)
         << f;
   }
   EXPECT_EQ(property(CHASH_FLAVOR_HAPROXY, CHASH_PROPERTY_LOOKUP_RULE), CHASH_LOOKUP_NEAREST);

@@ -1125,5 +1125,92 @@ TEST(CApiFlavors, BadOptionsAndNodeOptionsAreRefused) {
   EXPECT_EQ(chash_ring_key_hash_bits(nullptr), 0u);
 }
 
+// What a ring hashes for a node given with fields is the library's rule, the
+// same on every surface: the address answered (chash_ring_node_address) is
+// the text hashed, worked out here from Envoy's and Varnish's documented
+// rules, not from the code under test.
+TEST(CApiFlavors, NodeFieldsChooseTheTextTheProgramHashes) {
+  struct Case {
+    uint32_t flavor;
+    const char* address;
+    chash_node_fields fields;
+    const char* hashed;  // what Ring's address then answers; nullptr: refused
+    int code;
+  };
+  const auto fields = [](const char* name, const char* hostname, const char* hash_key,
+                         uint32_t hash_hostname) {
+    chash_node_fields f{};
+    f.size = sizeof f;
+    f.name = name;
+    f.name_len = name == nullptr ? 0 : std::strlen(name);
+    f.hostname = hostname;
+    f.hostname_len = hostname == nullptr ? 0 : std::strlen(hostname);
+    f.hash_key = hash_key;
+    f.hash_key_len = hash_key == nullptr ? 0 : std::strlen(hash_key);
+    f.hash_hostname = hash_hostname;
+    return f;
+  };
+  const Case cases[] = {
+      // Varnish hashes the backend's ident.
+      {CHASH_FLAVOR_VARNISH_SHARD, "10.0.0.1:80", fields("be1", nullptr, nullptr, 0), "be1",
+       CHASH_OK},
+      {CHASH_FLAVOR_VARNISH_SHARD, "10.0.0.1:80", fields(nullptr, nullptr, nullptr, 0),
+       "10.0.0.1:80", CHASH_OK},
+      // Envoy: hash_key over hostname over the address as Envoy prints it
+      // (inet_ntop's "::" for the longest zero run, lower case).
+      {CHASH_FLAVOR_ENVOY_RING, "[2001:DB8:0:0:0:0:0:1]:80", fields(nullptr, nullptr, nullptr, 0),
+       "[2001:db8::1]:80", CHASH_OK},
+      {CHASH_FLAVOR_ENVOY_MAGLEV, "10.0.0.1:80", fields(nullptr, "web-1", nullptr, 0),
+       "10.0.0.1:80", CHASH_OK},
+      {CHASH_FLAVOR_ENVOY_MAGLEV, "10.0.0.1:80", fields(nullptr, "web-1", nullptr, 1), "web-1",
+       CHASH_OK},
+      {CHASH_FLAVOR_ENVOY_RING, "10.0.0.1:80", fields(nullptr, "web-1", "key-1", 1), "key-1",
+       CHASH_OK},
+      {CHASH_FLAVOR_ENVOY_RING, "10.0.0.1:80", fields(nullptr, nullptr, nullptr, 1), nullptr,
+       CHASH_E_BAD_ARGUMENT},
+      // A field the flavor does not read is refused, not ignored.
+      {CHASH_FLAVOR_HAPROXY, "10.0.0.1:80", fields(nullptr, "web-1", nullptr, 0), nullptr,
+       CHASH_E_BAD_ARGUMENT},
+      {CHASH_FLAVOR_NGINX, "10.0.0.1:80", fields(nullptr, nullptr, "k", 0), nullptr,
+       CHASH_E_BAD_ARGUMENT},
+      {CHASH_FLAVOR_ENVOY_RING, "10.0.0.1:80", fields("n", nullptr, nullptr, 0), nullptr,
+       CHASH_E_BAD_ARGUMENT},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(chash_flavor_name(c.flavor)) + " " + c.address);
+    chash_builder* builder = nullptr;
+    ASSERT_EQ(chash_builder_new_with_options(c.flavor, nullptr, &builder), CHASH_OK);
+    ASSERT_EQ(chash_builder_add_fields(builder, c.address, std::strlen(c.address), 1, &c.fields),
+              c.code)
+        << chash_builder_error(builder);
+    if (c.hashed == nullptr) {
+      EXPECT_NE(std::string(chash_builder_error(builder)), "");
+      chash_builder_free(builder);
+      continue;
+    }
+    chash_ring* ring = nullptr;
+    ASSERT_EQ(chash_builder_build(builder, &ring), CHASH_OK);
+    size_t len = 0;
+    const char* answered = chash_ring_node_address(ring, 0, &len);
+    ASSERT_NE(answered, nullptr);
+    EXPECT_EQ(std::string(answered, len), c.hashed);
+    chash_ring_free(ring);
+  }
+  // A text pointer NULL with a length, unknown bits and an unknown tail.
+  chash_builder* builder = nullptr;
+  ASSERT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_ENVOY_RING, nullptr, &builder), CHASH_OK);
+  chash_node_fields bad = fields(nullptr, nullptr, nullptr, 0);
+  bad.hostname_len = 3;
+  EXPECT_EQ(chash_builder_add_fields(builder, "a", 1, 1, &bad), CHASH_E_NULL_ARGUMENT);
+  bad = fields(nullptr, nullptr, nullptr, 2);
+  EXPECT_EQ(chash_builder_add_fields(builder, "a", 1, 1, &bad), CHASH_E_BAD_ARGUMENT);
+  bad = fields(nullptr, nullptr, nullptr, 0);
+  bad.reserved = 1;
+  EXPECT_EQ(chash_builder_add_fields(builder, "a", 1, 1, &bad), CHASH_E_BAD_ARGUMENT);
+  EXPECT_EQ(chash_builder_add_fields(builder, "a", 1, 1, nullptr), CHASH_OK);
+  EXPECT_EQ(chash_builder_num_nodes(builder), 1u);
+  chash_builder_free(builder);
+}
+
 }  // namespace
 }  // namespace chash

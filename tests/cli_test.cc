@@ -671,8 +671,8 @@ TEST(CliPrograms, EnvoyClusterRefusesByFileLineAndReason) {
            {"bounded_loads", ":76: hash_balance_factor: bounded loads"},
            {"strict_dns", ":83: cluster type STRICT_DNS: chash reads STATIC clusters"},
            {"hostname_missing",
-            ":98: use_hostname_for_hashing and an endpoint without hostname: Envoy hashes its "
-            "empty hostname"},
+            ":98: use_hostname_for_hashing and no hostname: Envoy would hash this host's empty "
+            "hostname"},
            {"bool_quoted_on",
             ":101: use_hostname_for_hashing 'on': Envoy's YAML and JSON readers make a string of "
             "it, not a bool"},
@@ -722,7 +722,29 @@ TEST(CliPrograms, EnvoyServersHashAddressesAsEnvoyPrintsThem) {
   const std::string nameless = WriteTemp("env2", "10.0.0.1:80 hostname=a\n10.0.0.2:80\n");
   ExpectUsageError(
       RunChash("route --flavor envoy-ring --use-hostname-for-hashing --servers " + nameless, "k\n"),
-      nameless + ":2: --use-hostname-for-hashing and no hostname=");
+      nameless +
+          ":2: use_hostname_for_hashing and no hostname: Envoy would hash this host's "
+          "empty hostname");
+  // A hash_key= wins over the hostname, as Envoy's hashKey: a ring hashing
+  // "a" by hostname and one hashing "a" by hash_key answer alike.
+  const std::string by_hostname =
+      WriteTemp("env3", "10.0.0.1:80 hostname=a\n10.0.0.2:80 hostname=b\n");
+  const std::string by_key =
+      WriteTemp("env4", "10.0.0.1:80 hash_key=a hostname=x\n10.0.0.2:80 hash_key=b\n");
+  const std::string keys = "k1\nk2\nk3\nk4\nk5\nk6\nk7\nk8\n";
+  const CliRun hostname_run = RunChash(
+      "route --flavor envoy-ring --use-hostname-for-hashing --servers " + by_hostname, keys);
+  const CliRun key_run = RunChash("route --flavor envoy-ring --servers " + by_key, keys);
+  ASSERT_EQ(hostname_run.status, 0) << hostname_run.err;
+  ASSERT_EQ(key_run.status, 0) << key_run.err;
+  EXPECT_EQ(hostname_run.out, key_run.out);
+  // Another flavor has no use_hostname_for_hashing: refused, not ignored.
+  const std::string plain = WriteTemp("env5", "10.0.0.1:80\n");
+  ExpectUsageError(
+      RunChash("route --flavor haproxy --use-hostname-for-hashing --servers " + plain, "k\n"),
+      plain +
+          ":1: a hostname (or use_hostname_for_hashing) is for envoy-ring and envoy-maglev "
+          "rings, not haproxy ones");
 }
 
 // The program options are the flavor table's: an alias (Envoy's field

@@ -4,8 +4,11 @@
 #include "builder/flavor_points.h"
 
 #include <numeric>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "address/envoy_address.h"
 #include "builder/columns_builder.h"
 #include "builder/program_points.h"
 #include "builder/sorted_keys.h"
@@ -133,6 +136,81 @@ Status ValidateProgramOptionsOrThrow(const RingOptions& options) {
 }
 
 // ---- Nodes ----------------------------------------------------------------------------
+
+namespace {
+
+// "haproxy", "ketama-md5 and varnish-shard": the flavors whose nodes carry
+// `field` (a node_field bit).
+std::string FlavorsWithField(uint8_t field) {
+  std::vector<std::string_view> names;
+  for (const FlavorRow& row : kFlavors) {
+    if ((row.node_fields & field) != 0) names.push_back(row.name);
+  }
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i != 0) list += i + 1 == names.size() ? " and " : ", ";
+    list += names[i];
+  }
+  return list;
+}
+
+}  // namespace
+
+Result<HashedNode> ResolveNodeFields(const RingOptions& options, std::string_view address,
+                                     const NodeOptions& node) {
+  const FlavorRow* row = FindFlavor(options.flavor);
+  const uint8_t reads = row == nullptr ? 0 : row->node_fields;
+  const struct {
+    bool given;
+    uint8_t field;
+    const char* what;
+  } fields[] = {
+      {node.server_id != 0, node_field::kServerId, "a server id is"},
+      {!node.name.empty(), node_field::kName, "a server name is"},
+      {!node.hostname.empty() || node.hash_hostname, node_field::kHostname,
+       "a hostname (or use_hostname_for_hashing) is"},
+      {!node.hash_key.empty(), node_field::kHashKey, "a hash_key is"},
+  };
+  for (const auto& field : fields) {
+    if (field.given && (reads & field.field) == 0) {
+      return Bad(StatusCode::kBadArgument, std::string(field.what) + " for " +
+                                               FlavorsWithField(field.field) + " rings, not " +
+                                               std::string(Name(options.flavor)) + " ones");
+    }
+  }
+  HashedNode out{std::string(address), node};
+  switch (options.flavor) {
+    case Flavor::kVarnishShard:
+      // vmod_directors hashes the backend's ident, else its VCL name.
+      if (!node.name.empty()) out.text.assign(node.name);
+      out.rest.name = {};
+      break;
+    case Flavor::kEnvoyRing:
+    case Flavor::kEnvoyMaglev:
+      // Envoy's hashKey (thread_aware_lb_impl.h).
+      if (!node.hash_key.empty()) {
+        out.text.assign(node.hash_key);
+      } else if (node.hash_hostname) {
+        if (node.hostname.empty()) {
+          return Bad(StatusCode::kBadArgument,
+                     "use_hostname_for_hashing and no hostname: Envoy would hash this "
+                     "host's empty hostname");
+        }
+        out.text.assign(node.hostname);
+      } else if (std::optional<std::string> printed = EnvoyAddressStringOf(address)) {
+        out.text = std::move(*printed);
+      }
+      out.rest.hostname = {};
+      out.rest.hash_key = {};
+      out.rest.hash_hostname = false;
+      break;
+    case Flavor::kHaproxy:
+    case Flavor::kKetamaMd5:
+    CHASH_CRC32_FLAVOR_CASES:
+      break;
+  }
+  return out;
+}
 
 Result<NodeAddress> ParseProgramNode(const RingOptions& options, std::string_view address,
                                      uint32_t weight, const NodeOptions& node) {

@@ -56,6 +56,20 @@ inline constexpr size_t kMaxOpaqueBytes = 4096;
 // Throws std::bad_alloc (messages).
 Status ValidateProgramOptionsOrThrow(const RingOptions& options);
 
+// What a program hashes for a node given with its fields (NodeOptions):
+// `text` is the address, else what a field makes of it (varnish-shard's
+// name; Envoy's hash_key, else with hash_hostname the hostname, else the
+// address as Envoy prints it), and `rest` the node without the fields
+// `text` took. kBadArgument, naming the field and the flavors that read it
+// (FlavorRow::node_fields), for a field the flavor does not read, and for
+// hash_hostname without a hostname. Throws std::bad_alloc.
+struct HashedNode {
+  std::string text;
+  NodeOptions rest;
+};
+Result<HashedNode> ResolveNodeFields(const RingOptions& options, std::string_view address,
+                                     const NodeOptions& node);
+
 // A node as the flavor reads it: the address text, the weight's range, the
 // node options it takes. `host` of the result is what the points are made
 // from (address.h); the caller adds the node's label to messages. Throws

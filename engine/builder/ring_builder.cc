@@ -192,13 +192,15 @@ Status RingBuilder::AddNode(std::string_view address, uint32_t weight, const Nod
                   NodeLabel(id, address) + ": more than 65,536 nodes (node ids are u16)");
   }
   const bool program = internal::IsProgramFlavor(options_.flavor);
-  if (!program && (node.server_id != 0 || !node.name.empty())) {
-    return Status(StatusCode::kBadArgument,
-                  NodeLabel(id, address) + ": " + std::string(FlavorName(options_.flavor)) +
-                      " rings take no node options (server ids are haproxy's, names twemproxy's)");
+  Result<internal::HashedNode> hashed_node = internal::ResolveNodeFields(options_, address, node);
+  if (!hashed_node.ok()) {
+    return Status(hashed_node.status().code(),
+                  NodeLabel(id, address) + ": " + hashed_node.status().message());
   }
-  Result<NodeAddress> parsed = program ? internal::ParseProgramNode(options_, address, weight, node)
-                                       : ParseNodeAddress(options_.flavor, address);
+  const std::string_view text = hashed_node.value().text;
+  Result<NodeAddress> parsed =
+      program ? internal::ParseProgramNode(options_, text, weight, hashed_node.value().rest)
+              : ParseNodeAddress(options_.flavor, text);
   if (!parsed.ok()) {
     return Status(parsed.status().code(), NodeLabel(id, {}) + ": " + parsed.status().message());
   }

@@ -116,10 +116,10 @@ static_assert(CHASH_LOOKUP_SUCCESSOR_CLAMPED ==
               static_cast<uint32_t>(chash::LookupRule::kSuccessorClamped));
 static_assert(CHASH_LOOKUP_NEAREST == static_cast<uint32_t>(chash::LookupRule::kNearest));
 static_assert(CHASH_LOOKUP_TABLE == static_cast<uint32_t>(chash::LookupRule::kTable));
-static_assert(CHASH_NODE_FIELD_NONE == static_cast<uint32_t>(chash::internal::NodeField::kNone));
-static_assert(CHASH_NODE_FIELD_SERVER_ID ==
-              static_cast<uint32_t>(chash::internal::NodeField::kServerId));
-static_assert(CHASH_NODE_FIELD_NAME == static_cast<uint32_t>(chash::internal::NodeField::kName));
+static_assert(CHASH_NODE_FIELD_SERVER_ID == chash::internal::node_field::kServerId);
+static_assert(CHASH_NODE_FIELD_NAME == chash::internal::node_field::kName);
+static_assert(CHASH_NODE_FIELD_HOSTNAME == chash::internal::node_field::kHostname);
+static_assert(CHASH_NODE_FIELD_HASH_KEY == chash::internal::node_field::kHashKey);
 static_assert(CHASH_RETRY_POINT_WALK == static_cast<uint32_t>(chash::internal::Retry::kPointWalk));
 static_assert(CHASH_RETRY_DISTINCT == static_cast<uint32_t>(chash::internal::Retry::kDistinct));
 static_assert(CHASH_RETRY_ATTEMPT == static_cast<uint32_t>(chash::internal::Retry::kAttempt));

@@ -198,6 +198,39 @@ int chash_builder_add_node(chash_builder* builder, const char* address, size_t a
   return AddNode("chash_builder_add_node", builder, address, address_len, weight, node);
 }
 
+int chash_builder_add_fields(chash_builder* builder, const char* address, size_t address_len,
+                             uint32_t weight, const chash_node_fields* fields) noexcept {
+  constexpr const char* kName = "chash_builder_add_fields";
+  chash_node_fields given;
+  if (const int code = ReadGrowingStruct(kName, "fields", fields, given)) return code;
+  const struct {
+    const char* text;
+    size_t len;
+    const char* argument;
+  } texts[] = {{given.name, given.name_len, "fields->name (with name_len > 0)"},
+               {given.hostname, given.hostname_len, "fields->hostname (with hostname_len > 0)"},
+               {given.hash_key, given.hash_key_len, "fields->hash_key (with hash_key_len > 0)"}};
+  for (const auto& field : texts) {
+    if (field.text == nullptr && field.len != 0) return NullArgument(kName, field.argument);
+  }
+  if (given.hash_hostname > 1) {
+    return Fail(CHASH_E_BAD_ARGUMENT, "chash_builder_add_fields: fields->hash_hostname is 0 or 1");
+  }
+  if (given.reserved != 0) {
+    return Fail(CHASH_E_BAD_ARGUMENT, "chash_builder_add_fields: fields->reserved must be 0");
+  }
+  const auto view = [](const char* text, size_t len) {
+    return text == nullptr ? std::string_view() : std::string_view(text, len);
+  };
+  chash::NodeOptions node;
+  node.server_id = given.server_id;
+  node.name = view(given.name, given.name_len);
+  node.hostname = view(given.hostname, given.hostname_len);
+  node.hash_key = view(given.hash_key, given.hash_key_len);
+  node.hash_hostname = given.hash_hostname == 1;
+  return AddNode(kName, builder, address, address_len, weight, node);
+}
+
 uint32_t chash_builder_num_nodes(const chash_builder* builder) noexcept {
   return builder == nullptr ? 0 : static_cast<uint32_t>(builder->builder.size());
 }

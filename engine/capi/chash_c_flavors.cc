@@ -95,7 +95,7 @@ int chash_flavor_property(uint32_t flavor, uint32_t property, uint64_t* value) n
       *value = chash::FlavorTakesPointMultiple(row->flavor) ? 1 : 0;
       return CHASH_OK;
     case CHASH_PROPERTY_NODE_FIELD:
-      *value = static_cast<uint64_t>(row->node_field);
+      *value = row->node_fields;
       return CHASH_OK;
     case CHASH_PROPERTY_RETRY:
       *value = static_cast<uint64_t>(row->retry);

@@ -261,11 +261,41 @@ CHASH_C_API int chash_builder_new_with_options(uint32_t flavor, const chash_ring
                                                chash_builder **out) CHASH_C_NOEXCEPT;
 /* chash_builder_add with what the flavor reads beside the address: haproxy's
  * server id (`id`, 1..2,147,483,647; 0 = assigned at build as HAProxy
- * assigns it), twemproxy's server name (name_len 1..4096 bytes; name NULL
- * or name_len 0: none). Another flavor given either: CHASH_E_BAD_ARGUMENT. */
+ * assigns it), twemproxy's server name or varnish-shard's backend ident
+ * (name_len 1..4096 bytes; name NULL or name_len 0: none). A flavor that
+ * does not read one given (CHASH_PROPERTY_NODE_FIELD): CHASH_E_BAD_ARGUMENT.
+ * The same as chash_builder_add_fields with those two fields. */
 CHASH_C_API int chash_builder_add_node(chash_builder *builder, const char *address,
                                        size_t address_len, uint32_t weight, uint32_t server_id,
                                        const char *name, size_t name_len) CHASH_C_NOEXCEPT;
+
+/* What a node carries beside its address and weight, for the flavors that
+ * read it (CHASH_PROPERTY_NODE_FIELD says which; C++ NodeOptions). A struct
+ * that grows ("Structs that grow"): every field 0 (a NULL text, a length 0)
+ * is "not given". The library, not the binding, decides what the ring then
+ * hashes and Ring's address answers: the address; varnish-shard's name;
+ * Envoy's hash_key when not empty, else with hash_hostname the hostname
+ * (then required), else the address as Envoy prints it. (1.1) */
+typedef struct chash_node_fields {
+  uint32_t size;        /* sizeof(chash_node_fields) */
+  uint32_t server_id;   /* haproxy's `id`, 1..2,147,483,647 */
+  const char *name;     /* twemproxy's server name; varnish-shard's */
+  size_t name_len;      /*   backend ident (else its VCL name) */
+  const char *hostname; /* Envoy's host hostname */
+  size_t hostname_len;
+  const char *hash_key; /* Envoy's envoy.lb hash_key metadata */
+  size_t hash_key_len;
+  uint32_t hash_hostname; /* 1: Envoy's use_hostname_for_hashing; 0 */
+  uint32_t reserved;      /* 0 */
+} chash_node_fields;
+/* chash_builder_add with `fields` (NULL: none): errors as chash_builder_add,
+ * and CHASH_E_BAD_ARGUMENT for a field the flavor does not read (the
+ * message names it and the flavors that do), a text pointer NULL with a
+ * length, or hash_hostname without a hostname (Envoy would hash the empty
+ * one). */
+CHASH_C_API int chash_builder_add_fields(chash_builder *builder, const char *address,
+                                         size_t address_len, uint32_t weight,
+                                         const chash_node_fields *fields) CHASH_C_NOEXCEPT;
 
 /* ---- The flavor table (1.1) -------------------------------------------------
  * What a binding needs to know about a flavor, from the one table the engine
@@ -286,7 +316,8 @@ CHASH_C_API int chash_flavor_from_name(const char *name, size_t name_len,
 #define CHASH_PROPERTY_KEY_HASH_BITS 0u /* 32, or 64 (Envoy's XXH64) */
 #define CHASH_PROPERTY_LOOKUP_RULE 1u /* CHASH_LOOKUP_* */
 #define CHASH_PROPERTY_TAKES_MULTIPLE 2u /* 1: any point_multiple (pingora-v2, resty) */
-#define CHASH_PROPERTY_NODE_FIELD 3u /* CHASH_NODE_FIELD_*: chash_builder_add_node */
+#define CHASH_PROPERTY_NODE_FIELD 3u /* CHASH_NODE_FIELD_* bits: what a node carries
+                                        * (chash_node_fields) */
 #define CHASH_PROPERTY_RETRY 4u /* CHASH_RETRY_*: the way to a next server */
 #define CHASH_PROPERTY_REMOVES_DOWN 5u /* 1: the program takes a down server out of
                                           * its ring; a mask of the live nodes answers
@@ -302,7 +333,9 @@ CHASH_C_API int chash_flavor_from_name(const char *name, size_t name_len,
 #define CHASH_LOOKUP_TABLE 3u             /* table[h mod size] (Maglev) */
 #define CHASH_NODE_FIELD_NONE 0u
 #define CHASH_NODE_FIELD_SERVER_ID 1u /* haproxy's `id` */
-#define CHASH_NODE_FIELD_NAME 2u      /* twemproxy's server name (ketama-md5) */
+#define CHASH_NODE_FIELD_NAME 2u      /* twemproxy's server name, Varnish's ident */
+#define CHASH_NODE_FIELD_HOSTNAME 4u  /* Envoy's host hostname (and hash_hostname) */
+#define CHASH_NODE_FIELD_HASH_KEY 8u  /* Envoy's envoy.lb hash_key */
 #define CHASH_RETRY_POINT_WALK 0u     /* the next point's node (nginx's chash) */
 #define CHASH_RETRY_DISTINCT 1u       /* each node once in ring order: chash_walk_* */
 #define CHASH_RETRY_ATTEMPT 2u        /* Envoy's attempts: chash_ring_find_attempt */
@@ -491,7 +524,9 @@ CHASH_C_API int chash_ring_owns_points(const chash_ring *ring, uint32_t node) CH
 #define CHASH_NO_FLAVOR 0xFFFFFFFFu
 CHASH_C_API uint32_t chash_ring_flavor(const chash_ring *ring) CHASH_C_NOEXCEPT;
 CHASH_C_API uint32_t chash_ring_point_multiple(const chash_ring *ring) CHASH_C_NOEXCEPT;
-/* The node's address exactly as written to chash_builder_add (not
+/* The node's address exactly as written to chash_builder_add, or the text
+ * chash_node_fields made the ring hash instead (varnish-shard's name,
+ * Envoy's hash_key, hostname or printed address) (not
  * NUL-terminated in general: use *len; it is followed by a NUL byte all the
  * same), "" for a raw-point ring's node; NULL if node is out of range or the
  * ring NULL. len may be NULL. Valid while the ring lives. */

@@ -75,8 +75,20 @@ struct NodeOptions {
   uint32_t server_id = 0;
   // ketama-md5 with the twemproxy variant: the server's name (the last
   // field of a twemproxy server line, `host:port:weight name`), which its
-  // points are made from instead of host[:port]. 1..4,096 bytes.
+  // points are made from instead of host[:port]. varnish-shard: the
+  // backend's ident (else its VCL name), which the ring hashes and answers
+  // (Ring::address) instead of the address. 1..4,096 bytes.
   std::string_view name = {};
+  // Envoy's rings (envoy-ring, envoy-maglev), as Envoy picks what a host
+  // hashes (its hashKey): the envoy.lb `hash_key` metadata when not empty;
+  // else, with hash_hostname (the cluster's use_hostname_for_hashing), the
+  // host's `hostname`, which must not be empty; else the address as Envoy
+  // prints it ("A.B.C.D:PORT", "[IPV6]:PORT" as inet_ntop writes it; a
+  // label that is no IP address as written). The text hashed is what
+  // Ring::address answers.
+  std::string_view hostname = {};
+  std::string_view hash_key = {};
+  bool hash_hostname = false;
 };
 
 struct MemoryUsage {

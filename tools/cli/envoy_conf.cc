@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "builder/flavor_points.h"  // EnvoyRingEntries, MaglevFill, IsPrime (chash_internal)
-#include "envoy_address.h"
+#include "address/envoy_address.h"  // engine/
+#include "builder/flavor_points.h"  // EnvoyRingEntries, MaglevFill, IsPrime, ResolveNodeFields (chash_internal)
 #include "yaml_document.h"
 
 namespace chash::cli {
@@ -881,8 +881,8 @@ Status ReadCommonLbConfig(const EnvoyYaml& yaml, yaml_node_t* cluster, ClusterPo
 }
 
 // One lb_endpoint's host (its address, weight, health and hash key).
-Result<Host> ReadHost(const EnvoyYaml& yaml, yaml_node_t* lb_endpoint, bool use_hostname,
-                      std::vector<std::string>& notes) {
+Result<Host> ReadHost(const EnvoyYaml& yaml, yaml_node_t* lb_endpoint, const RingOptions& ring,
+                      bool use_hostname, std::vector<std::string>& notes) {
   if (Status keys = yaml.CheckKeys(lb_endpoint, "lb_endpoint",
                                    {"endpoint", "health_status", "metadata",
                                     "load_balancing_weight"});
@@ -924,7 +924,7 @@ Result<Host> ReadHost(const EnvoyYaml& yaml, yaml_node_t* lb_endpoint, bool use_
   }
   // Envoy's IP resolver takes no port as port 0.
   Result<std::string> printed =
-      EnvoyAddressString(ip.value(), static_cast<uint32_t>(port.value().value_or(0)));
+      internal::EnvoyAddressString(ip.value(), static_cast<uint32_t>(port.value().value_or(0)));
   if (!printed.ok()) {
     return Bad(yaml.Where(yaml.Get(socket.value(), "address")) + ": " +
                printed.status().message() + ": Envoy refuses it");
@@ -955,11 +955,9 @@ Result<Host> ReadHost(const EnvoyYaml& yaml, yaml_node_t* lb_endpoint, bool use_
   }
   Result<std::string> hostname = yaml.String(endpoint.value(), "hostname");
   if (!hostname.ok()) return hostname.status();
-  host.hashed = host.address;
-  // Envoy's hashKey (thread_aware_lb_impl.h): the envoy.lb hash_key
-  // metadata if it is a string and not empty, else the hostname with
-  // use_hostname_for_hashing (empty if the endpoint has none), else the
-  // address.
+  // What Envoy hashes (its hashKey) is the engine's rule (NodeOptions):
+  // the hash_key metadata if it is a string, the hostname with
+  // use_hostname_for_hashing, the address.
   Result<yaml_node_t*> metadata =
       yaml.Message(lb_endpoint, "metadata", {"filter_metadata", "typed_filter_metadata"});
   if (!metadata.ok()) return metadata.status();
@@ -969,24 +967,22 @@ Result<Host> ReadHost(const EnvoyYaml& yaml, yaml_node_t* lb_endpoint, bool use_
   if (!lb.ok()) return lb.status();
   yaml_node_t* key_node = yaml.Get(lb.value(), "hash_key");
   const JsonValue key = yaml.Value(key_node);
-  if (key.kind == Json::kString && !key.text.empty()) {
-    host.hashed = key.text;
-    return host;
-  }
   if (key.kind != Json::kAbsent && key.kind != Json::kNull && key.kind != Json::kString) {
     notes.push_back(yaml.Where(key_node) + ": hash_key '" + key.text +
                     "' is " + std::string(KindName(key.kind)) +
                     " to Envoy's YAML reader, not a string: Envoy ignores it (quote it to make "
                     "it a string)");
   }
-  if (use_hostname) {
-    if (hostname.value().empty()) {
-      return Bad(yaml.Where(endpoint.value()) +
-                 ": use_hostname_for_hashing and an endpoint without hostname: Envoy hashes "
-                 "its empty hostname, which chash refuses");
-    }
-    host.hashed = hostname.value();
+  NodeOptions fields;
+  fields.hostname = hostname.value();
+  if (key.kind == Json::kString) fields.hash_key = key.text;
+  fields.hash_hostname = use_hostname;
+  Result<internal::HashedNode> hashed = internal::ResolveNodeFields(ring, host.address, fields);
+  if (!hashed.ok()) {
+    return Bad(yaml.Where(endpoint.value()) + ": " + hashed.status().message() +
+               " (chash refuses it)");
   }
+  host.hashed = std::move(hashed.value().text);
   return host;
 }
 
@@ -1078,7 +1074,8 @@ Result<EnvoyCluster> ReadCluster(const EnvoyYaml& yaml, yaml_node_t* cluster,
       if (yaml.Value(lb_endpoint).kind != Json::kObject) {
         return Bad(yaml.Where(lb_endpoint) + ": an lb_endpoints item must be a mapping");
       }
-      Result<Host> host = ReadHost(yaml, lb_endpoint, policy.use_hostname, result.notes);
+      Result<Host> host =
+          ReadHost(yaml, lb_endpoint, result.options, policy.use_hostname, result.notes);
       if (!host.ok()) return host.status();
       host.value().priority = p;
       host.value().locality = locality.value().value_or(Locality());

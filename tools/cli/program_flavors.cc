@@ -8,10 +8,10 @@
 #include <set>
 #include <utility>
 
+#include "builder/flavor_points.h"  // engine/: ResolveNodeFields
 #include "cli_common.h"
-#include "envoy_address.h"
-#include "flavor_options.h"  // engine/: the program options, as rows
-#include "flavors.h"  // engine/: every flavor as a row (chash_internal)
+#include "flavor_options.h"   // engine/: the program options, as rows
+#include "flavors.h"          // engine/: every flavor as a row (chash_internal)
 #include "util/text_lines.h"  // engine/
 
 namespace chash::cli {
@@ -136,7 +136,6 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
                                                        bool& point_counts, bool use_hostname) {
   const std::vector<std::string_view> allowed = Attributes(ring);
   const bool varnish = ring.flavor == Flavor::kVarnishShard;
-  const bool envoy = ring.flavor == Flavor::kEnvoyRing || ring.flavor == Flavor::kEnvoyMaglev;
   std::vector<ProgramServer> servers;
   std::vector<std::string> weights;  // as written
   std::map<std::string, size_t> line_of_addr;
@@ -203,34 +202,22 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
       }
       server.server_id = static_cast<uint32_t>(id);
     }
-    if (varnish) {
-      if (const auto it = attrs.find("ident"); it != attrs.end()) {
-        server.hashed = it->second;
-      } else if (const auto name = attrs.find("name"); name != attrs.end()) {
-        server.hashed = name->second;
-      }
-    } else if (const auto it = attrs.find("name"); it != attrs.end() &&
-                                                    ring.flavor == Flavor::kKetamaMd5) {
-      server.name = it->second;
-    }
-    // Envoy hashes the host's address as it prints it, its hostname with
-    // use_hostname_for_hashing (the empty one if it has none), and its
-    // envoy.lb hash_key metadata over either.
-    if (envoy) {
-      if (std::optional<std::string> printed = EnvoyAddressStringOf(entry.address)) {
-        server.hashed = std::move(*printed);
-      }
-      const auto hash_key = attrs.find("hash_key");
-      const auto hostname = attrs.find("hostname");
-      if (hash_key != attrs.end()) {
-        server.hashed = hash_key->second;
-      } else if (use_hostname && hostname != attrs.end()) {
-        server.hashed = hostname->second;
-      } else if (use_hostname) {
-        return Bad(where + ": --use-hostname-for-hashing and no hostname= (nor hash_key=): "
-                           "Envoy would hash this host's empty hostname");
-      }
-    }
+    // What the ring hashes is the engine's rule (NodeOptions): the file
+    // only says which attribute is which field.
+    NodeOptions node;
+    const auto attr = [&](std::string_view key) -> std::string_view {
+      const auto it = attrs.find(std::string(key));
+      return it == attrs.end() ? std::string_view() : std::string_view(it->second);
+    };
+    if (ring.flavor != Flavor::kHaproxy) node.name = attr("name");  // HAProxy's: a label
+    if (!attr("ident").empty()) node.name = attr("ident");          // Varnish: ident over name
+    node.hostname = attr("hostname");
+    node.hash_key = attr("hash_key");
+    node.hash_hostname = use_hostname;
+    Result<internal::HashedNode> hashed = internal::ResolveNodeFields(ring, entry.address, node);
+    if (!hashed.ok()) return Bad(where + ": " + hashed.status().message());
+    server.hashed = std::move(hashed.value().text);
+    server.name = std::string(hashed.value().rest.name);
     if (const auto [it, fresh] = line_of_addr.emplace(entry.address, number); !fresh) {
       return Bad(where + ": '" + entry.address + "' is listed twice (first on line " +
                  std::to_string(it->second) + "): answers name servers by ADDR");

@@ -45,9 +45,9 @@ Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name);
 Status ApplyProgramOptions(const Options& options, RingOptions& ring);
 
 // A server of a program flavor's servers file: what RingBuilder::Add takes
-// (`hashed`: the address, or varnish's ident or name; for Envoy's flavors
-// the hash_key, else with use_hostname the hostname, else the address as
-// Envoy prints it, envoy_address.h), and the ADDR the tool prints.
+// (`hashed`: the text the engine's ResolveNodeFields makes of the address
+// and the attributes, as NodeOptions documents), and the ADDR the tool
+// prints.
 struct ProgramServer {
   std::string hashed;
   uint32_t weight = 1;
@@ -59,10 +59,9 @@ struct ProgramServer {
 // the weight, the line) and the servers as the ring takes them. Varnish
 // REAL weights (`2.5`) become point counts trunc(replicas x max(w, 1)), as
 // Varnish counts them, and `point_counts` is set: the ring is then built
-// with replicas 1 (its points are numbered 0..count-1 either way). Envoy's
-// flavors with `use_hostname` refuse a server with neither hostname= nor
-// hash_key= (Envoy would hash its empty hostname). Errors name
-// "SOURCE:LINE".
+// with replicas 1 (its points are numbered 0..count-1 either way).
+// `use_hostname` is Envoy's use_hostname_for_hashing (NodeOptions::
+// hash_hostname; another flavor refuses it). Errors name "SOURCE:LINE".
 Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
                                                        std::string_view source,
                                                        const RingOptions& ring,

@@ -214,8 +214,8 @@ ngx_chash_parse_options(ngx_conf_t *cf, ngx_chash_directive_t *d,
         o->set = 1;
 
         if (ngx_chash_str_is(&name, "server_ids")) {
-            if (ngx_chash_flavor_property(d->flavor, CHASH_PROPERTY_NODE_FIELD)
-                != CHASH_NODE_FIELD_SERVER_ID)
+            if ((ngx_chash_flavor_property(d->flavor, CHASH_PROPERTY_NODE_FIELD)
+                 & CHASH_NODE_FIELD_SERVER_ID) == 0)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "\"%V\" is not an option of flavor=%s "

@@ -1,10 +1,11 @@
 // An Envoy host's address as Envoy reads it from a socket_address and
 // prints it (Address::Instance::asString): the text Envoy's ring and
-// Maglev table hash for a host without hash_key or hostname. The
-// --envoy-cluster reader and the envoy flavors' servers file both use it,
-// so one host is one key whichever way it is given.
-#ifndef CHASH_TOOLS_CLI_ENVOY_ADDRESS_H_
-#define CHASH_TOOLS_CLI_ENVOY_ADDRESS_H_
+// Maglev table hash for a host without hash_key or hostname. The builder
+// (RingBuilder::Add of an Envoy ring) and the chash tool's --envoy-cluster
+// reader both use it, so one host is one key whichever way it is given.
+// Not part of the public API.
+#ifndef CHASH_ENGINE_ADDRESS_ENVOY_ADDRESS_H_
+#define CHASH_ENGINE_ADDRESS_ENVOY_ADDRESS_H_
 
 #include <cstdint>
 #include <optional>
@@ -13,7 +14,7 @@
 
 #include "chash/status.h"
 
-namespace chash::cli {
+namespace chash::internal {
 
 // `ip` and `port` as Envoy's Network::Utility::parseInternetAddressNoThrow
 // reads them (source/common/network/utility.cc: inet_pton(AF_INET), else a
@@ -27,12 +28,12 @@ namespace chash::cli {
 // reads numeric scope ids only).
 Result<std::string> EnvoyAddressString(std::string_view ip, uint32_t port);
 
-// A servers file's ADDR, "A.B.C.D:PORT" or "[IPV6]:PORT" (PORT 0..65535),
-// as EnvoyAddressString prints it; nullopt when ADDR is not such an
-// address Envoy reads (a name or any other label: the ring hashes it as
-// written).
+// A node's address, "A.B.C.D:PORT" or "[IPV6]:PORT" (PORT 0..65535), as
+// EnvoyAddressString prints it; nullopt when it is not such an address
+// Envoy reads (a name or any other label: the ring hashes it as written).
+// Throws std::bad_alloc.
 std::optional<std::string> EnvoyAddressStringOf(std::string_view addr);
 
-}  // namespace chash::cli
+}  // namespace chash::internal
 
-#endif  // CHASH_TOOLS_CLI_ENVOY_ADDRESS_H_
+#endif  // CHASH_ENGINE_ADDRESS_ENVOY_ADDRESS_H_

@@ -1,4 +1,4 @@
-#include "envoy_address.h"
+#include "address/envoy_address.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-namespace chash::cli {
+namespace chash::internal {
 namespace {
 
 bool AllDigits(std::string_view text) {
@@ -84,4 +84,4 @@ std::optional<std::string> EnvoyAddressStringOf(std::string_view addr) {
   return std::move(text).value();
 }
 
-}  // namespace chash::cli
+}  // namespace chash::internal

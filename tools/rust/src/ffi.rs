@@ -153,6 +153,22 @@ pub struct chash_ring_stats {
     pub min_share_ratio: f64,
 }
 
+/// `chash_node_fields`: what a node carries beside its address and
+/// weight; the library decides what the ring then hashes.
+#[repr(C)]
+pub struct chash_node_fields {
+    pub size: u32,
+    pub server_id: u32,
+    pub name: *const c_char,
+    pub name_len: usize,
+    pub hostname: *const c_char,
+    pub hostname_len: usize,
+    pub hash_key: *const c_char,
+    pub hash_key_len: usize,
+    pub hash_hostname: u32,
+    pub reserved: u32,
+}
+
 pub const CHASH_FINGERPRINT_SIZE: usize = 32;
 
 /// Where a loaded ring lives (`chash_snapshot_options.mode`).
@@ -322,14 +338,12 @@ extern "C" {
         options: *const chash_ring_options,
         out: *mut *mut chash_builder,
     ) -> c_int;
-    pub fn chash_builder_add_node(
+    pub fn chash_builder_add_fields(
         builder: *mut chash_builder,
         address: *const c_char,
         address_len: usize,
         weight: u32,
-        server_id: u32,
-        name: *const c_char,
-        name_len: usize,
+        fields: *const chash_node_fields,
     ) -> c_int;
     pub fn chash_builder_error(builder: *const chash_builder) -> *const c_char;
     pub fn chash_builder_build(builder: *mut chash_builder, out: *mut *mut chash_ring) -> c_int;

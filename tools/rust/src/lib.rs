@@ -366,6 +366,16 @@ fn hashed_address(addr: &SocketAddr) -> String {
 
 struct Builder(Owned<ffi::chash_builder>);
 
+/// What a node carries beside its address and weight (`chash_node_fields`):
+/// the library, not this crate, decides what the ring hashes of it.
+struct NodeFields<'a> {
+    server_id: u32,
+    name: Option<&'a str>,
+    hostname: Option<&'a str>,
+    hash_key: Option<&'a str>,
+    hash_hostname: bool,
+}
+
 impl Builder {
     fn new(flavor: u32, point_multiple: u32) -> Result<Self, Error> {
         // SAFETY: out is a valid out-pointer.
@@ -394,26 +404,39 @@ impl Builder {
         self.added(code)
     }
 
-    // chash_builder_add_node: HAProxy's server id (0: none), twemproxy's name.
+    // chash_builder_add_fields: the node with what it carries beside its address.
     fn add_node(
         &mut self,
         address: &str,
         weight: u32,
-        server_id: u32,
-        name: Option<&str>,
+        fields: &NodeFields<'_>,
     ) -> Result<(), Error> {
-        let (name, name_len) = name.map_or((std::ptr::null(), 0), |n| (n.as_ptr().cast(), n.len()));
-        // SAFETY: address and name are valid for their lengths (name NULL
+        let text =
+            |t: Option<&str>| t.map_or((std::ptr::null(), 0), |t| (t.as_ptr().cast(), t.len()));
+        let (name, name_len) = text(fields.name);
+        let (hostname, hostname_len) = text(fields.hostname);
+        let (hash_key, hash_key_len) = text(fields.hash_key);
+        let raw = ffi::chash_node_fields {
+            size: std::mem::size_of::<ffi::chash_node_fields>() as u32,
+            server_id: fields.server_id,
+            name,
+            name_len,
+            hostname,
+            hostname_len,
+            hash_key,
+            hash_key_len,
+            hash_hostname: u32::from(fields.hash_hostname),
+            reserved: 0,
+        };
+        // SAFETY: address and the texts are valid for their lengths (NULL
         // with length 0); the builder is alive.
         let code = unsafe {
-            ffi::chash_builder_add_node(
+            ffi::chash_builder_add_fields(
                 self.0.as_ptr(),
                 address.as_ptr().cast(),
                 address.len(),
                 weight,
-                server_id,
-                name,
-                name_len,
+                &raw,
             )
         };
         self.added(code)

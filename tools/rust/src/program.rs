@@ -7,7 +7,7 @@
 
 use crate::owned::sized;
 use crate::ring::{Flavor, Ring};
-use crate::{ffi, Builder, Error, ErrorKind};
+use crate::{ffi, Builder, Error, ErrorKind, NodeFields};
 
 /// HAProxy's key hash (`hash-type consistent <function>`).
 #[derive(Copy, Clone, Debug, Default, Eq, PartialEq, Hash)]
@@ -334,11 +334,14 @@ impl RingOptions {
 /// flavor reads beside them.
 ///
 /// What the ring hashes, and what [`Ring::address`] then answers, is the
-/// address, except: varnish-shard hashes the backend's [`Node::name`] (its
-/// `ident`, else its VCL name) when given; Envoy's rings hash the
-/// [`Node::hash_key`] (the `envoy.lb` metadata) when given, else the
-/// [`Node::hostname`] with `use_hostname_for_hashing`. Bucket `i` is the
-/// i-th node added: keep your own table for what to answer.
+/// library's rule (`chash_node_fields` in chash_c.h), not this crate's: the
+/// address, except that varnish-shard hashes the backend's [`Node::name`]
+/// (its `ident`, else its VCL name) when given, and Envoy's rings hash the
+/// [`Node::hash_key`] (the `envoy.lb` metadata) when given, else with
+/// `use_hostname_for_hashing` the [`Node::hostname`] (then required), else
+/// the address as Envoy prints it (`[2001:db8::1]:80`). A field the flavor
+/// does not read is refused. Bucket `i` is the i-th node added: keep your
+/// own table for what to answer.
 #[derive(Copy, Clone, Debug, Eq, PartialEq, Hash)]
 pub struct Node<'a> {
     address: &'a str,
@@ -441,40 +444,28 @@ impl RingBuilder {
 
     /// Adds `node`; an error (naming it) leaves the builder unchanged.
     pub fn add_node(&mut self, node: &Node<'_>) -> Result<(), Error> {
-        let flavor = self.options.flavor;
-        let envoy = matches!(flavor, Flavor::EnvoyRing | Flavor::EnvoyMaglev);
-        let refuse = |what: &str| {
-            Err(Error::new(
+        // The C API reads 0 and "" as "not given"; this API refuses them.
+        let given_empty = if node.server_id == Some(0) {
+            Some("server id 0: an id is 1..2147483647")
+        } else if [node.name, node.hostname, node.hash_key].contains(&Some("")) {
+            Some("an empty name, hostname or hash_key")
+        } else {
+            None
+        };
+        if let Some(what) = given_empty {
+            return Err(Error::new(
                 ErrorKind::BadArgument,
                 format!("node {} '{}': {what}", self.nodes, node.address),
-            ))
-        };
-        if !envoy && (node.hostname.is_some() || node.hash_key.is_some()) {
-            return refuse(&format!(
-                "hostname and hash_key are for envoy-ring and envoy-maglev rings, not {}",
-                flavor.name()
             ));
         }
-        if node.server_id == Some(0) {
-            return refuse("server id 0: an id is 1..2147483647");
-        }
-        if node.name == Some("") {
-            return refuse("an empty name");
-        }
-        let mut address = node.address;
-        let mut name = node.name;
-        if flavor == Flavor::VarnishShard {
-            address = name.take().unwrap_or(address);
-        }
-        if envoy {
-            if let Some(hostname) =
-                node.hostname.filter(|_| self.options.use_hostname_for_hashing())
-            {
-                address = hostname;
-            }
-            address = node.hash_key.unwrap_or(address);
-        }
-        self.builder.add_node(address, node.weight, node.server_id.unwrap_or(0), name)?;
+        let fields = NodeFields {
+            server_id: node.server_id.unwrap_or(0),
+            name: node.name,
+            hostname: node.hostname,
+            hash_key: node.hash_key,
+            hash_hostname: self.options.use_hostname_for_hashing(),
+        };
+        self.builder.add_node(node.address, node.weight, &fields)?;
         self.nodes += 1;
         Ok(())
     }

@@ -124,6 +124,7 @@ fn caller_allocated_structs_match_the_header() {
     for name in [
         "chash_cursor",
         "chash_ring_options",
+        "chash_node_fields",
         "chash_memory_usage",
         "chash_ring_stats",
         "chash_snapshot_options",

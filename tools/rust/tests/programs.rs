@@ -616,7 +616,7 @@ fn options_of_another_flavor_are_refused_by_name() {
     maglev.envoy_ring.minimum_ring_size = 12;
     assert!(refused(&maglev).message().contains("envoy_ring"));
 
-    // use_hostname_for_hashing, which the crate applies itself.
+    // use_hostname_for_hashing of the other Envoy flavor.
     let mut ring = RingOptions::new(Flavor::EnvoyRing);
     ring.maglev.use_hostname_for_hashing = true;
     let err = refused(&ring);
@@ -732,18 +732,27 @@ fn the_ring_hashes_what_its_program_hashes() {
     let nodes = [
         Node::new("127.0.0.1:90", 1).hostname("h90"),
         Node::new("127.0.0.1:91", 1).hostname("h91").hash_key("k91"),
-        Node::new("127.0.0.1:92", 1),
+        Node::new("127.0.0.1:92", 1).hostname("h92"),
     ];
     let mut options = RingOptions::new(Flavor::EnvoyMaglev);
     options.maglev = MaglevOptions { table_size: 7, use_hostname_for_hashing: true };
     let ring = Ring::build_with_options(&options, nodes).unwrap();
     let hashed: Vec<&str> = (0..3).map(|i| ring.address(i).unwrap()).collect();
-    assert_eq!(hashed, ["h90", "k91", "127.0.0.1:92"]);
+    assert_eq!(hashed, ["h90", "k91", "h92"]);
     assert_eq!(ring.key_hash_bits(), 64);
     assert_eq!(ring.num_points(), 7);
     options.maglev.use_hostname_for_hashing = false;
     let ring = Ring::build_with_options(&options, nodes).unwrap();
     assert_eq!(ring.address(0), Some("127.0.0.1:90"));
+    // An address is hashed as Envoy prints it (inet_ntop: lower case, the
+    // longest run of zero groups as "::"), whichever way it was written.
+    let printed =
+        Ring::build_with_options(&options, [Node::new("[2001:DB8:0:0:0:0:0:1]:80", 1)]).unwrap();
+    assert_eq!(printed.address(0), Some("[2001:db8::1]:80"));
+    // With use_hostname_for_hashing a host needs a hostname (or hash_key).
+    options.maglev.use_hostname_for_hashing = true;
+    let err = Ring::build_with_options(&options, [Node::new("127.0.0.1:90", 1)]).unwrap_err();
+    assert!(err.message().contains("empty hostname"), "{err}");
     // Varnish: the name; twemproxy keeps the address and hashes the name.
     let varnish = Ring::build_with_options(
         &RingOptions::new(Flavor::VarnishShard),

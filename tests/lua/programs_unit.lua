@@ -179,11 +179,12 @@ local function varnish_plan(set, servers)
     local options = { replicas = tonumber(set.options["--replicas"]) }
     local nodes, addr_of = {}, {}
     for i, s in ipairs(servers) do
-        -- The ring hashes the shard's ident, else the backend's name; REAL
-        -- weights go to the module as they are.
-        local ident = s.attrs.ident or s.attrs.name
-        nodes[i] = node_of(s, ident, tonumber(s.weight))
-        addr_of[ident] = s.addr
+        -- The shard's ident, else the backend's name, as the node's name
+        -- (libchash hashes it); REAL weights go to the module as they are.
+        local name = s.attrs.ident or s.attrs.name
+        nodes[i] = node_of(s, s.addr, tonumber(s.weight), { name = name })
+        -- a built ring answers the id given, a loaded one the text hashed
+        addr_of[s.addr], addr_of[name] = s.addr, s.addr
     end
     local by_int = set.options["--by"] == "int"
     local alt = tonumber(set.options["--alt"] or "0")
@@ -207,8 +208,9 @@ end
 
 -- Envoy's hosts in the order Envoy walks them (locality by locality), each
 -- weight an integer proportional to Envoy's normalized weight (host weight
--- / its locality's sum x locality weight); the id: hash_key, else the
--- hostname with use_hostname_for_hashing, else the address.
+-- / its locality's sum x locality weight); the id: the address, with the
+-- host's hash_key and hostname as its fields (libchash picks what Envoy
+-- hashes).
 local function envoy_plan(set, servers)
     local maglev = set.options["--lb"] == "maglev"
     local options = {}
@@ -246,9 +248,10 @@ local function envoy_plan(set, servers)
     local nodes, addr_of = {}, {}
     for k, i in ipairs(order) do
         local s = servers[i]
-        local id = s.attrs.hash_key or (use_hostname and s.attrs.hostname) or s.addr
-        nodes[k] = node_of(s, id, weights[i])
-        addr_of[id] = s.addr
+        nodes[k] = node_of(s, s.addr, weights[i], { hostname = s.attrs.hostname,
+                                                   hash_key = s.attrs.hash_key,
+                                                   hash_hostname = use_hostname })
+        addr_of[s.addr] = s.addr
     end
     -- Each key is the request's hash (decimal u64).
     return maglev and "envoy-maglev" or "envoy-ring", options, nodes, addr_of,
@@ -371,7 +374,7 @@ local function compare_loaded_set(data, snapshots, program, name, plan)
     local rows = read_answers(dir, name)
     for i, row in ipairs(rows) do
         -- a loaded ring's ids are its node texts: the servers file's
-        -- addresses, Varnish's backend names (as new_program_ring's ids)
+        -- addresses, Varnish's backend names (what the ring hashed)
         local id, why = answer(ring, row[1])
         if (addr_of[id] or id) ~= row[2] then
             return false, name .. " row " .. i .. ": the program " .. row[2] .. ", loaded "
@@ -556,10 +559,18 @@ function _M.run(data, snapshots)
             { "fractional weight", { "haproxy", { { "a:80", 1.5 } } }, "Varnish" },
             { "server_id 0", { "haproxy", { { "a:80", 1, server_id = 0 } } }, "server_id" },
             { "server_id elsewhere", { "ketama-md5", { { "a:11211", 1, server_id = 3 } } },
-              "haproxy's" },
-            { "name elsewhere", { "haproxy", { { "a:80", 1, name = "web" } } }, "twemproxy's" },
+              "for haproxy rings" },
+            { "name elsewhere", { "haproxy", { { "a:80", 1, name = "web" } } },
+              "for ketama-md5 and varnish-shard rings" },
             { "name on libmemcached", { "ketama-md5", { { "a:11211", 1, name = "c1" } } },
               "node 0" },
+            { "hostname elsewhere", { "haproxy", { { "a:80", 1, hostname = "web" } } },
+              "for envoy-ring and envoy-maglev rings" },
+            { "hash_hostname without hostname", { "envoy-ring", { { "10.0.0.1:80", 1,
+                                                                   hash_hostname = true } } },
+              "empty hostname" },
+            { "hash_hostname type", { "envoy-ring", { { "10.0.0.1:80", 1, hash_hostname = 1 } } },
+              "hash_hostname must be a boolean" },
             { "same server id", { "haproxy", { { "a:80", 1, server_id = 3 },
                                                { "b:80", 1, server_id = 3 } } }, "node 1" },
             { "unweighted weight 2", { "ketama-md5", { { "a:11211", 2 } },
@@ -575,7 +586,7 @@ function _M.run(data, snapshots)
         local a = assert(chash:new_program_ring("varnish-shard", { "web1", "web2" }))
         local b = assert(chash.new_program_ring("varnish-shard", { "web1", "web2" }))
         if a:find("/x") ~= b:find("/x") then return false, "method and function differ" end
-        return #cases == 32, #cases .. " cases"
+        return #cases == 35, #cases .. " cases"
     end)
 
     test("program_ring_lookup_errors", function()

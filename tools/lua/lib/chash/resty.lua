@@ -156,9 +156,20 @@ int chash_builder_build(chash_builder *builder, chash_ring **out);
 void chash_builder_free(chash_builder *builder);
 int chash_builder_new_with_options(uint32_t flavor, const chash_ring_options *options,
                                    chash_builder **out);
-int chash_builder_add_node(chash_builder *builder, const char *address,
-                           size_t address_len, uint32_t weight, uint32_t server_id,
-                           const char *name, size_t name_len);
+typedef struct chash_node_fields {
+  uint32_t size;
+  uint32_t server_id;
+  const char *name;
+  size_t name_len;
+  const char *hostname;
+  size_t hostname_len;
+  const char *hash_key;
+  size_t hash_key_len;
+  uint32_t hash_hostname;
+  uint32_t reserved;
+} chash_node_fields;
+int chash_builder_add_fields(chash_builder *builder, const char *address, size_t address_len,
+                             uint32_t weight, const chash_node_fields *fields);
 
 void chash_ring_free(chash_ring *ring);
 int32_t chash_ring_find_position(const chash_ring *ring, uint32_t hash);
@@ -639,14 +650,14 @@ end
 -- ---- The other programs' rings: HAProxy, libmemcached, twemproxy, Varnish, Envoy ----
 
 -- The other programs' flavors, from libchash's flavor table
--- (chash_flavor_property): each one's libchash number, how next() walks
--- (CHASH_RETRY_*: a distinct walk, or Envoy's attempts), what a node
--- carries beside its id and weight (CHASH_NODE_FIELD_*). Their options are
+-- (chash_flavor_property): each one's libchash number and how next() walks
+-- (CHASH_RETRY_*: a distinct walk, or Envoy's attempts). Their options are
 -- the table's too, set by name (chash_ring_options_set), which says what an
--- option takes and whose it is: this module keeps no copy of either.
+-- option takes and whose it is; a node's fields go to libchash as they are
+-- (chash_node_fields), which refuses those of another flavor and decides
+-- what the ring hashes: this module keeps no copy of either.
 local RETRY_WALKS = { [1] = "distinct", [2] = "attempt" }
-local NODE_FIELDS = { [1] = "server_id", [2] = "name" }
-local PROP_NODE_FIELD, PROP_RETRY, PROP_OTHER_PROGRAM = 3, 4, 6
+local PROP_RETRY, PROP_OTHER_PROGRAM = 4, 6
 
 local function flavor_property(flavor, property)
     local value = ffi_new("uint64_t[1]")
@@ -660,8 +671,7 @@ do
     while lib.chash_flavor_name(f) ~= nil do
         if flavor_property(f, PROP_OTHER_PROGRAM) == 1 then
             local name = ffi_string(lib.chash_flavor_name(f))
-            PROGRAMS[name] = { flavor = f, walk = RETRY_WALKS[flavor_property(f, PROP_RETRY)],
-                               node_option = NODE_FIELDS[flavor_property(f, PROP_NODE_FIELD)] }
+            PROGRAMS[name] = { flavor = f, walk = RETRY_WALKS[flavor_property(f, PROP_RETRY)] }
             PROGRAM_NAMES[#PROGRAM_NAMES + 1] = name
         end
         f = f + 1
@@ -711,10 +721,13 @@ local function program_options(name, program, opts)
     return o
 end
 
--- id, weight, server id (0: none), name (nil: none) of node entry `i`; or
--- nil, message.
-local function program_node(entry, i, program)
-    if type(entry) == "string" then return entry, 1, 0, nil end
+local NODE_TEXTS = { "name", "hostname", "hash_key" }
+
+-- id, weight and the chash_node_fields of node entry `i`; or nil, message.
+local function program_node(entry, i)
+    local fields = ffi_new("chash_node_fields")
+    fields.size = ffi.sizeof(fields)
+    if type(entry) == "string" then return entry, 1, fields end
     if type(entry) ~= "table" then
         return nil, "node " .. i .. " must be an id or a table { id, weight, ... }, got "
                     .. type(entry)
@@ -728,26 +741,35 @@ local function program_node(entry, i, program)
         return nil, "node " .. i .. " '" .. id .. "': weight must be a number 0.." .. MAX_WEIGHT
                     .. ", got " .. tostring(weight)
     end
-    local server_id, name = entry.server_id, entry.name
+    local server_id = entry.server_id
     if server_id ~= nil then
         if type(server_id) ~= "number" or server_id < 1 or server_id > 2147483647
                 or server_id ~= floor(server_id) then
             return nil, "node " .. i .. " '" .. id .. "': server_id must be an integer "
                         .. "1..2147483647, got " .. tostring(server_id)
         end
+        fields.server_id = server_id
     end
-    if name ~= nil and (type(name) ~= "string" or name == "") then
-        return nil, "node " .. i .. " '" .. id .. "': name must be a non-empty string, got "
-                    .. tostring(name)
-    end
-    for option in pairs({ server_id = server_id, name = name }) do
-        if program.node_option ~= option then
-            return nil, "node " .. i .. " '" .. id .. "': " .. option .. " is "
-                        .. (option == "name" and "twemproxy's (ketama-md5)" or "haproxy's")
-                        .. ", not a node option of this flavor"
+    for _, field in ipairs(NODE_TEXTS) do
+        local text = entry[field]
+        if text ~= nil then
+            if type(text) ~= "string" or text == "" then
+                return nil, "node " .. i .. " '" .. id .. "': " .. field .. " must be a "
+                            .. "non-empty string, got " .. tostring(text)
+            end
+            fields[field] = text
+            fields[field .. "_len"] = #text
         end
     end
-    return id, w, server_id or 0, name
+    if entry.hash_hostname ~= nil then
+        if type(entry.hash_hostname) ~= "boolean" then
+            return nil, "node " .. i .. " '" .. id .. "': hash_hostname must be a boolean, got "
+                        .. tostring(entry.hash_hostname)
+        end
+        fields.hash_hostname = entry.hash_hostname and 1 or 0
+    end
+    -- The texts stay alive in `entry` while the builder copies them.
+    return id, w, fields
 end
 
 -- The ring object of a built or loaded ring of another program's flavor.
@@ -768,9 +790,12 @@ end
 -- route keys exactly as that program does. flavor: "haproxy", "ketama-md5"
 -- (libmemcached, twemproxy, libketama), "varnish-shard", "envoy-ring",
 -- "envoy-maglev". nodes: an array in the program's configuration order, each
--- an id (the text the ring hashes: the address; Varnish's ident or backend
--- name; Envoy's hash_key or hostname) or { id, weight [, server_id = N]
--- [, name = S] } (HAProxy's `id`, twemproxy's server name). Options: the
+-- an id (the address) or { id, weight [, server_id = N] [, name = S]
+-- [, hostname = S] [, hash_key = S] [, hash_hostname = B] } (HAProxy's `id`;
+-- twemproxy's server name or Varnish's ident; Envoy's hostname, hash_key and
+-- use_hostname_for_hashing): libchash refuses a field the flavor does not
+-- read and decides what the ring hashes (chash_node_fields); lookups
+-- answer the id as given. Options: the
 -- flavor's (tools/lua/README.md), build_threads, max_points. Called as
 -- chash:new_program_ring(...) or chash.new_program_ring(...). The object,
 -- or nil, message.
@@ -796,9 +821,9 @@ function _M.new_program_ring(first, flavor, nodes, opts)
     local entries = {}
     local fractional = false
     for i, entry in ipairs(nodes) do
-        local id, w, server_id, name = program_node(entry, i, program)
+        local id, w, fields = program_node(entry, i)
         if not id then return nil, w end
-        entries[i] = { id, w, server_id, name }
+        entries[i] = { id, w, fields }
         fractional = fractional or w ~= floor(w)
     end
     if fractional then
@@ -822,9 +847,8 @@ function _M.new_program_ring(first, flavor, nodes, opts)
     end
     local ids = {}
     for i, e in ipairs(entries) do
-        local id, name = e[1], e[4]
-        if lib.chash_builder_add_node(builder, id, #id, e[2], e[3], name,
-                                      name and #name or 0) ~= 0 then
+        local id = e[1]
+        if lib.chash_builder_add_fields(builder, id, #id, e[2], e[3]) ~= 0 then
             local message = ffi_string(lib.chash_builder_error(builder))
             lib.chash_builder_free(builder)
             return nil, message

@@ -39,6 +39,7 @@ inline constexpr uint8_t kServerId = 1;  // haproxy's `id`
 inline constexpr uint8_t kName = 2;      // twemproxy's server name, Varnish's ident
 inline constexpr uint8_t kHostname = 4;  // Envoy's hostname (use_hostname_for_hashing)
 inline constexpr uint8_t kHashKey = 8;   // Envoy's envoy.lb hash_key metadata
+inline constexpr uint8_t kRealWeight = 16;  // Varnish's REAL weight
 }  // namespace node_field
 
 struct FlavorRow {
@@ -74,7 +75,8 @@ inline constexpr FlavorRow kFlavors[] = {
     {Flavor::kKetamaMd5, 5, "ketama-md5", LookupRule::kSuccessor, 32, TieBreak::kConfigOrder,
      Retry::kDistinct, true, node_field::kName, false},
     {Flavor::kVarnishShard, 6, "varnish-shard", LookupRule::kSuccessorClamped, 32,
-     TieBreak::kConfigOrder, Retry::kDistinct, false, node_field::kName, false},
+     TieBreak::kConfigOrder, Retry::kDistinct, false, node_field::kName | node_field::kRealWeight,
+     false},
     {Flavor::kEnvoyRing, 7, "envoy-ring", LookupRule::kSuccessor, 64, TieBreak::kConfigOrder,
      Retry::kAttempt, false, node_field::kHostname | node_field::kHashKey, false},
     {Flavor::kEnvoyMaglev, 8, "envoy-maglev", LookupRule::kTable, 64, TieBreak::kConfigOrder,

@@ -83,8 +83,9 @@ TEST(CApiFlavors, PropertiesAreThePrograms) {
         << f;
     EXPECT_EQ(property(f, CHASH_PROPERTY_NODE_FIELD),
               f == CHASH_FLAVOR_HAPROXY ? CHASH_NODE_FIELD_SERVER_ID
-              : f == CHASH_FLAVOR_KETAMA_MD5 || f == CHASH_FLAVOR_VARNISH_SHARD
-                  ? CHASH_NODE_FIELD_NAME
+              : f == CHASH_FLAVOR_KETAMA_MD5 ? CHASH_NODE_FIELD_NAME
+              : f == CHASH_FLAVOR_VARNISH_SHARD
+                  ? CHASH_NODE_FIELD_NAME | CHASH_NODE_FIELD_REAL_WEIGHT
               : envoy ? CHASH_NODE_FIELD_HOSTNAME | CHASH_NODE_FIELD_HASH_KEY
                       : CHASH_NODE_FIELD_NONE)
         << f;

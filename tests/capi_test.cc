@@ -4,6 +4,7 @@
 // pass by mistake answered by an error code, never a crash.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -16,8 +17,8 @@
 #include "chash/chash_c.h"
 #include "chash/ring.h"
 #include "chash/snapshot.h"
-#include "ring_fixtures.h"
 #include "cli_run.h"
+#include "ring_fixtures.h"
 #include "test_util.h"
 
 namespace chash {
@@ -1205,10 +1206,75 @@ TEST(CApiFlavors, NodeFieldsChooseTheTextTheProgramHashes) {
   bad = fields(nullptr, nullptr, nullptr, 2);
   EXPECT_EQ(chash_builder_add_fields(builder, "a", 1, 1, &bad), CHASH_E_BAD_ARGUMENT);
   bad = fields(nullptr, nullptr, nullptr, 0);
-  bad.reserved = 1;
+  bad.has_real_weight = 2;
   EXPECT_EQ(chash_builder_add_fields(builder, "a", 1, 1, &bad), CHASH_E_BAD_ARGUMENT);
+  bad.has_real_weight = 1;  // Envoy's rings have no REAL weights
+  EXPECT_EQ(chash_builder_add_fields(builder, "a", 1, 0, &bad), CHASH_E_BAD_ARGUMENT);
   EXPECT_EQ(chash_builder_add_fields(builder, "a", 1, 1, nullptr), CHASH_OK);
   EXPECT_EQ(chash_builder_num_nodes(builder), 1u);
+  chash_builder_free(builder);
+}
+
+// Varnish's REAL weights: a backend gets trunc(replicas x max(w, 1)) points
+// (vmod_directors), integer weights too once a ring has a real one, and
+// the ring is the one of replicas 1 with those counts as weights. The
+// counts below are worked out by hand for replicas 67.
+TEST(CApiFlavors, RealWeightsCountPointsAsVarnishDoes) {
+  const auto real = [](double weight) {
+    chash_node_fields f{};
+    f.size = sizeof f;
+    f.has_real_weight = 1;
+    f.real_weight = weight;
+    return f;
+  };
+  chash_builder* builder = nullptr;
+  ASSERT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_VARNISH_SHARD, nullptr, &builder),
+            CHASH_OK);
+  // An integer weight first: counted again when the first real one comes.
+  ASSERT_EQ(chash_builder_add(builder, "be0", 3, 3), CHASH_OK);
+  chash_node_fields f = real(2.5);
+  ASSERT_EQ(chash_builder_add_fields(builder, "be1", 3, 0, &f), CHASH_OK);
+  f = real(0.5);
+  ASSERT_EQ(chash_builder_add_fields(builder, "be2", 3, 0, &f), CHASH_OK);
+  ASSERT_EQ(chash_builder_add(builder, "be3", 3, 0), CHASH_OK);  // Varnish drains none
+  f = real(-1);
+  EXPECT_EQ(chash_builder_add_fields(builder, "be4", 3, 0, &f), CHASH_E_BAD_ARGUMENT);
+  f = real(std::nan(""));
+  EXPECT_EQ(chash_builder_add_fields(builder, "be4", 3, 0, &f), CHASH_E_BAD_ARGUMENT);
+  f = real(2.0);
+  EXPECT_EQ(chash_builder_add_fields(builder, "be4", 3, 2, &f), CHASH_E_BAD_ARGUMENT);
+  f = real(1e12);
+  EXPECT_EQ(chash_builder_add_fields(builder, "be4", 3, 0, &f), CHASH_E_TOO_MANY_POINTS);
+  chash_ring* ring = nullptr;
+  ASSERT_EQ(chash_builder_build(builder, &ring), CHASH_OK);
+
+  chash_ring_options one{};
+  one.size = sizeof one;
+  one.varnish_replicas = 1;
+  ASSERT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_VARNISH_SHARD, &one, &builder), CHASH_OK);
+  const uint32_t counts[] = {3 * 67, 167, 67, 67};  // 67 x 2.5 = 167.5
+  for (uint32_t i = 0; i < 4; ++i) {
+    const std::string name = "be" + std::to_string(i);
+    ASSERT_EQ(chash_builder_add(builder, name.data(), name.size(), counts[i]), CHASH_OK);
+  }
+  chash_ring* expected = nullptr;
+  ASSERT_EQ(chash_builder_build(builder, &expected), CHASH_OK);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(chash_ring_node_weight(ring, i), counts[i]) << i;
+  }
+  uint8_t got[CHASH_FINGERPRINT_SIZE], want[CHASH_FINGERPRINT_SIZE];
+  ASSERT_EQ(chash_ring_fingerprint(ring, got), CHASH_OK);
+  ASSERT_EQ(chash_ring_fingerprint(expected, want), CHASH_OK);
+  EXPECT_EQ(std::memcmp(got, want, sizeof got), 0);
+  chash_ring_free(ring);
+  chash_ring_free(expected);
+
+  // Another flavor has no REAL weights.
+  ASSERT_EQ(chash_builder_new_with_options(CHASH_FLAVOR_HAPROXY, nullptr, &builder), CHASH_OK);
+  f = real(1.5);
+  EXPECT_EQ(chash_builder_add_fields(builder, "10.0.0.1:80", 11, 0, &f), CHASH_E_BAD_ARGUMENT);
+  EXPECT_NE(std::string(chash_builder_error(builder)).find("varnish-shard"), std::string::npos)
+      << chash_builder_error(builder);
   chash_builder_free(builder);
 }
 

@@ -849,8 +849,17 @@ TEST(CliPrograms, ServersFileErrorsNameFileAndLine) {
   ExpectUsageError(RunChash("stats --flavor haproxy --servers " + same_id), same_id + ":2: ");
   const std::string real = WriteTemp("p5", "10.0.0.1:80 2.5\n");
   ExpectUsageError(RunChash("stats --flavor haproxy --servers " + real),
-                   real + ":1: weight '2.5' is not an integer");
+                   real +
+                       ":1: node 0 '10.0.0.1:80': a real (fractional) weight is for "
+                       "varnish-shard rings, not haproxy ones");
   EXPECT_EQ(RunChash("stats --flavor varnish-shard --servers " + real).status, 0);
+  // REAL weights are planned like integer ones: the engine counts each
+  // backend's trunc(replicas x max(w, 1)) points for every candidate
+  // replicas (by hand, for the default 67: 100 + 134 + 67).
+  const std::string reals = WriteTemp("p5r", "a 1.5 name=a\nb 2 name=b\nc 0.5 name=c\n");
+  const CliRun plan = RunChash("plan --flavor varnish-shard --servers " + reals);
+  ASSERT_EQ(plan.status, 0) << plan.err;
+  EXPECT_NE(plan.out.find("current   301 points"), std::string::npos) << plan.out;
   const std::string heavy = WriteTemp("p6", "10.0.0.1:80 1\n10.0.0.2:80 300\n");
   ExpectUsageError(RunChash("stats --flavor haproxy --servers " + heavy), heavy + ":2: ");
   const std::string twice = WriteTemp("p7", "a 1 name=x\na 1 name=y\n");

@@ -170,6 +170,7 @@ Result<HashedNode> ResolveNodeFields(const RingOptions& options, std::string_vie
       {!node.hostname.empty() || node.hash_hostname, node_field::kHostname,
        "a hostname (or use_hostname_for_hashing) is"},
       {!node.hash_key.empty(), node_field::kHashKey, "a hash_key is"},
+      {node.real_weight.has_value(), node_field::kRealWeight, "a real (fractional) weight is"},
   };
   for (const auto& field : fields) {
     if (field.given && (reads & field.field) == 0) {

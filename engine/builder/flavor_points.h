@@ -77,6 +77,12 @@ Result<HashedNode> ResolveNodeFields(const RingOptions& options, std::string_vie
 Result<NodeAddress> ParseProgramNode(const RingOptions& options, std::string_view address,
                                      uint32_t weight, const NodeOptions& node);
 
+// Varnish's point count for a backend of REAL weight `weight` (an integer
+// weight too, in a ring with a real one): trunc(replicas x max(w, 1))
+// (vmod_directors counts a weight below 1 as 1). kBadArgument for a weight
+// that is not a finite number >= 0, kTooManyPoints above 2^32 - 1.
+Result<uint32_t> VarnishPointCount(uint32_t replicas, double weight);
+
 // Points a node of this weight generates, as far as the node alone says:
 // exact for haproxy, libmemcached's unweighted ketama and varnish-shard
 // (before Varnish's cap of (2^32 - 2) / backends); 0 for the flavors whose

@@ -219,19 +219,50 @@ Status RingBuilder::AddNode(std::string_view address, uint32_t weight, const Nod
                       NodeLabel(it->second, nodes_[it->second].address.written) +
                       " (both would own the same point chain)");
   }
-  const uint64_t node_points = program ? internal::NodePointsAlone(options_, weight)
-                                       : uint64_t{weight} * options_.point_multiple;
+  // Varnish's REAL weights (NodeOptions::real_weight): from the first one
+  // on, every node's weight is its point count, the earlier nodes' too.
+  const bool counts_points = weights_are_points_ || node.real_weight.has_value();
+  if (node.real_weight.has_value() && weight != 0) {
+    return Status(StatusCode::kBadArgument,
+                  NodeLabel(id, address) + ": weight " + std::to_string(weight) +
+                      " and a real weight: a node has one weight (give 0 with a real one)");
+  }
+  uint32_t stored_weight = weight;
+  std::vector<uint32_t> earlier_counts;
+  uint64_t earlier_points = points_generated_;
+  if (counts_points) {
+    const uint32_t replicas = options_.varnish.replicas;
+    Result<uint32_t> count =
+        internal::VarnishPointCount(replicas, node.real_weight.value_or(weight));
+    if (!count.ok()) {
+      return Status(count.status().code(),
+                    NodeLabel(id, address) + ": " + count.status().message());
+    }
+    stored_weight = count.value();
+    if (!weights_are_points_) {
+      earlier_counts.reserve(nodes_.size());
+      earlier_points = 0;
+      for (const NodeInfo& earlier : nodes_) {
+        // Integer weights were checked against 2^32 - 1 points when added.
+        earlier_counts.push_back(internal::VarnishPointCount(replicas, earlier.weight).value());
+        earlier_points += earlier_counts.back();
+      }
+    }
+  }
+  const uint64_t node_points = counts_points ? stored_weight
+                               : program     ? internal::NodePointsAlone(options_, weight)
+                                             : uint64_t{weight} * options_.point_multiple;
   if (node_points > UINT32_MAX) {
     return Status(StatusCode::kTooManyPoints,
                   NodeLabel(id, address) + ": weight " + std::to_string(weight) +
                       " x multiple " + std::to_string(options_.point_multiple) +
                       " overflows 32 bits");
   }
-  if (points_generated_ + node_points > options_.max_points) {
-    return Status(StatusCode::kTooManyPoints,
-                  NodeLabel(id, address) + ": ring would have " +
-                      std::to_string(points_generated_ + node_points) +
-                      " points, over the cap of " + std::to_string(options_.max_points));
+  if (earlier_points + node_points > options_.max_points) {
+    return Status(StatusCode::kTooManyPoints, NodeLabel(id, address) + ": ring would have " +
+                                                  std::to_string(earlier_points + node_points) +
+                                                  " points, over the cap of " +
+                                                  std::to_string(options_.max_points));
   }
   // Geometric growth (reserve(id + 1) would copy the nodes on every Add).
   if (nodes_.size() == nodes_.capacity()) {
@@ -248,19 +279,24 @@ Status RingBuilder::AddNode(std::string_view address, uint32_t weight, const Nod
     }
   }
   // reserved: no throw
-  nodes_.push_back(NodeInfo{std::move(parsed).value(), weight, node.server_id});
-  points_generated_ += node_points;
+  nodes_.push_back(NodeInfo{std::move(parsed).value(), stored_weight, node.server_id});
+  for (size_t i = 0; i < earlier_counts.size(); ++i) nodes_[i].weight = earlier_counts[i];
+  weights_are_points_ = counts_points;
+  points_generated_ = earlier_points + node_points;
   return Status();
 }
 
 Result<Ring> RingBuilder::Build() && {
-  Result<Ring> ring = internal::BuildRingFromNodes(options_, nodes_, points_generated_);
+  RingOptions options = options_;
+  if (weights_are_points_) options.varnish.replicas = 1;
+  Result<Ring> ring = internal::BuildRingFromNodes(options, nodes_, points_generated_);
   if (ring.ok()) {
     // BuildRingFromNodes took the nodes; nothing here allocates.
     nodes_.clear();
     node_by_hashed_bytes_.clear();
     node_by_server_id_.clear();
     points_generated_ = 0;
+    weights_are_points_ = false;
   }
   return ring;
 }

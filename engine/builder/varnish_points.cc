@@ -2,9 +2,12 @@
 // unit, each Sha256Last4Le of the backend's name followed by k in decimal;
 // keys by the same hash.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "builder/columns_builder.h"
+#include "builder/flavor_points.h"
 #include "builder/program_points.h"
 #include "ring/ring_state.h"
 
@@ -39,6 +42,28 @@ void GenerateVarnishPoints(const std::vector<NodeInfo>& nodes, const PointCounts
     }
   });
 }
+
+}  // namespace chash::internal::program
+
+namespace chash::internal {
+
+Result<uint32_t> VarnishPointCount(uint32_t replicas, double weight) {
+  if (!std::isfinite(weight) || weight < 0) {
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", weight);
+    return Status(StatusCode::kBadArgument,
+                  "weight " + std::string(shown) + " is not a finite number >= 0");
+  }
+  const double points = std::floor(static_cast<double>(replicas) * std::max(weight, 1.0));
+  if (!(points <= 4294967295.0)) {
+    return Status(StatusCode::kTooManyPoints, "replicas x weight is above 2^32 - 1");
+  }
+  return static_cast<uint32_t>(points);
+}
+
+}  // namespace chash::internal
+
+namespace chash::internal::program {
 
 bool VarnishBisects(const RingState& state) noexcept {
   const Columns& columns = state.columns;

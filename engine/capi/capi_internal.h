@@ -120,6 +120,7 @@ static_assert(CHASH_NODE_FIELD_SERVER_ID == chash::internal::node_field::kServer
 static_assert(CHASH_NODE_FIELD_NAME == chash::internal::node_field::kName);
 static_assert(CHASH_NODE_FIELD_HOSTNAME == chash::internal::node_field::kHostname);
 static_assert(CHASH_NODE_FIELD_HASH_KEY == chash::internal::node_field::kHashKey);
+static_assert(CHASH_NODE_FIELD_REAL_WEIGHT == chash::internal::node_field::kRealWeight);
 static_assert(CHASH_RETRY_POINT_WALK == static_cast<uint32_t>(chash::internal::Retry::kPointWalk));
 static_assert(CHASH_RETRY_DISTINCT == static_cast<uint32_t>(chash::internal::Retry::kDistinct));
 static_assert(CHASH_RETRY_ATTEMPT == static_cast<uint32_t>(chash::internal::Retry::kAttempt));

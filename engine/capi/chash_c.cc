@@ -216,8 +216,9 @@ int chash_builder_add_fields(chash_builder* builder, const char* address, size_t
   if (given.hash_hostname > 1) {
     return Fail(CHASH_E_BAD_ARGUMENT, "chash_builder_add_fields: fields->hash_hostname is 0 or 1");
   }
-  if (given.reserved != 0) {
-    return Fail(CHASH_E_BAD_ARGUMENT, "chash_builder_add_fields: fields->reserved must be 0");
+  if (given.has_real_weight > 1) {
+    return Fail(CHASH_E_BAD_ARGUMENT,
+                "chash_builder_add_fields: fields->has_real_weight is 0 or 1");
   }
   const auto view = [](const char* text, size_t len) {
     return text == nullptr ? std::string_view() : std::string_view(text, len);
@@ -228,6 +229,7 @@ int chash_builder_add_fields(chash_builder* builder, const char* address, size_t
   node.hostname = view(given.hostname, given.hostname_len);
   node.hash_key = view(given.hash_key, given.hash_key_len);
   node.hash_hostname = given.hash_hostname == 1;
+  if (given.has_real_weight == 1) node.real_weight = given.real_weight;
   return AddNode(kName, builder, address, address_len, weight, node);
 }
 

@@ -286,13 +286,18 @@ typedef struct chash_node_fields {
   const char *hash_key; /* Envoy's envoy.lb hash_key metadata */
   size_t hash_key_len;
   uint32_t hash_hostname; /* 1: Envoy's use_hostname_for_hashing; 0 */
-  uint32_t reserved;      /* 0 */
+  /* 1: real_weight is the node's weight, Varnish's REAL weight (finite,
+   * >= 0; the weight argument then 0). A ring with one counts every
+   * backend's points as Varnish does, trunc(replicas x max(w, 1)), and is
+   * built with replicas 1 and those counts as its weights. */
+  uint32_t has_real_weight;
+  double real_weight;
 } chash_node_fields;
 /* chash_builder_add with `fields` (NULL: none): errors as chash_builder_add,
  * and CHASH_E_BAD_ARGUMENT for a field the flavor does not read (the
  * message names it and the flavors that do), a text pointer NULL with a
- * length, or hash_hostname without a hostname (Envoy would hash the empty
- * one). */
+ * length, hash_hostname without a hostname (Envoy would hash the empty
+ * one), or a real weight beside a weight that is not 0. */
 CHASH_C_API int chash_builder_add_fields(chash_builder *builder, const char *address,
                                          size_t address_len, uint32_t weight,
                                          const chash_node_fields *fields) CHASH_C_NOEXCEPT;
@@ -336,6 +341,7 @@ CHASH_C_API int chash_flavor_from_name(const char *name, size_t name_len,
 #define CHASH_NODE_FIELD_NAME 2u      /* twemproxy's server name, Varnish's ident */
 #define CHASH_NODE_FIELD_HOSTNAME 4u  /* Envoy's host hostname (and hash_hostname) */
 #define CHASH_NODE_FIELD_HASH_KEY 8u  /* Envoy's envoy.lb hash_key */
+#define CHASH_NODE_FIELD_REAL_WEIGHT 16u /* Varnish's REAL weight */
 #define CHASH_RETRY_POINT_WALK 0u     /* the next point's node (nginx's chash) */
 #define CHASH_RETRY_DISTINCT 1u       /* each node once in ring order: chash_walk_* */
 #define CHASH_RETRY_ATTEMPT 2u        /* Envoy's attempts: chash_ring_find_attempt */

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -89,6 +90,13 @@ struct NodeOptions {
   std::string_view hostname = {};
   std::string_view hash_key = {};
   bool hash_hostname = false;
+  // varnish-shard: Varnish's REAL weight (vmod_directors' add_backend
+  // `weight`, a finite number >= 0), given instead of the integer weight
+  // (which is then 0). A ring with one counts every backend's points as
+  // Varnish does, trunc(replicas x max(w, 1)), an integer weight w too (0
+  // included: Varnish drains no backend by weight); it is built with
+  // replicas 1 and these counts as its weights (Ring::node's weight).
+  std::optional<double> real_weight = {};
 };
 
 struct MemoryUsage {
@@ -420,6 +428,9 @@ class RingBuilder {
   std::unordered_map<std::string, uint32_t> node_by_hashed_bytes_;
   std::unordered_map<uint32_t, uint32_t> node_by_server_id_;  // haproxy: given ids
   uint64_t points_generated_ = 0;
+  // varnish-shard with a real weight (NodeOptions::real_weight): every
+  // node's weight is its point count, and Build uses replicas 1.
+  bool weights_are_points_ = false;
 };
 
 // A point given directly, for tests, fuzzers and users with their own point

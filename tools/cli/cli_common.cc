@@ -251,9 +251,8 @@ Result<ServersInput> ReadServersInput(const Options& options, std::string_view p
     std::ostringstream text;
     text << file.rdbuf();
     if (file.bad()) return Status(StatusCode::kIoError, path + ": cannot be read");
-    Result<std::vector<ProgramServer>> servers =
-        ParseProgramServers(text.str(), path, *ring, input.servers, input.point_counts,
-                            options.Has("use-hostname-for-hashing"));
+    Result<std::vector<ProgramServer>> servers = ParseProgramServers(
+        text.str(), path, *ring, input.servers, options.Has("use-hostname-for-hashing"));
     if (!servers.ok()) return servers.status();
     input.program = std::move(servers).value();
     return input;
@@ -286,14 +285,14 @@ const std::string& ServerText(const Ring& ring, const ServersInput& input, uint3
 
 Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& ring_options) {
   if (!input.program.empty()) {
-    RingOptions options = ring_options;
-    if (input.point_counts) options.varnish.replicas = 1;
+    const RingOptions& options = ring_options;
     ProgressPhase progress("building " + std::string(FlavorName(options.flavor)) + " ring");
     RingBuilder builder(options);
     for (size_t i = 0; i < input.program.size(); ++i) {
       const ProgramServer& server = input.program[i];
-      Status status = builder.Add(server.hashed, server.weight,
-                                  {.server_id = server.server_id, .name = server.name});
+      Status status = builder.Add(
+          server.hashed, server.weight,
+          {.server_id = server.server_id, .name = server.name, .real_weight = server.real_weight});
       if (!status.ok()) {
         return Status(status.code(), input.name + ":" + std::to_string(input.servers[i].line) +
                                          ": " + status.message());

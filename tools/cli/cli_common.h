@@ -68,7 +68,6 @@ struct ServersInput {
   // The other programs' flavors: each server as the ring takes it (servers[i]
   // keeps ADDR as written, what the tool prints); empty for the others.
   std::vector<ProgramServer> program;
-  bool point_counts = false;  // varnish-shard REAL weights: built with replicas 1
 };
 // `ring` (if given) is the ring's options: a program flavor's servers file
 // is read with its attributes (program_flavors.h), and an nginx config is

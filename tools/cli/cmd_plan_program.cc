@@ -59,11 +59,6 @@ Result<Setting> SettingOf(const RingOptions& ring, const ServersInput& input) {
       return setting;
     }
     case Flavor::kVarnishShard:
-      if (input.point_counts) {
-        return Status(StatusCode::kBadArgument,
-                      "the servers' weights are Varnish's point counts (REAL weights): "
-                      "replicas do not apply, there is no setting to plan");
-      }
       return Setting{"replicas",
                      "shard director .replicas = V (vmod_directors)",
                      {8, 16, 32, 67, 128, 256, 512, 1024}};

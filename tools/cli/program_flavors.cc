@@ -133,11 +133,9 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
                                                        std::string_view source,
                                                        const RingOptions& ring,
                                                        std::vector<ServerEntry>& entries,
-                                                       bool& point_counts, bool use_hostname) {
+                                                       bool use_hostname) {
   const std::vector<std::string_view> allowed = Attributes(ring);
-  const bool varnish = ring.flavor == Flavor::kVarnishShard;
   std::vector<ProgramServer> servers;
-  std::vector<std::string> weights;  // as written
   std::map<std::string, size_t> line_of_addr;
   TextLines lines(text);
   std::string_view line;
@@ -168,11 +166,22 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
     size_t next = 1;
     if (next < fields.size() && fields[next].find('=') == std::string_view::npos) {
       weight_text = std::string(fields[next++]);
-      if (!AllDigits(weight_text) && !(varnish && IsReal(weight_text))) {
-        return Bad(where + ": weight '" + weight_text + "' is not an integer" +
-                   (varnish ? " or a REAL such as 2.5" : ""));
+      if (AllDigits(weight_text)) {
+        const uint64_t weight = std::strtoull(weight_text.c_str(), nullptr, 10);
+        if (weight > UINT32_MAX) return Bad(where + ": weight '" + weight_text + "' is too large");
+        server.weight = static_cast<uint32_t>(weight);
+      } else if (IsReal(weight_text)) {
+        // A REAL weight: the engine says whose it is and counts its points.
+        server.real_weight = std::strtod(weight_text.c_str(), nullptr);
+        server.weight = 0;
+      } else {
+        return Bad(where + ": weight '" + weight_text +
+                   "' is not an integer or a real number such as 2.5");
       }
     }
+    // What the tool prints of a server: its integer weight, 1 for a real
+    // one (the ring's node weight is the point count the engine made).
+    entry.weight = server.real_weight ? 1 : server.weight;
     std::map<std::string, std::string> attrs;
     for (; next < fields.size(); ++next) {
       const std::string_view field = fields[next];
@@ -222,26 +231,8 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
       return Bad(where + ": '" + entry.address + "' is listed twice (first on line " +
                  std::to_string(it->second) + "): answers name servers by ADDR");
     }
-    weights.push_back(weight_text);
     entries.push_back(std::move(entry));
     servers.push_back(std::move(server));
-  }
-  point_counts = varnish && std::any_of(weights.begin(), weights.end(), IsReal);
-  for (size_t i = 0; i < servers.size(); ++i) {
-    const std::string where = std::string(source) + ":" + std::to_string(entries[i].line);
-    if (point_counts) {
-      // vmod_directors' shard: a weight below 1 counts as 1, and
-      // replicas x weight is truncated to an integer.
-      const double weight = std::max(std::strtod(weights[i].c_str(), nullptr), 1.0);
-      const double points = std::floor(static_cast<double>(ring.varnish.replicas) * weight);
-      if (!(points <= 4294967295.0)) return Bad(where + ": replicas x weight is above 2^32 - 1");
-      servers[i].weight = static_cast<uint32_t>(points);
-    } else {
-      const uint64_t weight = std::strtoull(weights[i].c_str(), nullptr, 10);
-      if (weight > UINT32_MAX) return Bad(where + ": weight '" + weights[i] + "' is too large");
-      servers[i].weight = static_cast<uint32_t>(weight);
-    }
-    entries[i].weight = servers[i].weight;
   }
   return servers;
 }

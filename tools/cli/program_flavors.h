@@ -8,6 +8,7 @@
 #define CHASH_TOOLS_CLI_PROGRAM_FLAVORS_H_
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -53,20 +54,20 @@ struct ProgramServer {
   uint32_t weight = 1;
   uint32_t server_id = 0;  // haproxy id=
   std::string name;        // twemproxy name=
+  std::optional<double> real_weight = {};  // a REAL weight (weight 0): NodeOptions::real_weight
 };
 
 // Parses a program flavor's servers file into `entries` (ADDR as written,
-// the weight, the line) and the servers as the ring takes them. Varnish
-// REAL weights (`2.5`) become point counts trunc(replicas x max(w, 1)), as
-// Varnish counts them, and `point_counts` is set: the ring is then built
-// with replicas 1 (its points are numbered 0..count-1 either way).
-// `use_hostname` is Envoy's use_hostname_for_hashing (NodeOptions::
-// hash_hostname; another flavor refuses it). Errors name "SOURCE:LINE".
+// the weight, the line) and the servers as the ring takes them. A weight
+// with a '.' (`2.5`) is a real one (NodeOptions::real_weight: Varnish's
+// REAL weights; the engine refuses it for the other flavors and counts its
+// points). `use_hostname` is Envoy's use_hostname_for_hashing
+// (NodeOptions::hash_hostname; another flavor refuses it). Errors name
+// "SOURCE:LINE".
 Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
                                                        std::string_view source,
                                                        const RingOptions& ring,
                                                        std::vector<ServerEntry>& entries,
-                                                       bool& point_counts,
                                                        bool use_hostname = false);
 
 }  // namespace chash::cli

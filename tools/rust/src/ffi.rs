@@ -166,7 +166,8 @@ pub struct chash_node_fields {
     pub hash_key: *const c_char,
     pub hash_key_len: usize,
     pub hash_hostname: u32,
-    pub reserved: u32,
+    pub has_real_weight: u32,
+    pub real_weight: f64,
 }
 
 pub const CHASH_FINGERPRINT_SIZE: usize = 32;

@@ -374,6 +374,7 @@ struct NodeFields<'a> {
     hostname: Option<&'a str>,
     hash_key: Option<&'a str>,
     hash_hostname: bool,
+    real_weight: Option<f64>,
 }
 
 impl Builder {
@@ -426,7 +427,8 @@ impl Builder {
             hash_key,
             hash_key_len,
             hash_hostname: u32::from(fields.hash_hostname),
-            reserved: 0,
+            has_real_weight: u32::from(fields.real_weight.is_some()),
+            real_weight: fields.real_weight.unwrap_or(0.0),
         };
         // SAFETY: address and the texts are valid for their lengths (NULL
         // with length 0); the builder is alive.

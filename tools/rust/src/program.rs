@@ -142,9 +142,8 @@ impl Default for KetamaOptions {
 #[derive(Copy, Clone, Debug, Eq, PartialEq, Hash)]
 pub struct VarnishOptions {
     /// Points of a backend of weight 1 (vmod_directors' `replicas`, 67); a
-    /// backend of weight w gets replicas × w. For Varnish's REAL weights,
-    /// give replicas 1 and each backend `trunc(replicas × max(w, 1))` as its
-    /// weight: the same points.
+    /// backend of weight w gets replicas × w; of a REAL weight
+    /// ([`Node::real_weight`]) trunc(replicas × max(w, 1)).
     pub replicas: u32,
 }
 
@@ -350,12 +349,22 @@ pub struct Node<'a> {
     name: Option<&'a str>,
     hostname: Option<&'a str>,
     hash_key: Option<&'a str>,
+    // f64::to_bits, so that a Node stays Eq and Hash.
+    real_weight_bits: Option<u64>,
 }
 
 impl<'a> Node<'a> {
     /// A server of `weight` (0: drained, it keeps its bucket index).
     pub fn new(address: &'a str, weight: u32) -> Self {
-        Node { address, weight, server_id: None, name: None, hostname: None, hash_key: None }
+        Node {
+            address,
+            weight,
+            server_id: None,
+            name: None,
+            hostname: None,
+            hash_key: None,
+            real_weight_bits: None,
+        }
     }
 
     /// HAProxy's server `id` (1..=2,147,483,647), which its points come
@@ -385,6 +394,16 @@ impl<'a> Node<'a> {
     /// address and the hostname. Envoy's rings only.
     pub fn hash_key(mut self, key: &'a str) -> Self {
         self.hash_key = Some(key);
+        self
+    }
+
+    /// Varnish's REAL weight (a finite number >= 0), instead of the
+    /// integer weight given to [`Node::new`]. A ring with one counts every
+    /// backend's points as Varnish does, trunc(replicas × max(w, 1)), the
+    /// integer weights' too, and is built with replicas 1 and those counts
+    /// as its weights. varnish-shard rings only.
+    pub fn real_weight(mut self, weight: f64) -> Self {
+        self.real_weight_bits = Some(weight.to_bits());
         self
     }
 }
@@ -464,8 +483,10 @@ impl RingBuilder {
             hostname: node.hostname,
             hash_key: node.hash_key,
             hash_hostname: self.options.use_hostname_for_hashing(),
+            real_weight: node.real_weight_bits.map(f64::from_bits),
         };
-        self.builder.add_node(node.address, node.weight, &fields)?;
+        let weight = if node.real_weight_bits.is_some() { 0 } else { node.weight };
+        self.builder.add_node(node.address, weight, &fields)?;
         self.nodes += 1;
         Ok(())
     }

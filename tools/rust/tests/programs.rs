@@ -369,27 +369,21 @@ fn twemproxy_routes_as_the_real_nutcracker() {
 // ---- Varnish ------------------------------------------------------------------------
 
 fn varnish_plan<'a>(set: &'a Set, servers: &'a [Server]) -> Plan<'a> {
-    let mut replicas: u32 = set.option("--replicas").unwrap().parse().unwrap();
-    let real = servers.iter().any(|s| s.weight.contains('.'));
+    let replicas: u32 = set.option("--replicas").unwrap().parse().unwrap();
     let nodes = servers
         .iter()
         .map(|s| {
-            // Varnish's REAL weights: trunc(replicas × max(w, 1)) points a
-            // backend, as weights of a ring of 1 replica.
-            let weight = if real {
-                let w: f64 = s.weight.parse().unwrap();
-                (f64::from(replicas) * w.max(1.0)).floor() as u32
-            } else {
-                s.weight()
-            };
             // The ring hashes the shard's ident, else the backend's name.
             let ident = s.attr("ident").or(s.attr("name")).expect("a backend name");
-            (Node::new(&s.addr, weight).name(ident), s.addr.as_str())
+            // A REAL weight (`1.5`) goes to the library as it is.
+            let node = match s.weight.contains('.') {
+                true => Node::new(&s.addr, 0).real_weight(s.weight.parse().unwrap()),
+                false => Node::new(&s.addr, s.weight()),
+            }
+            .name(ident);
+            (node, s.addr.as_str())
         })
         .collect();
-    if real {
-        replicas = 1;
-    }
     let by_int = set.option("--by").unwrap() == "int";
     let alt: usize = set.option("--alt").map_or(0, |a| a.parse().unwrap());
     Plan {

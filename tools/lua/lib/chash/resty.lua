@@ -166,7 +166,8 @@ typedef struct chash_node_fields {
   const char *hash_key;
   size_t hash_key_len;
   uint32_t hash_hostname;
-  uint32_t reserved;
+  uint32_t has_real_weight;
+  double real_weight;
 } chash_node_fields;
 int chash_builder_add_fields(chash_builder *builder, const char *address, size_t address_len,
                              uint32_t weight, const chash_node_fields *fields);
@@ -819,22 +820,15 @@ function _M.new_program_ring(first, flavor, nodes, opts)
     local o, err = program_options(flavor, program, opts)
     if not o then return nil, err end
     local entries = {}
-    local fractional = false
     for i, entry in ipairs(nodes) do
         local id, w, fields = program_node(entry, i)
         if not id then return nil, w end
-        entries[i] = { id, w, fields }
-        fractional = fractional or w ~= floor(w)
-    end
-    if fractional then
-        if flavor ~= "varnish-shard" then
-            return nil, "weights must be integers (fractional weights are Varnish's)"
+        if w ~= floor(w) then
+            -- A fractional weight is a real one (Varnish's REAL weights):
+            -- libchash says whose it is and counts its points.
+            fields.has_real_weight, fields.real_weight, w = 1, w, 0
         end
-        -- Varnish's REAL weights: trunc(replicas x max(w, 1)) points a
-        -- backend, as the weights of a ring of 1 replica.
-        local replicas = opts.replicas or 67
-        for _, e in ipairs(entries) do e[2] = floor(replicas * math.max(e[2], 1)) end
-        o.varnish_replicas = 1
+        entries[i] = { id, w, fields }
     end
     if lib.chash_builder_new_with_options(program.flavor, o, out_builder) ~= 0 then
         return nil, last_error()

@@ -718,13 +718,23 @@ TEST(CliPrograms, EnvoyServersHashAddressesAsEnvoyPrintsThem) {
   }
   ExpectRoutes("--by-hash --flavor envoy-maglev --table-size 13 --servers " + servers, golden,
                "servers file");
-  // With --use-hostname-for-hashing a server needs hostname= (or hash_key=).
-  const std::string nameless = WriteTemp("env2", "10.0.0.1:80 hostname=a\n10.0.0.2:80\n");
-  ExpectUsageError(
-      RunChash("route --flavor envoy-ring --use-hostname-for-hashing --servers " + nameless, "k\n"),
-      nameless +
-          ":2: use_hostname_for_hashing and no hostname: Envoy would hash this host's "
-          "empty hostname");
+  // --use-hostname-for-hashing, refused where it cannot apply, naming the line.
+  const auto refused_with_hostname = [](const std::string& flavor, const std::string& name,
+                                        const std::string& servers, const std::string& why) {
+    const std::string file = WriteTemp(name, servers);
+    ExpectUsageError(
+        RunChash("route --flavor " + flavor + " --use-hostname-for-hashing --servers " + file,
+                 "k\n"),
+        file + why);
+  };
+  // An Envoy server needs hostname= (or hash_key=) then.
+  refused_with_hostname("envoy-ring", "env2", "10.0.0.1:80 hostname=a\n10.0.0.2:80\n",
+                        ":2: use_hostname_for_hashing and no hostname: Envoy would hash this "
+                        "host's empty hostname");
+  // Another flavor has no use_hostname_for_hashing: refused, not ignored.
+  refused_with_hostname("haproxy", "env5", "10.0.0.1:80\n",
+                        ":1: a hostname (or use_hostname_for_hashing) is for envoy-ring and "
+                        "envoy-maglev rings, not haproxy ones");
   // A hash_key= wins over the hostname, as Envoy's hashKey: a ring hashing
   // "a" by hostname and one hashing "a" by hash_key answer alike.
   const std::string by_hostname =
@@ -738,13 +748,6 @@ TEST(CliPrograms, EnvoyServersHashAddressesAsEnvoyPrintsThem) {
   ASSERT_EQ(hostname_run.status, 0) << hostname_run.err;
   ASSERT_EQ(key_run.status, 0) << key_run.err;
   EXPECT_EQ(hostname_run.out, key_run.out);
-  // Another flavor has no use_hostname_for_hashing: refused, not ignored.
-  const std::string plain = WriteTemp("env5", "10.0.0.1:80\n");
-  ExpectUsageError(
-      RunChash("route --flavor haproxy --use-hostname-for-hashing --servers " + plain, "k\n"),
-      plain +
-          ":1: a hostname (or use_hostname_for_hashing) is for envoy-ring and envoy-maglev "
-          "rings, not haproxy ones");
 }
 
 // The program options are the flavor table's: an alias (Envoy's field

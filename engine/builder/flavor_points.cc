@@ -179,27 +179,27 @@ Result<HashedNode> ResolveNodeFields(const RingOptions& options, std::string_vie
                                                std::string(Name(options.flavor)) + " ones");
     }
   }
-  HashedNode out{std::string(address), node};
+  HashedNode out{std::nullopt, node};
   switch (options.flavor) {
     case Flavor::kVarnishShard:
       // vmod_directors hashes the backend's ident, else its VCL name.
-      if (!node.name.empty()) out.text.assign(node.name);
+      if (!node.name.empty()) out.replaced.emplace(node.name);
       out.rest.name = {};
       break;
     case Flavor::kEnvoyRing:
     case Flavor::kEnvoyMaglev:
       // Envoy's hashKey (thread_aware_lb_impl.h).
       if (!node.hash_key.empty()) {
-        out.text.assign(node.hash_key);
+        out.replaced.emplace(node.hash_key);
       } else if (node.hash_hostname) {
         if (node.hostname.empty()) {
           return Bad(StatusCode::kBadArgument,
                      "use_hostname_for_hashing and no hostname: Envoy would hash this "
                      "host's empty hostname");
         }
-        out.text.assign(node.hostname);
-      } else if (std::optional<std::string> printed = EnvoyAddressStringOf(address)) {
-        out.text = std::move(*printed);
+        out.replaced.emplace(node.hostname);
+      } else {
+        out.replaced = EnvoyAddressStringOf(address);
       }
       out.rest.hostname = {};
       out.rest.hash_key = {};

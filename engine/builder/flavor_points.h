@@ -9,6 +9,7 @@
 #define CHASH_ENGINE_BUILD_FLAVOR_POINTS_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,14 +58,15 @@ inline constexpr size_t kMaxOpaqueBytes = 4096;
 Status ValidateProgramOptionsOrThrow(const RingOptions& options);
 
 // What a program hashes for a node given with its fields (NodeOptions):
-// `text` is the address, else what a field makes of it (varnish-shard's
+// the address, or `replaced`, what a field makes of it (varnish-shard's
 // name; Envoy's hash_key, else with hash_hostname the hostname, else the
-// address as Envoy prints it), and `rest` the node without the fields
-// `text` took. kBadArgument, naming the field and the flavors that read it
-// (FlavorRow::node_fields), for a field the flavor does not read, and for
-// hash_hostname without a hostname. Throws std::bad_alloc.
+// address as Envoy prints it); `rest` is the node without the fields
+// `replaced` took. kBadArgument, naming the field and the flavors that
+// read it (FlavorRow::node_fields), for a field the flavor does not read,
+// and for hash_hostname without a hostname. Allocates only where a field
+// replaces the address (and for an error); throws std::bad_alloc.
 struct HashedNode {
-  std::string text;
+  std::optional<std::string> replaced;
   NodeOptions rest;
 };
 Result<HashedNode> ResolveNodeFields(const RingOptions& options, std::string_view address,

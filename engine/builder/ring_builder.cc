@@ -197,7 +197,8 @@ Status RingBuilder::AddNode(std::string_view address, uint32_t weight, const Nod
     return Status(hashed_node.status().code(),
                   NodeLabel(id, address) + ": " + hashed_node.status().message());
   }
-  const std::string_view text = hashed_node.value().text;
+  const std::optional<std::string>& replaced = hashed_node.value().replaced;
+  const std::string_view text = replaced ? std::string_view(*replaced) : address;
   Result<NodeAddress> parsed =
       program ? internal::ParseProgramNode(options_, text, weight, hashed_node.value().rest)
               : ParseNodeAddress(options_.flavor, text);

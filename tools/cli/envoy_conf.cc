@@ -982,7 +982,7 @@ Result<Host> ReadHost(const EnvoyYaml& yaml, yaml_node_t* lb_endpoint, const Rin
     return Bad(yaml.Where(endpoint.value()) + ": " + hashed.status().message() +
                " (chash refuses it)");
   }
-  host.hashed = std::move(hashed.value().text);
+  host.hashed = std::move(hashed.value().replaced).value_or(host.address);
   return host;
 }
 

@@ -225,7 +225,7 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
     node.hash_hostname = use_hostname;
     Result<internal::HashedNode> hashed = internal::ResolveNodeFields(ring, entry.address, node);
     if (!hashed.ok()) return Bad(where + ": " + hashed.status().message());
-    server.hashed = std::move(hashed.value().text);
+    server.hashed = std::move(hashed.value().replaced).value_or(entry.address);
     server.name = std::string(hashed.value().rest.name);
     if (const auto [it, fresh] = line_of_addr.emplace(entry.address, number); !fresh) {
       return Bad(where + ": '" + entry.address + "' is listed twice (first on line " +

@@ -720,8 +720,8 @@ TEST(CliPrograms, EnvoyServersHashAddressesAsEnvoyPrintsThem) {
                "servers file");
   // --use-hostname-for-hashing, refused where it cannot apply, naming the line.
   const auto refused_with_hostname = [](const std::string& flavor, const std::string& name,
-                                        const std::string& servers, const std::string& why) {
-    const std::string file = WriteTemp(name, servers);
+                                        const std::string& lines, const std::string& why) {
+    const std::string file = WriteTemp(name, lines);
     ExpectUsageError(
         RunChash("route --flavor " + flavor + " --use-hostname-for-hashing --servers " + file,
                  "k\n"),

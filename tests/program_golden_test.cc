@@ -372,7 +372,7 @@ TEST(ProgramGolden, Twemproxy) {
 TEST(ProgramGolden, Varnish) {
   RunProgram("varnish",
              [](const SetRow& set, const std::vector<ServerLine>& servers,
-                std::string& skip) -> std::optional<SetPlan> {
+                std::string& /*skip: none*/) -> std::optional<SetPlan> {
                SetPlan setup;
                setup.options.flavor = Flavor::kVarnishShard;
                setup.options.varnish.replicas =

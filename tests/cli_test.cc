@@ -748,6 +748,19 @@ TEST(CliPrograms, EnvoyServersHashAddressesAsEnvoyPrintsThem) {
   ASSERT_EQ(hostname_run.status, 0) << hostname_run.err;
   ASSERT_EQ(key_run.status, 0) << key_run.err;
   EXPECT_EQ(hostname_run.out, key_run.out);
+  // Envoy hashes a hash_key as written, even one that reads as an address:
+  // only the address itself is printed Envoy's way, so these two rings
+  // differ (the tool once resolved the key, then printed it again).
+  std::string many_keys;
+  for (int k = 0; k < 400; ++k) many_keys += "key" + std::to_string(k) + "\n";
+  const auto route_with_key = [&](const std::string& name, const std::string& key) {
+    const std::string file =
+        WriteTemp(name, "10.0.0.1:80 hash_key=" + key + "\n10.0.0.2:80\n10.0.0.3:80\n");
+    const CliRun run = RunChash("route --flavor envoy-ring --servers " + file, many_keys);
+    EXPECT_EQ(run.status, 0) << run.err;
+    return run.out;
+  };
+  EXPECT_NE(route_with_key("env6", "[2001:DB8::1]:80"), route_with_key("env7", "[2001:db8::1]:80"));
 }
 
 // The program options are the flavor table's: an alias (Envoy's field
@@ -853,7 +866,7 @@ TEST(CliPrograms, ServersFileErrorsNameFileAndLine) {
   const std::string real = WriteTemp("p5", "10.0.0.1:80 2.5\n");
   ExpectUsageError(RunChash("stats --flavor haproxy --servers " + real),
                    real +
-                       ":1: node 0 '10.0.0.1:80': a real (fractional) weight is for "
+                       ":1: a real (fractional) weight is for "
                        "varnish-shard rings, not haproxy ones");
   EXPECT_EQ(RunChash("stats --flavor varnish-shard --servers " + real).status, 0);
   // REAL weights are planned like integer ones: the engine counts each

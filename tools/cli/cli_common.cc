@@ -290,9 +290,7 @@ Result<Ring> BuildServersInput(const ServersInput& input, const RingOptions& rin
     RingBuilder builder(options);
     for (size_t i = 0; i < input.program.size(); ++i) {
       const ProgramServer& server = input.program[i];
-      Status status = builder.Add(
-          server.hashed, server.weight,
-          {.server_id = server.server_id, .name = server.name, .real_weight = server.real_weight});
+      Status status = builder.Add(server.address, server.weight, server.Node());
       if (!status.ok()) {
         return Status(status.code(), input.name + ":" + std::to_string(input.servers[i].line) +
                                          ": " + status.message());

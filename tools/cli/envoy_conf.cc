@@ -413,7 +413,9 @@ struct Host {
   uint32_t priority = 0;
   Locality locality;
   std::string address;  // as Envoy prints it
-  std::string hashed;
+  std::string hostname;
+  std::string hash_key;  // envoy.lb hash_key metadata, when a string
+  std::string hashed;    // what the ring hashes (ResolveNodeFields)
   uint32_t weight = 1;
   Health health = Health::kHealthy;
   std::string status;  // health_status as written, for notes
@@ -658,8 +660,15 @@ Status WeighLocalities(EnvoyCluster& cluster, const std::vector<LocalityHosts>& 
     same = internal::EnvoyRingEntries(cluster.options.envoy_ring, envoy) ==
            internal::EnvoyRingEntries(cluster.options.envoy_ring, integer);
   } else {
-    std::vector<std::string_view> keys;
-    for (const ProgramServer& server : cluster.program) keys.push_back(server.hashed);
+    // What each host's ring hashes, as the builder will pick it.
+    std::vector<std::string> hashed;
+    for (const ProgramServer& server : cluster.program) {
+      Result<internal::HashedNode> node =
+          internal::ResolveNodeFields(cluster.options, server.address, server.Node());
+      if (!node.ok()) return node.status();
+      hashed.push_back(std::move(node.value().replaced).value_or(server.address));
+    }
+    const std::vector<std::string_view> keys(hashed.begin(), hashed.end());
     const size_t m = cluster.options.maglev.table_size;
     std::vector<uint16_t> a(m, 0), b(m, 0);
     internal::MaglevFill(keys, envoy, a);
@@ -973,10 +982,10 @@ Result<Host> ReadHost(const EnvoyYaml& yaml, yaml_node_t* lb_endpoint, const Rin
                     " to Envoy's YAML reader, not a string: Envoy ignores it (quote it to make "
                     "it a string)");
   }
-  NodeOptions fields;
-  fields.hostname = hostname.value();
-  if (key.kind == Json::kString) fields.hash_key = key.text;
-  fields.hash_hostname = use_hostname;
+  host.hostname = hostname.value();
+  if (key.kind == Json::kString) host.hash_key = key.text;
+  NodeOptions fields{
+      .hostname = host.hostname, .hash_key = host.hash_key, .hash_hostname = use_hostname};
   Result<internal::HashedNode> hashed = internal::ResolveNodeFields(ring, host.address, fields);
   if (!hashed.ok()) {
     return Bad(yaml.Where(endpoint.value()) + ": " + hashed.status().message() +
@@ -1157,7 +1166,10 @@ Result<EnvoyCluster> ReadCluster(const EnvoyYaml& yaml, yaml_node_t* cluster,
     ring_weight += ring ? host.weight : 0;
     result.servers.push_back({host.address, ring ? host.weight : 0, host.line});
     ProgramServer server;
-    server.hashed = host.hashed;
+    server.address = host.address;
+    server.hostname = host.hostname;
+    server.hash_key = host.hash_key;
+    server.hash_hostname = policy.use_hostname;
     server.weight = ring ? host.weight : 0;
     result.program.push_back(std::move(server));
   }

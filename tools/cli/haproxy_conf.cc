@@ -1147,7 +1147,7 @@ Result<HaproxyBackend> CfgReader::Backend(const std::string& backend) const {
     }
     ServerEntry entry{s.address, static_cast<uint32_t>(s.settings.weight), s.line};
     ProgramServer server;
-    server.hashed = s.address;
+    server.address = s.address;
     server.server_id = static_cast<uint32_t>(s.id);
     if (s.settings.disabled || s.settings.backup) {
       result.notes.push_back(where + ": server " + s.name + " is " +

@@ -479,7 +479,8 @@ Result<NutcrackerPool> ReadNutcrackerPoolText(const std::string& path, const std
   if (pool.hash_tag) result.options.ketama.hash_tag = {(*pool.hash_tag)[0], (*pool.hash_tag)[1]};
   for (const Server& server : pool.servers) {
     result.servers.push_back({server.address, server.weight, server.line});
-    result.program.push_back(ProgramServer{server.address, server.weight, 0, server.name});
+    result.program.push_back(
+        ProgramServer{.address = server.address, .weight = server.weight, .name = server.name});
   }
   return result;
 }

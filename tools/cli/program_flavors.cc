@@ -161,7 +161,7 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
                  "': expected ADDR [WEIGHT] [key=value ...]");
     }
     ProgramServer server;
-    server.hashed = entry.address;
+    server.address = entry.address;
     std::string weight_text = "1";
     size_t next = 1;
     if (next < fields.size() && fields[next].find('=') == std::string_view::npos) {
@@ -212,21 +212,22 @@ Result<std::vector<ProgramServer>> ParseProgramServers(std::string_view text,
       server.server_id = static_cast<uint32_t>(id);
     }
     // What the ring hashes is the engine's rule (NodeOptions): the file
-    // only says which attribute is which field.
-    NodeOptions node;
-    const auto attr = [&](std::string_view key) -> std::string_view {
+    // only says which attribute is which field, and the rule's refusals
+    // are named by line here.
+    const auto attr = [&](std::string_view key) {
       const auto it = attrs.find(std::string(key));
-      return it == attrs.end() ? std::string_view() : std::string_view(it->second);
+      return it == attrs.end() ? std::string() : it->second;
     };
-    if (ring.flavor != Flavor::kHaproxy) node.name = attr("name");  // HAProxy's: a label
-    if (!attr("ident").empty()) node.name = attr("ident");          // Varnish: ident over name
-    node.hostname = attr("hostname");
-    node.hash_key = attr("hash_key");
-    node.hash_hostname = use_hostname;
-    Result<internal::HashedNode> hashed = internal::ResolveNodeFields(ring, entry.address, node);
-    if (!hashed.ok()) return Bad(where + ": " + hashed.status().message());
-    server.hashed = std::move(hashed.value().replaced).value_or(entry.address);
-    server.name = std::string(hashed.value().rest.name);
+    if (ring.flavor != Flavor::kHaproxy) server.name = attr("name");  // HAProxy's: a label
+    if (!attr("ident").empty()) server.name = attr("ident");          // Varnish: ident over name
+    server.hostname = attr("hostname");
+    server.hash_key = attr("hash_key");
+    server.hash_hostname = use_hostname;
+    if (Result<internal::HashedNode> hashed =
+            internal::ResolveNodeFields(ring, server.address, server.Node());
+        !hashed.ok()) {
+      return Bad(where + ": " + hashed.status().message());
+    }
     if (const auto [it, fresh] = line_of_addr.emplace(entry.address, number); !fresh) {
       return Bad(where + ": '" + entry.address + "' is listed twice (first on line " +
                  std::to_string(it->second) + "): answers name servers by ADDR");

@@ -45,16 +45,28 @@ Result<KetamaKeyHash> KetamaKeyHashNamed(std::string_view name);
 // another flavor is kBadArgument, naming the flavors it belongs to.
 Status ApplyProgramOptions(const Options& options, RingOptions& ring);
 
-// A server of a program flavor's servers file: what RingBuilder::Add takes
-// (`hashed`: the text the engine's ResolveNodeFields makes of the address
-// and the attributes, as NodeOptions documents), and the ADDR the tool
-// prints.
+// A server of another program's ring as RingBuilder::Add takes it: its
+// address and weight, and the fields (NodeOptions) from which the engine
+// picks what the ring hashes. Given to the builder as read, never as
+// resolved: a resolved Envoy hash_key would be printed as an address again.
 struct ProgramServer {
-  std::string hashed;
+  std::string address;
   uint32_t weight = 1;
-  uint32_t server_id = 0;  // haproxy id=
-  std::string name;        // twemproxy name=
-  std::optional<double> real_weight = {};  // a REAL weight (weight 0): NodeOptions::real_weight
+  uint32_t server_id = 0;                  // haproxy id=
+  std::string name = {};                   // twemproxy's name=, Varnish's ident= (else name=)
+  std::string hostname = {};               // Envoy's hostname=
+  std::string hash_key = {};               // Envoy's hash_key=
+  bool hash_hostname = false;              // Envoy's use_hostname_for_hashing
+  std::optional<double> real_weight = {};  // a REAL weight (weight 0)
+
+  NodeOptions Node() const {
+    return {.server_id = server_id,
+            .name = name,
+            .hostname = hostname,
+            .hash_key = hash_key,
+            .hash_hostname = hash_hostname,
+            .real_weight = real_weight};
+  }
 };
 
 // Parses a program flavor's servers file into `entries` (ADDR as written,

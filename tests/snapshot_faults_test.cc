@@ -649,5 +649,25 @@ TEST(SnapshotFaults, EveryCheckHasItsName) {
             SnapshotCheck::kSignature);
 }
 
+// The codes as snapshot.h documents them, check by check.
+TEST(SnapshotFaults, EveryCheckCarriesItsDocumentedCode) {
+  EXPECT_EQ(CodeOfSnapshotCheck(SnapshotCheck::kNone), StatusCode::kOk);
+  for (const SnapshotCheck io : {SnapshotCheck::kIo, SnapshotCheck::kNotRegular}) {
+    EXPECT_EQ(CodeOfSnapshotCheck(io), StatusCode::kIoError) << SnapshotCheckName(io);
+  }
+  for (const SnapshotCheck trust :
+       {SnapshotCheck::kMinVersion, SnapshotCheck::kExpired, SnapshotCheck::kSignature,
+        SnapshotCheck::kRollback, SnapshotCheck::kSameVersion}) {
+    EXPECT_EQ(CodeOfSnapshotCheck(trust), StatusCode::kUntrusted) << SnapshotCheckName(trust);
+  }
+  EXPECT_EQ(CodeOfSnapshotCheck(SnapshotCheck::kOutOfMemory), StatusCode::kOutOfMemory);
+  for (const SnapshotCheck bad :
+       {SnapshotCheck::kMaxSize, SnapshotCheck::kMagic, SnapshotCheck::kChecksum,
+        SnapshotCheck::kFlavor, SnapshotCheck::kEmbedder, SnapshotCheck::kLowColumn,
+        static_cast<SnapshotCheck>(kSnapshotCheckCount)}) {
+    EXPECT_EQ(CodeOfSnapshotCheck(bad), StatusCode::kBadSnapshot) << SnapshotCheckName(bad);
+  }
+}
+
 }  // namespace
 }  // namespace chash

@@ -1,4 +1,4 @@
-// The names of the snapshot checks (SnapshotCheck), as messages spell them.
+// The snapshot checks' names and status codes (SnapshotCheck), one table.
 #include <array>
 #include <string_view>
 
@@ -7,41 +7,67 @@
 namespace chash {
 namespace {
 
-constexpr std::array<std::string_view, kSnapshotCheckCount> kCheckNames = {
-    "none",        "io",          "not_regular", "max_size",   "sparse",
-    "size",        "magic",       "version",     "header",     "sections",
-    "min_version", "expired",     "signature",   "checksum",   "label",
-    "node_table",  "hash_column", "node_column", "collisions", "subsets",
-    "index",       "fingerprint", "points_digest", "rollback", "same_version",
-    "out_of_memory", "flavor",    "address",     "backend_mismatch", "embedder",
-    "options",     "low_column",
+// A check's facts: its name as messages spell it, and the status code a
+// failure of it carries. One row a check, in SnapshotCheck's order.
+struct CheckRow {
+  SnapshotCheck check;
+  std::string_view name;
+  StatusCode code;
 };
+
+constexpr std::array<CheckRow, kSnapshotCheckCount> kChecks = {{
+    {SnapshotCheck::kNone, "none", StatusCode::kOk},
+    {SnapshotCheck::kIo, "io", StatusCode::kIoError},
+    {SnapshotCheck::kNotRegular, "not_regular", StatusCode::kIoError},
+    {SnapshotCheck::kMaxSize, "max_size", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kSparse, "sparse", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kSize, "size", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kMagic, "magic", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kVersion, "version", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kHeader, "header", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kSections, "sections", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kMinVersion, "min_version", StatusCode::kUntrusted},
+    {SnapshotCheck::kExpired, "expired", StatusCode::kUntrusted},
+    {SnapshotCheck::kSignature, "signature", StatusCode::kUntrusted},
+    {SnapshotCheck::kChecksum, "checksum", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kLabel, "label", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kNodeTable, "node_table", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kHashColumn, "hash_column", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kNodeColumn, "node_column", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kCollisions, "collisions", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kSubsets, "subsets", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kIndex, "index", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kFingerprint, "fingerprint", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kPointsDigest, "points_digest", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kRollback, "rollback", StatusCode::kUntrusted},
+    {SnapshotCheck::kSameVersion, "same_version", StatusCode::kUntrusted},
+    {SnapshotCheck::kOutOfMemory, "out_of_memory", StatusCode::kOutOfMemory},
+    {SnapshotCheck::kFlavor, "flavor", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kAddress, "address", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kBackendMismatch, "backend_mismatch", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kEmbedder, "embedder", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kOptions, "options", StatusCode::kBadSnapshot},
+    {SnapshotCheck::kLowColumn, "low_column", StatusCode::kBadSnapshot},
+}};
+
+constexpr bool RowsFollowTheEnum() {
+  for (size_t i = 0; i < kChecks.size(); ++i) {
+    if (static_cast<size_t>(kChecks[i].check) != i) return false;
+  }
+  return true;
+}
+static_assert(RowsFollowTheEnum(), "kChecks: one row a SnapshotCheck, in its order");
 
 }  // namespace
 
 std::string_view SnapshotCheckName(SnapshotCheck check) noexcept {
   const auto index = static_cast<size_t>(check);
-  return index < kCheckNames.size() ? kCheckNames[index] : std::string_view("unknown");
+  return index < kChecks.size() ? kChecks[index].name : std::string_view("unknown");
 }
 
 StatusCode CodeOfSnapshotCheck(SnapshotCheck check) noexcept {
-  switch (check) {
-    case SnapshotCheck::kNone:
-      return StatusCode::kOk;
-    case SnapshotCheck::kIo:
-    case SnapshotCheck::kNotRegular:
-      return StatusCode::kIoError;
-    case SnapshotCheck::kMinVersion:
-    case SnapshotCheck::kExpired:
-    case SnapshotCheck::kSignature:
-    case SnapshotCheck::kRollback:
-    case SnapshotCheck::kSameVersion:
-      return StatusCode::kUntrusted;
-    case SnapshotCheck::kOutOfMemory:
-      return StatusCode::kOutOfMemory;
-    default:
-      return StatusCode::kBadSnapshot;
-  }
+  const auto index = static_cast<size_t>(check);
+  return index < kChecks.size() ? kChecks[index].code : StatusCode::kBadSnapshot;
 }
 
 SnapshotCheck FailedSnapshotCheck(const Status& status) noexcept {
@@ -55,8 +81,8 @@ SnapshotCheck FailedSnapshotCheck(const Status& status) noexcept {
   const size_t colon = message.find(':');
   if (colon == std::string_view::npos) return SnapshotCheck::kNone;
   const std::string_view name = message.substr(0, colon);
-  for (size_t i = 1; i < kCheckNames.size(); ++i) {
-    if (kCheckNames[i] == name) return static_cast<SnapshotCheck>(i);
+  for (size_t i = 1; i < kChecks.size(); ++i) {
+    if (kChecks[i].name == name) return kChecks[i].check;
   }
   return SnapshotCheck::kNone;
 }

@@ -72,7 +72,7 @@ def constants(clang, include):
     for raw in r.stdout.splitlines():
         m = re.match(r"^#define (CHASH_\w+) (.+)$", raw)
         if m and not VOLATILE_CONSTANTS.match(m.group(1)) and \
-                re.fullmatch(r"\(?-?\d+[uUlL]*\)?", m.group(2).strip()):
+                re.fullmatch(r"\(?-?(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\)?", m.group(2).strip()):
             out.append("const %s %s" % (m.group(1), m.group(2).strip()))
     return out
 

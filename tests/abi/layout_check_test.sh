@@ -28,6 +28,9 @@ try "two fields swapped" \
   "field chash_reload_report.serving_last_good 8 uint32_t"
 try "a constant renumbered" 's/^#define CHASH_RELOAD_NO_SHARE 1u/#define CHASH_RELOAD_NO_SHARE 16u/' \
   "const CHASH_RELOAD_NO_SHARE 1u"
+# Hexadecimal values are pinned too (the sentinels were once left out).
+try "a hexadecimal constant changed" 's/^#define CHASH_NO_NODE 0xFFFFFFFFu/#define CHASH_NO_NODE 0xFFFFu/' \
+  "const CHASH_NO_NODE 0xFFFFFFFFu"
 try "a parameter's type changed" \
   's/^CHASH_C_API int chash_reloader_poll(chash_reloader \*reloader)/CHASH_C_API int chash_reloader_poll(const chash_reloader *reloader)/' \
   "proto int chash_reloader_poll(chash_reloader *reloader)"

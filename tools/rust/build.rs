@@ -10,6 +10,12 @@
 //
 // CHASH_NO_PKG_CONFIG=1 skips step 2 (to test the repository build).
 // No registry crates: everything runs as commands (cmake, pkg-config).
+//
+// The crate's FFI declarations are then generated from the chash_c.h of
+// the library linked (ffi_gen.rs), into OUT_DIR/chash_c.rs.
+
+#[path = "ffi_gen.rs"]
+mod ffi_gen;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -17,18 +23,59 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=ffi_gen.rs");
     for var in ["CHASH_PREFIX", "CHASH_LIB_DIR", "CHASH_NO_PKG_CONFIG", "PKG_CONFIG_PATH"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
 
-    if let Some(prefix) = env::var_os("CHASH_PREFIX").filter(|p| !p.is_empty()) {
+    let include_dir = if let Some(prefix) = env::var_os("CHASH_PREFIX").filter(|p| !p.is_empty()) {
         link_prefix(Path::new(&prefix));
+        Path::new(&prefix).join("include")
     } else if let Some(dir) = env::var_os("CHASH_LIB_DIR").filter(|p| !p.is_empty()) {
         link_build_dir(Path::new(&dir));
+        source_dir_of_build(Path::new(&dir)).join("include")
     } else if env::var_os("CHASH_NO_PKG_CONFIG").is_none() && link_pkg_config("chash", None) {
-        // linked from the system's pkg-config file
+        pkg_config_include_dir()
     } else {
         link_repository_build();
+        repository_root().join("include")
+    };
+    write_ffi(&include_dir.join("chash/chash_c.h"));
+}
+
+fn write_ffi(header: &Path) {
+    println!("cargo:rerun-if-changed={}", header.display());
+    let text = std::fs::read_to_string(header)
+        .unwrap_or_else(|err| fail(&format!("{}: {err}", header.display())));
+    let rust = ffi_gen::generate(&text)
+        .unwrap_or_else(|err| fail(&format!("{}: {err}", header.display())));
+    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap()).join("chash_c.rs");
+    std::fs::write(&out, rust).unwrap_or_else(|err| fail(&format!("{}: {err}", out.display())));
+}
+
+fn repository_root() -> PathBuf {
+    PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap()).join("../..")
+}
+
+// The source folder a cmake build folder was configured from (its
+// CMakeCache.txt), whose include/ matches the library built there.
+fn source_dir_of_build(dir: &Path) -> PathBuf {
+    let cache = dir.join("CMakeCache.txt");
+    let text = std::fs::read_to_string(&cache)
+        .unwrap_or_else(|err| fail(&format!("CHASH_LIB_DIR: {}: {err}", cache.display())));
+    text.lines()
+        .find_map(|line| line.strip_prefix("CMAKE_HOME_DIRECTORY:INTERNAL="))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| fail(&format!("{}: no CMAKE_HOME_DIRECTORY", cache.display())))
+}
+
+fn pkg_config_include_dir() -> PathBuf {
+    let output = Command::new("pkg-config").args(["--variable=includedir", "chash"]).output();
+    match output {
+        Ok(output) if output.status.success() && !output.stdout.trim_ascii().is_empty() => {
+            PathBuf::from(String::from_utf8_lossy(output.stdout.trim_ascii()).into_owned())
+        }
+        _ => fail("pkg-config chash names no includedir"),
     }
 }
 
@@ -140,8 +187,7 @@ fn run(command: &mut Command, what: &str) {
 }
 
 fn link_repository_build() {
-    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
-    let root = manifest_dir.join("../..");
+    let root = repository_root();
     if !root.join("CMakeLists.txt").is_file() || !root.join("include/chash/chash_c.h").is_file() {
         fail(&format!(
             "no chash source tree at {} and no installed chash: set CHASH_PREFIX to an installed \

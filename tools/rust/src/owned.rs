@@ -113,8 +113,8 @@ impl<T: Free> Drop for Owned<T> {
 /// them, raw pointers), and its first field is the `u32` size.
 pub(crate) unsafe trait OutStruct: Sized {}
 
-// SAFETY: plain data with a leading u32 size (tests/header_sync.rs checks
-// the fields against the header).
+// SAFETY: plain data with a leading u32 size (generated from the header,
+// whose every one of these structs begins with `uint32_t size`).
 // chash_ring_options is an input struct of the same shape: `sized` makes its
 // every-default value.
 unsafe_marks!(OutStruct: chash_memory_usage, chash_ring_options, chash_ring_stats,

@@ -263,8 +263,8 @@ pub enum SnapshotCheck {
 }
 
 impl SnapshotCheck {
-    // Each check beside its code in the header (tests/header_sync.rs checks
-    // the codes).
+    // Each check beside its code in the header (tests/snapshot_checks.rs
+    // checks that every code of the header is here).
     const BY_CODE: [(u32, SnapshotCheck); 32] = [
         (ffi::CHASH_CHECK_NONE, SnapshotCheck::None),
         (ffi::CHASH_CHECK_IO, SnapshotCheck::Io),

@@ -48,28 +48,36 @@ int NewSnapshot(chash::Result<std::shared_ptr<const chash::RingSnapshot>> loaded
   return CHASH_OK;
 }
 
+// chash_snapshot_load and _load_bytes, which differ only in where the file's
+// bytes come from (`source`, checked for NULL): the options read, then
+// `load_with` them, the snapshot handed back through `out`.
+template <typename LoadWith>
+int LoadSnapshotOut(const char* function, Needed source, const chash_snapshot_options* options,
+                    chash_snapshot** out, LoadWith&& load_with) noexcept {
+  return HandleOut(function, out, {source}, [&] {
+    chash::SnapshotLoadOptions load;
+    if (const int code = SnapshotOptionsFrom(function, options, &load)) return code;
+    return NewSnapshot(load_with(load), out);
+  });
+}
+
 }  // namespace
 
 extern "C" {
 
 int chash_snapshot_load(const char* path, const chash_snapshot_options* options,
                         chash_snapshot** out) noexcept {
-  constexpr const char* kName = "chash_snapshot_load";
-  return HandleOut(kName, out, {{"path", path == nullptr}}, [&] {
-    chash::SnapshotLoadOptions load;
-    if (const int code = SnapshotOptionsFrom(kName, options, &load)) return code;
-    return NewSnapshot(chash::LoadSnapshot(path, load), out);
-  });
+  return LoadSnapshotOut(
+      "chash_snapshot_load", {"path", path == nullptr}, options, out,
+      [&](const chash::SnapshotLoadOptions& load) { return chash::LoadSnapshot(path, load); });
 }
 
 int chash_snapshot_load_bytes(const void* bytes, size_t n, const chash_snapshot_options* options,
                               chash_snapshot** out) noexcept {
-  constexpr const char* kName = "chash_snapshot_load_bytes";
-  return HandleOut(kName, out, {{"bytes", bytes == nullptr && n > 0}}, [&] {
-    chash::SnapshotLoadOptions load;
-    if (const int code = SnapshotOptionsFrom(kName, options, &load)) return code;
-    return NewSnapshot(chash::LoadSnapshotFromBytes(View(bytes, n), load), out);
-  });
+  return LoadSnapshotOut("chash_snapshot_load_bytes", {"bytes", bytes == nullptr && n > 0}, options,
+                         out, [&](const chash::SnapshotLoadOptions& load) {
+                           return chash::LoadSnapshotFromBytes(View(bytes, n), load);
+                         });
 }
 
 int chash_snapshot_verify(const char* path, const chash_snapshot_options* options) noexcept {

@@ -156,6 +156,17 @@ CHASH_C_API uint32_t chash_version_number(void) CHASH_C_NOEXCEPT;
  * process from the CPU. Static storage. */
 CHASH_C_API const char *chash_simd_target(void) CHASH_C_NOEXCEPT;
 CHASH_C_API const char *chash_crc32_implementation(void) CHASH_C_NOEXCEPT;
+/* This header's declarations as C text, for foreign-function interfaces
+ * that parse C at run time (LuaJIT's ffi.cdef, Python's cffi.cdef): every
+ * typedef, struct and prototype as written here, and each integer CHASH_*
+ * constant as `static const uint32_t` (written with a `u`) or
+ * `static const int32_t`; no comments, no preprocessor lines, no
+ * CHASH_C_API or CHASH_C_NOEXCEPT (chash/version.h's macros are not in it:
+ * chash_version answers them). It is the header the loaded library was
+ * built from, so a binding that declares from it (chash.resty does) always
+ * matches the library it calls. Static storage, made on the first call (it
+ * allocates then); NULL only if that allocation failed (chash_last_error). */
+CHASH_C_API const char *chash_c_declarations(void) CHASH_C_NOEXCEPT;
 
 /* CRC-32/IEEE (zlib's crc32()): the key hash of every flavor, so
  * chash_ring_find(r, k, n) == chash_ring_find_hash(r, chash_crc32(k, n)).

@@ -139,6 +139,23 @@ function _M.run(data, snapshots)
                "_VERSION " .. tostring(chash._VERSION) .. ", libchash " .. tostring(v)
     end)
 
+    -- The module declares from chash_c_declarations, with every uint32_t
+    -- return as int32_t (LuaJIT reads a uint32_t return as 64 bits). The
+    -- declarations are the LuaJIT state's, so a second handle on the same
+    -- library sees the module's.
+    test("uint32_returns_are_declared_int32", function()
+        local ffi = require "ffi"
+        local lib = ffi.load(assert(package.searchpath("libchash", package.cpath)))
+        local text = ffi.string(lib.chash_c_declarations())
+        local seen = 0
+        for name in ("\n" .. text):gmatch("\nuint32_t (chash_[%w_]+)%s*%(") do
+            local declared = tostring(ffi.typeof(lib[name]))
+            if declared ~= "ctype<int ()>" then return false, name .. " is " .. declared end
+            seen = seen + 1
+        end
+        return seen >= 20, seen .. " functions return uint32_t"
+    end)
+
     test("new_as_function_and_method_agree", function()
         local nodes = read_nodes(G .. "ra.nodes")
         local a, b = chash:new(nodes), chash.new(nodes)

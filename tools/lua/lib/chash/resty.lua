@@ -33,230 +33,25 @@ local floor, type, tostring, tonumber, pairs = math.floor, type, tostring, tonum
 local setmetatable, pcall, ipairs = setmetatable, pcall, ipairs
 local str_gsub = string.gsub
 
--- Functions that return a uint32_t are declared int32_t here: the x86-64
--- ABI leaves a 32-bit return's upper register half undefined, and LuaJIT's
--- compiled code reads a uint32_t return as 64 bits (a migration lookup came
--- back as 2^32 + its node). An int32_t return is read as 32 bits; u32()
--- below restores the unsigned value where it can pass 2^31.
--- chash_ring_find_position returns a uint32_t position below 2^31 (a ring
--- holds fewer than 2^31 points): declared int32_t, CHASH_NO_POSITION reads
--- as -1.
--- tests/lua/test_resty.py checks these declarations against chash_c.h.
+-- The C declarations come from the library loaded (chash_c_declarations:
+-- chash_c.h as it was built), so they always match it; the module keeps no
+-- copy of the header. One change for LuaJIT: functions that return a
+-- uint32_t are declared int32_t. The x86-64 ABI leaves a 32-bit return's
+-- upper register half undefined, and LuaJIT's compiled code reads a uint32_t
+-- return as 64 bits (a migration lookup came back as 2^32 + its node); an
+-- int32_t return is read as 32 bits, and u32() below restores the unsigned
+-- value where it can pass 2^31. CHASH_NO_NODE and CHASH_NO_POSITION read as
+-- -1 then (a ring holds fewer than 2^31 points).
 ffi.cdef [[
-typedef struct chash_builder chash_builder;
-typedef struct chash_ring chash_ring;
-typedef struct chash_node_mask chash_node_mask;
-typedef struct chash_snapshot chash_snapshot;
-typedef struct chash_migration chash_migration;
-typedef struct chash_walk chash_walk;
-typedef struct chash_reloader chash_reloader;
-typedef struct chash_snapshot_options {
-  uint32_t size;
-  uint32_t mode;
-  uint32_t flags;
-  uint32_t threads;
-  uint64_t min_config_version;
-  uint64_t max_file_bytes;
-  const uint8_t *trusted_keys;
-  size_t n_trusted_keys;
-} chash_snapshot_options;
-typedef struct chash_snapshot_info {
-  uint32_t size;
-  uint16_t major_version, minor_version;
-  uint64_t file_bytes;
-  uint64_t config_version;
-  int64_t created_unix_seconds;
-  int64_t expires_unix_seconds;
-  uint32_t flavor;
-  uint32_t point_multiple;
-  uint32_t nodes;
-  uint32_t subsets;
-  uint64_t points;
-  uint64_t points_generated;
-  uint32_t is_signed;
-  uint32_t mode;
-  uint8_t key_id[8];
-  uint8_t fingerprint[32];
-} chash_snapshot_info;
-typedef struct chash_ring_options {
-  uint32_t size;
-  uint32_t point_multiple;
-  uint32_t haproxy_hash;
-  uint32_t haproxy_avalanche;
-  uint32_t haproxy_server_key;
-  uint32_t ketama_variant;
-  uint32_t ketama_key_hash;
-  uint32_t ketama_default_port;
-  uint8_t ketama_hash_tag[2];
-  uint8_t reserved0[2];
-  uint32_t varnish_replicas;
-  uint32_t envoy_hash;
-  uint64_t envoy_minimum_ring_size;
-  uint64_t envoy_maximum_ring_size;
-  uint64_t maglev_table_size;
-} chash_ring_options;
-typedef struct chash_reloader_options {
-  uint32_t size;
-  uint32_t flags;
-  const chash_snapshot_options *load;
-  const char *state_dir;
-  const char *name;
-} chash_reloader_options;
-typedef struct chash_reload_result {
-  uint32_t size;
-  uint32_t outcome;
-  uint32_t check;
-  uint32_t adopted;
-  int32_t error;
-  uint32_t reserved;
-  uint64_t token;
-  uint64_t config_version;
-  chash_snapshot *snapshot;
-  char message[512];
-} chash_reload_result;
-typedef struct chash_reload_report {
-  uint32_t size;
-  uint32_t last_check;
-  uint32_t serving_last_good;
-  uint32_t state_error;
-  int32_t last_error;
-  uint32_t reserved;
-  uint64_t served_version;
-  uint64_t highest_version;
-  uint64_t accepted;
-  uint64_t adopted;
-  uint64_t refused;
-  int64_t last_refused_unix_seconds;
-  int64_t checking_since_unix_seconds;
-  char last_message[512];
-  char state_message[512];
-  int64_t served_expires_unix_seconds;
-  uint32_t serving_expired;
-  uint32_t reserved2;
-  char state_file[512];
-} chash_reload_report;
-
-const char *chash_last_error(void);
-const char *chash_flavor_name(uint32_t flavor);
-int chash_flavor_property(uint32_t flavor, uint32_t property, uint64_t *value);
-int chash_ring_options_set(chash_ring_options *options, uint32_t flavor, const char *name,
-                           const char *value);
-const char *chash_version(void);
-const char *chash_check_name(uint32_t check);
-int32_t chash_last_check(void);
-int32_t chash_crc32(const void *data, size_t len);
-
-int chash_builder_new(uint32_t flavor, uint32_t point_multiple, chash_builder **out);
-int chash_builder_set_threads(chash_builder *builder, uint32_t threads);
-int chash_builder_set_max_points(chash_builder *builder, uint64_t max_points);
-int chash_builder_add(chash_builder *builder, const char *address, size_t address_len,
-                      uint32_t weight);
-const char *chash_builder_error(const chash_builder *builder);
-int chash_builder_build(chash_builder *builder, chash_ring **out);
-void chash_builder_free(chash_builder *builder);
-int chash_builder_new_with_options(uint32_t flavor, const chash_ring_options *options,
-                                   chash_builder **out);
-typedef struct chash_node_fields {
-  uint32_t size;
-  uint32_t server_id;
-  const char *name;
-  size_t name_len;
-  const char *hostname;
-  size_t hostname_len;
-  const char *hash_key;
-  size_t hash_key_len;
-  uint32_t hash_hostname;
-  uint32_t has_real_weight;
-  double real_weight;
-} chash_node_fields;
-int chash_builder_add_fields(chash_builder *builder, const char *address, size_t address_len,
-                             uint32_t weight, const chash_node_fields *fields);
-
-void chash_ring_free(chash_ring *ring);
-int32_t chash_ring_find_position(const chash_ring *ring, uint32_t hash);
-uint64_t chash_ring_key_hash(const chash_ring *ring, const void *key, size_t key_len);
-int32_t chash_ring_key_hash_bits(const chash_ring *ring);
-int32_t chash_ring_find_hash64(const chash_ring *ring, uint64_t hash);
-int32_t chash_ring_find_attempt(const chash_ring *ring, uint64_t hash, uint32_t attempt);
-int32_t chash_ring_point_at(const chash_ring *ring, uint32_t position, uint32_t *hash);
-int chash_ring_collision_losers(const chash_ring *ring, const uint32_t **hashes,
-                                const uint16_t **nodes, uint64_t *count);
-int32_t chash_ring_num_nodes(const chash_ring *ring);
-uint64_t chash_ring_num_points(const chash_ring *ring);
-uint64_t chash_ring_points_generated(const chash_ring *ring);
-int32_t chash_ring_flavor(const chash_ring *ring);
-int32_t chash_ring_point_multiple(const chash_ring *ring);
-int chash_ring_masks_exactly(const chash_ring *ring);
-const char *chash_ring_node_address(const chash_ring *ring, uint32_t node, size_t *len);
-int32_t chash_ring_node_weight(const chash_ring *ring, uint32_t node);
-
-size_t chash_walk_size(const chash_ring *ring);
-int chash_walk_start(void *memory, size_t bytes, const chash_ring *ring,
-                     const chash_node_mask *mask, uint32_t hash, chash_walk **out);
-int32_t chash_walk_next(chash_walk *walk);
-
-int chash_node_mask_new(uint32_t num_nodes, int available, chash_node_mask **out);
-int chash_node_mask_set(chash_node_mask *mask, uint32_t node, int available);
-int chash_node_mask_get(const chash_node_mask *mask, uint32_t node);
-int32_t chash_node_mask_count_available(const chash_node_mask *mask);
-void chash_node_mask_free(chash_node_mask *mask);
-int32_t chash_ring_find_available_hash(const chash_ring *ring, const chash_node_mask *mask,
-                                        uint32_t hash);
-
-int chash_snapshot_load(const char *path, const chash_snapshot_options *options,
-                        chash_snapshot **out);
-void chash_snapshot_free(chash_snapshot *snapshot);
-int chash_snapshot_ring(const chash_snapshot *snapshot, chash_ring **out);
-int chash_snapshot_get_info(const chash_snapshot *snapshot, chash_snapshot_info *out);
-const char *chash_snapshot_label(const chash_snapshot *snapshot);
-const char *chash_snapshot_subset_name(const chash_snapshot *snapshot, uint32_t i);
-int chash_snapshot_subset(const chash_snapshot *snapshot, const char *name,
-                          chash_node_mask **out);
-int chash_public_key_read(const char *path, uint8_t *out);
-
-int chash_reloader_new(const char *path, const chash_reloader_options *options,
-                       chash_reloader **out);
-void chash_reloader_free(chash_reloader *reloader);
-int chash_reloader_current(const chash_reloader *reloader, chash_snapshot **out);
-int chash_reloader_check(chash_reloader *reloader, chash_reload_result *out);
-int chash_reloader_accept(chash_reloader *reloader, const chash_reload_result *candidate);
-int chash_reloader_refuse(chash_reloader *reloader, const chash_reload_result *candidate,
-                          uint32_t check, const char *message);
-int chash_reloader_report(const chash_reloader *reloader, chash_reload_report *out);
-
-int chash_migration_new(const chash_ring *old_ring, const chash_ring *new_ring, uint64_t seed,
-                        int allow_backend_mismatch, chash_migration **out);
-int chash_migration_set_rollout(chash_migration *migration, double fraction);
-int chash_migration_set_in_scope(chash_migration *migration, int in_scope);
-int32_t chash_migration_rollout_ppm(const chash_migration *migration);
-int chash_migration_in_scope(const chash_migration *migration);
-int32_t chash_migration_find(const chash_migration *migration, const void *key, size_t key_len,
-                              uint32_t *side);
-int chash_migration_counters(const chash_migration *migration, uint64_t *old_ring,
-                             uint64_t *new_ring);
-void chash_migration_free(chash_migration *migration);
+const char *chash_c_declarations(void);
 ]]
-
-local FLAVOR_RESTY = 3
-local NO_NODE = -1  -- CHASH_NO_NODE read as int32_t
-local MAX_WEIGHT = 4294967295
-local E_IO = -10
-local CHECK_FLAVOR = 26
-local RELOAD_NEW, RELOAD_SAME_RING, RELOAD_REFUSED = 1, 2, 3
-local RELOAD_NO_SHARE, RELOAD_NO_LAST_GOOD, RELOAD_NO_WRITE = 1, 2, 4
-local LOAD_MODES = { sealed = 0, map = 1, copy = 2 }
-local LOAD_MODE_NAMES = { [0] = "sealed", [1] = "map", [2] = "copy" }
-
-local function u32(x)
-    if x < 0 then return x + 4294967296 end
-    return x
-end
 
 -- libchash.so from package.cpath's directories (as resty.chash finds its
 -- own library), else the system's library path. An older lua-resty-balancer
--- also shipped a "libchash.so": a library without chash_version is skipped.
+-- also shipped a "libchash.so": a library without chash_c_declarations is
+-- skipped (so is a libchash older than this module).
 local function is_libchash(lib)
-    return pcall(function() return lib.chash_version end)
+    return pcall(function() return lib.chash_c_declarations end)
 end
 
 local function load_libchash()
@@ -272,7 +67,7 @@ local function load_libchash()
             end
         end
     end
-    for _, name in ipairs({ "chash", "libchash.so.1", "libchash.so.0" }) do
+    for _, name in ipairs({ "chash", "libchash.so.1" }) do
         local ok, lib = pcall(ffi.load, name)
         if ok and is_libchash(lib) then return lib end
     end
@@ -281,11 +76,42 @@ end
 
 local lib = load_libchash()
 if not lib then
-    error("chash.resty: cannot load libchash.so (searched package.cpath and the system path)")
+    error("chash.resty: cannot load a libchash.so with chash_c_declarations "
+          .. "(searched package.cpath and the system path)")
+end
+do
+    local declarations = lib.chash_c_declarations()
+    if declarations == C_NULL then
+        error("chash.resty: chash_c_declarations: " .. ffi_string(lib.chash_last_error()))
+    end
+    local text = ("\n" .. ffi_string(declarations))
+        :gsub("\nuint32_t (chash_[%w_]+%s*%()", "\nint32_t %1")
+    ffi.cdef(text)
+end
+local C = ffi.C  -- the CHASH_* constants (static const in the declarations)
+
+local FLAVOR_RESTY = C.CHASH_FLAVOR_RESTY
+local NO_NODE = -1  -- CHASH_NO_NODE read as int32_t
+local MAX_WEIGHT = 4294967295
+local E_IO = C.CHASH_E_IO
+local CHECK_FLAVOR = C.CHASH_CHECK_FLAVOR
+local RELOAD_NEW, RELOAD_SAME_RING, RELOAD_REFUSED =
+    C.CHASH_RELOAD_NEW, C.CHASH_RELOAD_SAME_RING, C.CHASH_RELOAD_REFUSED
+local RELOAD_NO_SHARE, RELOAD_NO_LAST_GOOD, RELOAD_NO_WRITE =
+    C.CHASH_RELOAD_NO_SHARE, C.CHASH_RELOAD_NO_LAST_GOOD, C.CHASH_RELOAD_NO_WRITE
+local LOAD_MODES = { sealed = C.CHASH_LOAD_SEALED, map = C.CHASH_LOAD_MAP,
+                     copy = C.CHASH_LOAD_COPY }
+local LOAD_MODE_NAMES = {}
+for name, mode in pairs(LOAD_MODES) do LOAD_MODE_NAMES[mode] = name end
+
+local function u32(x)
+    if x < 0 then return x + 4294967296 end
+    return x
 end
 
 -- _VERSION is the loaded libchash's (the module ships with it)
-local _M = { _VERSION = ffi_string(lib.chash_version()), POINTS_PER_WEIGHT = 160 }
+local _M = { _VERSION = ffi_string(lib.chash_version()),
+             POINTS_PER_WEIGHT = C.CHASH_DEFAULT_POINT_MULTIPLE }
 local mt = { __index = _M }
 
 local out_builder = ffi_new("chash_builder*[1]")
@@ -657,8 +483,9 @@ end
 -- option takes and whose it is; a node's fields go to libchash as they are
 -- (chash_node_fields), which refuses those of another flavor and decides
 -- what the ring hashes: this module keeps no copy of either.
-local RETRY_WALKS = { [1] = "distinct", [2] = "attempt" }
-local PROP_RETRY, PROP_OTHER_PROGRAM = 4, 6
+local RETRY_WALKS = { [C.CHASH_RETRY_DISTINCT] = "distinct",
+                      [C.CHASH_RETRY_ATTEMPT] = "attempt" }
+local PROP_RETRY, PROP_OTHER_PROGRAM = C.CHASH_PROPERTY_RETRY, C.CHASH_PROPERTY_OTHER_PROGRAM
 
 local function flavor_property(flavor, property)
     local value = ffi_new("uint64_t[1]")

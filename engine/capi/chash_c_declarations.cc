@@ -122,13 +122,16 @@ void EraseWord(std::string& line, std::string_view word) {
 // Preprocessor lines go, but for `#define CHASH_X <integer>`, which becomes
 // `static const T CHASH_X = <integer>;` (LuaJIT and cffi both take that
 // form, and take it in array bounds). Lines inside `#ifdef __cplusplus` go
-// (the extern "C" braces); the #else branch stays. Blank lines fold to one.
+// (the extern "C" braces), defines too; the #else branch stays. Blank lines
+// fold to one.
 std::string CDeclarations(std::string_view header) {
   std::string out;
   out.reserve(header.size() / 2);
   std::vector<bool> skipping;  // one entry per open #if: its lines are C++'s
   bool last_blank = true;
   for (const std::string& raw : LogicalLines(WithoutComments(header))) {
+    bool cplusplus_only = false;
+    for (bool skip : skipping) cplusplus_only = cplusplus_only || skip;
     const std::string_view trimmed = Trimmed(raw);
     if (!trimmed.empty() && trimmed.front() == '#') {
       const auto [directive, rest] = SplitWord(trimmed.substr(1));
@@ -141,7 +144,7 @@ std::string CDeclarations(std::string_view header) {
       } else if (directive == "define") {
         const auto [name, value] = SplitWord(rest);
         const std::string_view type = IntegerConstantType(value);
-        if (name.starts_with("CHASH_") && !type.empty()) {
+        if (!cplusplus_only && name.starts_with("CHASH_") && !type.empty()) {
           out.append("static const ").append(type).append(" ").append(name);
           out.append(" = ").append(value).append(";\n");
           last_blank = false;
@@ -149,8 +152,6 @@ std::string CDeclarations(std::string_view header) {
       }
       continue;
     }
-    bool cplusplus_only = false;
-    for (bool skip : skipping) cplusplus_only = cplusplus_only || skip;
     if (cplusplus_only) continue;
     std::string line(raw);
     EraseWord(line, "CHASH_C_API");

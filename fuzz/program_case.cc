@@ -105,20 +105,29 @@ ProgramCase DecodeProgramCase(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < count && !in.empty(); ++i) {
     reference::ProgramServer server;
     const uint8_t kind = in.U8();
+    // At most one read an expression: the order of two reads in one call or
+    // sum is the compiler's (g++ reads right to left, clang left to right),
+    // and a reproducer must decode the same under both.
     switch (kind % 64 < 62 ? kind % 4 : kind % 64 - 58) {
-      case 0:
-        server.address = Ipv4(in.U32()) + ":" + std::to_string(in.U16());
+      case 0: {
+        const uint32_t ip = in.U32();
+        server.address = Ipv4(ip) + ":" + std::to_string(in.U16());
         break;
+      }
       case 1:
         server.address = Ipv4(in.U32());
         break;
-      case 2:
+      case 2: {
+        const uint16_t host = in.U16();
         server.address =
-            "cache-" + std::to_string(in.U16()) + ".example:" + std::to_string(11210 + in.U8() % 4);
+            "cache-" + std::to_string(host) + ".example:" + std::to_string(11210 + in.U8() % 4);
         break;
+      }
       case 3: {
         char text[64];
-        std::snprintf(text, sizeof text, "[2001:db8::%x]:%u", in.U16(), in.U16());
+        const uint16_t group = in.U16();
+        const uint16_t port = in.U16();
+        std::snprintf(text, sizeof text, "[2001:db8::%x]:%u", group, port);
         server.address = text;
         break;
       }

@@ -154,5 +154,24 @@ TEST(ProgramDifferential, VarnishSharedPoints) {
   ExpectAgree(c);
 }
 
+// Envoy hashes a host without a hash key or hostname by its address as
+// Envoy prints it (inet_ntop's text): [2001:db8::0]:14650 hashes as
+// [2001:db8::]:14650. A fuzzer finding: the model hashed the text as
+// written, the engine as Envoy prints it.
+TEST(ProgramDifferential, EnvoyHashesTheAddressAsEnvoyPrintsIt) {
+  for (const RingOptions& options :
+       {RingOptions{.flavor = Flavor::kEnvoyRing}, RingOptions{.flavor = Flavor::kEnvoyMaglev}}) {
+    ProgramCase c = Fleet(options, 7, 1);
+    c.servers[0].address = "[2001:db8::0]:14650";
+    c.servers[1].address = "[2001:DB8:0:0:0:0:0:1]:080";
+    c.servers[2].address = "[fe80::1%007]:80";
+    c.servers[3].address = "[fe80::2%0]:80";
+    c.servers[4].address = "[::ffff:10.0.0.1]:80";
+    c.servers[5].address = "[fe80::3%eth0]:80";  // not numeric: hashed as written
+    c.servers[6].address = "10.0.0.1";           // no port: hashed as written
+    ExpectAgree(c);
+  }
+}
+
 }  // namespace
 }  // namespace chash

@@ -2,6 +2,8 @@
 
 #include "hash/program_hashes.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <sodium/crypto_hash_sha256.h>
 
@@ -384,6 +386,45 @@ bool SplitServer(std::string_view text, std::string& host, std::string& port_tex
   return true;
 }
 
+// Envoy's Address::Instance::asString() for the IP and port in `text`
+// (source/common/network/address_impl.cc): inet_ntop's text of the address,
+// an IPv6 one in brackets with "%SCOPE" when its scope id is not 0, then
+// ":PORT". What Envoy hashes for a host without a hash key or a hostname.
+// A text that is not a numeric IP (IPv6 in brackets) and a port 0..65535,
+// or whose scope is not a number that fits 32 bits, is hashed as written.
+std::string EnvoyAsString(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (text.find('\0') != std::string::npos || colon == std::string::npos) return text;
+  const std::string digits = text.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5 ||
+      digits.find_first_not_of("0123456789") != std::string::npos || std::stoul(digits) > 65535) {
+    return text;
+  }
+  const std::string port = ":" + std::to_string(std::stoul(digits));
+  std::string host = text.substr(0, colon);
+  char printed[INET6_ADDRSTRLEN] = {};
+  if (host.size() < 2 || host.front() != '[' || host.back() != ']') {
+    in_addr v4{};
+    if (inet_pton(AF_INET, host.c_str(), &v4) != 1) return text;
+    return inet_ntop(AF_INET, &v4, printed, sizeof printed) + port;
+  }
+  host = host.substr(1, host.size() - 2);
+  std::string scope;
+  if (const size_t percent = host.find('%'); percent != std::string::npos) {
+    scope = host.substr(percent + 1);
+    host.resize(percent);
+    if (scope.empty() || scope.size() > 10 ||
+        scope.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoull(scope) > UINT32_MAX) {
+      return text;
+    }
+    scope = std::stoull(scope) == 0 ? "" : "%" + std::to_string(std::stoull(scope));
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) != 1) return text;
+  return "[" + std::string(inet_ntop(AF_INET6, &v6, printed, sizeof printed)) + scope + "]" + port;
+}
+
 // The bytes a server's points are made from (the engine's NodeAddress::host).
 struct ParsedServer {
   std::string label;
@@ -450,7 +491,7 @@ Result<ParsedServer> ParseServer(const RingOptions& options, const ProgramServer
     case Flavor::kEnvoyRing:
     case Flavor::kEnvoyMaglev:
       if (!TextOk(server.address, false, false)) return Error(StatusCode::kBadAddress, "key");
-      out.label = server.address;
+      out.label = EnvoyAsString(server.address);
       return out;
     default:
       return Error(StatusCode::kBadArgument, "not a program flavor");

@@ -106,8 +106,8 @@ ProgramCase DecodeProgramCase(const uint8_t* data, size_t size) {
     reference::ProgramServer server;
     const uint8_t kind = in.U8();
     // At most one read an expression: the order of two reads in one call or
-    // sum is the compiler's (g++ reads right to left, clang left to right),
-    // and a reproducer must decode the same under both.
+    // sum is the compiler's (g++ read snprintf's arguments right to left,
+    // clang left to right), and a reproducer must decode alike under both.
     switch (kind % 64 < 62 ? kind % 4 : kind % 64 - 58) {
       case 0: {
         const uint32_t ip = in.U32();

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "capi/capi_internal.h"
+#include "util/text_lines.h"
 
+using chash::TextLines;
 using namespace chash::capi;  // the helpers of every entry point
 
 namespace {
@@ -38,17 +40,18 @@ std::string WithoutComments(std::string_view text) {
   return out;
 }
 
-// The lines of the text, a backslash-newline joining two into one.
+// The lines of the text (util/text_lines.h), a line that ends in a
+// backslash joined with the next, as the preprocessor joins them.
 std::vector<std::string> LogicalLines(std::string_view text) {
-  std::vector<std::string> lines(1);
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\n') {
-      ++i;
-    } else if (text[i] == '\n') {
-      lines.emplace_back();
-    } else {
-      lines.back() += text[i];
-    }
+  std::vector<std::string> lines;
+  bool continued = false;
+  TextLines walk(text);
+  std::string_view line;
+  for (size_t number = 0; walk.Next(line, number);) {
+    if (!continued) lines.emplace_back();
+    continued = !line.empty() && line.back() == '\\';
+    if (continued) line.remove_suffix(1);
+    lines.back().append(line);
   }
   return lines;
 }
